@@ -1,0 +1,137 @@
+// Package handshake is the handshake scenario of loadgen: N Socket.IO
+// connections at once, each timed from its start to its namespace CONNECT,
+// then one acknowledged `echo` each, then a clean disconnect; the client's
+// figures are printed next to the server's own (its /stats, before and after).
+package handshake
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"knowngood/loadgen/sioclient"
+)
+
+// Defaults.
+const (
+	DefaultURL       = "http://127.0.0.1:8080"
+	DefaultN         = 100
+	DefaultDeadline  = 15 * time.Second
+	DefaultTransport = sioclient.WebSocket
+	DefaultAdminPort = "9100"
+	maxN             = 1000000
+)
+
+// Config is one run of the scenario.
+type Config struct {
+	URL       string        // target, http(s)://HOST:PORT
+	N         int           // connections opened at once
+	Deadline  time.Duration // bounds each connection's namespace CONNECT, and then the echo
+	Transport string        // websocket, polling or polling,websocket
+	Namespace string        // Socket.IO namespace
+	Echo      bool          // emit `echo` once on every connected socket
+	JSON      string        // write the report as JSON to this file; "-" is stdout
+	Admin     string        // base URL of the server's admin listener; "" for none
+}
+
+// ParseFlags parses the scenario's flags. A bad value gives a one-line error
+// that names the flag and the accepted form; -h gives flag.ErrHelp.
+func ParseFlags(args []string) (Config, error) {
+	cfg := Config{}
+	fs := newFlagSet(&cfg)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q: every setting is a flag", fs.Arg(0))
+	}
+	adminSet := false
+	fs.Visit(func(f *flag.Flag) { adminSet = adminSet || f.Name == "admin" })
+	if err := cfg.normalize(adminSet); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Usage prints the flags and their defaults.
+func Usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: loadgen handshake [flags]")
+	fs := newFlagSet(&Config{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func newFlagSet(cfg *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("handshake", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned, and printed by the caller on one line
+	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target server, http://HOST:PORT")
+	cfg.N = DefaultN
+	fs.Func("n", fmt.Sprintf("`N` connections opened at once, 1 to %d (default %d)", maxN, DefaultN), func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxN {
+			return fmt.Errorf("want an integer from 1 to %d", maxN)
+		}
+		cfg.N = n
+		return nil
+	})
+	cfg.Deadline = DefaultDeadline
+	fs.Func("deadline", fmt.Sprintf("`DURATION` allowed for each connection's namespace CONNECT, counted from the start, and again for the echo (default %s)", DefaultDeadline), func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return errors.New("want a positive duration such as 15s or 500ms")
+		}
+		cfg.Deadline = d
+		return nil
+	})
+	cfg.Transport = DefaultTransport
+	fs.Func("transport", fmt.Sprintf("`TRANSPORT`: %s (polling,websocket = polling first, then upgrade) (default %s)", strings.Join(sioclient.Transports, " | "), DefaultTransport), func(s string) error {
+		for _, t := range sioclient.Transports {
+			if s == t {
+				cfg.Transport = s
+				return nil
+			}
+		}
+		return fmt.Errorf("want %s", strings.Join(sioclient.Transports, ", "))
+	})
+	fs.StringVar(&cfg.Namespace, "namespace", "/", "Socket.IO `NAMESPACE`")
+	fs.BoolVar(&cfg.Echo, "echo", true, "after connecting, emit \"echo\" once on every socket and wait for its ack")
+	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
+	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run (default: the target's host, port "+DefaultAdminPort+"; '' = none)")
+	return fs
+}
+
+// normalize checks the values that the flag functions cannot check alone and
+// fills in the admin address.
+func (c *Config) normalize(adminSet bool) error {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return fmt.Errorf("invalid value %q for flag -url: want http://HOST:PORT (the namespace is -namespace)", c.URL)
+	}
+	c.URL = u.Scheme + "://" + u.Host
+	if !strings.HasPrefix(c.Namespace, "/") {
+		return fmt.Errorf("invalid value %q for flag -namespace: want a path starting with /", c.Namespace)
+	}
+	if !adminSet {
+		c.Admin = "http://" + net.JoinHostPort(u.Hostname(), DefaultAdminPort)
+		return nil
+	}
+	if c.Admin == "" {
+		return nil
+	}
+	admin := c.Admin
+	if !strings.Contains(admin, "://") {
+		admin = "http://" + admin
+	}
+	a, err := url.Parse(admin)
+	if err != nil || (a.Scheme != "http" && a.Scheme != "https") || a.Host == "" || (a.Path != "" && a.Path != "/") {
+		return fmt.Errorf("invalid value %q for flag -admin: want http://HOST:PORT, or '' for none", c.Admin)
+	}
+	c.Admin = a.Scheme + "://" + a.Host
+	return nil
+}

@@ -1,0 +1,180 @@
+package handshake
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"knowngood/shared/protocol"
+)
+
+// Report is the result of a run: the table and the JSON object carry the
+// same figures. Its JSON field names match those of the script clients
+// (scripts/clients/sio-connect.mjs, sio_connect.py) where they overlap.
+type Report struct {
+	Client    string `json:"client"`
+	Version   string `json:"version"`
+	URL       string `json:"url"`
+	Transport string `json:"transport"`
+	Namespace string `json:"namespace"`
+	Deadline  string `json:"deadline"`
+
+	Attempts  int `json:"attempts"`
+	Connected int `json:"connected"`
+	Echoed    int `json:"echoed"`
+	Failed    int `json:"failed"` // Attempts - Connected
+	// Errors groups the failed connections by their first error; the
+	// counts add up to Failed.
+	Errors map[string]int `json:"errors"`
+	// EchoErrors groups the echoes that got no matching ack.
+	EchoErrors map[string]int `json:"echo_errors,omitempty"`
+
+	// Handshake latency, from a connection's start to its namespace
+	// CONNECT; null when none connected.
+	P50ms *float64 `json:"p50_ms"`
+	P95ms *float64 `json:"p95_ms"`
+	P99ms *float64 `json:"p99_ms"`
+	MaxMs *float64 `json:"max_ms"`
+	// TotalMs is the connect phase: from the start of all connections to
+	// the moment the last one connected, failed, or reached the deadline.
+	TotalMs             float64 `json:"total_ms"`
+	HandshakesPerSecond float64 `json:"handshakes_per_second"` // Connected / TotalMs
+	// ClientCPUSeconds is this process's user+system CPU time over the
+	// connect, echo and close phases (getrusage).
+	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+
+	// Server is the server's own view of the run (its /stats after minus
+	// before); nil without an admin listener, and ServerError says why.
+	Server      *ServerView `json:"server,omitempty"`
+	ServerError string      `json:"server_error,omitempty"`
+}
+
+// ServerView is what the server reported about the run.
+type ServerView struct {
+	Admin   string `json:"admin"`
+	Variant string `json:"variant"`
+	// Handshakes by result: ok, rejected, failed, abandoned.
+	Handshakes map[string]uint64 `json:"handshakes"`
+	// Server-side handshake latency of the run's completed handshakes.
+	P50ms *float64 `json:"p50_ms"`
+	P99ms *float64 `json:"p99_ms"`
+	// CPUSeconds is the server's CPU time over the run; null when the
+	// server does not report cpu_seconds.
+	CPUSeconds *float64 `json:"cpu_seconds"`
+	// ResidentBytes is the server's resident memory after the run, when
+	// reported.
+	ResidentBytes     *float64 `json:"resident_bytes"`
+	ConnectionsActive int64    `json:"connections_active"`
+}
+
+// WriteJSON writes the report as one JSON object and a newline.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteTable writes the report as a table: the client's figures, and the
+// server's next to them when there are any.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "handshake: %d connections at once to %s, namespace %s, transport %s, deadline %s (%s %s)\n",
+		r.Attempts, r.URL, r.Namespace, r.Transport, r.Deadline, r.Client, r.Version)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	s := r.Server
+	if s != nil {
+		fmt.Fprintf(tw, "\tclient\tserver (%s, %s)\n", s.Variant, s.Admin)
+	} else {
+		fmt.Fprintf(tw, "\tclient\t\n")
+	}
+	row := func(name, client, server string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, client, server) }
+	srv := func(f func(*ServerView) string) string {
+		if s == nil {
+			return ""
+		}
+		return f(s)
+	}
+	row("attempts", strconv.Itoa(r.Attempts), "")
+	row("connected", fmt.Sprintf("%d (%s)", r.Connected, percent(r.Connected, r.Attempts)),
+		srv(func(s *ServerView) string { return fmt.Sprintf("ok %d", s.Handshakes[protocol.ResultOK]) }))
+	row("failed", strconv.Itoa(r.Failed),
+		srv(func(s *ServerView) string {
+			return fmt.Sprintf("rejected %d, failed %d, abandoned %d",
+				s.Handshakes[protocol.ResultRejected], s.Handshakes[protocol.ResultFailed], s.Handshakes[protocol.ResultAbandoned])
+		}))
+	row("echoed", strconv.Itoa(r.Echoed), "")
+	row("p50", msString(r.P50ms), srv(func(s *ServerView) string { return msString(s.P50ms) }))
+	row("p95", msString(r.P95ms), "")
+	row("p99", msString(r.P99ms), srv(func(s *ServerView) string { return msString(s.P99ms) }))
+	row("max", msString(r.MaxMs), "")
+	row("total", time.Duration(r.TotalMs*float64(time.Millisecond)).Round(time.Millisecond).String(), "")
+	row("handshakes/s", strconv.FormatFloat(r.HandshakesPerSecond, 'f', 0, 64), "")
+	row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64),
+		srv(func(s *ServerView) string { return floatString(s.CPUSeconds, 2) }))
+	if s != nil && s.ResidentBytes != nil {
+		row("resident MiB", "", strconv.FormatFloat(*s.ResidentBytes/(1<<20), 'f', 1, 64))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeCounts(w, "errors", r.Errors)
+	writeCounts(w, "echo errors", r.EchoErrors)
+	return nil
+}
+
+// writeCounts lists counts by message, the largest first.
+func writeCounts(w io.Writer, title string, counts map[string]int) {
+	if len(counts) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b))
+	})
+	fmt.Fprintf(w, "%s:\n", title)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %6d  %s\n", counts[k], k)
+	}
+}
+
+func percent(n, of int) string {
+	if of == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(100*float64(n)/float64(of), 'f', 1, 64) + "%"
+}
+
+func msString(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 1, 64) + "ms"
+}
+
+func floatString(v *float64, prec int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', prec, 64)
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return round3(float64(d) / float64(time.Millisecond)) }
+
+func msPtr(v float64) *float64 {
+	v = round3(v)
+	return &v
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -1,0 +1,202 @@
+package handshake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"knowngood/loadgen/sioclient"
+	"knowngood/shared/protocol"
+)
+
+const (
+	clientName   = "zishang520/socket.io-client-go"
+	clientModule = "github.com/zishang520/socket.io/clients/socket/v3"
+	// settleWait bounds the wait for the server to see the run's
+	// connections go before the after snapshot.
+	settleWait = 3 * time.Second
+)
+
+// Run opens cfg.N connections at once and reports what happened. Notes for
+// the user (an unreachable /stats) go to notes, one line each. It returns an
+// error only when the run could not take place at all.
+func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
+	opts := sioclient.Options{URL: cfg.URL, Namespace: cfg.Namespace, Transport: cfg.Transport, OpenTimeout: cfg.Deadline}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	rep := &Report{
+		Client: clientName, Version: clientVersion(),
+		URL: cfg.URL, Transport: cfg.Transport, Namespace: cfg.Namespace, Deadline: cfg.Deadline.String(),
+		Attempts: cfg.N, Errors: map[string]int{},
+	}
+
+	var stats *statsClient
+	var before snapshot
+	if cfg.Admin != "" {
+		stats = newStatsClient(cfg.Admin)
+		defer stats.close()
+		var err error
+		if before, err = stats.get(ctx); err != nil {
+			rep.ServerError = fmt.Sprintf("no /stats from %s: %v", cfg.Admin, err)
+			fmt.Fprintf(notes, "loadgen: %s; going on without the server's view\n", rep.ServerError)
+			stats = nil
+		}
+	}
+
+	cpu0 := cpuSeconds()
+	conns, all, lat, total := connectAll(ctx, cfg, opts, rep)
+	rep.TotalMs = ms(total)
+	if total > 0 {
+		rep.HandshakesPerSecond = float64(rep.Connected) / total.Seconds()
+	}
+	if lat.TotalCount() > 0 {
+		l := protocol.LatencyOf(lat)
+		rep.P50ms, rep.P95ms, rep.P99ms, rep.MaxMs = msPtr(l.P50*1000), msPtr(l.P95*1000), msPtr(l.P99*1000), msPtr(l.Max*1000)
+	}
+	if cfg.Echo {
+		echoAll(ctx, cfg, conns, rep)
+	}
+	if left := closeAll(all); left > 0 {
+		fmt.Fprintf(notes, "loadgen: %d connections still closing after %s (a dial the server never answered)\n", left, sioclient.DefaultCloseTimeout)
+	}
+	rep.ClientCPUSeconds = cpuSeconds() - cpu0
+
+	if stats != nil {
+		after, err := stats.settled(ctx, before, settleWait)
+		if err != nil {
+			rep.ServerError = fmt.Sprintf("no /stats from %s after the run: %v", cfg.Admin, err)
+			fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
+		} else {
+			rep.Server = serverView(cfg.Admin, before, after)
+		}
+	}
+	return rep, nil
+}
+
+// connectAll starts every connection at the same moment and waits until each
+// has connected, failed, or run out of the deadline. It returns the connected
+// ones, all the ones to close, their handshake latencies (µs) and the
+// duration of the phase.
+func connectAll(ctx context.Context, cfg Config, opts sioclient.Options, rep *Report) (conns, all []*sioclient.Conn, lat *hdrhistogram.Histogram, total time.Duration) {
+	type outcome struct {
+		conn    *sioclient.Conn
+		latency time.Duration
+		err     error
+	}
+	out := make([]outcome, cfg.N)
+	// Every goroutine exists before the first connection starts: they wait
+	// for ready, and the deadline counts from the moment it is closed.
+	ready := make(chan struct{})
+	var deadline context.Context
+	var wg sync.WaitGroup
+	wg.Add(cfg.N)
+	for i := range out {
+		go func() {
+			defer wg.Done()
+			<-ready
+			t0 := time.Now()
+			conn, err := sioclient.Dial(opts)
+			if err == nil {
+				err = conn.Wait(deadline)
+			}
+			out[i] = outcome{conn: conn, latency: time.Since(t0), err: err}
+		}()
+	}
+	deadline, cancel := context.WithTimeout(ctx, cfg.Deadline)
+	defer cancel()
+	start := time.Now()
+	close(ready)
+	wg.Wait()
+	total = time.Since(start)
+
+	lat = protocol.NewHistogram()
+	for _, o := range out {
+		if o.conn != nil {
+			all = append(all, o.conn)
+		}
+		if o.err != nil {
+			rep.Errors[errorKey(o.err)]++
+			continue
+		}
+		conns = append(conns, o.conn)
+		_ = lat.RecordValue(max(1, o.latency.Microseconds())) // beyond 10 min is out of range, and impossible here
+	}
+	rep.Connected = len(conns)
+	rep.Failed = cfg.N - len(conns)
+	return conns, all, lat, total
+}
+
+// echoAll emits `echo` once on every connected socket, all at once, and
+// counts the acks that carry the payload back within the deadline.
+func echoAll(ctx context.Context, cfg Config, conns []*sioclient.Conn, rep *Report) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
+	defer cancel()
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() { errs[i] = c.Echo(ctx, fmt.Sprintf("echo-%d", i)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err == nil {
+			rep.Echoed++
+			continue
+		}
+		if rep.EchoErrors == nil {
+			rep.EchoErrors = map[string]int{}
+		}
+		rep.EchoErrors[errorKey(err)]++
+	}
+}
+
+// closeAll closes every connection at once and waits for them; it returns
+// how many gave up waiting (see sioclient.Conn.Close).
+func closeAll(conns []*sioclient.Conn) int {
+	var left atomic.Int64
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			if c.Close() != nil {
+				left.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(left.Load())
+}
+
+// localAddr matches the local end of a TCP error ("read tcp
+// 127.0.0.1:54321->127.0.0.1:8080: ..."), different for every connection.
+var localAddr = regexp.MustCompile(`tcp (\[[0-9a-fA-F:.]+\]|[0-9.]+):[0-9]+->`)
+
+// errorKey is the message an error is grouped by.
+func errorKey(err error) string {
+	switch {
+	case errors.Is(err, sioclient.ErrDeadline):
+		return sioclient.ErrDeadline.Error()
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	}
+	return localAddr.ReplaceAllString(err.Error(), "tcp ${1}->")
+}
+
+// clientVersion is the version of the zishang520 client built in.
+func clientVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == clientModule {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}

@@ -1,0 +1,264 @@
+// Package sioclient opens Socket.IO connections with the zishang520 Go client
+// (github.com/zishang520/socket.io/clients/socket/v3) in the one way that
+// works when many connect at once.
+//
+// Used as its README shows (socket.Connect, then On("connect", ...)), that
+// client loses connections under concurrency, for three reasons that this
+// package works around:
+//
+//   - Transports: left unset, the client picks from a set that includes
+//     WebTransport, in map order. Options.Transport is always explicit here.
+//   - A lost Engine.IO open: the Manager creates its Engine.IO socket, which
+//     opens its transport synchronously (the WebSocket dial happens inside the
+//     constructor) and starts the transport's reader goroutine, and only then
+//     subscribes to the socket's "open" event. When the server's OPEN packet
+//     is read before that subscription, the event is gone: the Engine.IO
+//     socket is open, the namespace CONNECT is never sent, and the connection
+//     waits for its deadline. The faster the server answers, the more
+//     connections are lost. A dial error is lost the same way (a refused
+//     connection shows up as a timeout). Here every transport is wrapped so
+//     that it opens on its own goroutine, and only once Connect has returned,
+//     when every listener is in place.
+//   - Listeners after the fact: with autoConnect (the default) the connection
+//     starts before the caller can attach "connect" and "connect_error"; here
+//     autoConnect is off and the listeners are attached first.
+//
+// Reconnection is off, every connection has its own Manager (forceNew, no
+// multiplexing), and Close waits for what the connection started.
+package sioclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zishang520/socket.io/clients/socket/v3"
+	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
+)
+
+// Transport selections, as the flags spell them.
+const (
+	WebSocket        = "websocket"
+	Polling          = "polling"
+	PollingWebSocket = "polling,websocket" // polling first, then upgrade
+)
+
+// Transports lists the accepted values of Options.Transport.
+var Transports = []string{WebSocket, Polling, PollingWebSocket}
+
+// ErrStillClosing is the error of a Close that gave up waiting.
+var ErrStillClosing = errors.New("still closing")
+
+// DefaultCloseTimeout is the default of Options.CloseTimeout.
+const DefaultCloseTimeout = 5 * time.Second
+
+// ErrDeadline is the error of a connection that neither connected nor
+// failed before its deadline.
+var ErrDeadline = errors.New("deadline exceeded")
+
+// Options describe one connection.
+type Options struct {
+	URL       string // http(s)://host:port of the server
+	Namespace string // "/" when empty
+	Transport string // one of Transports
+	// OpenTimeout bounds the Engine.IO open inside the client (its own
+	// "timeout" option); the namespace CONNECT is bounded by the context
+	// given to Connect. Zero means 20s, the client's default.
+	OpenTimeout time.Duration
+	// CloseTimeout bounds Close; zero means DefaultCloseTimeout.
+	CloseTimeout time.Duration
+}
+
+// Validate reports the first bad field.
+func (o Options) Validate() error {
+	u, err := url.Parse(o.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("bad URL %q: want http://HOST:PORT", o.URL)
+	}
+	if o.Namespace != "" && !strings.HasPrefix(o.Namespace, "/") {
+		return fmt.Errorf("bad namespace %q: want a path starting with /", o.Namespace)
+	}
+	if _, err := transportSet(o.Transport, nil); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Conn is one Socket.IO client connection to one namespace.
+type Conn struct {
+	mgr          *socket.Manager
+	sock         *socket.Socket
+	gate         *gate
+	result       chan error
+	closeTimeout time.Duration
+	disconnect   sync.Once
+}
+
+// Dial starts a connection and returns at once; Wait reports how it went.
+// Whatever happens, Close it. It fails only for bad Options.
+func Dial(o Options) (*Conn, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	g := newGate()
+	set, _ := transportSet(o.Transport, g)
+	opts := socket.DefaultOptions()
+	opts.SetTransports(set)
+	opts.SetUpgrade(o.Transport == PollingWebSocket)
+	opts.SetReconnection(false)
+	opts.SetAutoConnect(false)
+	opts.SetForceNew(true)
+	opts.SetMultiplex(false)
+	if o.OpenTimeout > 0 {
+		opts.SetTimeout(o.OpenTimeout)
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = "/"
+	}
+
+	c := &Conn{gate: g, result: make(chan error, 1), closeTimeout: o.CloseTimeout}
+	if c.closeTimeout <= 0 {
+		c.closeTimeout = DefaultCloseTimeout
+	}
+	c.mgr = socket.NewManager(o.URL, opts)
+	c.sock = c.mgr.Socket(ns, opts)
+	// The client turns a CONNECT_ERROR without a data field (the official
+	// server's "Invalid namespace") into "missing 'data' field": read the
+	// packet's message first.
+	c.mgr.On("packet", func(args ...any) {
+		if p, ok := firstArg[*parser.Packet](args); ok && p != nil && p.Type == parser.CONNECT_ERROR && p.Nsp == ns {
+			if m, ok := p.Data.(map[string]any); ok {
+				if msg, ok := m["message"].(string); ok {
+					c.report(errors.New(msg))
+				}
+			}
+		}
+	})
+	c.sock.Once("connect", func(...any) { c.report(nil) })
+	c.sock.Once("connect_error", func(args ...any) { c.report(connectError(args)) })
+	c.sock.Connect()
+	g.release() // every listener is in place: the transports may open
+	return c, nil
+}
+
+// report records the first outcome of the connect.
+func (c *Conn) report(err error) {
+	select {
+	case c.result <- err:
+	default:
+	}
+}
+
+// Wait waits until the namespace CONNECT is acknowledged (nil), the server or
+// the transport refuses it (the client's connect_error), or ctx is done
+// (ErrDeadline when past its deadline). On failure it starts closing the
+// connection, so that the server sees it go at once. Call it once.
+func (c *Conn) Wait(ctx context.Context) error {
+	select {
+	case err := <-c.result:
+		if err != nil {
+			c.abandon()
+			if ctx.Err() != nil {
+				// The client's own open timeout, at the same moment as
+				// the deadline: report the deadline.
+				return ctxError(ctx)
+			}
+		}
+		return err
+	case <-ctx.Done():
+		// A connect that raced the deadline still failed it.
+		c.abandon()
+		return ctxError(ctx)
+	}
+}
+
+// Connect is Dial and Wait; on failure it closes the connection.
+func Connect(ctx context.Context, o Options) (*Conn, error) {
+	c, err := Dial(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Wait(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// abandon disconnects (sending DISCONNECT when connected) and closes the
+// Engine.IO connection, without waiting.
+func (c *Conn) abandon() { c.disconnect.Do(func() { c.sock.Disconnect() }) }
+
+// ctxError is ErrDeadline for a context past its deadline, and the
+// context's error otherwise (cancelled).
+func ctxError(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ErrDeadline
+	}
+	return ctx.Err()
+}
+
+func firstArg[T any](args []any) (T, bool) {
+	var zero T
+	if len(args) == 0 {
+		return zero, false
+	}
+	v, ok := args[0].(T)
+	return v, ok
+}
+
+// connectError turns the arguments of a "connect_error" event into an error.
+func connectError(args []any) error {
+	if len(args) == 0 || args[0] == nil {
+		return errors.New("connect_error")
+	}
+	if err, ok := args[0].(error); ok {
+		return err
+	}
+	return fmt.Errorf("%v", args[0])
+}
+
+// Echo emits `echo` with payload and waits for the acknowledgement, which
+// must carry payload back.
+func (c *Conn) Echo(ctx context.Context, payload string) error {
+	got := make(chan error, 1)
+	c.sock.EmitWithAck("echo", payload)(func(args []any, err error) {
+		switch {
+		case err != nil:
+		case len(args) != 1 || args[0] != payload:
+			err = fmt.Errorf("echo: ack %v, want [%s]", args, payload)
+		}
+		select {
+		case got <- err:
+		default:
+		}
+	})
+	select {
+	case err := <-got:
+		return err
+	case <-ctx.Done():
+		return ctxError(ctx)
+	}
+}
+
+// ID is the Socket.IO socket id, empty when not connected.
+func (c *Conn) ID() string { return c.sock.Id() }
+
+// Close disconnects (sending DISCONNECT when connected), closes the Engine.IO
+// connection, and waits until the goroutines that this package started for
+// it (a transport's dial, a polling write) are done, so that none is left
+// behind. It gives up after Options.CloseTimeout, which only a server that
+// never answers a dial makes it reach: that goroutine then ends, closing
+// what it opened, when the dial does. It is safe to call twice.
+func (c *Conn) Close() error {
+	c.abandon()
+	if !c.gate.wait(c.closeTimeout) {
+		return ErrStillClosing
+	}
+	return nil
+}

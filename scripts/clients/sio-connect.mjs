@@ -1,0 +1,202 @@
+// sio-connect: open N Socket.IO connections at once with the official
+// socket.io-client v4 and report how many completed the namespace CONNECT
+// within the deadline, as one JSON line on stdout.
+//
+//   node scripts/clients/sio-connect.mjs --url http://127.0.0.1:8080 --n 500 \
+//     --transports websocket|polling|polling,websocket --deadline-ms 15000 \
+//     [--echo] [--namespace /]
+//
+// Output (one line):
+//   {"client":"socket.io-client","version":"4.x.y","attempts":N,"connected":n,
+//    "echoed":n,"failed":n,"errors":{"message":count},"p50_ms":..,"p95_ms":..,
+//    "p99_ms":..,"max_ms":..,"total_ms":..}
+// failed = attempts - connected, and the counts in errors add up to failed.
+// Latency is from a connection's start to its "connect" event; percentiles are
+// nearest-rank over the connected ones (null when none connected). total_ms
+// covers the connect phase only. With --echo, every connected socket then
+// emits `echo` with a payload and waits for the same payload back in the ack,
+// within a second window of --deadline-ms; echo failures are counted in
+// "echo_errors", not in errors.
+// Exit status: 0 when it ran (the counts tell the result), 2 on bad arguments.
+import { createRequire } from "node:module";
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { io } from "socket.io-client";
+
+const version = createRequire(import.meta.url)("socket.io-client/package.json").version;
+const TRANSPORTS = { websocket: ["websocket"], polling: ["polling"], "polling,websocket": ["polling", "websocket"] };
+
+function usage(msg) {
+  console.error(`sio-connect: ${msg}`);
+  process.exit(2);
+}
+
+function parse(argv) {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        url: { type: "string" },
+        n: { type: "string", default: "1" },
+        transports: { type: "string", default: "websocket" },
+        "deadline-ms": { type: "string", default: "15000" },
+        echo: { type: "boolean", default: false },
+        namespace: { type: "string", default: "/" },
+      },
+    }));
+  } catch (err) {
+    usage(err.message);
+  }
+  const intFlag = (name, max) => {
+    const s = values[name];
+    const v = Number(s);
+    if (!/^[0-9]+$/.test(s) || v < 1 || v > max) usage(`bad --${name} ${JSON.stringify(s)}: want an integer from 1 to ${max}`);
+    return v;
+  };
+  if (values.url === undefined) usage("missing --url: want http://HOST:PORT");
+  let url;
+  try {
+    url = new URL(values.url);
+  } catch {
+    url = null;
+  }
+  if (!url || !["http:", "https:", "ws:", "wss:"].includes(url.protocol)) {
+    usage(`bad --url ${JSON.stringify(values.url)}: want http://HOST:PORT`);
+  }
+  if (!(values.transports in TRANSPORTS)) {
+    usage(`bad --transports ${JSON.stringify(values.transports)}: want websocket, polling or polling,websocket`);
+  }
+  if (!values.namespace.startsWith("/")) {
+    usage(`bad --namespace ${JSON.stringify(values.namespace)}: want a path starting with /`);
+  }
+  return {
+    url: url.origin + (values.namespace === "/" ? "" : values.namespace),
+    n: intFlag("n", 1000000),
+    transports: TRANSPORTS[values.transports],
+    deadlineMs: intFlag("deadline-ms", 3600000),
+    echo: values.echo,
+  };
+}
+
+// percentile returns the nearest-rank p-th percentile of sorted, or null.
+function percentile(sorted, p) {
+  if (sorted.length === 0) return null;
+  const i = Math.max(0, Math.ceil((p / 100) * sorted.length) - 1);
+  return round(sorted[i]);
+}
+
+const round = (ms) => Math.round(ms * 1000) / 1000;
+
+function count(map, key) {
+  map[key] = (map[key] ?? 0) + 1;
+}
+
+// connectAll starts every connection at once and resolves when each one has
+// connected, failed, or run out of the deadline.
+function connectAll(opts) {
+  const start = performance.now();
+  const sockets = [];
+  const latencies = [];
+  const errors = {};
+  return new Promise((resolve) => {
+    let pending = opts.n;
+    const done = () => {
+      if (--pending === 0) {
+        clearTimeout(timer);
+        resolve({ sockets, latencies, errors, totalMs: performance.now() - start });
+      }
+    };
+    const timer = setTimeout(() => {
+      for (const s of sockets) {
+        if (s.state === "pending") {
+          s.state = "failed";
+          count(errors, "deadline exceeded");
+          s.socket.close();
+        }
+      }
+      resolve({ sockets, latencies, errors, totalMs: performance.now() - start });
+    }, opts.deadlineMs);
+    for (let i = 0; i < opts.n; i++) {
+      const t0 = performance.now();
+      const s = { state: "pending", socket: null };
+      s.socket = io(opts.url, {
+        forceNew: true,
+        reconnection: false,
+        timeout: opts.deadlineMs,
+        transports: opts.transports,
+      });
+      s.socket.once("connect", () => {
+        if (s.state !== "pending") return;
+        s.state = "connected";
+        latencies.push(performance.now() - t0);
+        done();
+      });
+      s.socket.once("connect_error", (err) => {
+        if (s.state !== "pending") return;
+        s.state = "failed";
+        count(errors, err?.message || String(err));
+        done();
+      });
+      sockets.push(s);
+    }
+  });
+}
+
+// echoAll emits `echo` on every connected socket and counts the acks that
+// carry the payload back.
+async function echoAll(sockets, deadlineMs) {
+  const echoErrors = {};
+  const results = await Promise.all(
+    sockets
+      .filter((s) => s.state === "connected")
+      .map(
+        (s, i) =>
+          new Promise((resolve) => {
+            const payload = `echo-${i}`;
+            s.socket.timeout(deadlineMs).emit("echo", payload, (err, got) => {
+              if (err) {
+                count(echoErrors, err.message || String(err));
+                resolve(false);
+              } else if (got !== payload) {
+                count(echoErrors, "wrong ack payload");
+                resolve(false);
+              } else {
+                resolve(true);
+              }
+            });
+          }),
+      ),
+  );
+  return { echoed: results.filter(Boolean).length, echoErrors };
+}
+
+async function main() {
+  const opts = parse(process.argv.slice(2));
+  const run = await connectAll(opts);
+  const connected = run.sockets.filter((s) => s.state === "connected").length;
+  let echo = { echoed: 0, echoErrors: {} };
+  if (opts.echo) echo = await echoAll(run.sockets, opts.deadlineMs);
+  for (const s of run.sockets) s.socket.close();
+  const sorted = run.latencies.sort((a, b) => a - b);
+  const report = {
+    client: "socket.io-client",
+    version,
+    attempts: opts.n,
+    connected,
+    echoed: echo.echoed,
+    failed: opts.n - connected,
+    errors: run.errors,
+    p50_ms: percentile(sorted, 50),
+    p95_ms: percentile(sorted, 95),
+    p99_ms: percentile(sorted, 99),
+    max_ms: sorted.length ? round(sorted[sorted.length - 1]) : null,
+    total_ms: round(run.totalMs),
+  };
+  if (opts.echo) report.echo_errors = echo.echoErrors;
+  process.stdout.write(JSON.stringify(report) + "\n", () => process.exit(0));
+}
+
+main();

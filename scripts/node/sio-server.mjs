@@ -1,0 +1,27 @@
+// The Node socket.io v4 reference server that knowngood's Socket.IO targets
+// are benchmarked against: the same events as `knowngood -variant empty`.
+// Usage: node scripts/node/sio-server.mjs [port=3000] [host=127.0.0.1]
+// Prints one JSON line {"msg":"listening","addr":"HOST:PORT"} when ready.
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import { Server } from "socket.io";
+
+const port = Number(process.argv[2] ?? 3000);
+const host = process.argv[3] ?? "127.0.0.1";
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`sio-server: bad port ${JSON.stringify(process.argv[2])}: want 0-65535`);
+  process.exit(2);
+}
+
+const httpServer = createServer();
+const io = new Server(httpServer);
+io.on("connection", (socket) => {
+  socket.on("echo", (...args) => typeof args.at(-1) === "function" && args.pop()(...args));
+  socket.on("message", (...args) => socket.emit("message-back", ...args));
+  socket.on("message-with-ack", (...args) => typeof args.at(-1) === "function" && args.pop()(...args));
+});
+httpServer.listen(port, host, () => {
+  const { address, port } = httpServer.address();
+  console.log(JSON.stringify({ msg: "listening", addr: `${address}:${port}`, socketio: createRequire(import.meta.url)("socket.io/package.json").version }));
+});
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => io.close(() => process.exit(0)));

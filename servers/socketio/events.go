@@ -1,0 +1,109 @@
+package socketio
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/zishang520/socket.io/servers/socket/v3"
+
+	"knowngood/shared/protocol"
+)
+
+// onConnect runs after the CONNECT ack was written for a namespace: the
+// first one of an Engine.IO session ends its handshake.
+func (s *Server) onConnect(sock *socket.Socket) {
+	if v, ok := s.sessions.Load(sock.Conn().Id()); ok {
+		sess := v.(*session)
+		sess.registering.Add(-1)
+		if sess.settled.CompareAndSwap(false, true) {
+			s.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
+		}
+	}
+	if s.cfg.EmitAuth {
+		auth := sock.Handshake().Auth
+		if auth == nil {
+			auth = map[string]any{}
+		}
+		s.emit(sock, "auth", auth)
+	}
+
+	// Every event a client sends counts as received, handled or not.
+	sock.OnAny(func(...any) { s.m.ReceivedMessages(1) })
+
+	// echo: the arguments come back in the ack (or as an "echo" event when
+	// the client asked for no ack).
+	sock.On("echo", func(args ...any) {
+		args, ack := splitAck(args)
+		if ack == nil {
+			s.emit(sock, "echo", args...)
+			return
+		}
+		s.ack(ack, args...)
+	})
+	sock.On("message", func(args ...any) {
+		args, ack := splitAck(args)
+		s.emit(sock, "message-back", args...)
+		if ack != nil {
+			s.ack(ack)
+		}
+	})
+	sock.On("message-with-ack", func(args ...any) {
+		args, ack := splitAck(args)
+		if ack != nil {
+			s.ack(ack, args...)
+		}
+	})
+	// broadcast: the arguments go, as a "broadcast" event, to every socket
+	// of the namespace, the sender included; the ack carries the count.
+	sock.On("broadcast", func(args ...any) {
+		args, ack := splitAck(args)
+		listeners := sock.Nsp().Sockets().Len()
+		_ = sock.Nsp().Emit("broadcast", args...)
+		s.m.SentMessages(listeners)
+		if ack != nil {
+			s.ack(ack, listeners)
+		}
+	})
+	// join: the socket joins the room named by the first argument; the ack
+	// carries the room's name.
+	sock.On("join", func(args ...any) {
+		args, ack := splitAck(args)
+		room := ""
+		if len(args) > 0 {
+			room = fmt.Sprint(args[0])
+		}
+		if room != "" {
+			sock.Join(socket.Room(room))
+		}
+		if ack != nil {
+			s.ack(ack, room)
+		}
+	})
+}
+
+// emit sends an event to one socket and counts it.
+func (s *Server) emit(sock *socket.Socket, event string, args ...any) {
+	if err := sock.Emit(event, args...); err == nil {
+		s.m.SentMessages(1)
+	}
+}
+
+// ack answers an event's acknowledgement and counts it.
+func (s *Server) ack(ack socket.Ack, args ...any) {
+	if args == nil {
+		args = []any{}
+	}
+	ack(args, nil)
+	s.m.SentMessages(1)
+}
+
+// splitAck separates the acknowledgement callback, which the library
+// appends as the last argument when the client asked for one.
+func splitAck(args []any) ([]any, socket.Ack) {
+	if n := len(args); n > 0 {
+		if ack, ok := args[n-1].(socket.Ack); ok {
+			return args[:n-1], ack
+		}
+	}
+	return args, nil
+}

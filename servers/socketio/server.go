@@ -1,0 +1,319 @@
+// Package socketio is the Socket.IO target (variants empty, async and
+// blocking) on github.com/zishang520/socket.io v3. The three variants differ
+// only in their connect middleware (connect.go); the events they serve are
+// in events.go.
+package socketio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
+	"github.com/zishang520/socket.io/servers/engine/v3"
+	"github.com/zishang520/socket.io/servers/engine/v3/transports"
+	"github.com/zishang520/socket.io/servers/socket/v3"
+	"github.com/zishang520/socket.io/v3/pkg/types"
+
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+)
+
+// Mode is a connect model: how the namespace middleware spends -delay.
+type Mode string
+
+// The three connect models of DESIGN.md.
+const (
+	Empty    Mode = "empty"
+	Async    Mode = "async"
+	Blocking Mode = "blocking"
+)
+
+// Server is one Socket.IO target.
+type Server struct {
+	cfg    config.Config
+	m      *metrics.Metrics
+	log    *slog.Logger
+	io     *socket.Server
+	http   *http.Server
+	gate   *lifecycle.Gate
+	loop   *loop // the blocking model's one shared loop; nil otherwise
+	closed atomic.Bool
+	// sessions maps an Engine.IO session id to its *session.
+	sessions sync.Map
+}
+
+// session follows one Engine.IO session from its open request to its first
+// namespace CONNECT ack, which is the handshake the metrics time.
+type session struct {
+	conn      engine.Socket
+	start     time.Time
+	transport string
+	claimed   atomic.Bool // an Engine.IO socket was made for this request
+	settled   atomic.Bool // the handshake's result has been counted
+	release   sync.Once   // gives the -max-conns place back
+	// registering counts CONNECT acks written whose namespace socket the
+	// library has not registered yet (see holdUntilRegistered).
+	registering atomic.Int32
+}
+
+type sessionKey struct{}
+
+// New builds a Socket.IO target with the given connect model.
+func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+	s := &Server{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns)}
+	if mode == Blocking {
+		s.loop = newLoop()
+	}
+	middleware, err := s.connectMiddleware(mode)
+	if err != nil {
+		return nil, err
+	}
+
+	opts := socket.DefaultServerOptions()
+	opts.SetPingInterval(cfg.PingInterval)
+	opts.SetPingTimeout(cfg.PingTimeout)
+	opts.SetMaxHttpBufferSize(cfg.MaxPayload)
+	opts.SetConnectTimeout(cfg.ConnectTimeout)
+	opts.SetServeClient(false)
+	opts.SetTransports(transportSet(cfg.Transports))
+	opts.SetCors(&types.Cors{Origin: corsOrigin(cfg.Origins), Credentials: true})
+	if len(cfg.Origins) > 0 {
+		opts.SetAllowRequest(func(ctx *types.HttpContext) error {
+			if origin := ctx.Headers().Peek("Origin"); !slices.Contains(cfg.Origins, origin) {
+				return fmt.Errorf("origin %q is not allowed (-origin)", origin)
+			}
+			return nil
+		})
+	}
+	if cfg.Compression {
+		opts.SetPerMessageDeflate(&types.PerMessageDeflate{Threshold: 1024})
+	}
+
+	s.io = socket.NewServer(nil, opts)
+	// ServeHandler creates the engine, so it comes before io.Engine().
+	eio := s.io.ServeHandler(nil)
+	s.io.Engine().On("connection", func(args ...any) { s.onEngineOpen(args[0].(engine.Socket)) })
+	for _, nsp := range []socket.Namespace{s.io.Of("/", nil), s.io.Of("/custom", nil)} {
+		nsp.Use(middleware)
+		nsp.On("connection", func(args ...any) { s.onConnect(args[0].(*socket.Socket)) })
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/socket.io/", s.track(eio))
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
+	})
+	s.http = lifecycle.HTTPServer(cfg, mux, log)
+	return s, nil
+}
+
+func transportSet(names []string) *types.Set[transports.TransportCtor] {
+	set := types.NewSet[transports.TransportCtor]()
+	for _, name := range names {
+		switch name {
+		case transports.POLLING:
+			set.Add(engine.Polling)
+		case transports.WEBSOCKET:
+			set.Add(engine.WebSocket)
+		}
+	}
+	return set
+}
+
+func corsOrigin(origins []string) any {
+	if len(origins) == 0 {
+		return "*"
+	}
+	return origins
+}
+
+// track wraps the Engine.IO handler. A request without a sid opens a new
+// session: it takes a -max-conns place (or gets 503 before any upgrade) and
+// starts the handshake clock.
+func (s *Server) track(eio http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("sid") || r.Method == http.MethodOptions {
+			eio.ServeHTTP(w, r)
+			return
+		}
+		transport := r.URL.Query().Get("transport")
+		if !slices.Contains(s.cfg.Transports, transport) {
+			transport = "invalid"
+		}
+		if s.closed.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if !s.gate.TryAcquire() {
+			s.m.Handshake(protocol.ResultRejected, transport, 0)
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, fmt.Sprintf("connection cap reached (-max-conns %d)", s.cfg.MaxConns), http.StatusServiceUnavailable)
+			return
+		}
+		sess := &session{start: time.Now(), transport: transport}
+		eio.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
+		if !sess.claimed.Load() {
+			// The engine refused the request (bad EIO, method, transport...).
+			sess.release.Do(s.gate.Release)
+			s.m.Handshake(protocol.ResultFailed, transport, 0)
+		}
+	})
+}
+
+// onEngineOpen runs when the engine has made a session for an open request.
+func (s *Server) onEngineOpen(conn engine.Socket) {
+	sess, ok := conn.Request().Request().Context().Value(sessionKey{}).(*session)
+	if !ok {
+		// Not through track (cannot happen with our mux); count it anyway.
+		sess = &session{start: time.Now(), transport: conn.Transport().Name()}
+		s.gate.TryAcquire()
+	}
+	sess.claimed.Store(true)
+	s.m.Opened()
+	conn.On("packet", func(args ...any) {
+		data := messageData(args)
+		s.m.ReceivedBytes(len(data))
+		if len(data) > 0 && data[0] != socketIOConnect {
+			sess.holdUntilRegistered()
+		}
+	})
+	conn.On("packetCreate", func(args ...any) {
+		data := messageData(args)
+		s.m.SentBytes(len(data))
+		if len(data) > 0 && data[0] == socketIOConnect {
+			sess.registering.Add(1) // onConnect takes it back
+		}
+	})
+	conn.Once("close", func(args ...any) {
+		reason, _ := args[0].(string)
+		sess.release.Do(s.gate.Release)
+		s.m.Closed(reason)
+		if sess.settled.CompareAndSwap(false, true) {
+			s.m.Handshake(unfinishedResult(reason), sess.transport, 0)
+		}
+	})
+	// Remember the session for onConnect, which sees only the socket, and
+	// for Shutdown.
+	sess.conn = conn
+	s.sessions.Store(conn.Id(), sess)
+	conn.Once("close", func(...any) { s.sessions.Delete(conn.Id()) })
+}
+
+// unfinishedResult names a session that closed before its CONNECT ack: the
+// client left (abandoned) or the server gave up on it (failed: the connect
+// timeout, a parse error, shutdown).
+func unfinishedResult(reason string) string {
+	switch reason {
+	case "transport close", "transport error", "ping timeout":
+		return protocol.ResultAbandoned
+	}
+	return protocol.ResultFailed
+}
+
+// socketIOConnect is the first byte of a Socket.IO CONNECT packet.
+const socketIOConnect = '0'
+
+// messageData is the payload of an Engine.IO message packet (a Socket.IO
+// packet or a binary attachment), without consuming it; nil for pings,
+// pongs and the rest.
+func messageData(args []any) []byte {
+	p, ok := args[0].(*packet.Packet)
+	if !ok || p.Type != packet.MESSAGE {
+		return nil
+	}
+	if data, ok := p.Data.(interface{ Bytes() []byte }); ok {
+		return data.Bytes()
+	}
+	return nil
+}
+
+// holdUntilRegistered works around a race in zishang520/socket.io v3.0.6:
+// it writes a namespace's CONNECT ack before it registers the socket that
+// will receive that namespace's packets, and a packet decoded in between
+// closes the whole session ("invalid state"). A client that emits as soon
+// as it is connected (most load clients) loses a few percent of its
+// sessions that way. The engine hands us each incoming packet before the
+// library decodes it, so an event that arrives in that window waits here,
+// on the reader goroutine, until onConnect says the socket is registered.
+// The window is a few microseconds; the bound is for a socket that never
+// gets there.
+func (sess *session) holdUntilRegistered() {
+	for i := 0; sess.registering.Load() > 0 && i < 1000; i++ {
+		if i < 10 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}
+
+// Serve serves until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown refuses new sessions and tells every client. Each namespace
+// socket gets a Socket.IO DISCONNECT; once the transports have written it,
+// each session is closed. The library's own close drops what is still
+// queued on a WebSocket, hence the wait in between. Half of the time left
+// goes to each wait; a session still open after that (a polling client that
+// stopped polling) is closed without waiting.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closed.Store(true)
+	s.loop.stop()
+	grace := 2 * time.Second
+	if deadline, ok := ctx.Deadline(); ok {
+		grace = time.Until(deadline) / 2
+	}
+	for _, nsp := range []string{"/", "/custom"} {
+		s.io.Of(nsp, nil).Sockets().Range(func(_ socket.SocketId, sock *socket.Socket) bool {
+			sock.Disconnect(false)
+			return true
+		})
+	}
+	waitUntil(grace/2, func() bool {
+		written := true
+		s.sessions.Range(func(_, v any) bool {
+			written = v.(*session).conn.Transport().Writable()
+			return written
+		})
+		return written
+	})
+	s.sessions.Range(func(_, v any) bool {
+		v.(*session).conn.Close(false)
+		return true
+	})
+	waitUntil(grace/2, func() bool { return s.openSessions() == 0 })
+	s.io.Close(nil)
+	return s.http.Shutdown(ctx)
+}
+
+// waitUntil polls cond every 10 ms for at most d.
+func waitUntil(d time.Duration, cond func() bool) {
+	for end := time.Now().Add(d); !cond() && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (s *Server) openSessions() int {
+	n := 0
+	s.sessions.Range(func(_, _ any) bool {
+		n++
+		return true
+	})
+	return n
+}

@@ -1,0 +1,321 @@
+package socketio_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"knowngood/servers/socketio"
+	"knowngood/shared/config"
+	"knowngood/shared/protocol"
+)
+
+// These tests speak Engine.IO v4 / Socket.IO v5 on the wire, as the official
+// socket.io-protocol test suite does, against the settings that suite is
+// written for. They check the packets byte for byte; the real clients are
+// tested elsewhere.
+
+func suiteConfig(c *config.Config) {
+	c.PingInterval = 300 * time.Millisecond
+	c.PingTimeout = 200 * time.Millisecond
+	c.MaxPayload = 1_000_000
+	c.ConnectTimeout = time.Second
+	c.EmitAuth = true
+}
+
+func wsURL(httpURL string) string {
+	return "ws" + strings.TrimPrefix(httpURL, "http") + "/socket.io/?EIO=4&transport=websocket"
+}
+
+// rawOpen opens an Engine.IO session over WebSocket and returns it with the
+// decoded open packet.
+func rawOpen(t *testing.T, tg *target) (*websocket.Conn, map[string]any) {
+	t.Helper()
+	conn, _, err := websocket.DefaultDialer.Dial(wsURL(tg.url), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	open := readText(t, conn)
+	if !strings.HasPrefix(open, "0") {
+		t.Fatalf("first packet %q, want an open packet", open)
+	}
+	var handshake map[string]any
+	if err := json.Unmarshal([]byte(open[1:]), &handshake); err != nil {
+		t.Fatal(err)
+	}
+	return conn, handshake
+}
+
+// readText returns the next text frame that is not an Engine.IO ping.
+func readText(t *testing.T, conn *websocket.Conn) string {
+	t.Helper()
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		kind, data, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if kind == websocket.TextMessage && string(data) == "2" {
+			_ = conn.WriteMessage(websocket.TextMessage, []byte("3"))
+			continue
+		}
+		return string(data)
+	}
+}
+
+func send(t *testing.T, conn *websocket.Conn, packet string) {
+	t.Helper()
+	if err := conn.WriteMessage(websocket.TextMessage, []byte(packet)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitClosed reads until the server closes the connection.
+func waitClosed(t *testing.T, conn *websocket.Conn) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		if _, _, err := conn.ReadMessage(); err != nil {
+			if strings.Contains(err.Error(), "timeout") {
+				t.Fatal("server did not close the connection within 5s")
+			}
+			return
+		}
+	}
+}
+
+func TestWireHandshake(t *testing.T) {
+	tg := start(t, socketio.Empty, suiteConfig)
+	_, handshake := rawOpen(t, tg)
+	for key, want := range map[string]any{"pingInterval": 300.0, "pingTimeout": 200.0, "maxPayload": 1e6} {
+		if handshake[key] != want {
+			t.Errorf("open packet %s = %v, want %v", key, handshake[key], want)
+		}
+	}
+	if _, ok := handshake["sid"].(string); !ok {
+		t.Errorf("open packet has no sid: %v", handshake)
+	}
+
+	resp, err := http.Get(tg.url + "/socket.io/?EIO=4&transport=polling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"upgrades":["websocket"]`) {
+		t.Errorf("polling open: %d %s", resp.StatusCode, body)
+	}
+
+	for _, query := range []string{"transport=polling", "EIO=abc&transport=polling", "EIO=4", "EIO=4&transport=abc"} {
+		resp, err := http.Get(tg.url + "/socket.io/?" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("GET ?%s: status %d, want 400", query, resp.StatusCode)
+		}
+	}
+	resp, err = http.Post(tg.url+"/socket.io/?EIO=4&transport=polling", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("POST open: status %d, want 400", resp.StatusCode)
+	}
+}
+
+func TestWireNamespaces(t *testing.T) {
+	tg := start(t, socketio.Empty, suiteConfig)
+	cases := []struct{ connect, ackPrefix, auth string }{
+		{"40", "40", `42["auth",{}]`},
+		{`40{"token":"123"}`, "40", `42["auth",{"token":"123"}]`},
+		{"40/custom,", "40/custom,", `42/custom,["auth",{}]`},
+		{`40/custom,{"token":"abc"}`, "40/custom,", `42/custom,["auth",{"token":"abc"}]`},
+	}
+	for _, c := range cases {
+		conn, _ := rawOpen(t, tg)
+		send(t, conn, c.connect)
+		ack := readText(t, conn)
+		if !strings.HasPrefix(ack, c.ackPrefix+"{") {
+			t.Errorf("%s: CONNECT ack %q", c.connect, ack)
+			continue
+		}
+		var payload map[string]any
+		if err := json.Unmarshal([]byte(ack[len(c.ackPrefix):]), &payload); err != nil || len(payload) != 1 || payload["sid"] == nil {
+			t.Errorf("%s: CONNECT ack payload %q, want only a sid", c.connect, ack)
+		}
+		if got := readText(t, conn); got != c.auth {
+			t.Errorf("%s: auth packet %q, want %q", c.connect, got, c.auth)
+		}
+	}
+
+	conn, _ := rawOpen(t, tg)
+	send(t, conn, "40/random")
+	if got := readText(t, conn); got != `44/random,{"message":"Invalid namespace"}` {
+		t.Errorf("unknown namespace: %q", got)
+	}
+	conn, _ = rawOpen(t, tg)
+	send(t, conn, "4abc")
+	waitClosed(t, conn)
+}
+
+// socketIOConn opens a session and joins the main namespace.
+func socketIOConn(t *testing.T, tg *target) *websocket.Conn {
+	t.Helper()
+	conn, _ := rawOpen(t, tg)
+	send(t, conn, "40")
+	readText(t, conn) // CONNECT ack
+	readText(t, conn) // auth
+	return conn
+}
+
+func TestWireMessages(t *testing.T) {
+	tg := start(t, socketio.Empty, suiteConfig)
+	conn := socketIOConn(t, tg)
+	send(t, conn, `42["message",1,"2",{"3":[true]}]`)
+	if got := readText(t, conn); got != `42["message-back",1,"2",{"3":[true]}]` {
+		t.Errorf("message: %q", got)
+	}
+	send(t, conn, `42456["message-with-ack",1,"2",{"3":[false]}]`)
+	if got := readText(t, conn); got != `43456[1,"2",{"3":[false]}]` {
+		t.Errorf("message-with-ack: %q", got)
+	}
+	send(t, conn, `4212["echo","x"]`)
+	if got := readText(t, conn); got != `4312["x"]` {
+		t.Errorf("echo: %q", got)
+	}
+
+	// Binary attachments come back as they went.
+	send(t, conn, `452-["message",{"_placeholder":true,"num":0},{"_placeholder":true,"num":1}]`)
+	_ = conn.WriteMessage(websocket.BinaryMessage, []byte{1, 2, 3})
+	_ = conn.WriteMessage(websocket.BinaryMessage, []byte{4, 5, 6})
+	if got := readText(t, conn); got != `452-["message-back",{"_placeholder":true,"num":0},{"_placeholder":true,"num":1}]` {
+		t.Errorf("binary message: %q", got)
+	}
+	for _, want := range []string{"\x01\x02\x03", "\x04\x05\x06"} {
+		if got := readText(t, conn); got != want {
+			t.Errorf("attachment %q, want %q", got, want)
+		}
+	}
+
+	// Disconnecting from a namespace keeps the session for the others.
+	send(t, conn, "40/custom,")
+	readText(t, conn)
+	readText(t, conn)
+	send(t, conn, "41/custom,")
+	send(t, conn, `42["message","main"]`)
+	if got := readText(t, conn); got != `42["message-back","main"]` {
+		t.Errorf("after leaving /custom: %q", got)
+	}
+
+	for _, bad := range []string{"4abc", "42{}", `42abc["message-with-ack",1]`} {
+		c := socketIOConn(t, tg)
+		send(t, c, bad)
+		waitClosed(t, c)
+	}
+}
+
+func TestWireHeartbeat(t *testing.T) {
+	tg := start(t, socketio.Empty, suiteConfig)
+	conn, _ := rawOpen(t, tg)
+	// The server pings; a client that never answers is closed after
+	// pingInterval + pingTimeout.
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, data, err := conn.ReadMessage(); err != nil || string(data) != "2" {
+		t.Fatalf("want a ping, got %q %v", data, err)
+	}
+	waitClosed(t, conn)
+	waitFor(t, "disconnects{ping timeout} = 1", func() bool { return tg.metrics.Snapshot().Disconnects["ping timeout"] == 1 })
+}
+
+// TestHandshakeResults makes each handshake result happen and checks that
+// the server counts it as such.
+func TestHandshakeResults(t *testing.T) {
+	strict := start(t, socketio.Empty, func(c *config.Config) { c.ConnectTimeout = 200 * time.Millisecond })
+	// failed: an open request the engine refuses.
+	resp, err := http.Get(strict.url + "/socket.io/?EIO=abc&transport=polling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// failed: a session that never asks for a namespace is closed by the
+	// connect timeout.
+	idle, _ := rawOpen(t, strict)
+	waitClosed(t, idle)
+	want := map[string]uint64{protocol.ResultFailed: 2, protocol.ResultOK: 0}
+	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(strict.metrics.Snapshot().Handshakes, want) })
+
+	tg := start(t, socketio.Blocking, func(c *config.Config) {
+		c.Delay = 300 * time.Millisecond
+		c.MaxConns = 2
+		c.EmitAuth = true // socketIOConn reads the auth packet
+	})
+	// abandoned: the client leaves while its connect waits in the loop.
+	leaver, _ := rawOpen(t, tg)
+	send(t, leaver, "40")
+	leaver.Close()
+	waitFor(t, "no session held", func() bool { return tg.metrics.Snapshot().ConnectionsActive == 0 })
+
+	// rejected: over -max-conns. Two sessions are held, the third gets 503.
+	held := socketIOConn(t, tg)
+	defer held.Close()
+	second, _ := rawOpen(t, tg)
+	defer second.Close()
+	_, resp, err = websocket.DefaultDialer.Dial(wsURL(tg.url), nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("third connection over -max-conns 2: err %v, response %v; want 503", err, resp)
+	}
+	want = map[string]uint64{protocol.ResultOK: 1, protocol.ResultFailed: 0, protocol.ResultAbandoned: 1, protocol.ResultRejected: 1}
+	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(tg.metrics.Snapshot().Handshakes, want) })
+
+	// A place is free again once a session ends.
+	second.Close()
+	waitFor(t, "one session held", func() bool { return tg.metrics.Snapshot().ConnectionsActive == 1 })
+	again, _ := rawOpen(t, tg)
+	again.Close()
+}
+
+// TestConnectTimeoutCoversTheQueue shows a rule that Node's socket.io has
+// too: -connect-timeout runs until the namespace CONNECT completes, so on
+// the blocking variant a connect that waits in the loop longer than that is
+// closed by the server and counted as failed.
+func TestConnectTimeoutCoversTheQueue(t *testing.T) {
+	tg := start(t, socketio.Blocking, func(c *config.Config) {
+		c.Delay = 300 * time.Millisecond
+		c.ConnectTimeout = 200 * time.Millisecond
+	})
+	conn, _ := rawOpen(t, tg)
+	send(t, conn, "40")
+	waitClosed(t, conn)
+	want := map[string]uint64{protocol.ResultFailed: 1, protocol.ResultOK: 0}
+	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(tg.metrics.Snapshot().Handshakes, want) })
+}
+
+func equalCounts(got, want map[string]uint64) bool {
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// waitFor polls cond for up to 5 s: what the server counts after a client
+// acts lags it by a few scheduler turns.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5s for %s", what)
+		}
+	}
+}

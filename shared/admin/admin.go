@@ -1,0 +1,68 @@
+// Package admin serves the admin listener: /metrics (Prometheus), /health
+// and /stats (JSON), and /debug/pprof/ when -pprof is on. It is a separate
+// listener so that a load test on the target never competes with the
+// scrape, and so that it can be bound to loopback alone.
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"knowngood/shared/config"
+	"knowngood/shared/metrics"
+)
+
+// Health is the /health document.
+type Health struct {
+	Status            string            `json:"status"`
+	Variant           string            `json:"variant"`
+	UptimeSeconds     float64           `json:"uptime_seconds"`
+	ConnectionsActive *int64            `json:"connections_active,omitempty"`
+	Config            map[string]string `json:"config"`
+}
+
+// Handler returns the admin mux. m may be nil (-metrics=false): /metrics and
+// /stats then answer 404 with a line that says why.
+func Handler(cfg config.Config, m *metrics.Metrics) http.Handler {
+	started := time.Now()
+	mux := http.NewServeMux()
+	metricsOff := func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "metrics are off (-metrics=false)", http.StatusNotFound)
+	}
+	if m != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+		mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, m.Snapshot())
+		})
+	} else {
+		mux.HandleFunc("GET /metrics", metricsOff)
+		mux.HandleFunc("GET /stats", metricsOff)
+	}
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		h := Health{Status: "ok", Variant: cfg.Variant, UptimeSeconds: time.Since(started).Seconds(), Config: cfg.Effective()}
+		if m != nil {
+			active := m.Snapshot().ConnectionsActive
+			h.ConnectionsActive = &active
+		}
+		writeJSON(w, h)
+	})
+	if cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

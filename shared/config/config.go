@@ -1,0 +1,289 @@
+// Package config is the one place where knowngood's settings are defined,
+// parsed and checked. Every flag has an environment twin (-admin-addr is
+// KG_ADMIN_ADDR); a flag beats the environment, the environment beats the
+// default.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config holds every setting of a target. Fields a variant does not use are
+// ignored by it.
+type Config struct {
+	Variant string `json:"variant"`
+	List    bool   `json:"-"`
+
+	Addr             string        `json:"addr"`
+	AdminAddr        string        `json:"admin_addr"`
+	LogFormat        string        `json:"log_format"`
+	LogLevel         string        `json:"log_level"`
+	Backlog          int           `json:"backlog"`
+	MaxConns         int           `json:"max_conns"`
+	ShutdownTimeout  time.Duration `json:"shutdown_timeout"`
+	MaxMessage       int64         `json:"max_message"`
+	Compression      bool          `json:"compression"`
+	Origins          []string      `json:"origins"`
+	TLSCert          string        `json:"tls_cert"`
+	TLSKey           string        `json:"tls_key"`
+	HandshakeTimeout time.Duration `json:"handshake_timeout"`
+	Metrics          bool          `json:"metrics"`
+	Pprof            bool          `json:"pprof"`
+
+	FaultReject     float64       `json:"fault_reject"`
+	FaultDelay      time.Duration `json:"fault_delay"`
+	FaultCloseAfter int           `json:"fault_close_after"`
+	FaultDrop       float64       `json:"fault_drop"`
+
+	// Socket.IO
+	Delay          time.Duration `json:"delay"`
+	Transports     []string      `json:"transports"`
+	PingInterval   time.Duration `json:"ping_interval"`
+	PingTimeout    time.Duration `json:"ping_timeout"`
+	MaxPayload     int64         `json:"max_payload"`
+	ConnectTimeout time.Duration `json:"connect_timeout"`
+	EmitAuth       bool          `json:"emit_auth"`
+
+	// Broadcast
+	PushInterval time.Duration `json:"push_interval"`
+	PushSize     int           `json:"push_size"`
+	SendQueue    int           `json:"send_queue"`
+	Slow         string        `json:"slow"`
+
+	// gnet
+	Loops int `json:"loops"`
+}
+
+// Default returns the settings a target runs with when nothing is given.
+func Default() Config {
+	return Config{
+		Variant:          "empty",
+		Addr:             ":8080",
+		AdminAddr:        ":9100",
+		LogFormat:        "text",
+		LogLevel:         "info",
+		Backlog:          0,
+		MaxConns:         0,
+		ShutdownTimeout:  5 * time.Second,
+		MaxMessage:       1 << 20,
+		Origins:          nil,
+		HandshakeTimeout: 10 * time.Second,
+		Metrics:          true,
+
+		Delay:          50 * time.Millisecond,
+		Transports:     []string{"polling", "websocket"},
+		PingInterval:   25 * time.Second,
+		PingTimeout:    20 * time.Second,
+		MaxPayload:     1_000_000,
+		ConnectTimeout: 45 * time.Second,
+
+		SendQueue: 256,
+		PushSize:  100,
+		Slow:      "drop",
+	}
+}
+
+// EnvName is the environment twin of a flag: -admin-addr is KG_ADMIN_ADDR.
+func EnvName(flagName string) string {
+	return "KG_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// UsageError is a bad flag or environment value. Its message is one line
+// that names the flag and the accepted form; the process exits with 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// ErrHelp is returned by Parse for -h and -help.
+var ErrHelp = flag.ErrHelp
+
+// Parse reads args (without the program name) and the environment through
+// getenv, and validates the result. usage, if not nil, receives the flag
+// list for -h.
+func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+	c := Default()
+	fs := newFlagSet(&c)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			if usage != nil {
+				fs.SetOutput(usage)
+				fs.PrintDefaults()
+			}
+			return c, ErrHelp
+		}
+		return c, &UsageError{Msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return c, &UsageError{Msg: fmt.Sprintf("unexpected argument %q: every setting is a flag such as -variant NAME", fs.Arg(0))}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || envErr != nil {
+			return
+		}
+		name := EnvName(f.Name)
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			envErr = &UsageError{Msg: fmt.Sprintf("invalid value %q for %s (flag -%s): %v", v, name, f.Name, err)}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	return c, c.Validate()
+}
+
+// Usage writes the flag list with defaults and environment twins.
+func Usage(w io.Writer) {
+	c := Default()
+	fs := newFlagSet(&c)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func newFlagSet(c *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("knowngood", flag.ContinueOnError)
+	str := func(p *string, name, help string) { fs.StringVar(p, name, *p, help+envHint(name)) }
+	dur := func(p *time.Duration, name, help string) { fs.Var((*durationValue)(p), name, help+envHint(name)) }
+	num := func(p *int, name, help string) { fs.Var((*intValue)(p), name, help+envHint(name)) }
+	size := func(p *int64, name, help string) { fs.Var((*sizeValue)(p), name, help+envHint(name)) }
+	boolean := func(p *bool, name, help string) { fs.BoolVar(p, name, *p, help+envHint(name)) }
+	frac := func(p *float64, name, help string) { fs.Var((*fractionValue)(p), name, help+envHint(name)) }
+	list := func(p *[]string, name, help string) { fs.Var((*listValue)(p), name, help+envHint(name)) }
+
+	str(&c.Variant, "variant", "target to run (see -list)")
+	fs.BoolVar(&c.List, "list", false, "print every variant with a one-line description and exit")
+	str(&c.Addr, "addr", "listen address of the target")
+	str(&c.AdminAddr, "admin-addr", "listen address of /metrics, /health, /stats (and /debug/pprof with -pprof); empty turns it off")
+	str(&c.LogFormat, "log-format", "log format: text or json")
+	str(&c.LogLevel, "log-level", "log level: debug, info, warn or error")
+	num(&c.Backlog, "backlog", "listen backlog; 0 = the kernel's net.core.somaxconn, which also caps any larger value")
+	num(&c.MaxConns, "max-conns", "connections held at once; over it, HTTP 503 before any upgrade (0 = no cap)")
+	dur(&c.ShutdownTimeout, "shutdown-timeout", "on SIGINT/SIGTERM, time to tell every client and exit")
+	size(&c.MaxMessage, "max-message", "largest WebSocket message in bytes (echo and broadcast)")
+	boolean(&c.Compression, "compression", "permessage-deflate")
+	list(&c.Origins, "origin", "allowed Origin values, comma-separated (empty = any)")
+	str(&c.TLSCert, "tls-cert", "TLS certificate file (with -tls-key)")
+	str(&c.TLSKey, "tls-key", "TLS key file (with -tls-cert)")
+	dur(&c.HandshakeTimeout, "handshake-timeout", "time a client has to send its upgrade/open request")
+	boolean(&c.Metrics, "metrics", "instrument the target (false measures the cost of instrumentation)")
+	boolean(&c.Pprof, "pprof", "serve /debug/pprof on the admin listener")
+	frac(&c.FaultReject, "fault-reject", "known-bad: fraction of handshakes answered with 503 (0 to 1)")
+	dur(&c.FaultDelay, "fault-delay", "known-bad: delay added to every echo and ack")
+	num(&c.FaultCloseAfter, "fault-close-after", "known-bad: close a connection after that many messages (0 = off)")
+	frac(&c.FaultDrop, "fault-drop", "known-bad: fraction of messages silently dropped (0 to 1)")
+
+	dur(&c.Delay, "delay", "Socket.IO: time the connect middleware takes (async, blocking)")
+	list(&c.Transports, "transports", "Socket.IO: allowed transports, comma-separated: polling, websocket")
+	dur(&c.PingInterval, "ping-interval", "Socket.IO: Engine.IO ping interval")
+	dur(&c.PingTimeout, "ping-timeout", "Socket.IO: Engine.IO ping timeout")
+	size(&c.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
+	dur(&c.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
+	boolean(&c.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
+
+	dur(&c.PushInterval, "push-interval", "broadcast: timed push to every client (0 = off)")
+	num(&c.PushSize, "push-size", "broadcast: push payload in bytes")
+	num(&c.SendQueue, "send-queue", "broadcast: per-connection send queue, in messages")
+	str(&c.Slow, "slow", "broadcast: policy for a client whose queue is full: drop or close")
+	num(&c.Loops, "loops", "gnet: event loops (0 = one per CPU)")
+	return fs
+}
+
+func envHint(name string) string { return " (env " + EnvName(name) + ")" }
+
+// Validate checks the values that parse but make no sense.
+func (c Config) Validate() error {
+	bad := func(flagName, format string, args ...any) error {
+		return &UsageError{Msg: fmt.Sprintf("invalid value for -%s: %s", flagName, fmt.Sprintf(format, args...))}
+	}
+	switch {
+	case c.Addr == "":
+		return bad("addr", "empty; want host:port such as :8080 or 127.0.0.1:0")
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return bad("log-format", "%q; want text or json", c.LogFormat)
+	case !validLevel(c.LogLevel):
+		return bad("log-level", "%q; want debug, info, warn or error", c.LogLevel)
+	case c.Backlog < 0:
+		return bad("backlog", "%d; want 0 (kernel default) or more", c.Backlog)
+	case c.MaxConns < 0:
+		return bad("max-conns", "%d; want 0 (no cap) or more", c.MaxConns)
+	case c.ShutdownTimeout <= 0:
+		return bad("shutdown-timeout", "%s; want a positive duration such as 5s", c.ShutdownTimeout)
+	case c.MaxMessage <= 0:
+		return bad("max-message", "%d; want a positive number of bytes", c.MaxMessage)
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return bad("tls-cert", "-tls-cert and -tls-key go together; give both or neither")
+	case c.HandshakeTimeout <= 0:
+		return bad("handshake-timeout", "%s; want a positive duration such as 10s", c.HandshakeTimeout)
+	case c.FaultDelay < 0:
+		return bad("fault-delay", "%s; want 0 or a positive duration", c.FaultDelay)
+	case c.FaultCloseAfter < 0:
+		return bad("fault-close-after", "%d; want 0 (off) or more", c.FaultCloseAfter)
+	case c.Delay < 0:
+		return bad("delay", "%s; want 0 or a positive duration such as 50ms", c.Delay)
+	case len(c.Transports) == 0:
+		return bad("transports", "empty; want polling, websocket or polling,websocket")
+	case c.PingInterval <= 0:
+		return bad("ping-interval", "%s; want a positive duration such as 25s", c.PingInterval)
+	case c.PingTimeout <= 0:
+		return bad("ping-timeout", "%s; want a positive duration such as 20s", c.PingTimeout)
+	case c.MaxPayload <= 0:
+		return bad("max-payload", "%d; want a positive number of bytes", c.MaxPayload)
+	case c.ConnectTimeout <= 0:
+		return bad("connect-timeout", "%s; want a positive duration such as 45s", c.ConnectTimeout)
+	case c.PushInterval < 0:
+		return bad("push-interval", "%s; want 0 (off) or a positive duration", c.PushInterval)
+	case c.PushSize < 0:
+		return bad("push-size", "%d; want 0 or more bytes", c.PushSize)
+	case c.SendQueue <= 0:
+		return bad("send-queue", "%d; want 1 or more messages", c.SendQueue)
+	case c.Slow != "drop" && c.Slow != "close":
+		return bad("slow", "%q; want drop or close", c.Slow)
+	case c.Loops < 0:
+		return bad("loops", "%d; want 0 (one per CPU) or more", c.Loops)
+	}
+	for _, t := range c.Transports {
+		if t != "polling" && t != "websocket" {
+			return bad("transports", "%q; want polling, websocket or polling,websocket", t)
+		}
+	}
+	return nil
+}
+
+func validLevel(s string) bool {
+	return slices.Contains([]string{"debug", "info", "warn", "error"}, s)
+}
+
+// SlogLevel is LogLevel as a slog.Level; Validate has checked it.
+func (c Config) SlogLevel() slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(c.LogLevel))
+	return l
+}
+
+// Effective returns every setting by flag name, as a flag would spell it
+// (durations as 50ms, not nanoseconds): what /health shows and the start
+// log line records.
+func (c Config) Effective() map[string]string {
+	out := map[string]string{}
+	fs := newFlagSet(&c)
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "list" {
+			out[f.Name] = f.Value.String()
+		}
+	})
+	return out
+}

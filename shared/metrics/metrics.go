@@ -1,0 +1,249 @@
+// Package metrics defines every metric of knowngood, once, on a registry of
+// the process's own. Servers record through the methods of *Metrics; a nil
+// *Metrics records nothing, which is how -metrics=false builds a target
+// without instrumentation.
+package metrics
+
+import (
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"knowngood/shared/protocol"
+)
+
+const namespace = "knowngood"
+
+// Metrics holds the collectors of one process.
+type Metrics struct {
+	Registry *prometheus.Registry
+	variant  string
+	started  time.Time
+
+	connectionsActive prometheus.Gauge
+	connectionsTotal  prometheus.Counter
+	handshakes        *prometheus.CounterVec
+	handshakeDuration *prometheus.HistogramVec
+	messagesReceived  prometheus.Counter
+	messagesSent      prometheus.Counter
+	receivedBytes     prometheus.Counter
+	sentBytes         prometheus.Counter
+	disconnects       *prometheus.CounterVec
+	fanout            prometheus.Histogram
+	dropped           prometheus.Counter
+	faults            *prometheus.CounterVec
+	acceptErrors      *prometheus.CounterVec
+
+	// handshakeHist keeps exact percentiles for /stats, which the
+	// Prometheus histogram's buckets cannot give.
+	mu            sync.Mutex
+	handshakeHist *hdrhistogram.Histogram
+}
+
+// New registers every metric, plus the Go and process collectors, on a new
+// registry. variant becomes a constant label.
+func New(variant string) *Metrics {
+	reg := prometheus.NewRegistry()
+	labels := prometheus.Labels{"variant": variant}
+	f := factory{reg: reg, labels: labels}
+	m := &Metrics{
+		Registry: reg,
+		variant:  variant,
+		started:  time.Now(),
+
+		connectionsActive: f.gauge("connections_active", "Connections open now (Engine.IO sessions for Socket.IO)."),
+		connectionsTotal:  f.counter("connections_total", "Connections accepted since start (Engine.IO sessions for Socket.IO)."),
+		handshakes: f.counterVec("handshakes_total",
+			"Handshakes by result: ok, rejected (503 or connect error), failed (the server gave up or the request was bad), abandoned (the client left first).",
+			"result", "transport"),
+		handshakeDuration: f.histogramVec("handshake_duration_seconds",
+			"Completed handshakes, from the upgrade or Engine.IO open request to the moment the server's side is done (the CONNECT ack for Socket.IO).",
+			prometheus.ExponentialBucketsRange(0.0005, 60, 24), "transport"),
+		messagesReceived: f.counter("messages_received_total", "Messages received from clients (WebSocket messages; Socket.IO events)."),
+		messagesSent:     f.counter("messages_sent_total", "Messages sent to clients (WebSocket messages; Socket.IO events and acks)."),
+		receivedBytes:    f.counter("received_bytes_total", "Payload bytes received from clients."),
+		sentBytes:        f.counter("sent_bytes_total", "Payload bytes sent to clients."),
+		disconnects:      f.counterVec("disconnects_total", "Connections closed, by close code or reason.", "reason"),
+		fanout: f.histogram("broadcast_fanout_seconds", "Time to hand one broadcast to every client's send queue.",
+			prometheus.ExponentialBucketsRange(0.00001, 10, 24)),
+		dropped:      f.counter("broadcast_dropped_total", "Broadcast messages dropped for slow clients."),
+		faults:       f.counterVec("faults_total", "Known-bad faults injected, by kind.", "kind"),
+		acceptErrors: f.counterVec("accept_errors_total", "Failed accepts, by reason (EMFILE, ENFILE, ...).", "reason"),
+
+		handshakeHist: protocol.NewHistogram(),
+	}
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "build_info",
+		Help: "Always 1; the labels say which build and variant this is.",
+	}, []string{"version", "goversion", "variant"})
+	buildInfo.WithLabelValues(version(), runtime.Version(), variant).Set(1)
+	reg.MustRegister(buildInfo,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// factory registers collectors with the namespace and constant labels.
+type factory struct {
+	reg    *prometheus.Registry
+	labels prometheus.Labels
+}
+
+func (f factory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels})
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels, Buckets: buckets})
+	f.reg.MustRegister(h)
+	return h
+}
+
+func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
+
+// Variant is the variant the metrics are labelled with.
+func (m *Metrics) Variant() string {
+	if m == nil {
+		return ""
+	}
+	return m.variant
+}
+
+// Opened records a new connection.
+func (m *Metrics) Opened() {
+	if m == nil {
+		return
+	}
+	m.connectionsTotal.Inc()
+	m.connectionsActive.Inc()
+}
+
+// Closed records a connection that ended, with its close code or reason.
+func (m *Metrics) Closed(reason string) {
+	if m == nil {
+		return
+	}
+	m.connectionsActive.Dec()
+	m.disconnects.WithLabelValues(reason).Inc()
+}
+
+// Handshake records a handshake's result; d counts only for ResultOK.
+func (m *Metrics) Handshake(result, transport string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.handshakes.WithLabelValues(result, transport).Inc()
+	if result != protocol.ResultOK {
+		return
+	}
+	m.handshakeDuration.WithLabelValues(transport).Observe(d.Seconds())
+	us := max(d.Microseconds(), 1)
+	m.mu.Lock()
+	_ = m.handshakeHist.RecordValue(us)
+	m.mu.Unlock()
+}
+
+// Received records one message of n payload bytes from a client.
+func (m *Metrics) Received(n int) {
+	if m == nil {
+		return
+	}
+	m.messagesReceived.Inc()
+	m.receivedBytes.Add(float64(n))
+}
+
+// Sent records one message of n payload bytes to a client.
+func (m *Metrics) Sent(n int) {
+	if m == nil {
+		return
+	}
+	m.messagesSent.Inc()
+	m.sentBytes.Add(float64(n))
+}
+
+// ReceivedMessages and SentMessages count messages whose bytes are counted
+// elsewhere (Socket.IO counts bytes at the Engine.IO level).
+func (m *Metrics) ReceivedMessages(n int) {
+	if m != nil {
+		m.messagesReceived.Add(float64(n))
+	}
+}
+
+// SentMessages: see ReceivedMessages.
+func (m *Metrics) SentMessages(n int) {
+	if m != nil {
+		m.messagesSent.Add(float64(n))
+	}
+}
+
+// ReceivedBytes and SentBytes count bytes alone.
+func (m *Metrics) ReceivedBytes(n int) {
+	if m != nil {
+		m.receivedBytes.Add(float64(n))
+	}
+}
+
+// SentBytes: see ReceivedBytes.
+func (m *Metrics) SentBytes(n int) {
+	if m != nil {
+		m.sentBytes.Add(float64(n))
+	}
+}
+
+// Fanout records the time one broadcast took to reach every send queue.
+func (m *Metrics) Fanout(d time.Duration) {
+	if m != nil {
+		m.fanout.Observe(d.Seconds())
+	}
+}
+
+// Dropped records n broadcast messages dropped for slow clients.
+func (m *Metrics) Dropped(n int) {
+	if m != nil {
+		m.dropped.Add(float64(n))
+	}
+}
+
+// Fault records one injected fault of the given kind.
+func (m *Metrics) Fault(kind string) {
+	if m != nil {
+		m.faults.WithLabelValues(kind).Inc()
+	}
+}
+
+// AcceptError records a failed accept.
+func (m *Metrics) AcceptError(reason string) {
+	if m != nil {
+		m.acceptErrors.WithLabelValues(reason).Inc()
+	}
+}

@@ -1,0 +1,80 @@
+package metrics
+
+import (
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"knowngood/shared/protocol"
+)
+
+// Snapshot returns the /stats document: the registry's own figures, so that
+// /stats and /metrics never disagree, plus exact handshake percentiles.
+func (m *Metrics) Snapshot() protocol.Stats {
+	s := protocol.Stats{
+		Variant:               m.variant,
+		UptimeSeconds:         time.Since(m.started).Seconds(),
+		Handshakes:            map[string]uint64{},
+		HandshakesByTransport: map[string]map[string]uint64{},
+		Disconnects:           map[string]uint64{},
+		Faults:                map[string]uint64{},
+		AcceptErrors:          map[string]uint64{},
+	}
+	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
+		s.Handshakes[r] = 0
+	}
+	families, _ := m.Registry.Gather()
+	for _, mf := range families {
+		for _, metric := range mf.GetMetric() {
+			value := metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
+			n := uint64(value)
+			switch mf.GetName() {
+			case "knowngood_connections_active":
+				s.ConnectionsActive = int64(value)
+			case "knowngood_connections_total":
+				s.ConnectionsTotal = n
+			case "knowngood_handshakes_total":
+				result, transport := label(metric, "result"), label(metric, "transport")
+				s.Handshakes[result] += n
+				if s.HandshakesByTransport[transport] == nil {
+					s.HandshakesByTransport[transport] = map[string]uint64{}
+				}
+				s.HandshakesByTransport[transport][result] += n
+			case "knowngood_messages_received_total":
+				s.MessagesReceived = n
+			case "knowngood_messages_sent_total":
+				s.MessagesSent = n
+			case "knowngood_received_bytes_total":
+				s.BytesReceived = n
+			case "knowngood_sent_bytes_total":
+				s.BytesSent = n
+			case "knowngood_disconnects_total":
+				s.Disconnects[label(metric, "reason")] = n
+			case "knowngood_broadcast_dropped_total":
+				s.BroadcastDropped = n
+			case "knowngood_faults_total":
+				s.Faults[label(metric, "kind")] = n
+			case "knowngood_accept_errors_total":
+				s.AcceptErrors[label(metric, "reason")] = n
+			case "process_cpu_seconds_total":
+				s.CPUSeconds = value
+			case "process_resident_memory_bytes":
+				s.ResidentBytes = n
+			}
+		}
+	}
+	m.mu.Lock()
+	s.HandshakeLatency = protocol.LatencyOf(m.handshakeHist)
+	s.HandshakeHistogram = protocol.Buckets(m.handshakeHist)
+	m.mu.Unlock()
+	return s
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,189 @@
+// Package protocol holds the wire formats that the targets and the load
+// clients share: the /stats document here, the broadcast messages elsewhere.
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Handshake results, the values of the result label.
+const (
+	ResultOK        = "ok"
+	ResultRejected  = "rejected"
+	ResultFailed    = "failed"
+	ResultAbandoned = "abandoned"
+)
+
+// Stats is the JSON document served at /stats. Every count is cumulative
+// since the process started, so that a snapshot taken before a run can be
+// subtracted from one taken after it (see Diff).
+type Stats struct {
+	Variant       string  `json:"variant"`
+	UptimeSeconds float64 `json:"uptime_seconds"`
+
+	ConnectionsActive int64  `json:"connections_active"`
+	ConnectionsTotal  uint64 `json:"connections_total"`
+
+	// Handshakes counts by result (ok, rejected, failed, abandoned);
+	// HandshakesByTransport splits the same counts by transport.
+	Handshakes            map[string]uint64            `json:"handshakes"`
+	HandshakesByTransport map[string]map[string]uint64 `json:"handshakes_by_transport"`
+	// HandshakeLatency summarises the completed (ok) handshakes, measured on
+	// the server from the first request to the moment its side was done.
+	HandshakeLatency Latency `json:"handshake_latency"`
+	// HandshakeHistogram is the same distribution as non-empty buckets, so
+	// that the percentiles of the handshakes between two snapshots can be
+	// computed (Diff does).
+	HandshakeHistogram []Bucket `json:"handshake_histogram"`
+
+	MessagesReceived uint64 `json:"messages_received"`
+	MessagesSent     uint64 `json:"messages_sent"`
+	BytesReceived    uint64 `json:"bytes_received"`
+	BytesSent        uint64 `json:"bytes_sent"`
+
+	Disconnects      map[string]uint64 `json:"disconnects"`
+	BroadcastDropped uint64            `json:"broadcast_dropped"`
+	Faults           map[string]uint64 `json:"faults"`
+	AcceptErrors     map[string]uint64 `json:"accept_errors"`
+
+	// CPUSeconds is the process's user+system CPU time; ResidentBytes its
+	// resident memory. A diff gives the CPU the run cost the server.
+	CPUSeconds    float64 `json:"cpu_seconds"`
+	ResidentBytes uint64  `json:"resident_bytes"`
+}
+
+// Latency is a set of percentiles, in seconds.
+type Latency struct {
+	Count uint64  `json:"count"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// Bucket is one non-empty bucket of a latency histogram: Count values whose
+// upper bound is UpToMicros.
+type Bucket struct {
+	UpToMicros int64 `json:"le_us"`
+	Count      int64 `json:"n"`
+}
+
+// Histogram bounds shared by the server and the clients: 1 µs to 10 min,
+// two significant figures (1% resolution).
+const (
+	histLowest  = 1
+	histHighest = int64(10 * time.Minute / time.Microsecond)
+	histSigFigs = 2
+)
+
+// NewHistogram returns an HdrHistogram in microseconds with the bounds that
+// Buckets and LatencyOf expect. It is not safe for concurrent use.
+func NewHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(histLowest, histHighest, histSigFigs)
+}
+
+// Buckets lists the non-empty buckets of h.
+func Buckets(h *hdrhistogram.Histogram) []Bucket {
+	out := []Bucket{}
+	for _, bar := range h.Distribution() {
+		if bar.Count > 0 {
+			out = append(out, Bucket{UpToMicros: bar.To, Count: bar.Count})
+		}
+	}
+	return out
+}
+
+// LatencyOf summarises h (microseconds) in seconds.
+func LatencyOf(h *hdrhistogram.Histogram) Latency {
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	sec := func(us int64) float64 { return float64(us) / 1e6 }
+	return Latency{
+		Count: uint64(h.TotalCount()),
+		P50:   sec(h.ValueAtPercentile(50)),
+		P90:   sec(h.ValueAtPercentile(90)),
+		P95:   sec(h.ValueAtPercentile(95)),
+		P99:   sec(h.ValueAtPercentile(99)),
+		Max:   sec(h.Max()),
+	}
+}
+
+// histogramOf rebuilds a histogram from buckets; a negative count (which a
+// diff of snapshots from two different processes could produce) is skipped.
+func histogramOf(buckets []Bucket) *hdrhistogram.Histogram {
+	h := NewHistogram()
+	for _, b := range buckets {
+		if b.Count > 0 {
+			_ = h.RecordValues(b.UpToMicros, b.Count)
+		}
+	}
+	return h
+}
+
+// Diff returns what happened between two snapshots of the same process:
+// counts are after minus before, handshake percentiles are those of the
+// handshakes completed in between, and the gauges and identity come from
+// after.
+func Diff(before, after Stats) Stats {
+	d := after
+	d.ConnectionsTotal = after.ConnectionsTotal - before.ConnectionsTotal
+	d.Handshakes = diffMap(before.Handshakes, after.Handshakes)
+	d.HandshakesByTransport = map[string]map[string]uint64{}
+	for transport, counts := range after.HandshakesByTransport {
+		d.HandshakesByTransport[transport] = diffMap(before.HandshakesByTransport[transport], counts)
+	}
+	prev := map[int64]int64{}
+	for _, b := range before.HandshakeHistogram {
+		prev[b.UpToMicros] = b.Count
+	}
+	d.HandshakeHistogram = []Bucket{}
+	for _, b := range after.HandshakeHistogram {
+		if n := b.Count - prev[b.UpToMicros]; n > 0 {
+			d.HandshakeHistogram = append(d.HandshakeHistogram, Bucket{UpToMicros: b.UpToMicros, Count: n})
+		}
+	}
+	d.HandshakeLatency = LatencyOf(histogramOf(d.HandshakeHistogram))
+	d.MessagesReceived = after.MessagesReceived - before.MessagesReceived
+	d.MessagesSent = after.MessagesSent - before.MessagesSent
+	d.BytesReceived = after.BytesReceived - before.BytesReceived
+	d.BytesSent = after.BytesSent - before.BytesSent
+	d.Disconnects = diffMap(before.Disconnects, after.Disconnects)
+	d.BroadcastDropped = after.BroadcastDropped - before.BroadcastDropped
+	d.Faults = diffMap(before.Faults, after.Faults)
+	d.AcceptErrors = diffMap(before.AcceptErrors, after.AcceptErrors)
+	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
+	return d
+}
+
+// diffMap subtracts before from after and leaves out the keys that did not
+// change, so that a diff shows only what the run did.
+func diffMap(before, after map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for k, v := range after {
+		if n := v - before[k]; n != 0 {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// DecodeStats reads one /stats document and rejects anything else, so that a
+// wrong admin address gives a clear error rather than a page of zeros.
+func DecodeStats(r io.Reader) (Stats, error) {
+	var s Stats
+	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
+	if err := dec.Decode(&s); err != nil {
+		return Stats{}, fmt.Errorf("not a knowngood /stats document: %w", err)
+	}
+	if s.Variant == "" {
+		return Stats{}, fmt.Errorf("not a knowngood /stats document: no variant")
+	}
+	return s, nil
+}

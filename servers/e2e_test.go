@@ -1,0 +1,308 @@
+package main
+
+// End-to-end tests: the knowngood binary as users run it, driven by the
+// official JavaScript socket.io-client and by python-socketio.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"knowngood/shared/protocol"
+)
+
+var binary string // built once by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "knowngood-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "knowngood")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building knowngood:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is a running knowngood process.
+type server struct {
+	cmd    *exec.Cmd
+	url    string // http://127.0.0.1:PORT
+	admin  string // http://127.0.0.1:PORT
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	exited chan error
+}
+
+// startServer runs the binary on free loopback ports and stops it (SIGTERM,
+// then SIGKILL) when the test ends.
+func startServer(t *testing.T, args ...string) *server {
+	t.Helper()
+	args = append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-format", "json"}, args...)
+	s := &server{cmd: exec.Command(binary, args...), exited: make(chan error, 1)}
+	pipe, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	listening := make(chan map[string]any, 1)
+	go func() {
+		scanner := bufio.NewScanner(pipe)
+		for scanner.Scan() {
+			s.mu.Lock()
+			s.stderr.Write(append(scanner.Bytes(), '\n'))
+			s.mu.Unlock()
+			var line map[string]any
+			if json.Unmarshal(scanner.Bytes(), &line) == nil && line["msg"] == "listening" {
+				listening <- line
+			}
+		}
+		s.exited <- s.cmd.Wait()
+	}()
+	t.Cleanup(func() { s.stop(t) })
+	select {
+	case line := <-listening:
+		s.url = "http://" + line["addr"].(string)
+		s.admin = "http://" + line["admin_addr"].(string)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("knowngood %v did not start:\n%s", args, s.log())
+	}
+	return s
+}
+
+func (s *server) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.String()
+}
+
+func (s *server) stop(t *testing.T) {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		t.Errorf("knowngood did not exit within 10s of SIGTERM")
+	}
+}
+
+func (s *server) stats(t *testing.T) protocol.Stats {
+	t.Helper()
+	resp, err := http.Get(s.admin + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	st, err := protocol.DecodeStats(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// need skips a test whose external client is missing, except in CI, where
+// .ci/run has installed everything and a missing client is a failure.
+func need(t *testing.T, what string, ok bool) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing; .ci/run should have installed it (make deps)", what)
+	}
+	t.Skipf("%s is missing: run make deps", what)
+}
+
+func haveNodeClients() bool {
+	_, err := os.Stat("../scripts/node_modules/socket.io-client/package.json")
+	return err == nil
+}
+
+func havePythonSocketIO() bool {
+	return exec.Command("/usr/bin/python3", "-c", "import socketio, aiohttp").Run() == nil
+}
+
+// clientResult is the one JSON line printed by scripts/clients/sio-connect.mjs
+// and scripts/clients/sio_connect.py.
+type clientResult struct {
+	Client    string         `json:"client"`
+	Version   string         `json:"version"`
+	Attempts  int            `json:"attempts"`
+	Connected int            `json:"connected"`
+	Echoed    int            `json:"echoed"`
+	Failed    int            `json:"failed"`
+	Errors    map[string]int `json:"errors"`
+	P50       float64        `json:"p50_ms"`
+	Max       float64        `json:"max_ms"`
+	Total     float64        `json:"total_ms"`
+	TimesMS   []float64      `json:"times_ms"`
+}
+
+// runClient runs one of the client scripts and decodes its result line.
+func runClient(t *testing.T, name string, args ...string) clientResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var cmd *exec.Cmd
+	switch name {
+	case "js":
+		cmd = exec.CommandContext(ctx, "node", append([]string{"../scripts/clients/sio-connect.mjs"}, args...)...)
+	case "python":
+		cmd = exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"../scripts/clients/sio_connect.py"}, args...)...)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s client %v: %v\n%s", name, args, err, stderr.String())
+	}
+	var r clientResult
+	if err := json.Unmarshal(bytes.TrimSpace(out), &r); err != nil {
+		t.Fatalf("%s client printed %q: %v", name, out, err)
+	}
+	return r
+}
+
+func TestRunExitStatus(t *testing.T) {
+	env := func(string) string { return "" }
+	cases := []struct {
+		args       []string
+		status     int
+		out, errOut string
+	}{
+		{[]string{"-list"}, 0, "blocking", ""},
+		{[]string{"-h"}, 0, "KG_VARIANT", ""},
+		{[]string{"-variant", "nope"}, 2, "", `invalid value for -variant: "nope"; want one of empty, async, blocking`},
+		{[]string{"-delay", "soon"}, 2, "", `-delay: want a duration`},
+		{[]string{"-variant", "empty", "-addr", "127.0.0.1:99999"}, 1, "", ""},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		if got := run(c.args, env, &out, &errOut); got != c.status {
+			t.Errorf("%v: status %d, want %d; stderr %s", c.args, got, c.status, errOut.String())
+		}
+		if !strings.Contains(out.String(), c.out) || !strings.Contains(errOut.String(), c.errOut) {
+			t.Errorf("%v: stdout %q, stderr %q; want %q and %q", c.args, out.String(), errOut.String(), c.out, c.errOut)
+		}
+	}
+}
+
+// TestSIGTERM: a connected client gets a Socket.IO DISCONNECT, and the
+// process exits with status 0 within -shutdown-timeout.
+func TestSIGTERM(t *testing.T) {
+	s := startServer(t, "-variant", "empty", "-shutdown-timeout", "3s")
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(s.url, "http")+"/socket.io/?EIO=4&transport=websocket", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _, _ = conn.ReadMessage() // open
+	_ = conn.WriteMessage(websocket.TextMessage, []byte("40"))
+	_, _, _ = conn.ReadMessage() // CONNECT ack
+
+	began := time.Now()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_, msg, err := conn.ReadMessage()
+	if err != nil || string(msg) != "41" {
+		t.Errorf("after SIGTERM the client got %q, %v; want a DISCONNECT (41)", msg, err)
+	}
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			t.Errorf("exit: %v\n%s", err, s.log())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("still running 5s after SIGTERM (-shutdown-timeout 3s)")
+	}
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("exited %v after SIGTERM, want within -shutdown-timeout 3s", took)
+	}
+	if !strings.Contains(s.log(), `"msg":"stopped"`) {
+		t.Errorf("no \"stopped\" log line:\n%s", s.log())
+	}
+}
+
+// TestJSClient: 500 official socket.io-client v4 clients at once against
+// empty and async, over WebSocket alone and over polling with upgrade:
+// every one connects and gets its echo ack back, and the server counts
+// exactly 500 completed handshakes.
+func TestJSClient(t *testing.T) {
+	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
+	const n = 500
+	for _, variant := range []string{"empty", "async"} {
+		s := startServer(t, "-variant", variant)
+		for _, transports := range []string{"websocket", "polling,websocket"} {
+			before := s.stats(t)
+			r := runClient(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
+			d := protocol.Diff(before, s.stats(t))
+			t.Logf("%s %s: %d connected, %d echoed, p50 %.1f ms, max %.1f ms; server ok %d, p99 %.1f ms",
+				variant, transports, r.Connected, r.Echoed, r.P50, r.Max, d.Handshakes["ok"], d.HandshakeLatency.P99*1000)
+			if r.Connected != n || r.Echoed != n {
+				t.Errorf("%s over %s: %d of %d connected, %d echoed; errors %v", variant, transports, r.Connected, n, r.Echoed, r.Errors)
+			}
+			if d.Handshakes["ok"] != n {
+				t.Errorf("%s over %s: server completed %d handshakes, want %d (%v)", variant, transports, d.Handshakes["ok"], n, d.Handshakes)
+			}
+		}
+	}
+}
+
+// TestPythonClient: 200 python-socketio AsyncClients at once against empty.
+func TestPythonClient(t *testing.T) {
+	need(t, "python3-socketio for /usr/bin/python3", havePythonSocketIO())
+	const n = 200
+	s := startServer(t, "-variant", "empty")
+	for _, transports := range []string{"websocket", "polling"} {
+		before := s.stats(t)
+		r := runClient(t, "python", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
+		d := protocol.Diff(before, s.stats(t))
+		t.Logf("python-socketio %s over %s: %d connected, %d echoed; server ok %d", r.Version, transports, r.Connected, r.Echoed, d.Handshakes["ok"])
+		if r.Connected != n || r.Echoed != n || d.Handshakes["ok"] != n {
+			t.Errorf("over %s: %d of %d connected, %d echoed, server ok %d; errors %v", transports, r.Connected, n, r.Echoed, d.Handshakes["ok"], r.Errors)
+		}
+	}
+}
+
+// TestMaxConnsWithJSClient: over -max-conns the server answers 503 before
+// any upgrade, the client sees the failures, and the server counts each as
+// rejected, so that both sides' figures reconcile.
+func TestMaxConnsWithJSClient(t *testing.T) {
+	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
+	s := startServer(t, "-variant", "empty", "-max-conns", "20")
+	before := s.stats(t)
+	r := runClient(t, "js", "--url", s.url, "--n", "50", "--transports", "websocket", "--deadline-ms", "10000")
+	d := protocol.Diff(before, s.stats(t))
+	if r.Connected != 20 || r.Failed != 30 {
+		t.Errorf("client: %d connected, %d failed; want 20 and 30 (errors %v)", r.Connected, r.Failed, r.Errors)
+	}
+	if d.Handshakes["ok"] != 20 || d.Handshakes["rejected"] != 30 {
+		t.Errorf("server: %v; want 20 ok and 30 rejected", d.Handshakes)
+	}
+}

@@ -1,0 +1,65 @@
+package admin_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"knowngood/shared/admin"
+	"knowngood/shared/config"
+	"knowngood/shared/metrics"
+)
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, _ := io.ReadAll(rec.Body)
+	return rec.Code, string(body)
+}
+
+func TestEndpoints(t *testing.T) {
+	cfg := config.Default()
+	cfg.Variant = "blocking"
+	m := metrics.New(cfg.Variant)
+	m.Opened()
+	h := admin.Handler(cfg, m)
+
+	code, body := get(t, h, "/health")
+	var health admin.Health
+	if err := json.Unmarshal([]byte(body), &health); code != 200 || err != nil {
+		t.Fatalf("/health: %d %v %s", code, err, body)
+	}
+	if health.Status != "ok" || health.Variant != "blocking" || health.ConnectionsActive == nil || *health.ConnectionsActive != 1 || health.Config["delay"] != "50ms" {
+		t.Errorf("/health: %s", body)
+	}
+	if code, body := get(t, h, "/metrics"); code != 200 || !strings.Contains(body, `knowngood_connections_active{variant="blocking"} 1`) {
+		t.Errorf("/metrics: %d %s", code, body)
+	}
+	if code, body := get(t, h, "/stats"); code != 200 || !strings.Contains(body, `"connections_active": 1`) {
+		t.Errorf("/stats: %d %s", code, body)
+	}
+	if code, _ := get(t, h, "/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("/debug/pprof/ without -pprof: %d, want 404", code)
+	}
+
+	cfg.Pprof = true
+	if code, _ := get(t, admin.Handler(cfg, m), "/debug/pprof/"); code != 200 {
+		t.Errorf("/debug/pprof/ with -pprof: %d, want 200", code)
+	}
+}
+
+func TestMetricsOff(t *testing.T) {
+	h := admin.Handler(config.Default(), nil)
+	for _, path := range []string{"/metrics", "/stats"} {
+		if code, body := get(t, h, path); code != http.StatusNotFound || !strings.Contains(body, "-metrics=false") {
+			t.Errorf("%s with -metrics=false: %d %s", path, code, body)
+		}
+	}
+	if code, _ := get(t, h, "/health"); code != 200 {
+		t.Errorf("/health with -metrics=false: %d", code)
+	}
+}

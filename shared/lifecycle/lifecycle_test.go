@@ -1,0 +1,127 @@
+package lifecycle_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestListenBacklog(t *testing.T) {
+	max := lifecycle.Somaxconn()
+	for _, requested := range []int{0, 16, max + 1000} {
+		ln, effective, err := lifecycle.Listen("127.0.0.1:0", requested)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+		want := min(requested, max)
+		if requested == 0 {
+			want = max
+		}
+		if effective != want {
+			t.Errorf("backlog %d: effective %d, want %d", requested, effective, want)
+		}
+	}
+}
+
+func TestGate(t *testing.T) {
+	g := lifecycle.NewGate(3)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	took := 0
+	for range 50 {
+		wg.Go(func() {
+			if g.TryAcquire() {
+				mu.Lock()
+				took++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if took != 3 {
+		t.Errorf("%d places taken, want 3", took)
+	}
+	g.Release()
+	if !g.TryAcquire() || g.TryAcquire() {
+		t.Error("a released place should be taken once")
+	}
+	var none *lifecycle.Gate = lifecycle.NewGate(0)
+	if none != nil || !none.TryAcquire() {
+		t.Error("no cap should let everything through")
+	}
+}
+
+// slowTarget's Shutdown takes as long as it is told to.
+type slowTarget struct {
+	srv  *http.Server
+	stop time.Duration
+}
+
+func (s *slowTarget) Serve(ln net.Listener) error {
+	if err := s.srv.Serve(ln); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}
+
+func (s *slowTarget) Shutdown(ctx context.Context) error {
+	select {
+	case <-time.After(s.stop):
+	case <-ctx.Done():
+	}
+	_ = s.srv.Close()
+	return ctx.Err()
+}
+
+func TestRunShutsDownWithinTimeout(t *testing.T) {
+	for _, c := range []struct {
+		stop    time.Duration
+		wantErr string
+	}{
+		{0, ""},
+		{time.Minute, "shutdown took longer than -shutdown-timeout 200ms"},
+	} {
+		cfg := config.Default()
+		cfg.Addr, cfg.AdminAddr, cfg.ShutdownTimeout = "127.0.0.1:0", "127.0.0.1:0", 200*time.Millisecond
+		target := &slowTarget{srv: &http.Server{}, stop: c.stop}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		go func() { done <- lifecycle.Run(ctx, cfg, log, target, http.NotFoundHandler()) }()
+		time.Sleep(50 * time.Millisecond)
+		began := time.Now()
+		cancel()
+		err := <-done
+		if took := time.Since(began); took > time.Second {
+			t.Errorf("stop %v: Run returned after %v, want within the 200ms timeout", c.stop, took)
+		}
+		if (err == nil) != (c.wantErr == "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("stop %v: err %v, want %q", c.stop, err, c.wantErr)
+		}
+	}
+}
+
+func TestRunReportsBadAddress(t *testing.T) {
+	cfg := config.Default()
+	cfg.Addr = "256.0.0.1:1"
+	err := lifecycle.Run(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &slowTarget{}, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "-addr 256.0.0.1:1") {
+		t.Errorf("err %v, want one that names -addr", err)
+	}
+}

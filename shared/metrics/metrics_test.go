@@ -1,0 +1,133 @@
+package metrics_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+)
+
+// TestLint runs the Prometheus linter over every metric: names, units,
+// suffixes, help text.
+func TestLint(t *testing.T) {
+	m := metrics.New("empty")
+	m.Opened()
+	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
+	m.Closed("transport close")
+	m.Fault("drop")
+	m.AcceptError("EMFILE")
+	problems, err := testutil.GatherAndLint(m.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestNames pins the metric names that DESIGN.md and the README promise.
+func TestNames(t *testing.T) {
+	m := metrics.New("empty")
+	m.Opened()
+	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
+	m.Received(10)
+	m.Sent(20)
+	m.Closed("1000")
+	m.Fanout(time.Millisecond)
+	m.Dropped(1)
+	m.Fault("delay")
+	m.AcceptError("EMFILE")
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range families {
+		have[f.GetName()] = true
+		if strings.HasPrefix(f.GetName(), "knowngood_") {
+			for _, metric := range f.GetMetric() {
+				if !hasLabel(metric.GetLabel(), "variant", "empty") && f.GetName() != "knowngood_build_info" {
+					t.Errorf("%s has no variant label", f.GetName())
+				}
+			}
+		}
+	}
+	for _, name := range []string{
+		"knowngood_connections_active", "knowngood_connections_total",
+		"knowngood_handshakes_total", "knowngood_handshake_duration_seconds",
+		"knowngood_messages_received_total", "knowngood_messages_sent_total",
+		"knowngood_received_bytes_total", "knowngood_sent_bytes_total",
+		"knowngood_disconnects_total", "knowngood_broadcast_fanout_seconds",
+		"knowngood_broadcast_dropped_total", "knowngood_faults_total",
+		"knowngood_accept_errors_total", "knowngood_build_info",
+		"go_goroutines", "process_cpu_seconds_total",
+	} {
+		if !have[name] {
+			t.Errorf("metric %s is missing", name)
+		}
+	}
+}
+
+func hasLabel[L interface {
+	GetName() string
+	GetValue() string
+}](labels []L, name, value string) bool {
+	for _, l := range labels {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSnapshot checks that /stats reports what was recorded.
+func TestSnapshot(t *testing.T) {
+	m := metrics.New("async")
+	for i := range 10 {
+		m.Opened()
+		m.Handshake(protocol.ResultOK, "polling", time.Duration(i+1)*time.Millisecond)
+	}
+	m.Handshake(protocol.ResultAbandoned, "websocket", 0)
+	m.Received(5)
+	m.Sent(7)
+	m.Closed("ping timeout")
+	s := m.Snapshot()
+	if s.Variant != "async" || s.ConnectionsActive != 9 || s.ConnectionsTotal != 10 {
+		t.Errorf("connections: %+v", s)
+	}
+	if s.Handshakes["ok"] != 10 || s.Handshakes["abandoned"] != 1 || s.HandshakesByTransport["polling"]["ok"] != 10 {
+		t.Errorf("handshakes: %v %v", s.Handshakes, s.HandshakesByTransport)
+	}
+	if l := s.HandshakeLatency; l.Count != 10 || l.Max < 0.0099 || l.Max > 0.0101 || l.P50 < 0.0049 || l.P50 > 0.0051 {
+		t.Errorf("latency: %+v", l)
+	}
+	if s.MessagesReceived != 1 || s.BytesReceived != 5 || s.MessagesSent != 1 || s.BytesSent != 7 || s.Disconnects["ping timeout"] != 1 {
+		t.Errorf("messages: %+v", s)
+	}
+	if s.CPUSeconds < 0 || s.ResidentBytes == 0 {
+		t.Errorf("process figures missing: cpu %v rss %v", s.CPUSeconds, s.ResidentBytes)
+	}
+}
+
+// TestNil checks that a nil *Metrics (-metrics=false) records nothing and
+// does not panic.
+func TestNil(t *testing.T) {
+	var m *metrics.Metrics
+	m.Opened()
+	m.Closed("x")
+	m.Handshake(protocol.ResultOK, "websocket", time.Second)
+	m.Received(1)
+	m.Sent(1)
+	m.ReceivedMessages(1)
+	m.SentMessages(1)
+	m.ReceivedBytes(1)
+	m.SentBytes(1)
+	m.Fanout(time.Second)
+	m.Dropped(1)
+	m.Fault("x")
+	m.AcceptError("x")
+}

@@ -192,8 +192,8 @@ func runClient(t *testing.T, name string, args ...string) clientResult {
 func TestRunExitStatus(t *testing.T) {
 	env := func(string) string { return "" }
 	cases := []struct {
-		args       []string
-		status     int
+		args        []string
+		status      int
 		out, errOut string
 	}{
 		{[]string{"-list"}, 0, "blocking", ""},

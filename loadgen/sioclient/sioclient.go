@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zishang520/socket.io/clients/engine/v3"
 	"github.com/zishang520/socket.io/clients/socket/v3"
 	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
 )
@@ -71,6 +72,10 @@ type Options struct {
 	OpenTimeout time.Duration
 	// CloseTimeout bounds Close; zero means DefaultCloseTimeout.
 	CloseTimeout time.Duration
+
+	// wrapTransport, in tests, wraps the client's transport constructors
+	// under the gate.
+	wrapTransport func(engine.TransportCtor) engine.TransportCtor
 }
 
 // Validate reports the first bad field.
@@ -82,7 +87,7 @@ func (o Options) Validate() error {
 	if o.Namespace != "" && !strings.HasPrefix(o.Namespace, "/") {
 		return fmt.Errorf("bad namespace %q: want a path starting with /", o.Namespace)
 	}
-	if _, err := transportSet(o.Transport, nil); err != nil {
+	if _, err := transportSet(o.Transport, nil, nil); err != nil {
 		return err
 	}
 	return nil
@@ -105,7 +110,7 @@ func Dial(o Options) (*Conn, error) {
 		return nil, err
 	}
 	g := newGate()
-	set, _ := transportSet(o.Transport, g)
+	set, _ := transportSet(o.Transport, g, o.wrapTransport)
 	opts := socket.DefaultOptions()
 	opts.SetTransports(set)
 	opts.SetUpgrade(o.Transport == PollingWebSocket)

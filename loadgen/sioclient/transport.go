@@ -23,7 +23,7 @@ const postTimeout = 20 * time.Second
 
 // transportSet returns the transports for a selection, each wrapped (see
 // gatedTransport).
-func transportSet(name string, g *gate) (*types.Set[engine.TransportCtor], error) {
+func transportSet(name string, g *gate, wrap func(engine.TransportCtor) engine.TransportCtor) (*types.Set[engine.TransportCtor], error) {
 	var ctors []engine.TransportCtor
 	switch name {
 	case WebSocket:
@@ -37,6 +37,9 @@ func transportSet(name string, g *gate) (*types.Set[engine.TransportCtor], error
 	}
 	set := types.NewSet[engine.TransportCtor]()
 	for _, ctor := range ctors {
+		if wrap != nil {
+			ctor = wrap(ctor)
+		}
 		set.Add(&gatedCtor{TransportCtor: ctor, gate: g})
 	}
 	return set, nil

@@ -82,7 +82,7 @@ type client struct {
 	connected   chan struct{}
 	connectedAt time.Time
 	failed      chan error
-	events    chan []any
+	events      chan []any
 }
 
 // dial connects a Go client and waits for its namespace CONNECT.

@@ -65,6 +65,8 @@ type session struct {
 	// registering counts CONNECT acks written whose namespace socket the
 	// library has not registered yet (see holdUntilRegistered).
 	registering atomic.Int32
+	// queued counts packets created but not yet handed to the transport.
+	queued atomic.Int64
 }
 
 type sessionKey struct{}
@@ -188,7 +190,13 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.holdUntilRegistered()
 		}
 	})
+	conn.On("flush", func(args ...any) {
+		if packets, ok := args[0].([]*packet.Packet); ok {
+			sess.queued.Add(-int64(len(packets)))
+		}
+	})
 	conn.On("packetCreate", func(args ...any) {
+		sess.queued.Add(1)
 		data := messageData(args)
 		s.m.SentBytes(len(data))
 		if len(data) > 0 && data[0] == socketIOConnect {
@@ -266,12 +274,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	return nil
 }
 
-// Shutdown refuses new sessions and tells every client. Each namespace
-// socket gets a Socket.IO DISCONNECT; once the transports have written it,
-// each session is closed. The library's own close drops what is still
-// queued on a WebSocket, hence the wait in between. Half of the time left
-// goes to each wait; a session still open after that (a polling client that
-// stopped polling) is closed without waiting.
+// Shutdown refuses new sessions and tells every client: each namespace
+// socket gets a Socket.IO DISCONNECT, and once every session has handed what
+// it had to its transport and the WebSocket writes are done (or half of the
+// time left has passed), every session is closed. The library's own close
+// would drop what a WebSocket still has queued, hence the wait.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closed.Store(true)
 	s.loop.stop()
@@ -285,21 +292,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			return true
 		})
 	}
-	waitUntil(grace/2, func() bool {
-		written := true
-		s.sessions.Range(func(_, v any) bool {
-			written = v.(*session).conn.Transport().Writable()
-			return written
-		})
-		return written
-	})
-	s.sessions.Range(func(_, v any) bool {
-		v.(*session).conn.Close(false)
-		return true
-	})
-	waitUntil(grace/2, func() bool { return s.openSessions() == 0 })
+	waitUntil(grace, s.delivered)
 	s.io.Close(nil)
 	return s.http.Shutdown(ctx)
+}
+
+// delivered reports whether every session has written what it queued.
+func (s *Server) delivered() bool {
+	done := true
+	s.sessions.Range(func(_, v any) bool {
+		sess := v.(*session)
+		transport := sess.conn.Transport()
+		done = sess.queued.Load() <= 0 && (transport.Name() == transports.POLLING || transport.Writable())
+		return done
+	})
+	return done
 }
 
 // waitUntil polls cond every 10 ms for at most d.
@@ -307,13 +314,4 @@ func waitUntil(d time.Duration, cond func() bool) {
 	for end := time.Now().Add(d); !cond() && time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func (s *Server) openSessions() int {
-	n := 0
-	s.sessions.Range(func(_, _ any) bool {
-		n++
-		return true
-	})
-	return n
 }

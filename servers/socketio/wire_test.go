@@ -319,3 +319,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestOrigin: with -origin, an open request from another Origin gets 403
+// (the Engine.IO FORBIDDEN answer) and counts as failed; a listed one opens.
+func TestOrigin(t *testing.T) {
+	tg := start(t, socketio.Empty, func(c *config.Config) { c.Origins = []string{"http://good.example"} })
+	for origin, want := range map[string]int{"http://good.example": http.StatusOK, "http://evil.example": http.StatusForbidden} {
+		req, _ := http.NewRequest(http.MethodGet, tg.url+"/socket.io/?EIO=4&transport=polling", nil)
+		req.Header.Set("Origin", origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Origin %s: status %d, want %d", origin, resp.StatusCode, want)
+		}
+		if origin == "http://good.example" && resp.Header.Get("Access-Control-Allow-Origin") != origin {
+			t.Errorf("CORS header %q for an allowed origin", resp.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+	waitFor(t, "one failed handshake", func() bool { return tg.metrics.Snapshot().Handshakes[protocol.ResultFailed] == 1 })
+}

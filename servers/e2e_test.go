@@ -306,3 +306,52 @@ func TestMaxConnsWithJSClient(t *testing.T) {
 		t.Errorf("server: %v; want 20 ok and 30 rejected", d.Handshakes)
 	}
 }
+
+// TestBlockingCurveJS checks the blocking contract from the official JS
+// client's side: with N connects at once, the k-th completes about
+// (k-1) x delay after the first, and a client whose deadline T is shorter
+// than N x delay sees about T / delay of them succeed, never more.
+func TestBlockingCurveJS(t *testing.T) {
+	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
+	const delay = 50.0 // ms
+	s := startServer(t, "-variant", "blocking", "-delay", "50ms")
+
+	r := runClient(t, "js", "--url", s.url, "--n", "20", "--transports", "websocket", "--deadline-ms", "15000", "--times")
+	if r.Connected != 20 || len(r.TimesMS) != 20 {
+		t.Fatalf("%d of 20 connected (%d times); errors %v", r.Connected, len(r.TimesMS), r.Errors)
+	}
+	t.Logf("completion times (ms): %v", r.TimesMS)
+	for k := 1; k < 20; k++ {
+		if gap, want := r.TimesMS[k]-r.TimesMS[0], 0.8*float64(k)*delay; gap < want {
+			t.Errorf("connect %d completed %.1f ms after the first, want >= %.1f", k+1, gap, want)
+		}
+	}
+
+	// 40 connects need 2 s of loop; a 1 s deadline lets about 20 through.
+	// The loop cannot complete more than T / delay in T; the lower bound is
+	// loose, for a client slow to open its connections.
+	const n, deadline = 40, 1000.0
+	before := s.stats(t)
+	r = runClient(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", "websocket", "--deadline-ms", fmt.Sprint(deadline))
+	predicted := int(deadline / delay)
+	t.Logf("N=%d, deadline %.0f ms: %d connected, predicted %d", n, deadline, r.Connected, predicted)
+	if r.Connected > predicted+1 || r.Connected < predicted/2 {
+		t.Errorf("%d of %d connected within %.0f ms, want about %d (at most %d)", r.Connected, n, deadline, predicted, predicted+1)
+	}
+	// The server's view: the ones the client gave up on left while queued.
+	waitForStats(t, s, func(d protocol.Stats) bool {
+		return d.Handshakes["ok"]+d.Handshakes["abandoned"] == n
+	}, before)
+}
+
+// waitForStats polls /stats until cond holds for the diff since before.
+func waitForStats(t *testing.T, s *server, cond func(protocol.Stats) bool, before protocol.Stats) {
+	t.Helper()
+	var d protocol.Stats
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if d = protocol.Diff(before, s.stats(t)); cond(d) {
+			return
+		}
+	}
+	t.Errorf("server stats never matched: handshakes %v", d.Handshakes)
+}

@@ -44,6 +44,7 @@ function parse(argv) {
         transports: { type: "string", default: "websocket" },
         "deadline-ms": { type: "string", default: "15000" },
         echo: { type: "boolean", default: false },
+        times: { type: "boolean", default: false },
         namespace: { type: "string", default: "/" },
       },
     }));
@@ -78,6 +79,7 @@ function parse(argv) {
     transports: TRANSPORTS[values.transports],
     deadlineMs: intFlag("deadline-ms", 3600000),
     echo: values.echo,
+    times: values.times,
   };
 }
 
@@ -196,6 +198,8 @@ async function main() {
     total_ms: round(run.totalMs),
   };
   if (opts.echo) report.echo_errors = echo.echoErrors;
+  // --times: every connected socket's latency, sorted (the blocking curve).
+  if (opts.times) report.times_ms = sorted.map(round);
   process.stdout.write(JSON.stringify(report) + "\n", () => process.exit(0));
 }
 

@@ -341,3 +341,32 @@ func TestOrigin(t *testing.T) {
 	}
 	waitFor(t, "one failed handshake", func() bool { return tg.metrics.Snapshot().Handshakes[protocol.ResultFailed] == 1 })
 }
+
+// TestTransportsAndCompression: -transports refuses the others with 400;
+// -compression negotiates permessage-deflate on the WebSocket transport.
+func TestTransportsAndCompression(t *testing.T) {
+	tg := start(t, socketio.Empty, func(c *config.Config) {
+		c.Transports = []string{"websocket"}
+		c.Compression = true
+	})
+	resp, err := http.Get(tg.url + "/socket.io/?EIO=4&transport=polling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("polling with -transports websocket: status %d, want 400", resp.StatusCode)
+	}
+	dialer := websocket.Dialer{EnableCompression: true}
+	conn, resp, err := dialer.Dial(wsURL(tg.url), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); !strings.Contains(ext, "permessage-deflate") {
+		t.Errorf("-compression: extensions %q, want permessage-deflate", ext)
+	}
+	if got := readText(t, conn); !strings.HasPrefix(got, "0{") {
+		t.Errorf("open packet over a compressed connection: %q", got)
+	}
+}

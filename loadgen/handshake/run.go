@@ -29,7 +29,10 @@ const (
 // the user (an unreachable /stats) go to notes, one line each. It returns an
 // error only when the run could not take place at all.
 func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
-	opts := sioclient.Options{URL: cfg.URL, Namespace: cfg.Namespace, Transport: cfg.Transport, OpenTimeout: cfg.Deadline}
+	// The deadline is ours (a context); the client's own open timeout only
+	// backs it up, later, so that a late connection reads "deadline
+	// exceeded", never sometimes "timeout".
+	opts := sioclient.Options{URL: cfg.URL, Namespace: cfg.Namespace, Transport: cfg.Transport, OpenTimeout: cfg.Deadline + time.Second}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,39 +1,47 @@
 // Package sioclient opens Socket.IO connections with the zishang520 Go client
-// (github.com/zishang520/socket.io/clients/socket/v3) in the one way that
-// works when many connect at once.
+// (github.com/zishang520/socket.io/clients/socket/v3) in a way that works when
+// many connect at once, and that leaves no goroutine behind.
 //
-// Used as its README shows (socket.Connect, then On("connect", ...)), that
-// client loses connections under concurrency, for three reasons that this
-// package works around:
+// Used as its README shows, that client loses connections and stalls; this
+// package works around each cause it found:
 //
-//   - Transports: left unset, the client picks from a set that includes
-//     WebTransport, in map order. Options.Transport is always explicit here.
+//   - Transports left unset: the client picks from a set that includes
+//     WebTransport, in map order, and hangs on it against an HTTP/1.1
+//     server (about 14% of connections). Options.Transport is explicit.
 //   - A lost Engine.IO open: the Manager creates its Engine.IO socket, which
-//     opens its transport synchronously (the WebSocket dial happens inside the
+//     opens its transport synchronously (the WebSocket dial runs inside the
 //     constructor) and starts the transport's reader goroutine, and only then
-//     subscribes to the socket's "open" event. When the server's OPEN packet
-//     is read before that subscription, the event is gone: the Engine.IO
-//     socket is open, the namespace CONNECT is never sent, and the connection
-//     waits for its deadline. The faster the server answers, the more
-//     connections are lost. A dial error is lost the same way (a refused
-//     connection shows up as a timeout). Here every transport is wrapped so
-//     that it opens on its own goroutine, and only once Connect has returned,
-//     when every listener is in place.
+//     subscribes to the socket's "open" event. When the reader gets the
+//     server's OPEN first, the event is gone and the namespace CONNECT is
+//     never sent. A dial error is lost the same way (a refused connection
+//     shows up as a timeout). Every transport here opens on its own
+//     goroutine once Dial has attached every listener (see gate).
+//   - A CONNECT left in the write buffer: the WebSocket transport marks itself
+//     writable only after starting its reader; when the reader wins, the
+//     CONNECT waits for the next ping (25 s). The socket is flushed once the
+//     transport is open (see gatedTransport).
+//   - Polling: the client's polling transport runs the long-poll GET and the
+//     POSTs on one queue, so every emit after the handshake waits for the
+//     server's next ping, and it cannot cancel a request. This package has
+//     its own polling transport (see pollingTransport).
+//   - A CONNECT_ERROR without a data field (the official server's "Invalid
+//     namespace") reads "missing 'data' field"; Wait reports its message.
 //   - Listeners after the fact: with autoConnect (the default) the connection
-//     starts before the caller can attach "connect" and "connect_error"; here
-//     autoConnect is off and the listeners are attached first.
+//     starts before the caller can attach "connect" and "connect_error".
 //
 // Reconnection is off, every connection has its own Manager (forceNew, no
-// multiplexing), and Close waits for what the connection started.
+// multiplexing), and Close waits for the goroutines this package started.
 package sioclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zishang520/socket.io/clients/engine/v3"
@@ -54,8 +62,11 @@ var Transports = []string{WebSocket, Polling, PollingWebSocket}
 // ErrStillClosing is the error of a Close that gave up waiting.
 var ErrStillClosing = errors.New("still closing")
 
-// DefaultCloseTimeout is the default of Options.CloseTimeout.
-const DefaultCloseTimeout = 5 * time.Second
+// Defaults of Options.
+const (
+	DefaultCloseTimeout = 5 * time.Second
+	DefaultPollTimeout  = 60 * time.Second
+)
 
 // ErrDeadline is the error of a connection that neither connected nor
 // failed before its deadline.
@@ -67,14 +78,19 @@ type Options struct {
 	Namespace string // "/" when empty
 	Transport string // one of Transports
 	// OpenTimeout bounds the Engine.IO open inside the client (its own
-	// "timeout" option); the namespace CONNECT is bounded by the context
-	// given to Connect. Zero means 20s, the client's default.
+	// "timeout" option, whose error reads "timeout"); the namespace CONNECT
+	// is bounded by the context given to Wait. Set it beyond that context's
+	// deadline to get ErrDeadline. Zero means 20s, the client's default.
 	OpenTimeout time.Duration
 	// CloseTimeout bounds Close; zero means DefaultCloseTimeout.
 	CloseTimeout time.Duration
+	// PollTimeout bounds each long-poll (HTTP GET) of the polling
+	// transport. A long-poll lasts up to the server's ping interval (25 s
+	// by default): keep it above that. Zero means DefaultPollTimeout.
+	PollTimeout time.Duration
 
-	// wrapTransport, in tests, wraps the client's transport constructors
-	// under the gate.
+	// wrapTransport, in tests, wraps the client's WebSocket transport
+	// constructor under the gate.
 	wrapTransport func(engine.TransportCtor) engine.TransportCtor
 }
 
@@ -87,7 +103,7 @@ func (o Options) Validate() error {
 	if o.Namespace != "" && !strings.HasPrefix(o.Namespace, "/") {
 		return fmt.Errorf("bad namespace %q: want a path starting with /", o.Namespace)
 	}
-	if _, err := transportSet(o.Transport, nil, nil); err != nil {
+	if _, err := transportSet(o.Transport, nil, o); err != nil {
 		return err
 	}
 	return nil
@@ -101,6 +117,8 @@ type Conn struct {
 	result       chan error
 	closeTimeout time.Duration
 	disconnect   sync.Once
+	// disconnectReason is the client's reason for the first "disconnect".
+	disconnectReason atomic.Pointer[string]
 }
 
 // Dial starts a connection and returns at once; Wait reports how it went.
@@ -110,7 +128,7 @@ func Dial(o Options) (*Conn, error) {
 		return nil, err
 	}
 	g := newGate()
-	set, _ := transportSet(o.Transport, g, o.wrapTransport)
+	set, _ := transportSet(o.Transport, g, o)
 	opts := socket.DefaultOptions()
 	opts.SetTransports(set)
 	opts.SetUpgrade(o.Transport == PollingWebSocket)
@@ -126,10 +144,7 @@ func Dial(o Options) (*Conn, error) {
 		ns = "/"
 	}
 
-	c := &Conn{gate: g, result: make(chan error, 1), closeTimeout: o.CloseTimeout}
-	if c.closeTimeout <= 0 {
-		c.closeTimeout = DefaultCloseTimeout
-	}
+	c := &Conn{gate: g, result: make(chan error, 1), closeTimeout: cmp.Or(o.CloseTimeout, DefaultCloseTimeout)}
 	c.mgr = socket.NewManager(o.URL, opts)
 	c.sock = c.mgr.Socket(ns, opts)
 	// The client turns a CONNECT_ERROR without a data field (the official
@@ -146,6 +161,13 @@ func Dial(o Options) (*Conn, error) {
 	})
 	c.sock.Once("connect", func(...any) { c.report(nil) })
 	c.sock.Once("connect_error", func(args ...any) { c.report(connectError(args)) })
+	c.sock.Once("disconnect", func(args ...any) {
+		reason, _ := firstArg[string](args)
+		if len(args) > 1 && args[1] != nil {
+			reason = fmt.Sprintf("%s: %v", reason, args[1])
+		}
+		c.disconnectReason.Store(&reason)
+	})
 	c.sock.Connect()
 	g.release() // every listener is in place: the transports may open
 	return c, nil
@@ -235,6 +257,9 @@ func (c *Conn) Echo(ctx context.Context, payload string) error {
 	c.sock.EmitWithAck("echo", payload)(func(args []any, err error) {
 		switch {
 		case err != nil:
+			if r := c.disconnectReason.Load(); r != nil {
+				err = fmt.Errorf("%w (%s)", err, *r)
+			}
 		case len(args) != 1 || args[0] != payload:
 			err = fmt.Errorf("echo: ack %v, want [%s]", args, payload)
 		}

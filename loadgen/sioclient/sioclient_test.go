@@ -3,6 +3,7 @@ package sioclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,13 +34,13 @@ func TestConnectEchoClose(t *testing.T) {
 				wg.Go(func() {
 					c, err := sioclient.Connect(ctx, sioclient.Options{URL: url, Transport: transport})
 					if err != nil {
-						errs[i] = err
+						errs[i] = fmt.Errorf("connect: %w", err)
 						return
 					}
 					if c.ID() == "" {
 						errs[i] = errors.New("connected without an id")
-					} else {
-						errs[i] = c.Echo(ctx, "hello")
+					} else if err := c.Echo(ctx, "hello"); err != nil {
+						errs[i] = fmt.Errorf("echo: %w", err)
 					}
 					if err := c.Close(); err != nil && errs[i] == nil {
 						errs[i] = err

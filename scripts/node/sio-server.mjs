@@ -20,6 +20,10 @@ io.on("connection", (socket) => {
   socket.on("message", (...args) => socket.emit("message-back", ...args));
   socket.on("message-with-ack", (...args) => typeof args.at(-1) === "function" && args.pop()(...args));
 });
+httpServer.on("error", (err) => {
+  console.error(`sio-server: ${err.message}`);
+  process.exit(1);
+});
 httpServer.listen(port, host, () => {
   const { address, port } = httpServer.address();
   console.log(JSON.stringify({ msg: "listening", addr: `${address}:${port}`, socketio: createRequire(import.meta.url)("socket.io/package.json").version }));

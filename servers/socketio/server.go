@@ -67,6 +67,9 @@ type session struct {
 	registering atomic.Int32
 	// queued counts packets created but not yet handed to the transport.
 	queued atomic.Int64
+	// refused is set when the server answered a CONNECT with CONNECT_ERROR
+	// (an unknown namespace, a middleware error).
+	refused atomic.Bool
 }
 
 type sessionKey struct{}
@@ -199,8 +202,12 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		sess.queued.Add(1)
 		data := messageData(args)
 		s.m.SentBytes(len(data))
-		if len(data) > 0 && data[0] == socketIOConnect {
+		switch {
+		case len(data) == 0:
+		case data[0] == socketIOConnect:
 			sess.registering.Add(1) // onConnect takes it back
+		case data[0] == socketIOConnectError:
+			sess.refused.Store(true)
 		}
 	})
 	conn.Once("close", func(args ...any) {
@@ -208,7 +215,11 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		sess.release.Do(s.gate.Release)
 		s.m.Closed(reason)
 		if sess.settled.CompareAndSwap(false, true) {
-			s.m.Handshake(unfinishedResult(reason), sess.transport, 0)
+			result := unfinishedResult(reason)
+			if sess.refused.Load() {
+				result = protocol.ResultRejected
+			}
+			s.m.Handshake(result, sess.transport, 0)
 		}
 	})
 	// Remember the session for onConnect, which sees only the socket, and
@@ -218,9 +229,10 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	conn.Once("close", func(...any) { s.sessions.Delete(conn.Id()) })
 }
 
-// unfinishedResult names a session that closed before its CONNECT ack: the
+// unfinishedResult names a session that closed before any CONNECT ack: the
 // client left (abandoned) or the server gave up on it (failed: the connect
-// timeout, a parse error, shutdown).
+// timeout, a parse error, shutdown). One whose CONNECT was refused with a
+// CONNECT_ERROR counts as rejected instead.
 func unfinishedResult(reason string) string {
 	switch reason {
 	case "transport close", "transport error", "ping timeout":
@@ -229,8 +241,11 @@ func unfinishedResult(reason string) string {
 	return protocol.ResultFailed
 }
 
-// socketIOConnect is the first byte of a Socket.IO CONNECT packet.
-const socketIOConnect = '0'
+// The first byte of a Socket.IO CONNECT and CONNECT_ERROR packet.
+const (
+	socketIOConnect      = '0'
+	socketIOConnectError = '4'
+)
 
 // messageData is the payload of an Engine.IO message packet (a Socket.IO
 // packet or a binary attachment), without consuming it; nil for pings,
@@ -294,7 +309,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	waitUntil(grace, s.delivered)
 	s.io.Close(nil)
-	return s.http.Shutdown(ctx)
+	// Every session is closed now, but the library can leave a polling GET
+	// that arrived while its session was closing waiting for a response that
+	// will not come; http.Server.Shutdown would wait for it until the
+	// deadline. Close cancels such requests.
+	hctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	if err := s.http.Shutdown(hctx); err != nil {
+		s.log.Debug("closing requests left after shutdown", "err", err)
+		_ = s.http.Close()
+	}
+	return ctx.Err()
 }
 
 // delivered reports whether every session has written what it queued.

@@ -251,7 +251,13 @@ func TestHandshakeResults(t *testing.T) {
 	// connect timeout.
 	idle, _ := rawOpen(t, strict)
 	waitClosed(t, idle)
-	want := map[string]uint64{protocol.ResultFailed: 2, protocol.ResultOK: 0}
+	// rejected: a CONNECT to a namespace that does not exist gets a
+	// CONNECT_ERROR; the session then ends without any CONNECT ack.
+	refused, _ := rawOpen(t, strict)
+	send(t, refused, "40/nope,")
+	readText(t, refused)
+	refused.Close()
+	want := map[string]uint64{protocol.ResultFailed: 2, protocol.ResultRejected: 1, protocol.ResultOK: 0}
 	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(strict.metrics.Snapshot().Handshakes, want) })
 
 	tg := start(t, socketio.Blocking, func(c *config.Config) {

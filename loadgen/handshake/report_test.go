@@ -1,0 +1,120 @@
+package handshake
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func sampleReport() *Report {
+	f := func(v float64) *float64 { return &v }
+	return &Report{
+		Client: clientName, Version: "v3.0.6",
+		URL: "http://127.0.0.1:8080", Transport: "websocket", Namespace: "/", Deadline: "15s",
+		Attempts: 500, Connected: 497, Echoed: 496, Failed: 3,
+		Errors:     map[string]int{"deadline exceeded": 2, "websocket: bad handshake": 1},
+		EchoErrors: map[string]int{"deadline exceeded": 1},
+		P50ms:      f(12.345), P95ms: f(20), P99ms: f(25.5), MaxMs: f(31.25),
+		TotalMs: 250.5, HandshakesPerSecond: 1984.03, ClientCPUSeconds: 0.4213,
+		Server: &ServerView{
+			Admin: "http://127.0.0.1:9100", Variant: "empty",
+			Handshakes: map[string]uint64{"ok": 497, "rejected": 0, "failed": 0, "abandoned": 3},
+			P50ms:      f(1.5), P99ms: f(9.25), CPUSeconds: f(0.31), ResidentBytes: f(50 << 20),
+		},
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b strings.Builder
+	if err := sampleReport().WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `handshake: 500 connections at once to http://127.0.0.1:8080, namespace /, transport websocket, deadline 15s (zishang520/socket.io-client-go v3.0.6)
+              client       server (empty, http://127.0.0.1:9100)
+attempts      500          
+connected     497 (99.4%)  ok 497
+failed        3            rejected 0, failed 0, abandoned 3
+echoed        496          
+p50           12.3ms       1.5ms
+p95           20.0ms       
+p99           25.5ms       9.2ms
+max           31.2ms       
+total         251ms        
+handshakes/s  1984         
+cpu seconds   0.42         0.31
+resident MiB               50.0
+errors:
+       2  deadline exceeded
+       1  websocket: bad handshake
+echo errors:
+       1  deadline exceeded
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestWriteTableNoServer(t *testing.T) {
+	r := &Report{Client: clientName, Version: "v3.0.6", URL: "http://127.0.0.1:3000", Transport: "polling", Namespace: "/", Deadline: "1s",
+		Attempts: 2, Failed: 2, Errors: map[string]int{"deadline exceeded": 2}, ServerError: "no /stats"}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{"connected     0 (0.0%)", "p50           -", "handshakes/s  0", "       2  deadline exceeded"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table without server lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "server (") || strings.Contains(got, "resident") {
+		t.Errorf("table without server shows a server column:\n%s", got)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	var b strings.Builder
+	if err := sampleReport().WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	if strings.Count(s, "\n") != 1 || !strings.HasSuffix(s, "}\n") {
+		t.Errorf("want one JSON object on one line, got %q", s)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	// The fields shared with the script clients (scripts/clients/*).
+	for k, want := range map[string]any{
+		"client": clientName, "attempts": 500.0, "connected": 497.0, "echoed": 496.0, "failed": 3.0,
+		"p50_ms": 12.345, "p95_ms": 20.0, "p99_ms": 25.5, "max_ms": 31.25, "total_ms": 250.5,
+		"handshakes_per_second": 1984.03, "client_cpu_seconds": 0.4213,
+	} {
+		if m[k] != want {
+			t.Errorf("%s = %v, want %v", k, m[k], want)
+		}
+	}
+	if e := m["errors"].(map[string]any); e["deadline exceeded"] != 2.0 {
+		t.Errorf("errors = %v", e)
+	}
+	srv := m["server"].(map[string]any)
+	if srv["variant"] != "empty" || srv["cpu_seconds"] != 0.31 || srv["p99_ms"] != 9.25 || srv["handshakes"].(map[string]any)["abandoned"] != 3.0 {
+		t.Errorf("server = %v", srv)
+	}
+
+	// No connection: null percentiles, no server, the reason why.
+	r := &Report{Attempts: 1, Failed: 1, Errors: map[string]int{"x": 1}, ServerError: "no /stats"}
+	b.Reset()
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"p50_ms":null`, `"max_ms":null`, `"server_error":"no /stats"`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("JSON lacks %s: %s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), `"server":`) {
+		t.Errorf("JSON has a server view without a server: %s", b.String())
+	}
+}

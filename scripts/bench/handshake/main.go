@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/handshake"
+	"knowngood/shared/config"
 )
 
 type options struct {
@@ -57,18 +58,29 @@ func main() {
 	}
 }
 
+// delayOrDefault is the servers' -delay: the flag's, or knowngood's default.
+func (o options) delayOrDefault() time.Duration {
+	if d, err := time.ParseDuration(o.delay); err == nil {
+		return d
+	}
+	return config.Default().Delay
+}
+
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench-handshake", flag.ContinueOnError)
 	ns := fs.String("n", "50,100,200,500,2000", "comma-separated `list` of connection counts")
 	variants := fs.String("variants", "empty,async,blocking", "comma-separated `list` of Socket.IO variants")
 	deadline := fs.Duration("deadline", 15*time.Second, "loadgen -deadline")
 	transport := fs.String("transport", "websocket", "loadgen -transport")
-	delay := fs.String("delay", "", "the servers' -delay (default: theirs)")
+	delay := fs.String("delay", "", "the servers' -delay, a duration (default: theirs, 50ms)")
 	node := fs.Bool("node", true, "also measure the Node socket.io server (empty only)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
 	o := options{deadline: *deadline, transport: *transport, delay: *delay, node: *node}
+	if _, err := time.ParseDuration(o.delay); o.delay != "" && err != nil {
+		return options{}, fmt.Errorf("invalid value %q for flag -delay: want a duration such as 50ms", o.delay)
+	}
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -115,23 +127,25 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}
 
+	// A fresh server for every run: on blocking, the connects a short
+	// deadline gave up on still hold the loop after the run.
 	var rows []row
 	for _, variant := range o.variants {
-		addr, adminAddr := freeAddr(), freeAddr()
-		args := []string{"-variant", variant, "-addr", addr, "-admin-addr", adminAddr, "-log-format", "json"}
-		if o.delay != "" {
-			args = append(args, "-delay", o.delay)
-		}
-		p, err := start(ctx, stderr, server, args, "knowngood "+variant)
-		if err != nil {
-			return err
-		}
 		for _, n := range o.ns {
+			addr, adminAddr := freeAddr(), freeAddr()
+			args := []string{"-variant", variant, "-addr", addr, "-admin-addr", adminAddr, "-log-format", "json"}
+			if o.delay != "" {
+				args = append(args, "-delay", o.delay)
+			}
+			p, err := start(ctx, stderr, server, args, "knowngood "+variant)
+			if err != nil {
+				return err
+			}
 			rows = append(rows, measure(ctx, stderr, o, loadgen, variant, n, p, "http://"+p.adminAddr))
-		}
-		p.stop()
-		if ctx.Err() != nil {
-			return ctx.Err()
+			p.stop()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 
@@ -191,21 +205,26 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, variant 
 }
 
 func writeTable(w io.Writer, o options, rows []row) {
-	fmt.Fprintf(w, "\nHandshakes with loadgen (%s, deadline %s), one fresh server per variant:\n\n", o.transport, o.deadline)
-	fmt.Fprintln(w, "| variant | N | success % | handshakes/s | client p50 ms | client p99 ms | server p50 ms | server p99 ms | server CPU s | client CPU s |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "\nHandshakes with loadgen (%s, deadline %s), one fresh server per run:\n\n", o.transport, o.deadline)
+	fmt.Fprintln(w, "| variant | N | success % | predicted % | handshakes/s | client p50 ms | client p99 ms | server p50 ms | server p99 ms | server CPU s | client CPU s |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		if r.rep == nil {
-			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | |\n", r.variant, r.n, r.err)
+			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | |\n", r.variant, r.n, r.err)
 			continue
+		}
+		// The README's blocking curve: min(1, T / (N x delay)).
+		predicted := "100.0"
+		if r.variant == "blocking" {
+			predicted = fmt.Sprintf("%.1f", 100*min(1, o.deadline.Seconds()/(float64(r.n)*o.delayOrDefault().Seconds())))
 		}
 		rep := r.rep
 		var sp50, sp99 *float64
 		if rep.Server != nil {
 			sp50, sp99 = rep.Server.P50ms, rep.Server.P99ms
 		}
-		fmt.Fprintf(w, "| %s | %d | %.1f | %.0f | %s | %s | %s | %s | %s | %.2f |\n",
-			r.variant, r.n, 100*float64(rep.Connected)/float64(rep.Attempts), rep.HandshakesPerSecond,
+		fmt.Fprintf(w, "| %s | %d | %.1f | %s | %.0f | %s | %s | %s | %s | %s | %.2f |\n",
+			r.variant, r.n, 100*float64(rep.Connected)/float64(rep.Attempts), predicted, rep.HandshakesPerSecond,
 			num(rep.P50ms, 1), num(rep.P99ms, 1), num(sp50, 1), num(sp99, 1), num(r.serverCPU, 2), rep.ClientCPUSeconds)
 	}
 }

@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go bench-handshake build clean
+.PHONY: run-server list deps test lint test-go bench-handshake bench-blocking build clean
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
 run-server:
@@ -42,6 +42,10 @@ lint:
 ## bench-handshake: empty, async, blocking and Node socket.io at N = 50..2000 (not a test)
 bench-handshake: deps
 	go run ./scripts/bench/handshake
+
+## bench-blocking: the blocking curve, measured against min(1, T / (N x delay)) (not a test)
+bench-blocking:
+	go run ./scripts/bench/handshake -variants blocking -node=false -n 20,50,100,200 -deadline 2500ms
 
 clean:
 	rm -rf bin

@@ -311,6 +311,11 @@ func TestMaxConnsWithJSClient(t *testing.T) {
 // client's side: with N connects at once, the k-th completes about
 // (k-1) x delay after the first, and a client whose deadline T is shorter
 // than N x delay sees about T / delay of them succeed, never more.
+//
+// The band: the loop completes one connect per delay at the least, so at
+// the server the k-th comes >= (k-1) x delay after the first; the client
+// adds only its own receive jitter, which does not add up from one connect
+// to the next. Half a delay covers that jitter on a busy machine.
 func TestBlockingCurveJS(t *testing.T) {
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
 	const delay = 50.0 // ms
@@ -322,7 +327,7 @@ func TestBlockingCurveJS(t *testing.T) {
 	}
 	t.Logf("completion times (ms): %v", r.TimesMS)
 	for k := 1; k < 20; k++ {
-		if gap, want := r.TimesMS[k]-r.TimesMS[0], 0.8*float64(k)*delay; gap < want {
+		if gap, want := r.TimesMS[k]-r.TimesMS[0], float64(k)*delay-delay/2; gap < want {
 			t.Errorf("connect %d completed %.1f ms after the first, want >= %.1f", k+1, gap, want)
 		}
 	}

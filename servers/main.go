@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"knowngood/servers/echo"
 	"knowngood/servers/socketio"
 	"knowngood/shared/admin"
 	"knowngood/shared/config"
@@ -28,6 +29,10 @@ var variants = []variant{
 	{"empty", "Socket.IO, the connect handler does nothing", socketIO(socketio.Empty)},
 	{"async", "Socket.IO, each connect waits -delay on its own timer; nothing else waits", socketIO(socketio.Async)},
 	{"blocking", "Socket.IO, each connect holds the one shared loop for -delay: the k-th of N completes at about k x delay", socketIO(socketio.Blocking)},
+	{"echo-gorilla", "WebSocket echo on gorilla/websocket: every message back as it came", echo.NewGorilla},
+	{"echo-coder", "WebSocket echo on coder/websocket: every message back as it came", echo.NewCoder},
+	{"echo-gnet", "WebSocket echo on gnet event loops with gobwas/ws framing (-loops)", echo.NewGnet},
+	{"echo-tcp", "raw TCP echo, no framing: the floor the WebSocket echoes are measured against", echo.NewTCP},
 }
 
 func socketIO(mode socketio.Mode) func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error) {

@@ -1,0 +1,51 @@
+package echo_test
+
+import (
+	"io"
+	"runtime"
+	"testing"
+
+	"github.com/gobwas/ws"
+)
+
+// TestAllocations: echoing a message allocates nothing the library lets us
+// avoid. gorilla allocates one small reader per message itself; coder and
+// gnet nothing. The client here allocates nothing per message either, so
+// the process's malloc count is the server's. Under -race sync.Pool drops
+// a quarter of what it is given, so the bound is looser there.
+func TestAllocations(t *testing.T) {
+	libraryAllocs := map[string]float64{"echo-gorilla": 1, "echo-coder": 0, "echo-gnet": 0}
+	forEach(t, func(t *testing.T, name string, b build) {
+		tg := start(t, name, b, nil)
+		rc := rawDial(t, tg.addr)
+		frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(payload(128))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo := make([]byte, 2+128)
+		echoN := func(n int) {
+			for range n {
+				rc.write(frame)
+				if _, err := io.ReadFull(rc.br, echo); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		echoN(500) // warm the pools
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		const n = 3000
+		echoN(n)
+		runtime.ReadMemStats(&after)
+		perMessage := float64(after.Mallocs-before.Mallocs) / n
+		limit := libraryAllocs[name] + 0.1
+		if raceEnabled {
+			limit = libraryAllocs[name] + 1
+		}
+		t.Logf("%s: %.2f allocations per echoed message (limit %.1f)", name, perMessage, limit)
+		if perMessage > limit {
+			t.Errorf("%.2f allocations per echoed message, want at most %.1f", perMessage, limit)
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package echo
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"knowngood/shared/config"
+	"knowngood/shared/metrics"
+)
+
+func coderUpgrader(cfg config.Config) upgrader {
+	opts := &websocket.AcceptOptions{
+		InsecureSkipVerify: true, // checkUpgrade has checked -origin
+		CompressionMode:    websocket.CompressionDisabled,
+	}
+	if cfg.Compression {
+		opts.CompressionMode = websocket.CompressionNoContextTakeover
+	}
+	return func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *metrics.Metrics) (wsConn, error) {
+		c, err := websocket.Accept(w, r, opts)
+		if err != nil {
+			return nil, err
+		}
+		// coder counts the decompressed bytes, closes with 1009 past the
+		// limit, and would otherwise stop at 32 KiB.
+		c.SetReadLimit(cfg.MaxMessage)
+		return &coderConn{c: c, raw: raw, m: m}, nil
+	}
+}
+
+type coderConn struct {
+	c    *websocket.Conn
+	raw  *trackedConn
+	m    *metrics.Metrics
+	sent atomic.Int32 // close code the server sent; 0 = none
+}
+
+func (k *coderConn) echo() string {
+	// No deadline: with one, coder would start a timer for every read.
+	ctx := context.Background()
+	for {
+		typ, r, err := k.c.Reader(ctx)
+		if err != nil {
+			return k.ended(err)
+		}
+		if reason, done := k.message(ctx, typ, r); done {
+			return reason
+		}
+	}
+}
+
+func (k *coderConn) message(ctx context.Context, typ websocket.MessageType, r io.Reader) (string, bool) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if err := readMessage(r, buf, -1); err != nil {
+		return k.ended(err), true
+	}
+	if typ == websocket.MessageText && !utf8.Valid(*buf) {
+		// coder does not check UTF-8 itself.
+		return k.fail(websocket.StatusInvalidFramePayloadData), true
+	}
+	k.m.Received(len(*buf))
+	if err := k.c.Write(ctx, typ, *buf); err != nil {
+		return k.ended(err), true
+	}
+	k.m.Sent(len(*buf))
+	return "", false
+}
+
+// ended names how the connection ended after a read or write error.
+func (k *coderConn) ended(err error) string {
+	if code := k.sent.Load(); code != 0 {
+		return codeReason(int(code))
+	}
+	if code := websocket.CloseStatus(err); code != -1 {
+		// The client's close: coder has answered with its code and closed.
+		return codeReason(int(code))
+	}
+	switch {
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		// coder has sent 1009; Close waits for the client's answer.
+		return k.fail(websocket.StatusMessageTooBig)
+	case netFailure(err):
+		_ = k.c.CloseNow()
+		return reasonAbnormal
+	default:
+		return k.fail(websocket.StatusProtocolError)
+	}
+}
+
+// fail closes with code: coder's Close sends the close frame (unless one
+// has gone), reads and drops until the client's close frame comes, then
+// closes the connection. The read deadline bounds that wait: coder skips
+// the rest of a frame byte by byte with no deadline of its own, and after
+// a protocol error it found in a data frame's header it does not skip that
+// frame's payload, so it may wait for a close frame it cannot find.
+func (k *coderConn) fail(code websocket.StatusCode) string {
+	k.sent.CompareAndSwap(0, int32(code))
+	_ = k.raw.SetReadDeadline(time.Now().Add(closeWait))
+	_ = k.c.Close(code, "")
+	return codeReason(int(k.sent.Load()))
+}
+
+// goAway sends 1001 and waits for the client's answer; coder allows Close
+// alongside the echo loop, which then sees the connection end.
+func (k *coderConn) goAway() {
+	if k.sent.CompareAndSwap(0, int32(websocket.StatusGoingAway)) {
+		_ = k.raw.SetReadDeadline(time.Now().Add(closeWait))
+		_ = k.c.Close(websocket.StatusGoingAway, "")
+	}
+}

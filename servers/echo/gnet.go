@@ -1,0 +1,543 @@
+package echo
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobwas/httphead"
+	"github.com/gobwas/ws/wsflate"
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+)
+
+// gnetTarget is the WebSocket echo on gnet's event loops, with gobwas/ws
+// framing. Everything a connection does happens in gnet's callbacks on its
+// loop, and none of them blocks: the upgrade request is buffered until it is
+// complete, frames are parsed from what has arrived, replies are written
+// without waiting.
+//
+// gnet does not accept connections here. Its acceptor stops the whole
+// engine, every connection with it, on any accept error but EAGAIN, EINTR,
+// ECONNRESET and ECONNABORTED (gnet v2.9.7 acceptor_unix.go: it returns
+// ErrAcceptSocket, which ends the main reactor, which shuts the engine
+// down), so a single EMFILE would take the target down. Instead Serve
+// accepts on the listener lifecycle opened (same -addr, -backlog and
+// SO_REUSEADDR as every target), backs off on errors as net/http does, and
+// hands each connection to an event loop with Engine.Register. gnet still
+// insists on a listener of its own: it gets one on 127.0.0.1:0 that
+// nothing is told about.
+type gnetTarget struct {
+	gnet.BuiltinEventEngine
+	cfg   config.Config
+	m     *metrics.Metrics
+	log   *slog.Logger
+	gate  *lifecycle.Gate
+	conns *registry[*gconn]
+	// backlog is how many bytes of echoes may wait for a client that does
+	// not read them: 16 messages of -max-message, at least 1 MiB.
+	backlog int
+
+	eng       gnet.Engine // set by OnBoot, read after ready
+	ready     chan struct{}
+	readyOnce sync.Once
+	startErr  error // why the engine did not start; read after ready
+
+	mu      sync.Mutex
+	ln      net.Listener
+	closing atomic.Bool
+}
+
+// Connection phases; each gconn moves forward through them only.
+const (
+	phaseHandshake = iota // reading the upgrade request
+	phaseLinger           // refused: the answer is written, the rest is dropped
+	phaseOpen             // echoing
+	phaseClosing          // the server sent its close frame, waits for the client's
+	// phaseClosed: OnClose has run. gnet closes a connection inside Write
+	// when the write fails, so every write is followed by a look at the
+	// phase: the descriptor may already belong to another connection.
+	phaseClosed
+)
+
+// gconn is one connection's state. Only its event loop touches it, except
+// conn (set before anyone else sees the gconn).
+type gconn struct {
+	conn     gnet.Conn
+	phase    int
+	accepted time.Time
+	first    time.Time // first byte of the upgrade request
+	timer    *time.Timer
+	deadline time.Time // of the handshake or of the close wait
+	lineOK   bool      // the request line has been checked
+	counted  bool      // the handshake's result has been recorded
+	held     bool      // holds a -max-conns place
+	deflate  bool      // permessage-deflate was negotiated
+	sent     int       // close code the server sent; 0 = none
+	reason   string    // disconnect reason once known
+
+	need int   // bytes that must be buffered before the next parse
+	skip int64 // bytes of a dropped frame still to come (closing)
+
+	// The message being reassembled from fragments; op is 0 when none is.
+	op         byte
+	compressed bool
+	msg        *[]byte
+
+	rd  bytes.Reader         // over the buffered bytes, for ws.ReadHeaderBuffer
+	hdr [maxFrameHeader]byte // a frame header, read or written
+	iov [2][]byte            // header and payload for Writev
+}
+
+const maxFrameHeader = 14
+
+func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*gnetTarget, error) {
+	if cfg.TLSCert != "" {
+		return nil, errors.New("echo-gnet serves plain TCP only (gnet reads the socket itself): drop -tls-cert/-tls-key or use echo-gorilla or echo-coder")
+	}
+	return &gnetTarget{
+		cfg: cfg, m: m, log: log,
+		gate:    lifecycle.NewGate(cfg.MaxConns),
+		conns:   newRegistry[*gconn](),
+		ready:   make(chan struct{}),
+		backlog: int(max(16*min(cfg.MaxMessage, 1<<36), 1<<20)),
+	}, nil
+}
+
+func (g *gnetTarget) options() []gnet.Option {
+	opts := []gnet.Option{
+		gnet.WithTicker(true), // its first tick says that the engine is up
+		gnet.WithLogger(gnetLogger{g.log}),
+	}
+	if g.cfg.Loops > 0 {
+		opts = append(opts, gnet.WithNumEventLoop(g.cfg.Loops))
+	} else {
+		opts = append(opts, gnet.WithMulticore(true))
+	}
+	// Round-robin (the default) balances a burst of connections evenly,
+	// which least-connections cannot (it counts a connection only once its
+	// loop has registered it). Its counter is not synchronised: only the
+	// accept loop below calls Register, and the engine's own listener,
+	// whose acceptor would call it too, is told to nobody.
+	return opts
+}
+
+// Serve runs the engine and accepts connections from ln for it until
+// Shutdown.
+func (g *gnetTarget) Serve(ln net.Listener) error {
+	g.mu.Lock()
+	g.ln = ln
+	closing := g.closing.Load()
+	g.mu.Unlock()
+	if closing {
+		return ln.Close()
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- gnet.Run(g, "tcp://127.0.0.1:0", g.options()...) }()
+	select {
+	case <-g.ready:
+	case err := <-runErr:
+		if err == nil {
+			err = errors.New("the engine stopped at once")
+		}
+		g.startErr = fmt.Errorf("starting gnet: %w", err)
+		g.readyOnce.Do(func() { close(g.ready) })
+		_ = ln.Close()
+		return g.startErr
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		err := <-runErr
+		if !g.closing.Load() {
+			// The engine stopped on its own (gnet logged why): stop
+			// accepting, and let the process say so.
+			_ = ln.Close()
+			if err == nil {
+				err = errors.New("gnet's engine stopped")
+			}
+		}
+		stopped <- err
+	}()
+	g.accept(ln)
+	// The listener is closed: Shutdown is stopping the engine, or it has
+	// stopped.
+	return <-stopped
+}
+
+func (g *gnetTarget) accept(ln net.Listener) {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			g.m.AcceptError(acceptErrorReason(err))
+			backoff = acceptBackoff(backoff)
+			g.log.Debug("accept failed; retrying", "err", err, "in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		st := &gconn{accepted: time.Now()}
+		ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), st), c)
+		// Register hands c to a worker that duplicates its descriptor for
+		// the loop and closes c; its result channel is buffered.
+		if _, err := g.eng.Register(ctx); err != nil {
+			_ = c.Close()
+		}
+	}
+}
+
+// OnBoot keeps the engine, for Register and Stop.
+func (g *gnetTarget) OnBoot(eng gnet.Engine) gnet.Action {
+	g.eng = eng
+	return gnet.None
+}
+
+// OnTick first fires once every event loop exists: Register is safe from
+// then on.
+func (g *gnetTarget) OnTick() (time.Duration, gnet.Action) {
+	g.readyOnce.Do(func() { close(g.ready) })
+	return time.Hour, gnet.None
+}
+
+// OnOpen starts the -handshake-timeout clock, from the accept as net/http's
+// ReadHeaderTimeout does.
+func (g *gnetTarget) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	st, ok := c.Context().(*gconn)
+	if !ok {
+		// A connection to the engine's own listener.
+		return nil, gnet.Close
+	}
+	st.conn = c
+	st.arm(g, g.cfg.HandshakeTimeout-time.Since(st.accepted))
+	return nil, gnet.None
+}
+
+// arm (re)starts the connection's timer: when it fires, expire runs on the
+// connection's loop.
+func (st *gconn) arm(g *gnetTarget, d time.Duration) {
+	d = max(d, 0)
+	st.deadline = time.Now().Add(d)
+	if st.timer != nil {
+		st.timer.Reset(d)
+		return
+	}
+	st.timer = time.AfterFunc(d, func() { g.onLoop(st, g.expire) })
+}
+
+// onLoop runs f on st's event loop, unless the connection has closed.
+func (g *gnetTarget) onLoop(st *gconn, f func(*gconn)) {
+	_ = st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		defer func() {
+			if v := recover(); v != nil {
+				recovered(g.log, "echo-gnet", v)
+			}
+		}()
+		if st.phase != phaseClosed {
+			f(st)
+		}
+		return nil
+	}))
+}
+
+// expire closes a connection whose upgrade request did not complete in
+// time, or whose client did not answer the server's close in time.
+func (g *gnetTarget) expire(st *gconn) {
+	if time.Now().Before(st.deadline) || st.phase == phaseOpen {
+		return // a timer that fired just before being re-armed or stopped
+	}
+	if st.phase == phaseHandshake && !st.first.IsZero() && !st.counted {
+		st.counted = true
+		g.m.Handshake(protocol.ResultFailed, transport, 0)
+	}
+	_ = st.conn.EventLoop().Close(st.conn)
+}
+
+// OnClose settles the accounting of a connection, whatever ended it.
+func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
+	st, ok := c.Context().(*gconn)
+	if !ok {
+		return gnet.None
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			recovered(g.log, "echo-gnet", v)
+		}
+	}()
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+	switch st.phase {
+	case phaseHandshake, phaseLinger:
+		if !st.counted && !st.first.IsZero() {
+			result := protocol.ResultAbandoned
+			if g.closing.Load() {
+				result = protocol.ResultFailed
+			}
+			g.m.Handshake(result, transport, 0)
+		}
+	case phaseOpen, phaseClosing:
+		reason := st.reason
+		if reason == "" {
+			reason = reasonAbnormal
+		}
+		if st.held {
+			g.gate.Release()
+		}
+		st.dropMessage()
+		g.m.Closed(reason)
+		g.conns.remove(st)
+	}
+	st.phase = phaseClosed
+	return gnet.None
+}
+
+// OnTraffic handles what has arrived on a connection.
+func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
+	st, ok := c.Context().(*gconn)
+	if !ok {
+		return gnet.Close
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			recovered(g.log, "echo-gnet", v)
+			action = gnet.Close
+		}
+	}()
+	switch st.phase {
+	case phaseHandshake:
+		if action, upgraded := g.handshake(c, st); !upgraded {
+			return action
+		}
+		if c.InboundBuffered() == 0 {
+			return gnet.None
+		}
+		return g.frames(c, st)
+	case phaseOpen, phaseClosing:
+		return g.frames(c, st)
+	default:
+		_, _ = c.Discard(-1)
+		return gnet.None
+	}
+}
+
+var headerEnd = []byte("\r\n\r\n")
+
+// handshake reads the upgrade request once all of it has arrived, however
+// many pieces it came in, checks it as the other targets do, and answers.
+func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
+	if st.first.IsZero() {
+		st.first = time.Now()
+	}
+	buf, err := c.Peek(-1)
+	if err != nil {
+		return gnet.None, false
+	}
+	end := bytes.Index(buf, headerEnd)
+	if end < 0 {
+		// As net/http: a bad request line is answered as soon as it is in,
+		// a header that never ends once it is too large.
+		if !st.lineOK {
+			if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+				if !validRequestLine(buf[:i]) {
+					return g.refuse(c, st, malformed("malformed request line")), false
+				}
+				st.lineOK = true
+			}
+		}
+		if len(buf) > maxHeaderBytes+4096 {
+			return g.refuse(c, st, &refusal{status: http.StatusRequestHeaderFieldsTooLarge, msg: "request header too large", result: protocol.ResultFailed}), false
+		}
+		return gnet.None, false
+	}
+	n := end + len(headerEnd)
+	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(buf[:n])))
+	if err != nil {
+		return g.refuse(c, st, malformed(err.Error())), false
+	}
+	if req.ProtoAtLeast(1, 1) && req.Host == "" {
+		return g.refuse(c, st, malformed("missing required Host header")), false
+	}
+	var rf *refusal
+	if g.closing.Load() {
+		rf = shuttingDown()
+	} else {
+		rf = checkUpgrade(req, g.cfg.Origins)
+	}
+	if rf == nil && !g.gate.TryAcquire() {
+		rf = overCap(g.cfg.MaxConns)
+	}
+	if rf != nil {
+		return g.refuse(c, st, rf), false
+	}
+	st.held = true
+
+	resp := make([]byte, 0, 256)
+	resp = append(resp, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "...)
+	resp = append(resp, acceptKey(req.Header.Get("Sec-WebSocket-Key"))...)
+	if ext, ok := g.negotiate(req); ok {
+		st.deflate = true
+		resp = append(resp, "\r\nSec-WebSocket-Extensions: "...)
+		resp = append(resp, ext...)
+	}
+	resp = append(resp, "\r\n\r\n"...)
+	if _, _ = c.Write(resp); st.phase == phaseClosed {
+		return gnet.None, false // the write failed and gnet closed the connection
+	}
+	_, _ = c.Discard(n)
+
+	st.phase = phaseOpen
+	st.timer.Stop()
+	st.timer = nil
+	st.counted = true
+	g.m.Handshake(protocol.ResultOK, transport, time.Since(st.first))
+	g.m.Opened()
+	if !g.conns.add(st) {
+		// Shutdown began during the upgrade.
+		g.goAway(st)
+	}
+	return gnet.None, true
+}
+
+func malformed(why string) *refusal {
+	return &refusal{status: http.StatusBadRequest, msg: "malformed HTTP request: " + why, result: protocol.ResultFailed}
+}
+
+// refuse answers the request, then, as net/http does, sends FIN and drops
+// what the client still sends until it closes or closeWait passes: closing
+// at once with unread bytes would send RST, and the client could lose the
+// answer.
+func (g *gnetTarget) refuse(c gnet.Conn, st *gconn, rf *refusal) gnet.Action {
+	st.counted = true
+	g.m.Handshake(rf.result, transport, 0)
+	if _, _ = c.Write(rf.bytes()); st.phase == phaseClosed {
+		return gnet.None
+	}
+	_, _ = c.Discard(-1)
+	st.phase = phaseLinger
+	if c.OutboundBuffered() == 0 {
+		_ = unix.Shutdown(c.Fd(), unix.SHUT_WR)
+	}
+	st.arm(g, closeWait)
+	return gnet.None
+}
+
+// validRequestLine checks "METHOD SP TARGET SP HTTP/x.y" as net/http does.
+func validRequestLine(line []byte) bool {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	method, rest, ok1 := bytes.Cut(line, []byte(" "))
+	target, proto, ok2 := bytes.Cut(rest, []byte(" "))
+	if !ok1 || !ok2 || len(method) == 0 || len(target) == 0 {
+		return false
+	}
+	for _, b := range method {
+		if b <= ' ' || b >= 0x7f || bytes.IndexByte([]byte(`()<>@,;:\"/[]?={}`), b) >= 0 {
+			return false
+		}
+	}
+	_, _, ok := http.ParseHTTPVersion(string(proto))
+	return ok
+}
+
+// negotiate accepts the first permessage-deflate offer it can honour, with
+// no context takeover either way (as gorilla and coder are set up here),
+// and returns the Sec-WebSocket-Extensions value of the answer.
+func (g *gnetTarget) negotiate(req *http.Request) (string, bool) {
+	if !g.cfg.Compression {
+		return "", false
+	}
+	ext := wsflate.Extension{Parameters: wsflate.Parameters{ServerNoContextTakeover: true, ClientNoContextTakeover: true}}
+	for _, v := range req.Header.Values("Sec-WebSocket-Extensions") {
+		offers, ok := httphead.ParseOptions([]byte(v), nil)
+		if !ok {
+			continue
+		}
+		for _, offer := range offers {
+			accept, err := ext.Negotiate(offer)
+			if err != nil || accept.Size() == 0 {
+				// A bad offer is declined, not fatal: try the next one.
+				ext.Reset()
+				continue
+			}
+			var b bytes.Buffer
+			if _, err := httphead.WriteOptions(&b, []httphead.Option{accept}); err != nil {
+				return "", false
+			}
+			return b.String(), true
+		}
+	}
+	return "", false
+}
+
+// goAway starts the server's close with 1001 (Shutdown).
+func (g *gnetTarget) goAway(st *gconn) {
+	g.onLoop(st, func(st *gconn) {
+		if st.phase != phaseOpen {
+			return
+		}
+		out := getBuffer()
+		*out = appendClose(*out, 1001)
+		st.closing(g, 1001)
+		_, _ = st.conn.Write(*out)
+		putBuffer(out)
+	})
+}
+
+// Shutdown stops accepting, sends every client 1001 and waits for them to
+// go (dropping the rest when half the time is up), then stops the engine,
+// which closes the connections whose upgrade had not completed.
+func (g *gnetTarget) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.closing.Store(true)
+	ln := g.ln
+	g.mu.Unlock()
+	if ln == nil {
+		return nil
+	}
+	_ = ln.Close()
+	select {
+	case <-g.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if g.startErr != nil {
+		return nil
+	}
+	err := drain(ctx, g.conns, g.goAway, func(st *gconn) { _ = st.conn.Close() })
+	if stopErr := g.eng.Stop(ctx); err == nil {
+		err = stopErr
+	}
+	return err
+}
+
+// gnetLogger sends gnet's log lines to the target's logger. Its routine
+// lines (the engine starting and stopping) go to debug; Fatalf does not
+// exit.
+type gnetLogger struct{ log *slog.Logger }
+
+func (l gnetLogger) logf(level slog.Level, format string, args []any) {
+	if l.log.Enabled(context.Background(), level) {
+		l.log.Log(context.Background(), level, "gnet: "+fmt.Sprintf(format, args...))
+	}
+}
+
+func (l gnetLogger) Debugf(format string, args ...any) { l.logf(slog.LevelDebug, format, args) }
+func (l gnetLogger) Infof(format string, args ...any)  { l.logf(slog.LevelDebug, format, args) }
+func (l gnetLogger) Warnf(format string, args ...any)  { l.logf(slog.LevelWarn, format, args) }
+func (l gnetLogger) Errorf(format string, args ...any) { l.logf(slog.LevelError, format, args) }
+func (l gnetLogger) Fatalf(format string, args ...any) { l.logf(slog.LevelError, format, args) }

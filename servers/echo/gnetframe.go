@@ -1,0 +1,370 @@
+package echo
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"io"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsflate"
+	"github.com/panjf2000/gnet/v2"
+)
+
+// directWrite is the payload size from which an echo is written with its
+// own writev instead of being copied into the batch of replies.
+const directWrite = 16 << 10
+
+// frames parses every complete frame that has arrived and answers it. The
+// replies of one call go out in one write: a pipelining client gets one
+// syscall per read, not one per message.
+func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
+	if st.skip > 0 {
+		n := int(min(st.skip, int64(c.InboundBuffered())))
+		if n > 0 {
+			_, _ = c.Discard(n) // never 0: Discard(0) drops everything
+			st.skip -= int64(n)
+		}
+		if st.skip > 0 || c.InboundBuffered() == 0 {
+			return gnet.None
+		}
+	}
+	if c.InboundBuffered() < st.need {
+		// Part of a large frame: peeking would copy it again every time.
+		return gnet.None
+	}
+	buf, err := c.Peek(-1)
+	if err != nil || len(buf) == 0 {
+		return gnet.None
+	}
+	out := getBuffer()
+	defer putBuffer(out)
+	action, used := g.parse(c, st, buf, out)
+	if len(*out) > 0 && st.phase != phaseClosed {
+		_, _ = c.Write(*out)
+	}
+	if st.phase == phaseClosed {
+		return gnet.None
+	}
+	if used > 0 {
+		_, _ = c.Discard(used)
+	}
+	return action
+}
+
+// parse handles the frames in buf and returns how many bytes it used.
+// Replies are appended to out.
+func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gnet.Action, int) {
+	used := 0
+	for used < len(buf) && st.phase != phaseClosed {
+		if st.phase == phaseOpen && c.OutboundBuffered()+len(*out) > g.backlog {
+			// The client does not read its echoes. gorilla and coder
+			// would stop reading from it; gnet cannot, so rather than
+			// buffer without end the server closes.
+			g.fail(st, out, ws.StatusPolicyViolation)
+		}
+		st.rd.Reset(buf[used:])
+		h, err := ws.ReadHeaderBuffer(&st.rd, st.hdr[:])
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			st.need = len(buf) - used + 1
+			return gnet.None, used
+		}
+		if err != nil || st.phase == phaseClosing && !h.Masked {
+			return g.fail(st, out, ws.StatusProtocolError), len(buf)
+		}
+		st.need = 0
+		hlen := len(buf) - used - st.rd.Len()
+		avail := int64(len(buf) - used - hlen)
+
+		if st.phase == phaseClosing {
+			// Waiting for the client's close frame: drop everything else.
+			if h.OpCode == ws.OpClose {
+				return gnet.Close, len(buf)
+			}
+			if h.Length > avail {
+				st.skip = h.Length - avail
+				return gnet.None, len(buf)
+			}
+			used += hlen + int(h.Length)
+			continue
+		}
+
+		if code := st.check(h, g.cfg.MaxMessage); code != 0 {
+			g.fail(st, out, code)
+			// The header parsed, so the framing holds: skip this frame and
+			// look for the client's close frame.
+			if h.Length > avail {
+				st.skip = h.Length - avail
+				return gnet.None, len(buf)
+			}
+			used += hlen + int(h.Length)
+			continue
+		}
+		if h.Length > avail {
+			st.need = hlen + int(h.Length)
+			return gnet.None, used
+		}
+		payload := buf[used+hlen : used+hlen+int(h.Length)]
+		ws.Cipher(payload, h.Mask, 0)
+		used += hlen + len(payload)
+		if action := g.frame(c, st, h, payload, out); action != gnet.None || st.phase != phaseOpen {
+			if st.phase == phaseClosing && action == gnet.None {
+				continue // the server closed: look for the client's answer
+			}
+			return action, used
+		}
+	}
+	return gnet.None, used
+}
+
+// check returns the close code that a frame header calls for, 0 if none.
+func (st *gconn) check(h ws.Header, max int64) ws.StatusCode {
+	if !h.Masked || h.Rsv2() || h.Rsv3() {
+		return ws.StatusProtocolError
+	}
+	switch h.OpCode {
+	case ws.OpClose, ws.OpPing, ws.OpPong:
+		if !h.Fin || h.Length > ws.MaxControlFramePayloadSize || h.Rsv1() {
+			return ws.StatusProtocolError
+		}
+	case ws.OpText, ws.OpBinary:
+		if st.op != 0 || h.Rsv1() && !st.deflate {
+			return ws.StatusProtocolError
+		}
+		if h.Length > messageLimit(h.Rsv1(), max) {
+			return ws.StatusMessageTooBig
+		}
+	case ws.OpContinuation:
+		if st.op == 0 || h.Rsv1() {
+			return ws.StatusProtocolError
+		}
+		if int64(len(*st.msg))+h.Length > messageLimit(st.compressed, max) {
+			return ws.StatusMessageTooBig
+		}
+	default:
+		return ws.StatusProtocolError // reserved opcodes
+	}
+	return 0
+}
+
+// messageLimit is the largest message on the wire: compressed messages are
+// checked again once inflated.
+func messageLimit(compressed bool, max int64) int64 {
+	if compressed {
+		return wireLimit(max)
+	}
+	return max
+}
+
+// frame handles one complete, unmasked frame.
+func (g *gnetTarget) frame(c gnet.Conn, st *gconn, h ws.Header, payload []byte, out *[]byte) gnet.Action {
+	switch h.OpCode {
+	case ws.OpPing:
+		*out = appendFrame(*out, 0, ws.OpPong, payload)
+	case ws.OpPong:
+	case ws.OpClose:
+		return g.closeFrame(st, payload, out)
+	case ws.OpText, ws.OpBinary:
+		if h.Fin {
+			g.message(c, st, byte(h.OpCode), h.Rsv1(), payload, out)
+			return gnet.None
+		}
+		st.op, st.compressed = byte(h.OpCode), h.Rsv1()
+		st.msg = getBuffer()
+		*st.msg = append(*st.msg, payload...)
+	case ws.OpContinuation:
+		*st.msg = append(*st.msg, payload...)
+		if h.Fin {
+			op, compressed := st.op, st.compressed
+			g.message(c, st, op, compressed, *st.msg, out)
+			st.dropMessage()
+		}
+	}
+	return gnet.None
+}
+
+func (st *gconn) dropMessage() {
+	if st.msg != nil {
+		putBuffer(st.msg)
+		st.msg = nil
+	}
+	st.op = 0
+}
+
+// message echoes one whole message, after the checks the payload needs.
+func (g *gnetTarget) message(c gnet.Conn, st *gconn, op byte, compressed bool, data []byte, out *[]byte) {
+	if compressed {
+		in := inflaters.Get().(*inflater)
+		defer inflaters.Put(in)
+		plain := getBuffer()
+		defer putBuffer(plain)
+		switch err := in.inflate(data, plain, g.cfg.MaxMessage); {
+		case errors.Is(err, errTooBig):
+			g.fail(st, out, ws.StatusMessageTooBig)
+			return
+		case err != nil:
+			// Corrupt deflate data: a protocol error, as gorilla and coder
+			// have it.
+			g.fail(st, out, ws.StatusProtocolError)
+			return
+		}
+		data = *plain
+	}
+	if ws.OpCode(op) == ws.OpText && !utf8.Valid(data) {
+		g.fail(st, out, ws.StatusInvalidFramePayloadData)
+		return
+	}
+	g.m.Received(len(data))
+	n := len(data)
+	var rsv byte
+	if st.deflate {
+		d := deflaters.Get().(*deflater)
+		defer deflaters.Put(d)
+		if err := d.deflate(data); err != nil {
+			g.fail(st, out, ws.StatusInternalServerError)
+			return
+		}
+		data, rsv = d.buf.Bytes(), ws.Rsv(true, false, false)
+	}
+	if len(data) < directWrite {
+		*out = appendFrame(*out, rsv, ws.OpCode(op), data)
+	} else {
+		if len(*out) > 0 {
+			_, _ = c.Write(*out)
+			*out = (*out)[:0]
+			if st.phase == phaseClosed {
+				return
+			}
+		}
+		st.iov[0] = appendHeader(st.hdr[:0], rsv, ws.OpCode(op), len(data))
+		st.iov[1] = data
+		_, _ = c.Writev(st.iov[:])
+		st.iov = [2][]byte{}
+		if st.phase == phaseClosed {
+			return
+		}
+	}
+	g.m.Sent(n)
+}
+
+// closeFrame answers the client's close frame with its code (RFC 6455
+// 5.5.1), or with 1002 if the frame is invalid, and closes the connection
+// once the answer is written.
+func (g *gnetTarget) closeFrame(st *gconn, payload []byte, out *[]byte) gnet.Action {
+	code := int(ws.StatusNoStatusRcvd)
+	if len(payload) >= 2 {
+		code = int(binary.BigEndian.Uint16(payload))
+	}
+	if len(payload) == 1 || len(payload) >= 2 && (!validCloseCode(code) || !utf8.Valid(payload[2:])) {
+		code = int(ws.StatusProtocolError)
+	}
+	st.reason = codeReason(code)
+	st.phase = phaseClosing
+	if code == int(ws.StatusNoStatusRcvd) {
+		*out = appendFrame(*out, 0, ws.OpClose, nil)
+	} else {
+		*out = appendClose(*out, code)
+	}
+	return gnet.Close
+}
+
+// fail starts the server's close with code: the close frame goes out with
+// the other replies, then the connection waits for the client's answer.
+func (g *gnetTarget) fail(st *gconn, out *[]byte, code ws.StatusCode) gnet.Action {
+	if st.phase != phaseOpen {
+		return gnet.Close
+	}
+	*out = appendClose(*out, int(code))
+	st.closing(g, int(code))
+	return gnet.None
+}
+
+// closing records that the server sent its close frame with code.
+func (st *gconn) closing(g *gnetTarget, code int) {
+	st.sent = code
+	st.reason = codeReason(code)
+	st.phase = phaseClosing
+	st.need = 0
+	st.dropMessage()
+	st.arm(g, closeWait)
+}
+
+func appendClose(b []byte, code int) []byte {
+	b = appendHeader(b, 0, ws.OpClose, 2)
+	return binary.BigEndian.AppendUint16(b, uint16(code))
+}
+
+func appendFrame(b []byte, rsv byte, op ws.OpCode, payload []byte) []byte {
+	return append(appendHeader(b, rsv, op, len(payload)), payload...)
+}
+
+// appendHeader appends an unmasked, final frame header (RFC 6455 5.2); rsv
+// is in gobwas/ws's ws.Header.Rsv form.
+func appendHeader(b []byte, rsv byte, op ws.OpCode, n int) []byte {
+	b0 := 0x80 | rsv<<4 | byte(op)
+	switch {
+	case n <= 125:
+		return append(b, b0, byte(n))
+	case n <= 0xffff:
+		return append(b, b0, 126, byte(n>>8), byte(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, b0, 127), uint64(n))
+	}
+}
+
+// inflater decompresses one message (no context takeover: each message
+// stands alone). Pooled: a flate reader is large.
+type inflater struct {
+	src bytes.Reader
+	r   *wsflate.Reader
+}
+
+var inflaters = sync.Pool{New: func() any {
+	in := &inflater{}
+	in.r = wsflate.NewReader(&in.src, func(r io.Reader) wsflate.Decompressor {
+		return &resettableReader{flate.NewReader(r)}
+	})
+	return in
+}}
+
+// resettableReader lets wsflate.Reader reuse a flate reader instead of
+// making a new one per message: flate's Reset takes a dictionary too.
+type resettableReader struct{ io.ReadCloser }
+
+func (r *resettableReader) Reset(src io.Reader) {
+	_ = r.ReadCloser.(flate.Resetter).Reset(src, nil)
+}
+
+func (in *inflater) inflate(data []byte, plain *[]byte, max int64) error {
+	in.src.Reset(data)
+	in.r.Reset(&in.src)
+	return readMessage(in.r, plain, max)
+}
+
+// deflater compresses one message into buf, without the final 4 bytes, as
+// RFC 7692 7.2.1 wants.
+type deflater struct {
+	buf bytes.Buffer
+	w   *wsflate.Writer
+}
+
+var deflaters = sync.Pool{New: func() any {
+	d := &deflater{}
+	d.w = wsflate.NewWriter(&d.buf, func(w io.Writer) wsflate.Compressor {
+		f, _ := flate.NewWriter(w, flate.BestSpeed) // gorilla's and coder's level
+		return f
+	})
+	return d
+}}
+
+func (d *deflater) deflate(p []byte) error {
+	d.buf.Reset()
+	d.w.Reset(&d.buf)
+	if _, err := d.w.Write(p); err != nil {
+		return err
+	}
+	return d.w.Flush()
+}

@@ -1,0 +1,143 @@
+package echo
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+
+	"knowngood/shared/config"
+	"knowngood/shared/metrics"
+)
+
+func gorillaUpgrader(cfg config.Config) upgrader {
+	u := &websocket.Upgrader{
+		HandshakeTimeout:  cfg.HandshakeTimeout,
+		CheckOrigin:       func(*http.Request) bool { return true }, // checkUpgrade has checked -origin
+		EnableCompression: cfg.Compression,
+	}
+	// gorilla's read limit counts bytes on the wire, compressed or not; the
+	// decompressed size is checked while reading.
+	wire := cfg.MaxMessage
+	if cfg.Compression {
+		wire = wireLimit(cfg.MaxMessage)
+	}
+	return func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *metrics.Metrics) (wsConn, error) {
+		c, err := u.Upgrade(w, r, nil)
+		if err != nil {
+			return nil, err
+		}
+		c.SetReadLimit(wire)
+		return &gorillaConn{c: c, raw: raw, m: m, max: cfg.MaxMessage}, nil
+	}
+}
+
+type gorillaConn struct {
+	c    *websocket.Conn
+	raw  *trackedConn
+	m    *metrics.Metrics
+	max  int64
+	sent atomic.Int32 // close code the server sent; 0 = none
+}
+
+func (g *gorillaConn) echo() string {
+	for {
+		op, r, err := g.c.NextReader()
+		if err != nil {
+			return g.ended(err)
+		}
+		if reason, done := g.message(op, r); done {
+			return reason
+		}
+	}
+}
+
+// message reads one message into a pooled buffer, checks it, and echoes it.
+func (g *gorillaConn) message(op int, r io.Reader) (string, bool) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	err := readMessage(r, buf, g.max)
+	switch {
+	case errors.Is(err, errTooBig):
+		return g.fail(websocket.CloseMessageTooBig), true
+	case err != nil:
+		return g.ended(err), true
+	case op == websocket.TextMessage && !utf8.Valid(*buf):
+		// gorilla does not check UTF-8 itself.
+		return g.fail(websocket.CloseInvalidFramePayloadData), true
+	}
+	g.m.Received(len(*buf))
+	if g.sent.Load() != 0 {
+		return "", false // the server has sent its close: read on until the client answers
+	}
+	if err := g.c.WriteMessage(op, *buf); err != nil {
+		if errors.Is(err, websocket.ErrCloseSent) {
+			return "", false
+		}
+		return g.ended(err), true
+	}
+	g.m.Sent(len(*buf))
+	return "", false
+}
+
+// ended names how the connection ended after a read or write error.
+func (g *gorillaConn) ended(err error) string {
+	if code := g.sent.Load(); code != 0 {
+		return codeReason(int(code))
+	}
+	var ce *websocket.CloseError
+	switch {
+	case errors.As(err, &ce):
+		// The client's close (gorilla has answered with its code), or 1006
+		// when the TCP connection ended without one.
+		return codeReason(ce.Code)
+	case netFailure(err):
+		return reasonAbnormal
+	case errors.Is(err, websocket.ErrReadLimit):
+		// gorilla has sent 1009 and will read no more.
+		g.closeAndLinger(websocket.CloseMessageTooBig)
+		return reasonTooBig
+	default:
+		// A protocol error: gorilla has sent 1002 (a failed inflate it
+		// does not answer: closeAndLinger does), and will read no more.
+		g.closeAndLinger(websocket.CloseProtocolError)
+		return reasonProtocol
+	}
+}
+
+// closeAndLinger sends code unless a close frame has gone already, then
+// lingers: gorilla's reader is done, so the client's answer is not parsed.
+func (g *gorillaConn) closeAndLinger(code int) {
+	g.sent.CompareAndSwap(0, int32(code))
+	_ = g.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(closeWait))
+	g.raw.linger()
+}
+
+// fail closes with code a connection whose reader is still sound: it reads
+// (and drops) messages until the client answers the close or closeWait
+// passes.
+func (g *gorillaConn) fail(code int) string {
+	if g.sent.CompareAndSwap(0, int32(code)) {
+		_ = g.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(closeWait))
+		_ = g.raw.SetReadDeadline(time.Now().Add(closeWait))
+	}
+	for {
+		if _, _, err := g.c.NextReader(); err != nil {
+			return codeReason(int(g.sent.Load()))
+		}
+	}
+}
+
+// goAway sends 1001; the echo loop reads on until the client answers.
+// gorilla allows WriteControl alongside the echo loop's writes.
+func (g *gorillaConn) goAway() {
+	if !g.sent.CompareAndSwap(0, websocket.CloseGoingAway) {
+		return
+	}
+	_ = g.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), time.Now().Add(closeWait))
+	_ = g.raw.SetReadDeadline(time.Now().Add(closeWait))
+}

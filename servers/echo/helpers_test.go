@@ -1,0 +1,288 @@
+package echo_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+	"go.uber.org/goleak"
+
+	"knowngood/servers/echo"
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// gnet's package-level worker pool (Engine.Register runs on it)
+		// keeps idle workers for 10 s and its janitors for good.
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
+		goleak.IgnoreCurrent(),
+	)
+}
+
+type build func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error)
+
+// wsTargets are the three WebSocket echoes, which every behaviour test runs
+// against.
+var wsTargets = []struct {
+	name  string
+	build build
+}{
+	{"echo-gorilla", echo.NewGorilla},
+	{"echo-coder", echo.NewCoder},
+	{"echo-gnet", echo.NewGnet},
+}
+
+// forEach runs f as a subtest for every WebSocket target.
+func forEach(t *testing.T, f func(t *testing.T, name string, b build)) {
+	for _, tg := range wsTargets {
+		t.Run(tg.name, func(t *testing.T) { f(t, tg.name, tg.build) })
+	}
+}
+
+// target is an echo target serving on 127.0.0.1 in the test process.
+type target struct {
+	addr    string
+	metrics *metrics.Metrics
+	srv     lifecycle.Target
+	done    chan error
+}
+
+// start runs a target and shuts it down when the test ends.
+func start(t *testing.T, name string, b build, tweak func(*config.Config)) *target {
+	t.Helper()
+	return startOn(t, name, b, tweak, io.Discard, nil)
+}
+
+// startOn is start with the target's log going to logTo, and its listener
+// wrapped by wrap (TLS) if not nil.
+func startOn(t *testing.T, name string, b build, tweak func(*config.Config), logTo io.Writer, wrap func(net.Listener) net.Listener) *target {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Variant = name
+	cfg.HandshakeTimeout = 5 * time.Second
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	var m *metrics.Metrics
+	if cfg.Metrics {
+		m = metrics.New(name)
+	}
+	srv, err := b(cfg, m, slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: cfg.SlogLevel()})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _, err := lifecycle.Listen("127.0.0.1:0", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &target{addr: ln.Addr().String(), metrics: m, srv: srv, done: make(chan error, 1)}
+	if wrap != nil {
+		ln = wrap(ln)
+	}
+	go func() { tg.done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := tg.shutdown(5 * time.Second); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return tg
+}
+
+// shutdown stops the target (once) and returns Shutdown's or Serve's error.
+func (tg *target) shutdown(timeout time.Duration) error {
+	if tg.srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := tg.srv.Shutdown(ctx)
+	if serveErr := <-tg.done; err == nil {
+		err = serveErr
+	}
+	tg.srv = nil
+	return err
+}
+
+func (tg *target) url() string { return "ws://" + tg.addr + "/any/path?x=1" }
+
+func (tg *target) stats() protocol.Stats { return tg.metrics.Snapshot() }
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// settled waits until no connection is open, then returns the stats.
+func (tg *target) settled(t *testing.T) protocol.Stats {
+	t.Helper()
+	waitFor(t, "every connection closed", func() bool { return tg.stats().ConnectionsActive == 0 })
+	return tg.stats()
+}
+
+// rawConn is a WebSocket client written frame by frame, for what real
+// clients never send.
+type rawConn struct {
+	t  *testing.T
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialTCP(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(15 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+// upgradeRequest is a valid upgrade request with extra header lines.
+func upgradeRequest(extra ...string) string {
+	key := make([]byte, 16)
+	_, _ = rand.Read(key)
+	return "GET /chat?room=1 HTTP/1.1\r\nHost: example.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: " + base64.StdEncoding.EncodeToString(key) + "\r\nSec-WebSocket-Version: 13\r\n" +
+		strings.Join(extra, "") + "\r\n"
+}
+
+// rawDial connects and upgrades.
+func rawDial(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	rc := dialTCP(t, addr)
+	rc.write([]byte(upgradeRequest()))
+	if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %s", resp.Status)
+	}
+	return rc
+}
+
+func (rc *rawConn) write(b []byte) {
+	rc.t.Helper()
+	if _, err := rc.c.Write(b); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+// response reads an HTTP response and its body.
+func (rc *rawConn) response() *http.Response {
+	rc.t.Helper()
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		rc.t.Fatalf("reading the response: %v", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(strings.NewReader(string(body)))
+	}
+	return resp
+}
+
+// send writes one masked frame.
+func (rc *rawConn) send(op ws.OpCode, fin bool, payload []byte) {
+	rc.t.Helper()
+	rc.sendFrame(ws.MaskFrame(ws.NewFrame(op, fin, payload)))
+}
+
+func (rc *rawConn) sendFrame(f ws.Frame) {
+	rc.t.Helper()
+	if err := ws.WriteFrame(rc.c, f); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+// read reads one frame.
+func (rc *rawConn) read() (ws.Header, []byte) {
+	rc.t.Helper()
+	h, err := ws.ReadHeader(rc.br)
+	if err != nil {
+		rc.t.Fatalf("reading a frame: %v", err)
+	}
+	p := make([]byte, h.Length)
+	if _, err := io.ReadFull(rc.br, p); err != nil {
+		rc.t.Fatalf("reading a payload: %v", err)
+	}
+	return h, p
+}
+
+// expectClose reads frames until a close frame, checks its code, answers
+// it and checks that the server then closes the TCP connection.
+func (rc *rawConn) expectClose(code int) {
+	rc.t.Helper()
+	for {
+		h, p := rc.read()
+		if h.OpCode != ws.OpClose {
+			continue
+		}
+		if got := closeCode(p); got != code {
+			rc.t.Fatalf("close code %d, want %d", got, code)
+		}
+		// The server may have closed already (it answers a bad close
+		// frame with its own and goes): a failed write is fine.
+		_ = ws.WriteFrame(rc.c, ws.MaskFrame(ws.NewCloseFrame(p[:min(len(p), 2)])))
+		rc.expectEOF()
+		return
+	}
+}
+
+// expectEOF checks that the server closes the connection.
+func (rc *rawConn) expectEOF() {
+	rc.t.Helper()
+	_, err := io.Copy(io.Discard, rc.br)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		rc.t.Fatalf("the server did not close the connection: %v", err)
+	}
+	rc.c.Close()
+}
+
+func closeCode(p []byte) int {
+	if len(p) < 2 {
+		return 1005
+	}
+	return int(binary.BigEndian.Uint16(p))
+}
+
+func closePayload(code int, reason string) []byte {
+	return append(binary.BigEndian.AppendUint16(nil, uint16(code)), reason...)
+}
+
+// diff returns the stats change since before.
+func diff(before, after protocol.Stats) protocol.Stats { return protocol.Diff(before, after) }
+
+func check(t *testing.T, what string, got, want uint64) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s: got %d, want %d", what, got, want)
+	}
+}
+
+func payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	return b
+}

@@ -1,0 +1,256 @@
+package echo
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+)
+
+// wsConn is a connection that a library has upgraded.
+type wsConn interface {
+	// echo serves the connection until it ends and returns the disconnect
+	// reason (a close code).
+	echo() string
+	// goAway starts the server's close with 1001. It is called from
+	// another goroutine than echo's and may block for a while.
+	goAway()
+}
+
+// upgrader upgrades a request that checkUpgrade has passed. On error the
+// library has answered the request itself.
+type upgrader func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *metrics.Metrics) (wsConn, error)
+
+// httpTarget is a WebSocket echo served through net/http, which gorilla
+// and coder both sit on. It does everything but the upgrade and the echo
+// loop: the request checks, -max-conns, the handshake accounting, and
+// shutdown.
+type httpTarget struct {
+	cfg     config.Config
+	m       *metrics.Metrics
+	log     *slog.Logger
+	gate    *lifecycle.Gate
+	upgrade upgrader
+	srv     *http.Server
+	conns   *registry[*httpPeer]
+	goAways sync.WaitGroup
+
+	mu      sync.Mutex
+	ln      net.Listener
+	closing atomic.Bool
+}
+
+type httpPeer struct {
+	ws  wsConn
+	raw *trackedConn
+}
+
+type connKey struct{}
+
+func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, up upgrader) *httpTarget {
+	t := &httpTarget{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns), upgrade: up, conns: newRegistry[*httpPeer]()}
+	t.srv = lifecycle.HTTPServer(cfg, t, log)
+	t.srv.MaxHeaderBytes = maxHeaderBytes
+	t.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	t.srv.ConnState = t.connState
+	return t
+}
+
+// Serve serves until Shutdown.
+func (t *httpTarget) Serve(ln net.Listener) error {
+	tl := &trackingListener{Listener: ln, m: t.m}
+	t.mu.Lock()
+	t.ln = tl
+	closing := t.closing.Load()
+	t.mu.Unlock()
+	if closing {
+		return tl.Close()
+	}
+	err := t.srv.Serve(tl)
+	if t.closing.Load() || errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// ServeHTTP answers one request on a fresh connection: a refusal, or an
+// upgrade and the echo loop, which runs on this goroutine until the
+// connection ends.
+func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, ok := r.Context().Value(connKey{}).(*trackedConn)
+	if !ok {
+		http.Error(w, "not served through Serve", http.StatusInternalServerError)
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			recovered(t.log, t.cfg.Variant, v)
+			_ = raw.Close()
+		}
+	}()
+	raw.handled.Store(true)
+	var rf *refusal
+	if t.closing.Load() {
+		rf = shuttingDown()
+	} else {
+		rf = checkUpgrade(r, t.cfg.Origins)
+	}
+	if rf == nil && !t.gate.TryAcquire() {
+		rf = overCap(t.cfg.MaxConns)
+	}
+	if rf != nil {
+		rf.write(w)
+		t.m.Handshake(rf.result, transport, 0)
+		return
+	}
+	defer t.gate.Release()
+	ws, err := t.upgrade(w, r, raw, t.m)
+	if err != nil {
+		t.m.Handshake(protocol.ResultFailed, transport, 0)
+		return
+	}
+	t.m.Handshake(protocol.ResultOK, transport, raw.sinceFirstByte())
+	t.m.Opened()
+
+	p := &httpPeer{ws: ws, raw: raw}
+	reason := "1011" // kept only if echo panics
+	defer func() {
+		_ = raw.Close()
+		t.m.Closed(reason)
+		// Last: Shutdown's wait ends when every echo loop is done.
+		t.conns.remove(p)
+	}()
+	if !t.conns.add(p) {
+		// Shutdown began during the upgrade and will not wait for this
+		// connection: say goodbye here, within the deadline.
+		_ = raw.SetDeadline(time.Now().Add(closeWait))
+		ws.goAway()
+	}
+	reason = ws.echo()
+}
+
+// connState counts the handshakes that never reached ServeHTTP: the request
+// was garbage (net/http answered 400 or 431), timed out (-handshake-timeout),
+// or the client left half-way.
+func (t *httpTarget) connState(c net.Conn, s http.ConnState) {
+	tc, ok := c.(*trackedConn)
+	if s != http.StateClosed || !ok || tc.handled.Load() || tc.first.Load() == 0 {
+		return
+	}
+	result := protocol.ResultFailed
+	if tc.left.Load() {
+		result = protocol.ResultAbandoned
+	}
+	t.m.Handshake(result, transport, 0)
+}
+
+// goAway tells one client, on a goroutine of its own: the libraries' close
+// calls wait for the write lock, or (coder) for the client's answer.
+func (t *httpTarget) goAway(p *httpPeer) {
+	t.goAways.Go(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				recovered(t.log, t.cfg.Variant+" shutdown", v)
+			}
+		}()
+		p.ws.goAway()
+	})
+}
+
+// Shutdown stops accepting, sends every client 1001, and returns once they
+// have gone or ctx is done; the connections left then are dropped.
+func (t *httpTarget) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	t.closing.Store(true)
+	ln := t.ln
+	t.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+	err := drain(ctx, t.conns, t.goAway, func(p *httpPeer) { _ = p.raw.Close() })
+	// Upgrade requests still being read or answered go too. Hijacked
+	// connections are not net/http's any more: drain has seen to them.
+	_ = t.srv.Close()
+	t.goAways.Wait()
+	return err
+}
+
+// trackingListener counts failed accepts and wraps every connection in a
+// trackedConn.
+type trackingListener struct {
+	net.Listener
+	m *metrics.Metrics
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		if !errors.Is(err, net.ErrClosed) {
+			l.m.AcceptError(acceptErrorReason(err))
+		}
+		// Unwrapped, so that net/http sees a temporary error as one and
+		// retries.
+		return nil, err
+	}
+	return &trackedConn{Conn: c}, nil
+}
+
+// trackedConn notes when the first byte of the upgrade request came (the
+// handshake clock starts there, whatever the library) and how reading
+// ended, for the connections that never reach a handler.
+type trackedConn struct {
+	net.Conn
+	first   atomic.Int64 // unix nanoseconds of the first byte read; 0 before
+	left    atomic.Bool  // a read ended with EOF or a reset: the client went away
+	handled atomic.Bool  // a handler took a request from this connection
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.first.Load() == 0 {
+		c.first.Store(time.Now().UnixNano())
+	}
+	if err != nil && clientLeft(err) {
+		c.left.Store(true)
+	}
+	return n, err
+}
+
+func (c *trackedConn) sinceFirstByte() time.Duration {
+	first := c.first.Load()
+	if first == 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, first))
+}
+
+// linger ends a connection whose reader a library has given up on, after
+// the server has sent its close frame: it sends FIN, then reads and drops
+// whatever the client still sends (the rest of an oversized message, its
+// close frame) until the client closes or closeWait passes. Closing at once
+// with unread data would send RST, and the client could lose the close frame.
+func (c *trackedConn) linger() {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(closeWait))
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b := (*buf)[:cap(*buf)]
+	for {
+		if _, err := c.Conn.Read(b); err != nil {
+			return
+		}
+	}
+}

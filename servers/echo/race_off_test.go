@@ -1,0 +1,5 @@
+//go:build !race
+
+package echo_test
+
+const raceEnabled = false

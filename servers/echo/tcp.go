@@ -1,0 +1,149 @@
+package echo
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+)
+
+// tcpTarget is the floor: every byte back as it came, no framing, one
+// goroutine and one buffer per connection. A "message" in its metrics is
+// one read.
+type tcpTarget struct {
+	cfg   config.Config
+	m     *metrics.Metrics
+	log   *slog.Logger
+	gate  *lifecycle.Gate
+	conns *registry[net.Conn]
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	ln       net.Listener
+	closing  atomic.Bool
+	accepted chan struct{} // closed when Serve's accept loop is over
+}
+
+// tcpBuffer is each connection's read buffer: enough for a pipelining
+// client's burst in one read.
+const tcpBuffer = 16 << 10
+
+// Disconnect reasons of echo-tcp, which has no close codes.
+const (
+	reasonEOF      = "eof"
+	reasonError    = "error"
+	reasonShutdown = "shutdown"
+)
+
+func newTCPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) *tcpTarget {
+	return &tcpTarget{
+		cfg: cfg, m: m, log: log,
+		gate:     lifecycle.NewGate(cfg.MaxConns),
+		conns:    newRegistry[net.Conn](),
+		accepted: make(chan struct{}),
+	}
+}
+
+// Serve accepts until Shutdown closes ln.
+func (t *tcpTarget) Serve(ln net.Listener) error {
+	defer close(t.accepted)
+	t.mu.Lock()
+	t.ln = ln
+	closing := t.closing.Load()
+	t.mu.Unlock()
+	if closing {
+		return ln.Close()
+	}
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			t.m.AcceptError(acceptErrorReason(err))
+			backoff = acceptBackoff(backoff)
+			t.log.Debug("accept failed; retrying", "err", err, "in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if !t.gate.TryAcquire() {
+			// No protocol to say why: the connection is closed at once.
+			t.m.Handshake(protocol.ResultRejected, "tcp", 0)
+			_ = c.Close()
+			continue
+		}
+		if !t.conns.add(c) {
+			t.gate.Release()
+			_ = c.Close()
+			continue
+		}
+		t.wg.Go(func() { t.serve(c) })
+	}
+}
+
+func (t *tcpTarget) serve(c net.Conn) {
+	reason := reasonError
+	defer func() {
+		if v := recover(); v != nil {
+			recovered(t.log, "echo-tcp", v)
+		}
+		_ = c.Close()
+		t.gate.Release()
+		t.m.Closed(reason)
+		t.conns.remove(c)
+	}()
+	t.m.Opened()
+	buf := make([]byte, tcpBuffer)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			t.m.Received(n)
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				reason = t.ended(werr)
+				return
+			}
+			t.m.Sent(n)
+		}
+		if err != nil {
+			reason = t.ended(err)
+			return
+		}
+	}
+}
+
+func (t *tcpTarget) ended(err error) string {
+	switch {
+	case t.closing.Load():
+		return reasonShutdown
+	case clientLeft(err):
+		return reasonEOF
+	}
+	return reasonError
+}
+
+// Shutdown stops accepting and closes every connection: with no protocol
+// to say goodbye in, the client sees EOF.
+func (t *tcpTarget) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	t.closing.Store(true)
+	ln := t.ln
+	t.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+		<-t.accepted // no connection is added to wg after this
+	}
+	closeConn := func(c net.Conn) { _ = c.Close() }
+	err := drain(ctx, t.conns, closeConn, closeConn)
+	t.wg.Wait()
+	return err
+}

@@ -1,0 +1,128 @@
+package echo
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"knowngood/shared/protocol"
+)
+
+// refusal is the HTTP answer to a request that does not become a WebSocket
+// connection, and the handshake result it counts as.
+type refusal struct {
+	status int
+	msg    string   // one line, without the newline
+	header []string // extra header fields: name, value, name, value...
+	result string
+}
+
+// checkUpgrade is the one check every WebSocket target makes before it
+// upgrades, so that the three libraries answer a bad request alike (each
+// library has its own statuses and messages, and gorilla and coder check
+// Origin by default). nil means upgrade.
+func checkUpgrade(r *http.Request, origins []string) *refusal {
+	bad := func(status int, format string, args ...any) *refusal {
+		return &refusal{status: status, msg: "bad WebSocket upgrade: " + fmt.Sprintf(format, args...), result: protocol.ResultFailed}
+	}
+	switch {
+	case !hasToken(r.Header, "Upgrade", "websocket"):
+		return &refusal{
+			status: http.StatusUpgradeRequired,
+			msg:    "this is a WebSocket echo endpoint: send a WebSocket upgrade request (Upgrade: websocket)",
+			header: []string{"Upgrade", "websocket", "Sec-WebSocket-Version", "13"},
+			result: protocol.ResultFailed,
+		}
+	case r.Method != http.MethodGet:
+		rf := bad(http.StatusMethodNotAllowed, "method %s, want GET", r.Method)
+		rf.header = []string{"Allow", http.MethodGet}
+		return rf
+	case !r.ProtoAtLeast(1, 1):
+		return bad(http.StatusBadRequest, "%s, want HTTP/1.1", r.Proto)
+	case !hasToken(r.Header, "Connection", "upgrade"):
+		return bad(http.StatusBadRequest, "the Connection header lacks upgrade")
+	case r.Header.Get("Sec-WebSocket-Version") != "13":
+		// RFC 6455 4.4: say which version the server speaks.
+		rf := bad(http.StatusUpgradeRequired, "Sec-WebSocket-Version %q, want 13", r.Header.Get("Sec-WebSocket-Version"))
+		rf.header = []string{"Sec-WebSocket-Version", "13"}
+		return rf
+	case !validKey(r.Header.Values("Sec-WebSocket-Key")):
+		return bad(http.StatusBadRequest, "Sec-WebSocket-Key must be one base64-encoded 16-byte value")
+	case len(origins) > 0 && !slices.Contains(origins, r.Header.Get("Origin")):
+		return &refusal{
+			status: http.StatusForbidden,
+			msg:    fmt.Sprintf("origin %q is not allowed (-origin)", r.Header.Get("Origin")),
+			result: protocol.ResultRejected,
+		}
+	}
+	return nil
+}
+
+// Refusals that do not depend on the request.
+func shuttingDown() *refusal {
+	return &refusal{status: http.StatusServiceUnavailable, msg: "shutting down", result: protocol.ResultRejected}
+}
+
+func overCap(maxConns int) *refusal {
+	return &refusal{
+		status: http.StatusServiceUnavailable,
+		msg:    fmt.Sprintf("connection cap reached (-max-conns %d)", maxConns),
+		header: []string{"Retry-After", "1"},
+		result: protocol.ResultRejected,
+	}
+}
+
+// write answers through net/http, as http.Error does, and closes the
+// connection after the answer: one handshake attempt per connection keeps
+// the accounting simple.
+func (rf *refusal) write(w http.ResponseWriter) {
+	h := w.Header()
+	for i := 0; i+1 < len(rf.header); i += 2 {
+		h.Set(rf.header[i], rf.header[i+1])
+	}
+	h.Set("Connection", "close")
+	http.Error(w, rf.msg, rf.status)
+}
+
+// bytes is the same answer as raw HTTP/1.1, for gnet.
+func (rf *refusal) bytes() []byte {
+	body := rf.msg + "\n"
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", rf.status, http.StatusText(rf.status))
+	b.WriteString("Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n")
+	for i := 0; i+1 < len(rf.header); i += 2 {
+		fmt.Fprintf(&b, "%s: %s\r\n", rf.header[i], rf.header[i+1])
+	}
+	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n%s", len(body), body)
+	return []byte(b.String())
+}
+
+// hasToken reports whether the comma-separated header name holds token,
+// ignoring case (Connection: keep-alive, Upgrade).
+func hasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for item := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(item), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func validKey(keys []string) bool {
+	if len(keys) != 1 {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(keys[0]))
+	return err == nil && len(b) == 16
+}
+
+// acceptKey is Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 4.2.2).
+func acceptKey(key string) string {
+	h := sha1.Sum([]byte(strings.TrimSpace(key) + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.EncodeToString(h[:])
+}

@@ -1,11 +1,17 @@
-// Command loadgen is knowngood's reference load client.
+// Command loadgen is knowngood's reference load client. Each scenario is a
+// subcommand with its own flags (loadgen SCENARIO -h lists them):
 //
 //	loadgen handshake -url http://127.0.0.1:8080 -n 500 -deadline 15s -transport websocket
+//	loadgen echo -url ws://127.0.0.1:8080/ -c 100 -size 128 -mode pipelined -duration 10s
+//	loadgen conns -url ws://127.0.0.1:8080/ -n 19000 -batch 1000 -sources 127.0.0.1-127.0.0.8
 //
-// opens 500 Socket.IO connections at once and prints how many completed the
-// namespace CONNECT, how fast, and what the server saw (see
-// loadgen/handshake). Exit status: 0 when the run took place (the report
-// tells how it went), 1 when it could not, 2 for bad flags, 130 when
+// handshake opens Socket.IO connections at once and times their namespace
+// CONNECT (loadgen/handshake); echo measures message rate and latency on
+// WebSocket or raw TCP echo targets (loadgen/echo); conns opens idle
+// connections and reports what each costs the target (loadgen/conns). Each
+// prints a table, and with -json one JSON object; the server's own view
+// comes from its /stats. Exit status: 0 when the run took place (the
+// report tells how it went), 1 when it could not, 2 for bad flags, 130 when
 // interrupted (after printing the partial report).
 package main
 
@@ -19,8 +25,19 @@ import (
 	"os/signal"
 	"syscall"
 
+	"knowngood/loadgen/conns"
+	"knowngood/loadgen/echo"
 	"knowngood/loadgen/handshake"
 )
+
+// scenarios is every subcommand.
+var scenarios = []scenario{
+	newScenario("handshake", handshake.ParseFlags, handshake.Usage, handshake.Run, func(c handshake.Config) string { return c.JSON }),
+	newScenario("echo", echo.ParseFlags, echo.Usage, echo.Run, func(c echo.Config) string { return c.JSON }),
+	newScenario("conns", conns.ParseFlags, conns.Usage, conns.Run, func(c conns.Config) string { return c.JSON }),
+}
+
+const usage = "usage: loadgen handshake|echo|conns [flags] (loadgen SCENARIO -h lists them)"
 
 func main() {
 	// The zishang520 engine.io client catches SIGINT and SIGTERM itself
@@ -32,37 +49,57 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "handshake" {
-		fmt.Fprintln(stderr, "usage: loadgen handshake [flags] (loadgen handshake -h lists them)")
-		return 2
+	for _, s := range scenarios {
+		if len(args) > 0 && args[0] == s.name {
+			return s.main(ctx, args[1:], stdout, stderr)
+		}
 	}
-	cfg, err := handshake.ParseFlags(args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		handshake.Usage(stdout)
+	fmt.Fprintln(stderr, usage)
+	return 2
+}
+
+// scenario is one subcommand: parse its flags, run it, print its report.
+type scenario struct {
+	name string
+	main func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// report is what every scenario's Run returns.
+type report interface {
+	WriteTable(io.Writer) error
+	WriteJSON(io.Writer) error
+}
+
+func newScenario[C any, R report](name string, parse func([]string) (C, error), usage func(io.Writer),
+	runScenario func(context.Context, C, io.Writer) (R, error), jsonPath func(C) string) scenario {
+	return scenario{name: name, main: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		cfg, err := parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout)
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "loadgen %s: %v\n", name, err)
+			return 2
+		}
+		rep, err := runScenario(ctx, cfg, stderr)
+		if err == nil {
+			err = write(jsonPath(cfg), rep, stdout, stderr)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "loadgen %s: %v\n", name, err)
+			return 1
+		}
+		if ctx.Err() != nil {
+			return 130 // interrupted: the report is partial
+		}
 		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "loadgen handshake: %v\n", err)
-		return 2
-	}
-	rep, err := handshake.Run(ctx, cfg, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "loadgen handshake: %v\n", err)
-		return 1
-	}
-	if err := write(cfg.JSON, rep, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "loadgen handshake: %v\n", err)
-		return 1
-	}
-	if ctx.Err() != nil {
-		return 130 // interrupted: the report is partial
-	}
-	return 0
+	}}
 }
 
 // write prints the table, and the JSON object when asked; with -json - the
 // JSON goes to stdout and the table to stderr.
-func write(jsonPath string, rep *handshake.Report, stdout, stderr io.Writer) error {
+func write(jsonPath string, rep report, stdout, stderr io.Writer) error {
 	switch jsonPath {
 	case "":
 		return rep.WriteTable(stdout)

@@ -9,12 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/sioclient"
 )
 
@@ -24,7 +24,6 @@ const (
 	DefaultN         = 100
 	DefaultDeadline  = 15 * time.Second
 	DefaultTransport = sioclient.WebSocket
-	DefaultAdminPort = "9100"
 	maxN             = 1000000
 )
 
@@ -102,7 +101,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.Namespace, "namespace", "/", "Socket.IO `NAMESPACE`")
 	fs.BoolVar(&cfg.Echo, "echo", true, "after connecting, emit \"echo\" once on every socket and wait for its ack")
 	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
-	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run (default: the target's host, port "+DefaultAdminPort+"; '' = none)")
+	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	return fs
 }
 
@@ -117,21 +116,6 @@ func (c *Config) normalize(adminSet bool) error {
 	if !strings.HasPrefix(c.Namespace, "/") {
 		return fmt.Errorf("invalid value %q for flag -namespace: want a path starting with /", c.Namespace)
 	}
-	if !adminSet {
-		c.Admin = "http://" + net.JoinHostPort(u.Hostname(), DefaultAdminPort)
-		return nil
-	}
-	if c.Admin == "" {
-		return nil
-	}
-	admin := c.Admin
-	if !strings.Contains(admin, "://") {
-		admin = "http://" + admin
-	}
-	a, err := url.Parse(admin)
-	if err != nil || (a.Scheme != "http" && a.Scheme != "https") || a.Host == "" || (a.Path != "" && a.Path != "/") {
-		return fmt.Errorf("invalid value %q for flag -admin: want http://HOST:PORT, or '' for none", c.Admin)
-	}
-	c.Admin = a.Scheme + "://" + a.Host
-	return nil
+	c.Admin, err = statsclient.AdminURL(c.Admin, adminSet, u.Hostname())
+	return err
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/sioclient"
 	"knowngood/shared/protocol"
 )
@@ -42,20 +44,20 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		Attempts: cfg.N, Errors: map[string]int{},
 	}
 
-	var stats *statsClient
-	var before snapshot
+	var stats *statsclient.Client
+	var before statsclient.Snapshot
 	if cfg.Admin != "" {
-		stats = newStatsClient(cfg.Admin)
-		defer stats.close()
+		stats = statsclient.New(cfg.Admin)
+		defer stats.Close()
 		var err error
-		if before, err = stats.get(ctx); err != nil {
+		if before, err = stats.Get(ctx); err != nil {
 			rep.ServerError = fmt.Sprintf("no /stats from %s: %v", cfg.Admin, err)
 			fmt.Fprintf(notes, "loadgen: %s; going on without the server's view\n", rep.ServerError)
 			stats = nil
 		}
 	}
 
-	cpu0 := cpuSeconds()
+	cpu0 := proc.SelfCPUSeconds()
 	conns, all, lat, total := connectAll(ctx, cfg, opts, rep)
 	rep.TotalMs = ms(total)
 	if total > 0 {
@@ -71,10 +73,10 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if left := closeAll(all); left > 0 {
 		fmt.Fprintf(notes, "loadgen: %d connections still closing after %s (a dial the server never answered)\n", left, sioclient.DefaultCloseTimeout)
 	}
-	rep.ClientCPUSeconds = cpuSeconds() - cpu0
+	rep.ClientCPUSeconds = proc.SelfCPUSeconds() - cpu0
 
 	if stats != nil {
-		after, err := stats.settled(ctx, before, settleWait)
+		after, err := stats.Settled(ctx, before, settleWait)
 		if err != nil {
 			rep.ServerError = fmt.Sprintf("no /stats from %s after the run: %v", cfg.Admin, err)
 			fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)

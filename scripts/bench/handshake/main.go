@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,18 +19,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"knowngood/loadgen/handshake"
+	"knowngood/scripts/bench/internal/benchrun"
 	"knowngood/shared/config"
 )
 
@@ -111,38 +108,29 @@ type row struct {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	if _, err := os.Stat("go.mod"); err != nil {
-		return errors.New("run it from the repository root (no go.mod here)")
-	}
-	dir, err := os.MkdirTemp("", "bench-handshake")
+	bins, err := benchrun.Build(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	server, loadgen := filepath.Join(dir, "knowngood"), filepath.Join(dir, "loadgen")
-	fmt.Fprintln(stderr, "building ./servers and ./loadgen")
-	for _, b := range [][2]string{{server, "./servers"}, {loadgen, "./loadgen"}} {
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
-		}
-	}
+	defer bins.Remove()
+	server, loadgen := bins.Server, bins.Loadgen
 
 	// A fresh server for every run: on blocking, the connects a short
 	// deadline gave up on still hold the loop after the run.
 	var rows []row
 	for _, variant := range o.variants {
 		for _, n := range o.ns {
-			addr, adminAddr := freeAddr(), freeAddr()
+			addr, adminAddr := benchrun.FreeAddr(), benchrun.FreeAddr()
 			args := []string{"-variant", variant, "-addr", addr, "-admin-addr", adminAddr, "-log-format", "json"}
 			if o.delay != "" {
 				args = append(args, "-delay", o.delay)
 			}
-			p, err := start(ctx, stderr, server, args, "knowngood "+variant)
+			p, err := benchrun.Start(ctx, stderr, server, args, "knowngood "+variant)
 			if err != nil {
 				return err
 			}
-			rows = append(rows, measure(ctx, stderr, o, loadgen, variant, n, p, "http://"+p.adminAddr))
-			p.stop()
+			rows = append(rows, measure(ctx, stderr, o, loadgen, variant, n, p, "http://"+p.AdminAddr))
+			p.Stop()
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -151,14 +139,14 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 	var nodeRows []row
 	if o.node {
-		p, err := start(ctx, stderr, "node", []string{"scripts/node/sio-server.mjs", "0"}, "node socket.io")
+		p, err := benchrun.Start(ctx, stderr, "node", []string{"scripts/node/sio-server.mjs", "0"}, "node socket.io")
 		if err != nil {
 			return fmt.Errorf("%w (npm install in scripts/ first?)", err)
 		}
 		for _, n := range o.ns {
 			nodeRows = append(nodeRows, measure(ctx, stderr, o, loadgen, "node socket.io (empty)", n, p, ""))
 		}
-		p.stop()
+		p.Stop()
 	}
 
 	writeTable(stdout, o, append(rows, nodeRows...))
@@ -169,22 +157,22 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 }
 
 // measure runs loadgen once against a running server.
-func measure(ctx context.Context, stderr io.Writer, o options, loadgen, variant string, n int, p *proc, admin string) row {
+func measure(ctx context.Context, stderr io.Writer, o options, loadgen, variant string, n int, p *benchrun.Proc, admin string) row {
 	r := row{variant: variant, n: n}
 	fmt.Fprintf(stderr, "%s, N=%d\n", variant, n)
 	ctx, cancel := context.WithTimeout(ctx, 2*o.deadline+30*time.Second)
 	defer cancel()
-	cpu0, procOK0 := procCPU(p.cmd.Process.Pid)
-	cmd := exec.CommandContext(ctx, loadgen, "handshake", "-url", "http://"+p.addr, "-n", strconv.Itoa(n),
+	cpu0, procOK0 := benchrun.ProcCPU(p.PID())
+	cmd := exec.CommandContext(ctx, loadgen, "handshake", "-url", "http://"+p.Addr, "-n", strconv.Itoa(n),
 		"-deadline", o.deadline.String(), "-transport", o.transport, "-admin", admin, "-json", "-")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		r.err = fmt.Errorf("loadgen: %v: %s", err, lastLine(errOut.String()))
+		r.err = fmt.Errorf("loadgen: %v: %s", err, benchrun.LastLine(errOut.String()))
 		fmt.Fprintf(stderr, "  %v\n", r.err)
 		return r
 	}
-	cpu1, procOK1 := procCPU(p.cmd.Process.Pid)
+	cpu1, procOK1 := benchrun.ProcCPU(p.PID())
 	var rep handshake.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		r.err = fmt.Errorf("loadgen output: %v", err)
@@ -257,158 +245,4 @@ func num(v *float64, prec int) string {
 		return "-"
 	}
 	return strconv.FormatFloat(*v, 'f', prec, 64)
-}
-
-// proc is a server process, once it has said that it listens.
-type proc struct {
-	cmd       *exec.Cmd
-	name      string
-	addr      string
-	adminAddr string
-	done      chan struct{}
-	stopOnce  sync.Once
-}
-
-// start runs a server and waits (at most 30 s) for its JSON line with msg
-// "listening", which gives addr (and admin_addr for knowngood).
-func start(ctx context.Context, stderr io.Writer, bin string, args []string, name string) (*proc, error) {
-	cmd := exec.Command(bin, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{cmd: cmd, name: name, done: make(chan struct{})}
-	type ready struct{ addr, admin string }
-	readyc := make(chan ready, 1)
-	var wg sync.WaitGroup
-	var tail lastLines
-	scan := func(r io.Reader) {
-		defer wg.Done()
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			tail.add(string(line))
-			var m struct {
-				Msg       string `json:"msg"`
-				Addr      string `json:"addr"`
-				AdminAddr string `json:"admin_addr"`
-			}
-			if json.Unmarshal(line, &m) == nil && m.Msg == "listening" && m.Addr != "" {
-				select {
-				case readyc <- ready{m.Addr, m.AdminAddr}:
-				default:
-				}
-			}
-		}
-	}
-	wg.Add(2)
-	go scan(stdout)
-	go scan(errPipe)
-	go func() {
-		wg.Wait() // the pipes are read to the end before Wait closes them
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t := time.NewTimer(30 * time.Second)
-	defer t.Stop()
-	select {
-	case r := <-readyc:
-		p.addr, p.adminAddr = r.addr, r.admin
-		fmt.Fprintf(stderr, "%s listening on %s\n", name, p.addr)
-		return p, nil
-	case <-p.done:
-		return nil, fmt.Errorf("%s exited before listening: %s", name, tail.String())
-	case <-t.C:
-		p.stop()
-		return nil, fmt.Errorf("%s did not say it listens within 30s: %s", name, tail.String())
-	case <-ctx.Done():
-		p.stop()
-		return nil, ctx.Err()
-	}
-}
-
-// stop sends SIGTERM, and SIGKILL after 10 s, and waits for the exit.
-func (p *proc) stop() {
-	p.stopOnce.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-}
-
-// freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// procCPU is the user+system CPU seconds of a process, from /proc (Linux).
-func procCPU(pid int) (float64, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// Fields after the command name, which is in parentheses: utime and
-	// stime are the 12th and 13th.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, false
-	}
-	ut, err1 := strconv.ParseFloat(f[11], 64)
-	st, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const clkTck = 100 // USER_HZ on Linux
-	return (ut + st) / clkTck, true
-}
-
-// lastLines keeps the last few lines of a server's output, for errors.
-type lastLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *lastLines) add(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, s)
-	if len(l.lines) > 5 {
-		l.lines = l.lines[1:]
-	}
-}
-
-func (l *lastLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, " | ")
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }

@@ -1,0 +1,175 @@
+// Package conns is the idle-connections scenario of loadgen: it opens N
+// WebSocket (or raw TCP) connections in batches, each bound to the next
+// source address of a range so that no one address runs out of ephemeral
+// ports, holds them without traffic, and reports how many it held, how long
+// they took to establish, the failures with their first error, and what
+// each one costs the target in resident memory (its RSS after minus before,
+// divided by the connections held).
+//
+// Every connection takes a file descriptor on both sides: before it starts,
+// Run reads the open-files limit, raises the soft limit to the hard one
+// when it can, says how many connections that allows, and refuses an -n
+// beyond it.
+package conns
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/target"
+)
+
+// Defaults and bounds.
+const (
+	DefaultURL     = "ws://127.0.0.1:8080/"
+	DefaultN       = 1000
+	DefaultBatch   = 1000
+	DefaultHold    = 10 * time.Second
+	DefaultTimeout = 10 * time.Second
+
+	maxN       = 10000000
+	maxSources = 4096
+)
+
+// Config is one run of the scenario.
+type Config struct {
+	URL     string        // ws://HOST:PORT/PATH or tcp://HOST:PORT
+	N       int           // connections
+	Batch   int           // connections dialled at once
+	Sources []netip.Addr  // source addresses, used in turn; none = the kernel's choice
+	Hold    time.Duration // how long the connections are held once all are open
+	Timeout time.Duration // bounds each connection's dial and upgrade
+	Admin   string        // base URL of the target's admin listener; "" for none
+	PID     int           // the target's process id, for its RSS from /proc; 0 for none
+	JSON    string        // write the report as JSON to this file; "-" is stdout
+}
+
+// ParseFlags parses the scenario's flags. A bad value gives a one-line error
+// that names the flag and the accepted form; -h gives flag.ErrHelp.
+func ParseFlags(args []string) (Config, error) {
+	var cfg Config
+	fs := newFlagSet(&cfg)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q: every setting is a flag", fs.Arg(0))
+	}
+	adminSet := false
+	fs.Visit(func(f *flag.Flag) { adminSet = adminSet || f.Name == "admin" })
+	if err := cfg.normalize(adminSet); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Usage prints the flags and their defaults.
+func Usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: loadgen conns [flags]")
+	fs := newFlagSet(&Config{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func newFlagSet(cfg *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("conns", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned, and printed by the caller on one line
+	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP)")
+	positive := func(p *int, name string, def, hi int, usage string) {
+		*p = def
+		fs.Func(name, fmt.Sprintf("%s, 1 to %d (default %d)", usage, hi, def), func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 || n > hi {
+				return fmt.Errorf("want an integer from 1 to %d", hi)
+			}
+			*p = n
+			return nil
+		})
+	}
+	positive(&cfg.N, "n", DefaultN, maxN, "`N` connections to open and hold (the open-files limit applies)")
+	positive(&cfg.Batch, "batch", DefaultBatch, maxN, "`N` connections dialled at once; the next batch starts when this one is done")
+	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both; each gives its own ephemeral ports to one target (default: the kernel's choice)", func(s string) error {
+		addrs, err := parseSources(s)
+		if err != nil {
+			return err
+		}
+		cfg.Sources = addrs
+		return nil
+	})
+	duration := func(p *time.Duration, name string, def time.Duration, zeroOK bool, usage string) {
+		*p = def
+		fs.Func(name, fmt.Sprintf("%s (default %s)", usage, def), func(s string) error {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < 0 || (d == 0 && !zeroOK) {
+				if zeroOK {
+					return errors.New("want a duration of 0 or more, such as 10s")
+				}
+				return errors.New("want a positive duration such as 10s or 500ms")
+			}
+			*p = d
+			return nil
+		})
+	}
+	duration(&cfg.Hold, "hold", DefaultHold, true, "how long to hold the connections once all are open, before the target's RSS is read")
+	duration(&cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each connection's dial and upgrade")
+	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
+	fs.Func("pid", "the target's process `ID`, on this machine: its RSS comes from /proc/PID/status (for a target without /stats)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return errors.New("want a process id, a positive integer")
+		}
+		cfg.PID = n
+		return nil
+	})
+	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
+	return fs
+}
+
+// parseSources reads a comma-separated list of addresses and ranges
+// (FIRST-LAST, both of one family, FIRST <= LAST).
+func parseSources(s string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		first, last, isRange := strings.Cut(part, "-")
+		a, err := netip.ParseAddr(first)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an address: want 127.0.0.1-127.0.0.8 or 127.0.0.1,127.0.0.2", part)
+		}
+		b := a
+		if isRange {
+			if b, err = netip.ParseAddr(last); err != nil || b.Is4() != a.Is4() || b.Less(a) {
+				return nil, fmt.Errorf("%q is not a range: want FIRST-LAST of one family, FIRST <= LAST, such as 127.0.0.1-127.0.0.8", part)
+			}
+		}
+		for ; ; a = a.Next() {
+			if len(out) == maxSources {
+				return nil, fmt.Errorf("more than %d addresses", maxSources)
+			}
+			out = append(out, a)
+			if a == b {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// normalize checks the URL and fills in the admin address.
+func (c *Config) normalize(adminSet bool) error {
+	u, err := target.ParseURL(c.URL)
+	if err != nil {
+		return err
+	}
+	c.URL = u.String
+	c.Batch = min(c.Batch, c.N)
+	c.Admin, err = statsclient.AdminURL(c.Admin, adminSet, u.Host)
+	return err
+}

@@ -1,0 +1,207 @@
+package conns
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/target"
+)
+
+// Report is the result of a run: the table and the JSON object carry the
+// same figures.
+type Report struct {
+	Client  string   `json:"client"`
+	Version string   `json:"version"`
+	URL     string   `json:"url"`
+	N       int      `json:"n"`
+	Batch   int      `json:"batch"`
+	Sources []string `json:"sources"` // empty: the kernel's choice
+	Hold    string   `json:"hold"`
+	// OpenFiles says the open-files budget plainly; OpenFilesAllow is the
+	// number of connections it leaves room for.
+	OpenFiles      string `json:"open_files"`
+	OpenFilesAllow int    `json:"open_files_allow"`
+
+	Established int `json:"established"`
+	Failed      int `json:"failed"`  // N - Established
+	Dropped     int `json:"dropped"` // established, then ended by the target or the network while held
+	Held        int `json:"held"`    // open at the end of the hold, when the target's memory is read
+	// EstablishSeconds is the connect phase, from the first batch's start
+	// to the last one's end; Batches has each batch's.
+	EstablishSeconds float64 `json:"establish_seconds"`
+	Batches          []Batch `json:"batches"`
+	// Errors: the failed connections by kind, and the dropped ones.
+	Errors map[string]tally.Count `json:"errors"`
+	// ClientCPUSeconds is this process's CPU time from the first dial to
+	// the end of the hold.
+	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+
+	// Server is the target's view: its resident memory before the first
+	// dial and at the end of the hold; nil when neither /stats nor -pid
+	// gave it, and ServerError says why.
+	Server      *ServerView `json:"server,omitempty"`
+	ServerError string      `json:"server_error,omitempty"`
+}
+
+// Batch is one batch of connections dialled at once.
+type Batch struct {
+	Connections int     `json:"connections"`
+	Established int     `json:"established"`
+	Failed      int     `json:"failed"`
+	Seconds     float64 `json:"seconds"` // from the batch's start to its last connection's end
+}
+
+// ServerView is what the target reported.
+type ServerView struct {
+	Admin   string `json:"admin,omitempty"`
+	Variant string `json:"variant,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	// Resident memory before and after, from /proc with -pid, else from
+	// /stats; RSSSource says which.
+	RSSBefore *float64 `json:"resident_bytes_before"`
+	RSSAfter  *float64 `json:"resident_bytes_after"`
+	RSSSource string   `json:"resident_source,omitempty"`
+	// BytesPerConnection is (after - before) / held.
+	BytesPerConnection *float64 `json:"bytes_per_connection"`
+	// From /stats: connections open at the end of the hold, and opened
+	// over the run.
+	ConnectionsActive *int64  `json:"connections_active"`
+	ConnectionsOpened *uint64 `json:"connections_opened"`
+}
+
+func newReport(cfg Config, u target.URL) *Report {
+	r := &Report{URL: cfg.URL, N: cfg.N, Batch: cfg.Batch, Hold: cfg.Hold.String(), Sources: []string{}, Errors: map[string]tally.Count{}}
+	r.Client, r.Version = target.Client(u)
+	for _, a := range cfg.Sources {
+		r.Sources = append(r.Sources, a.String())
+	}
+	return r
+}
+
+// KiBPerConnection is the target's resident memory per held connection, in
+// KiB; nil when unknown.
+func (r *Report) KiBPerConnection() *float64 {
+	if r.Server == nil || r.Server.BytesPerConnection == nil {
+		return nil
+	}
+	v := *r.Server.BytesPerConnection / 1024
+	return &v
+}
+
+// WriteJSON writes the report as one JSON object and a newline.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteTable writes the report as a table: the client's figures, and the
+// server's next to them when there are any.
+func (r *Report) WriteTable(w io.Writer) error {
+	sources := "the kernel's choice of source address"
+	if len(r.Sources) > 0 {
+		addrs := make([]netip.Addr, 0, len(r.Sources))
+		for _, a := range r.Sources {
+			if addr, err := netip.ParseAddr(a); err == nil {
+				addrs = append(addrs, addr)
+			}
+		}
+		sources = fmt.Sprintf("%d source addresses (%s)", len(r.Sources), target.SourceList(addrs))
+	}
+	fmt.Fprintf(w, "conns: %d idle connections to %s in batches of %d from %s, held %s (%s %s)\n",
+		r.N, r.URL, r.Batch, sources, r.Hold, r.Client, r.Version)
+	if r.OpenFiles != "" {
+		fmt.Fprintf(w, "%s\n", r.OpenFiles)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	s := r.Server
+	switch {
+	case s == nil:
+		fmt.Fprintf(tw, "\tclient\t\n")
+	case s.Variant != "":
+		fmt.Fprintf(tw, "\tclient\tserver (%s, %s)\n", s.Variant, s.Admin)
+	default:
+		fmt.Fprintf(tw, "\tclient\tserver (pid %d)\n", s.PID)
+	}
+	row := func(name, client, server string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, client, server) }
+	srv := func(f func(*ServerView) string) string {
+		if s == nil {
+			return ""
+		}
+		return f(s)
+	}
+	row("established", fmt.Sprintf("%d of %d", r.Established, r.N),
+		srv(func(s *ServerView) string {
+			if s.ConnectionsOpened == nil {
+				return ""
+			}
+			return fmt.Sprintf("%d opened", *s.ConnectionsOpened)
+		}))
+	row("failed", strconv.Itoa(r.Failed), "")
+	row("dropped while held", strconv.Itoa(r.Dropped), "")
+	row("held", strconv.Itoa(r.Held),
+		srv(func(s *ServerView) string {
+			if s.ConnectionsActive == nil {
+				return ""
+			}
+			return fmt.Sprintf("%d active", *s.ConnectionsActive)
+		}))
+	rate := "-"
+	if r.EstablishSeconds > 0 {
+		rate = strconv.FormatFloat(float64(r.Established)/r.EstablishSeconds, 'f', 0, 64) + "/s"
+	}
+	row("establish", fmt.Sprintf("%s (%s)", seconds(r.EstablishSeconds), rate), "")
+	row("batches", batchSummary(r.Batches), "")
+	row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64), "")
+	if s != nil && s.RSSSource != "" {
+		row("resident MiB", "", fmt.Sprintf("%.1f -> %.1f (%s)", *s.RSSBefore/(1<<20), *s.RSSAfter/(1<<20), s.RSSSource))
+	}
+	if kib := r.KiBPerConnection(); kib != nil {
+		row("per connection", "", fmt.Sprintf("%.2f KiB", *kib))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	tally.Write(w, "errors", r.Errors)
+	if r.ServerError != "" {
+		fmt.Fprintf(w, "server: %s\n", r.ServerError)
+	}
+	return nil
+}
+
+// batchSummary gives the batches' times: all of them when few, else the
+// median and the slowest.
+func batchSummary(batches []Batch) string {
+	if len(batches) == 0 {
+		return "-"
+	}
+	times := make([]float64, len(batches))
+	for i, b := range batches {
+		times[i] = b.Seconds
+	}
+	if len(times) <= 8 {
+		s := make([]string, len(times))
+		for i, t := range times {
+			s[i] = seconds(t)
+		}
+		return fmt.Sprintf("%d: %s", len(times), strings.Join(s, " "))
+	}
+	sorted := slices.Clone(times)
+	slices.Sort(sorted)
+	return fmt.Sprintf("%d: median %s, slowest %s", len(times), seconds(sorted[len(sorted)/2]), seconds(sorted[len(sorted)-1]))
+}
+
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}

@@ -1,0 +1,97 @@
+package conns
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"knowngood/loadgen/internal/tally"
+)
+
+func sampleReport() *Report {
+	f := func(v float64) *float64 { return &v }
+	active, opened := int64(18990), uint64(19000)
+	return &Report{
+		Client: "gorilla/websocket", Version: "v1.5.3", URL: "ws://127.0.0.1:8080/", N: 19000, Batch: 1000,
+		Sources: []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}, Hold: "10s",
+		OpenFiles:      "open-files limit 20000 (hard 20000), 9 open: room for 19959 connections",
+		OpenFilesAllow: 19959,
+		Established:    18995, Failed: 5, Dropped: 5, Held: 18990, EstablishSeconds: 2.5,
+		Batches:          []Batch{{1000, 1000, 0, 0.1234}, {1000, 995, 5, 0.5}},
+		ClientCPUSeconds: 1.234,
+		Errors: map[string]tally.Count{
+			"timeout":            {Count: 5, First: "dial tcp 127.0.0.3:0->127.0.0.1:8080: i/o timeout"},
+			"dropped while held": {Count: 5, First: "websocket: close 1001 (going away)"},
+		},
+		Server: &ServerView{Admin: "http://127.0.0.1:9100", Variant: "echo-gorilla", RSSBefore: f(20 << 20), RSSAfter: f(20<<20 + 18990*17*1024), RSSSource: "stats",
+			BytesPerConnection: f(17 * 1024), ConnectionsActive: &active, ConnectionsOpened: &opened},
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b strings.Builder
+	if err := sampleReport().WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `conns: 19000 idle connections to ws://127.0.0.1:8080/ in batches of 1000 from 3 source addresses (127.0.0.1-127.0.0.3), held 10s (gorilla/websocket v1.5.3)
+open-files limit 20000 (hard 20000), 9 open: room for 19959 connections
+                    client          server (echo-gorilla, http://127.0.0.1:9100)
+established         18995 of 19000  19000 opened
+failed              5               
+dropped while held  5               
+held                18990           18990 active
+establish           2.5s (7598/s)   
+batches             2: 123ms 500ms  
+cpu seconds         1.23            
+resident MiB                        20.0 -> 335.3 (stats)
+per connection                      17.00 KiB
+errors:
+         5  dropped while held  first: websocket: close 1001 (going away)
+         5  timeout             first: dial tcp 127.0.0.3:0->127.0.0.1:8080: i/o timeout
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+
+	// Many batches: the median and the slowest; no server.
+	r := sampleReport()
+	r.Server, r.ServerError, r.Sources = nil, "no /stats from http://127.0.0.1:9100: 404 Not Found", nil
+	r.Batches = nil
+	for i := range 19 {
+		r.Batches = append(r.Batches, Batch{Connections: 1000, Established: 1000, Seconds: float64(i+1) / 10})
+	}
+	b.Reset()
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"from the kernel's choice of source address", "batches             19: median 1s, slowest 1.9s", "server: no /stats from"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "per connection") {
+		t.Errorf("per-connection figure without a server:\n%s", b.String())
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	var b strings.Builder
+	if err := sampleReport().WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &m); err != nil || strings.Count(b.String(), "\n") != 1 {
+		t.Fatalf("%v: %q", err, b.String())
+	}
+	for k, want := range map[string]any{"n": 19000.0, "established": 18995.0, "held": 18990.0, "dropped": 5.0, "establish_seconds": 2.5, "open_files_allow": 19959.0} {
+		if m[k] != want {
+			t.Errorf("%s = %v, want %v", k, m[k], want)
+		}
+	}
+	if srv := m["server"].(map[string]any); srv["bytes_per_connection"] != 17408.0 || srv["resident_source"] != "stats" {
+		t.Errorf("server = %v", srv)
+	}
+	if batches := m["batches"].([]any); len(batches) != 2 || batches[1].(map[string]any)["failed"] != 5.0 {
+		t.Errorf("batches = %v", batches)
+	}
+}

@@ -1,0 +1,308 @@
+package conns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/target"
+	"knowngood/shared/protocol"
+)
+
+// Error kinds: why a connection was not established, or was lost while held.
+const (
+	kindTimeout   = "timeout"
+	kindRefused   = "refused"
+	kindReset     = "reset"
+	kindNoPorts   = "no source port" // EADDRNOTAVAIL: the source's ephemeral ports ran out
+	kindNoFiles   = "too many open files"
+	kindHandshake = "upgrade refused"
+	kindOther     = "other"
+	kindDropped   = "dropped while held"
+)
+
+const (
+	// closeWait bounds the wait for the connections' readers to end once
+	// every connection is closed.
+	closeWait = 10 * time.Second
+	// closeParallel bounds the closes in progress at once.
+	closeParallel = 64
+	// wsReadBuffer is small: an idle connection reads nothing, and the
+	// client's memory is not what is measured.
+	wsReadBuffer = 1024
+)
+
+// Run opens cfg.N idle connections in batches, holds them for cfg.Hold, and
+// reports. The open-files budget goes to notes first, one line; a -n beyond
+// it is refused. It returns an error only when the run could not take
+// place at all.
+func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
+	files, err := proc.OpenFiles()
+	if err != nil {
+		fmt.Fprintf(notes, "loadgen: open-files limit unknown (%v); going on\n", err)
+	} else {
+		fmt.Fprintf(notes, "loadgen: %s\n", files)
+		if err := files.Check("n", cfg.N); err != nil {
+			return nil, err
+		}
+	}
+	rep, err := run(ctx, cfg, notes)
+	if rep != nil && err == nil {
+		rep.OpenFiles = files.String()
+		rep.OpenFilesAllow = files.Allows()
+	}
+	return rep, err
+}
+
+// held is one open connection: its close, and a reader that notices when
+// the target drops it.
+type held struct {
+	close func()
+	read  func() error // blocks until the connection ends
+}
+
+func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
+	u, err := target.ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	rep := newReport(cfg, u)
+	errs := &tally.Errors{}
+	var stats *statsclient.Client
+	if cfg.Admin != "" {
+		stats = statsclient.New(cfg.Admin)
+		defer stats.Close()
+	}
+	before := takeSample(ctx, stats, cfg.PID)
+	cpu0 := proc.SelfCPUSeconds()
+
+	var (
+		mu      sync.Mutex
+		conns   []held
+		alive   atomic.Int64 // established and not dropped
+		closing atomic.Bool  // set before the run closes them: their ends are not drops
+		readers sync.WaitGroup
+	)
+	writePool := &syncPool{}
+	dial := func(ctx context.Context, src netip.Addr) (held, error) {
+		opts := target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool}
+		if u.TCP {
+			c, err := target.DialTCP(ctx, u, opts)
+			if err != nil {
+				return held{}, err
+			}
+			return held{close: func() { _ = c.Close() }, read: func() error {
+				var b [512]byte
+				for {
+					if _, err := c.Read(b[:]); err != nil {
+						return err
+					}
+				}
+			}}, nil
+		}
+		c, err := target.DialWebSocket(ctx, u, opts)
+		if err != nil {
+			return held{}, err
+		}
+		return held{
+			close: func() {
+				msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
+				_ = c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+				_ = c.Close()
+			},
+			read: func() error {
+				for {
+					if _, _, err := c.NextReader(); err != nil {
+						return err
+					}
+				}
+			},
+		}, nil
+	}
+
+	start := time.Now()
+	for first := 0; first < cfg.N && ctx.Err() == nil; first += cfg.Batch {
+		size := min(cfg.Batch, cfg.N-first)
+		b := Batch{Connections: size}
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for i := first; i < first+size; i++ {
+			var src netip.Addr
+			if len(cfg.Sources) > 0 {
+				src = cfg.Sources[i%len(cfg.Sources)]
+			}
+			wg.Go(func() {
+				h, err := dial(ctx, src)
+				if err != nil {
+					failed.Add(1)
+					errs.Add(errorKind(err), 1, err)
+					return
+				}
+				alive.Add(1)
+				mu.Lock()
+				conns = append(conns, h)
+				mu.Unlock()
+				readers.Go(func() {
+					err := h.read()
+					if !closing.Load() {
+						alive.Add(-1)
+						errs.Add(kindDropped, 1, err)
+					}
+				})
+			})
+		}
+		wg.Wait()
+		b.Seconds = time.Since(t0).Seconds()
+		b.Failed = int(failed.Load())
+		b.Established = size - b.Failed
+		rep.Batches = append(rep.Batches, b)
+	}
+	rep.EstablishSeconds = time.Since(start).Seconds()
+	rep.Established = len(conns)
+	rep.Failed = cfg.N - rep.Established
+	fmt.Fprintf(notes, "loadgen: %d connections established in %.2fs; holding them %s\n", rep.Established, rep.EstablishSeconds, cfg.Hold)
+
+	hold := time.NewTimer(cfg.Hold)
+	select {
+	case <-hold.C:
+	case <-ctx.Done():
+		hold.Stop()
+	}
+	// Held counts the connections alive when the target's memory is read.
+	rep.Held = int(alive.Load())
+	after := takeSample(ctx, stats, cfg.PID)
+	rep.ClientCPUSeconds = proc.SelfCPUSeconds() - cpu0
+	rep.Dropped = rep.Established - rep.Held
+
+	closing.Store(true)
+	closeAll(conns)
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+	select {
+	case <-readersDone:
+	case <-time.After(closeWait):
+		fmt.Fprintf(notes, "loadgen: connections still closing after %s\n", closeWait)
+	}
+	rep.Errors = errs.Map()
+	rep.Server, rep.ServerError = serverView(cfg, before, after, rep.Held)
+	if rep.ServerError != "" {
+		fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
+	}
+	return rep, nil
+}
+
+// syncPool is gorilla's BufferPool over a sync.Pool: an idle connection
+// then holds no write buffer.
+type syncPool struct{ p sync.Pool }
+
+func (s *syncPool) Get() any  { return s.p.Get() }
+func (s *syncPool) Put(v any) { s.p.Put(v) }
+
+// closeAll closes the connections, closeParallel at a time.
+func closeAll(conns []held) {
+	sem := make(chan struct{}, closeParallel)
+	var wg sync.WaitGroup
+	for _, h := range conns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			h.close()
+		})
+	}
+	wg.Wait()
+}
+
+// errorKind sorts a failed dial.
+func errorKind(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return kindRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return kindReset
+	case errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EADDRINUSE):
+		return kindNoPorts
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return kindNoFiles
+	case errors.Is(err, websocket.ErrBadHandshake):
+		return kindHandshake
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &netErr) && netErr.Timeout():
+		return kindTimeout
+	}
+	return kindOther
+}
+
+// sample is the target's memory at one moment.
+type sample struct {
+	server    *statsclient.Snapshot
+	serverErr error
+	procRSS   float64
+	procErr   error
+}
+
+func takeSample(ctx context.Context, stats *statsclient.Client, pid int) sample {
+	var s sample
+	if pid != 0 {
+		s.procRSS, s.procErr = proc.ResidentBytes(pid)
+	}
+	if stats != nil {
+		snap, err := stats.Get(ctx)
+		s.server, s.serverErr = &snap, err
+	}
+	return s
+}
+
+// serverView combines the two samples: RSS from /proc when -pid is given,
+// else from /stats. The string says what failed.
+func serverView(cfg Config, before, after sample, heldConns int) (*ServerView, string) {
+	v := &ServerView{PID: cfg.PID}
+	var problems []error
+	if cfg.PID != 0 {
+		if err := errors.Join(before.procErr, after.procErr); err != nil {
+			problems = append(problems, fmt.Errorf("no RSS of process %d: %w", cfg.PID, err))
+		} else {
+			v.RSSBefore, v.RSSAfter, v.RSSSource = &before.procRSS, &after.procRSS, "proc"
+		}
+	}
+	if cfg.Admin != "" {
+		if err := errors.Join(before.serverErr, after.serverErr); err != nil {
+			problems = append(problems, fmt.Errorf("no /stats from %s: %w", cfg.Admin, err))
+		} else {
+			b, a := before.server, after.server
+			v.Admin, v.Variant = cfg.Admin, a.Variant
+			v.ConnectionsActive = &a.ConnectionsActive
+			d := protocol.Diff(b.Stats, a.Stats)
+			v.ConnectionsOpened = &d.ConnectionsTotal
+			if v.RSSSource == "" && b.ResidentBytes != nil && a.ResidentBytes != nil {
+				v.RSSBefore, v.RSSAfter, v.RSSSource = b.ResidentBytes, a.ResidentBytes, "stats"
+			}
+		}
+	}
+	if v.RSSSource != "" && heldConns > 0 {
+		per := (*v.RSSAfter - *v.RSSBefore) / float64(heldConns)
+		v.BytesPerConnection = &per
+	}
+	problem := ""
+	if err := errors.Join(problems...); err != nil {
+		problem = err.Error()
+	}
+	if v.Variant == "" && v.RSSSource == "" {
+		return nil, problem
+	}
+	return v, problem
+}

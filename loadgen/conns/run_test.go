@@ -1,0 +1,146 @@
+package conns
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"knowngood/loadgen/internal/echotest"
+	"knowngood/loadgen/internal/proc"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var twoSources = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}
+
+// fakeAdmin serves /stats: resident memory before, and perConn bytes more
+// for each of the server's active connections after.
+func fakeAdmin(t *testing.T, srv *echotest.Server, perConn int64) string {
+	t.Helper()
+	var calls atomic.Int64
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		active := srv.Active.Load()
+		rss := int64(50 << 20)
+		if calls.Add(1) > 1 {
+			rss += perConn * active
+		}
+		fmt.Fprintf(w, `{"variant":"echo-test","connections_active":%d,"connections_total":%d,"resident_bytes":%d}`, active, calls.Load()*100, rss)
+	}))
+	t.Cleanup(admin.Close)
+	return admin.URL
+}
+
+func TestRun(t *testing.T) {
+	for _, start := range []func(testing.TB, echotest.Options) *echotest.Server{echotest.StartWebSocket, echotest.StartTCP} {
+		srv := start(t, echotest.Options{})
+		t.Run(srv.URL[:strings.Index(srv.URL, ":")], func(t *testing.T) {
+			cfg := Config{URL: srv.URL, N: 20, Batch: 8, Sources: twoSources, Hold: 100 * time.Millisecond, Timeout: 5 * time.Second, Admin: fakeAdmin(t, srv, 3000)}
+			var notes strings.Builder
+			rep, err := Run(context.Background(), cfg, &notes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Established != 20 || rep.Held != 20 || rep.Failed != 0 || rep.Dropped != 0 || len(rep.Errors) != 0 {
+				t.Errorf("established %d, held %d, failed %d, dropped %d, errors %v", rep.Established, rep.Held, rep.Failed, rep.Dropped, rep.Errors)
+			}
+			if len(rep.Batches) != 3 || rep.Batches[0].Connections != 8 || rep.Batches[2].Connections != 4 || rep.Batches[2].Established != 4 || rep.EstablishSeconds <= 0 {
+				t.Errorf("batches %+v, establish %vs", rep.Batches, rep.EstablishSeconds)
+			}
+			// Each source address in turn.
+			if got := srv.Remotes(); got["127.0.0.1"] != 10 || got["127.0.0.2"] != 10 || len(got) != 2 {
+				t.Errorf("the server saw connections from %v, want 10 from each of 127.0.0.1 and 127.0.0.2", got)
+			}
+			s := rep.Server
+			if s == nil || s.RSSSource != "stats" || s.BytesPerConnection == nil || *s.BytesPerConnection != 3000 || *s.ConnectionsActive != 20 || s.Variant != "echo-test" {
+				t.Fatalf("server view %+v", s)
+			}
+			if kib := rep.KiBPerConnection(); *kib != 3000.0/1024 {
+				t.Errorf("KiB per connection %v", *kib)
+			}
+			if !strings.Contains(notes.String(), "room for") || !strings.Contains(rep.OpenFiles, "open-files limit") || rep.OpenFilesAllow < 20 {
+				t.Errorf("open files: notes %q, report %q, %d", notes.String(), rep.OpenFiles, rep.OpenFilesAllow)
+			}
+			// Every connection is closed at the end.
+			deadline := time.Now().Add(5 * time.Second)
+			for srv.Active.Load() != 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := srv.Active.Load(); n != 0 {
+				t.Errorf("%d connections still open on the server", n)
+			}
+		})
+	}
+}
+
+// TestRunPID: the target's RSS from /proc (this process's, here).
+func TestRunPID(t *testing.T) {
+	srv := echotest.StartWebSocket(t, echotest.Options{})
+	rep, err := Run(context.Background(), Config{URL: srv.URL, N: 5, Batch: 5, Timeout: 5 * time.Second, PID: os.Getpid()}, new(strings.Builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Server; s == nil || s.RSSSource != "proc" || *s.RSSBefore <= 0 || s.BytesPerConnection == nil || rep.ServerError != "" {
+		t.Errorf("server view %+v, error %q", s, rep.ServerError)
+	}
+}
+
+// TestRunDroppedAndFailed: connections the server closes while held are
+// dropped; a dial nobody answers fails, with its first error.
+func TestRunDroppedAndFailed(t *testing.T) {
+	srv := echotest.StartWebSocket(t, echotest.Options{CloseIdleAfter: 50 * time.Millisecond})
+	rep, err := Run(context.Background(), Config{URL: srv.URL, N: 6, Batch: 3, Hold: 500 * time.Millisecond, Timeout: 5 * time.Second}, new(strings.Builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Established != 6 || rep.Dropped != 6 || rep.Held != 0 || rep.Errors[kindDropped].Count != 6 {
+		t.Errorf("established %d, dropped %d, held %d, errors %v", rep.Established, rep.Dropped, rep.Held, rep.Errors)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	rep, err = Run(context.Background(), Config{URL: "ws://" + addr + "/", N: 4, Batch: 4, Sources: twoSources, Timeout: 5 * time.Second}, new(strings.Builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Errors[kindRefused]; rep.Failed != 4 || rep.Held != 0 || f.Count != 4 || !strings.Contains(f.First, "connection refused") {
+		t.Errorf("failed %d, held %d, errors %v", rep.Failed, rep.Held, rep.Errors)
+	}
+}
+
+// TestOpenFilesCheck: an -n beyond the open-files limit is refused before
+// any dial, with a message that names -n and the limit.
+func TestOpenFilesCheck(t *testing.T) {
+	files, err := proc.OpenFiles()
+	if err != nil {
+		t.Skip(err)
+	}
+	n := files.Allows() + 1
+	if n > maxN {
+		t.Skipf("an open-files limit of %d is beyond -n's range", files.Soft)
+	}
+	var notes strings.Builder
+	_, err = Run(context.Background(), Config{URL: "ws://127.0.0.1:1/", N: n, Batch: 1000, Timeout: time.Second}, &notes)
+	want := fmt.Sprintf("-n %d is more than the open-files limit allows: open-files limit %d", n, files.Soft)
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Run with -n %d: %v; want one line with %q", n, err, want)
+	}
+	if !strings.Contains(notes.String(), fmt.Sprintf("room for %d connections", n-1)) {
+		t.Errorf("notes %q do not say how many connections the limit allows", notes.String())
+	}
+}

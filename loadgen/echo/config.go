@@ -1,0 +1,175 @@
+// Package echo is the echo scenario of loadgen: C connections send messages
+// of a fixed size and read each one's echo back, in one of three modes,
+// and the report gives the rate, the latency percentiles (HdrHistogram),
+// the errors, and the CPU time of both sides over the same window.
+//
+//   - sync: each connection sends, waits for the echo, and sends again.
+//   - pipelined: each connection keeps up to -inflight messages awaiting
+//     their echo.
+//   - rate: open loop at -rate messages per second in total, spread evenly
+//     over the connections; each message's latency is counted from the
+//     moment it was due to be sent, so a stall is charged to every message
+//     it delayed, not only to the one in flight (no coordinated omission).
+//
+// ws:// URLs speak WebSocket (gorilla/websocket, binary messages);
+// tcp:// URLs send the same bytes without framing and read back as many.
+// Every echo is compared with the message sent.
+package echo
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/target"
+)
+
+// Modes.
+const (
+	Sync      = "sync"
+	Pipelined = "pipelined"
+	Rate      = "rate"
+)
+
+// Modes lists the modes, for -mode.
+var Modes = []string{Sync, Pipelined, Rate}
+
+// Defaults and bounds.
+const (
+	DefaultURL      = "ws://127.0.0.1:8080/"
+	DefaultConns    = 100
+	DefaultSize     = 128
+	DefaultMode     = Sync
+	DefaultInflight = 32
+	DefaultRate     = 50000
+	DefaultDuration = 10 * time.Second
+	DefaultWarmup   = 2 * time.Second
+	DefaultTimeout  = 5 * time.Second
+
+	maxConns    = 1000000
+	maxSize     = 16 << 20
+	maxInflight = 1 << 16
+	maxRate     = 100000000
+)
+
+// Config is one run of the scenario.
+type Config struct {
+	URL      string        // ws://HOST:PORT/PATH or tcp://HOST:PORT
+	Conns    int           // -c
+	Size     int           // bytes per message
+	Mode     string        // sync, pipelined or rate
+	Inflight int           // pipelined: messages awaiting their echo per connection
+	Rate     int           // rate: messages per second, all connections together
+	Duration time.Duration // the measured window
+	Warmup   time.Duration // before the window; not in the figures
+	Timeout  time.Duration // bounds each dial, and the wait for the last echoes after the window
+	Admin    string        // base URL of the target's admin listener; "" for none
+	PID      int           // the target's process id, for its CPU from /proc; 0 for none
+	JSON     string        // write the report as JSON to this file; "-" is stdout
+}
+
+// ParseFlags parses the scenario's flags. A bad value gives a one-line error
+// that names the flag and the accepted form; -h gives flag.ErrHelp.
+func ParseFlags(args []string) (Config, error) {
+	var cfg Config
+	fs := newFlagSet(&cfg)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q: every setting is a flag", fs.Arg(0))
+	}
+	adminSet := false
+	fs.Visit(func(f *flag.Flag) { adminSet = adminSet || f.Name == "admin" })
+	if err := cfg.normalize(adminSet); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Usage prints the flags and their defaults.
+func Usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: loadgen echo [flags]")
+	fs := newFlagSet(&Config{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// intFlag defines an integer flag from lo to hi.
+func intFlag(fs *flag.FlagSet, p *int, name string, def, lo, hi int, usage string) {
+	*p = def
+	fs.Func(name, fmt.Sprintf("%s, %d to %d (default %d)", usage, lo, hi, def), func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("want an integer from %d to %d", lo, hi)
+		}
+		*p = n
+		return nil
+	})
+}
+
+// durationFlag defines a duration flag; zero is allowed when zeroOK.
+func durationFlag(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, zeroOK bool, usage string) {
+	*p = def
+	fs.Func(name, fmt.Sprintf("%s (default %s)", usage, def), func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || (d == 0 && !zeroOK) {
+			if zeroOK {
+				return errors.New("want a duration of 0 or more, such as 2s or 500ms")
+			}
+			return errors.New("want a positive duration such as 10s or 500ms")
+		}
+		*p = d
+		return nil
+	})
+}
+
+func newFlagSet(cfg *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned, and printed by the caller on one line
+	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP echo, no framing)")
+	intFlag(fs, &cfg.Conns, "c", DefaultConns, 1, maxConns, "`N` connections")
+	intFlag(fs, &cfg.Size, "size", DefaultSize, 1, maxSize, "`BYTES` per message (the target's -max-message applies)")
+	cfg.Mode = DefaultMode
+	fs.Func("mode", fmt.Sprintf("`MODE`: sync (send, wait for the echo, repeat), pipelined (up to -inflight awaiting their echo per connection), rate (open loop at -rate in total) (default %s)", DefaultMode), func(s string) error {
+		for _, m := range Modes {
+			if s == m {
+				cfg.Mode = s
+				return nil
+			}
+		}
+		return fmt.Errorf("want %s", strings.Join(Modes, ", "))
+	})
+	intFlag(fs, &cfg.Inflight, "inflight", DefaultInflight, 1, maxInflight, "pipelined: `N` messages awaiting their echo on each connection")
+	intFlag(fs, &cfg.Rate, "rate", DefaultRate, 1, maxRate, "rate: `MSG/S` sent by all connections together, evenly spread")
+	durationFlag(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, after the warmup")
+	durationFlag(fs, &cfg.Warmup, "warmup", DefaultWarmup, true, "traffic before the window that the figures leave out")
+	durationFlag(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last echoes after the window")
+	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
+	fs.Func("pid", "the target's process `ID`, on this machine: its CPU seconds come from /proc/PID/stat (for a target without /stats)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return errors.New("want a process id, a positive integer")
+		}
+		cfg.PID = n
+		return nil
+	})
+	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
+	return fs
+}
+
+// normalize checks the URL and fills in the admin address.
+func (c *Config) normalize(adminSet bool) error {
+	u, err := target.ParseURL(c.URL)
+	if err != nil {
+		return err
+	}
+	c.URL = u.String
+	c.Admin, err = statsclient.AdminURL(c.Admin, adminSet, u.Host)
+	return err
+}

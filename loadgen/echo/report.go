@@ -1,0 +1,261 @@
+package echo
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/target"
+	"knowngood/shared/protocol"
+)
+
+// Report is the result of a run: the table and the JSON object carry the
+// same figures. Every figure but Sent and Errors is about the window: the
+// messages sent (due, in rate mode) from its start to its end, and the CPU
+// time of both sides over the same interval.
+type Report struct {
+	Client   string `json:"client"`
+	Version  string `json:"version"`
+	URL      string `json:"url"`
+	Mode     string `json:"mode"`
+	Conns    int    `json:"connections"`
+	Size     int    `json:"size"`
+	Inflight int    `json:"inflight,omitempty"` // pipelined
+	Rate     int    `json:"rate,omitempty"`     // rate: the target, msg/s
+	Duration string `json:"duration"`
+	Warmup   string `json:"warmup"`
+
+	Connected int `json:"connected"`
+	// Messages is the number of matching echoes of the messages sent in
+	// the window, however late they came.
+	Messages          int64   `json:"messages"`
+	WindowSeconds     float64 `json:"window_seconds"` // shorter than Duration when interrupted
+	MessagesPerSecond float64 `json:"messages_per_second"`
+	// Interrupted: the run was stopped before the end of the window; the
+	// messages awaiting their echo then are not counted as lost.
+	Interrupted bool `json:"interrupted"`
+	// Sent counts every message written, warmup and window.
+	Sent int64 `json:"sent"`
+	// BehindSchedule (rate mode) counts the messages due before the end
+	// that were never sent: the writes could not keep up.
+	BehindSchedule int64 `json:"behind_schedule"`
+
+	// Latency of the window's messages, from send (due time in rate mode)
+	// to the echo; null when there is none.
+	P50ms  *float64 `json:"p50_ms"`
+	P90ms  *float64 `json:"p90_ms"`
+	P99ms  *float64 `json:"p99_ms"`
+	P999ms *float64 `json:"p99_9_ms"`
+	MaxMs  *float64 `json:"max_ms"`
+	// Rate mode: how late the window's messages were written after their
+	// due time (timer wake-ups, blocked writes). It is part of the latency
+	// above: when it is large, the client is the bottleneck. Go's timers
+	// wake up to about 1 ms late while the process is otherwise idle, so
+	// at low rates it is most of the latency.
+	SendLateP50ms *float64 `json:"send_late_p50_ms,omitempty"`
+	SendLateP99ms *float64 `json:"send_late_p99_ms,omitempty"`
+	SendLateMaxMs *float64 `json:"send_late_max_ms,omitempty"`
+
+	// ClientCPUSeconds is this process's user+system CPU time over the
+	// window (getrusage).
+	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+	// Errors by kind: dial, write and read count connections, mismatch
+	// and lost count messages.
+	Errors map[string]tally.Count `json:"errors"`
+
+	// Server is the target's view of the window: its /stats at the start
+	// and at the end, and its CPU from /proc with -pid; nil with neither,
+	// and ServerError says why when one failed.
+	Server      *ServerView `json:"server,omitempty"`
+	ServerError string      `json:"server_error,omitempty"`
+}
+
+// ServerView is what the target reported about the window.
+type ServerView struct {
+	Admin   string `json:"admin,omitempty"`
+	Variant string `json:"variant,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	// CPUSeconds is the target's CPU time over the window, from /proc
+	// when -pid is given, else from /stats; CPUSource says which.
+	CPUSeconds *float64 `json:"cpu_seconds"`
+	CPUSource  string   `json:"cpu_source,omitempty"`
+	// The target's own counts over the window, from /stats (echo-tcp
+	// counts reads, not messages).
+	MessagesReceived  *uint64 `json:"messages_received"`
+	MessagesSent      *uint64 `json:"messages_sent"`
+	BytesReceived     *uint64 `json:"bytes_received"`
+	BytesSent         *uint64 `json:"bytes_sent"`
+	ConnectionsActive *int64  `json:"connections_active"`
+}
+
+func newReport(cfg Config) *Report {
+	r := &Report{
+		URL: cfg.URL, Mode: cfg.Mode, Conns: cfg.Conns, Size: cfg.Size,
+		Duration: cfg.Duration.String(), Warmup: cfg.Warmup.String(), Errors: map[string]tally.Count{},
+	}
+	u, _ := target.ParseURL(cfg.URL)
+	r.Client, r.Version = target.Client(u)
+	switch cfg.Mode {
+	case Pipelined:
+		r.Inflight = cfg.Inflight
+	case Rate:
+		r.Rate = cfg.Rate
+	}
+	return r
+}
+
+// setLatency fills in the percentiles of lat, and of late when it has any.
+func (r *Report) setLatency(lat, late *hdrhistogram.Histogram) {
+	ms := func(us int64) *float64 { v := float64(us) / 1000; return &v }
+	if lat.TotalCount() > 0 {
+		r.P50ms, r.P90ms, r.P99ms = ms(lat.ValueAtPercentile(50)), ms(lat.ValueAtPercentile(90)), ms(lat.ValueAtPercentile(99))
+		r.P999ms, r.MaxMs = ms(lat.ValueAtPercentile(99.9)), ms(lat.Max())
+	}
+	if late.TotalCount() > 0 {
+		r.SendLateP50ms, r.SendLateP99ms, r.SendLateMaxMs = ms(late.ValueAtPercentile(50)), ms(late.ValueAtPercentile(99)), ms(late.Max())
+	}
+}
+
+// serverView combines the two samples; the string says what failed.
+func serverView(cfg Config, before, after sample) (*ServerView, string) {
+	v := &ServerView{Admin: cfg.Admin, PID: cfg.PID}
+	var problems []error
+	if cfg.PID != 0 {
+		if err := errors.Join(before.procErr, after.procErr); err != nil {
+			problems = append(problems, fmt.Errorf("no CPU time of process %d: %w", cfg.PID, err))
+		} else {
+			cpu := *after.procCPU - *before.procCPU
+			v.CPUSeconds, v.CPUSource = &cpu, "proc"
+		}
+	}
+	statsOK := false
+	if cfg.Admin != "" {
+		if err := errors.Join(before.serverErr, after.serverErr); err != nil {
+			problems = append(problems, fmt.Errorf("no /stats from %s: %w", cfg.Admin, err))
+		} else {
+			statsOK = true
+			b, a := before.server, after.server
+			d := protocol.Diff(b.Stats, a.Stats)
+			v.Variant = a.Variant
+			v.MessagesReceived, v.MessagesSent = &d.MessagesReceived, &d.MessagesSent
+			v.BytesReceived, v.BytesSent = &d.BytesReceived, &d.BytesSent
+			v.ConnectionsActive = &a.ConnectionsActive
+			if v.CPUSeconds == nil && b.CPUSeconds != nil && a.CPUSeconds != nil {
+				cpu := *a.CPUSeconds - *b.CPUSeconds
+				v.CPUSeconds, v.CPUSource = &cpu, "stats"
+			}
+		}
+	}
+	problem := ""
+	if err := errors.Join(problems...); err != nil {
+		problem = oneLine(err.Error())
+	}
+	if !statsOK && v.CPUSeconds == nil {
+		return nil, problem
+	}
+	if !statsOK {
+		v.Admin = ""
+	}
+	return v, problem
+}
+
+// WriteJSON writes the report as one JSON object and a newline.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteTable writes the report as a table: the client's figures, and the
+// server's next to them when there are any.
+func (r *Report) WriteTable(w io.Writer) error {
+	how := r.Mode
+	switch r.Mode {
+	case Pipelined:
+		how = fmt.Sprintf("pipelined (%d in flight per connection)", r.Inflight)
+	case Rate:
+		how = fmt.Sprintf("rate (%d msg/s in total, latency from each message's due time)", r.Rate)
+	}
+	fmt.Fprintf(w, "echo: %d connections to %s, %d-byte messages, %s, %s after a %s warmup (%s %s)\n",
+		r.Conns, r.URL, r.Size, how, r.Duration, r.Warmup, r.Client, r.Version)
+	if r.Interrupted {
+		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	s := r.Server
+	switch {
+	case s == nil:
+		fmt.Fprintf(tw, "\tclient\t\n")
+	case s.Variant != "":
+		fmt.Fprintf(tw, "\tclient\tserver (%s, %s)\n", s.Variant, s.Admin)
+	default:
+		fmt.Fprintf(tw, "\tclient\tserver (pid %d)\n", s.PID)
+	}
+	row := func(name, client, server string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, client, server) }
+	srv := func(f func(*ServerView) string) string {
+		if s == nil {
+			return ""
+		}
+		return f(s)
+	}
+	row("connected", fmt.Sprintf("%d of %d", r.Connected, r.Conns),
+		srv(func(s *ServerView) string {
+			if s.ConnectionsActive == nil {
+				return ""
+			}
+			return fmt.Sprintf("%d active", *s.ConnectionsActive)
+		}))
+	row("messages", strconv.FormatInt(r.Messages, 10),
+		srv(func(s *ServerView) string {
+			if s.MessagesReceived == nil {
+				return ""
+			}
+			return fmt.Sprintf("%d received, %d sent", *s.MessagesReceived, *s.MessagesSent)
+		}))
+	row("msg/s", strconv.FormatFloat(r.MessagesPerSecond, 'f', 0, 64), "")
+	if r.Mode == Rate {
+		row("behind schedule", strconv.FormatInt(r.BehindSchedule, 10), "")
+		row("sent late p50/p99/max", fmt.Sprintf("%s / %s / %s", msString(r.SendLateP50ms), msString(r.SendLateP99ms), msString(r.SendLateMaxMs)), "")
+	}
+	for _, p := range []struct {
+		name string
+		v    *float64
+	}{{"p50", r.P50ms}, {"p90", r.P90ms}, {"p99", r.P99ms}, {"p99.9", r.P999ms}, {"max", r.MaxMs}} {
+		row(p.name, msString(p.v), "")
+	}
+	row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64),
+		srv(func(s *ServerView) string {
+			if s.CPUSeconds == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f (%s)", *s.CPUSeconds, s.CPUSource)
+		}))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	tally.Write(w, "errors", r.Errors)
+	if r.ServerError != "" {
+		fmt.Fprintf(w, "server: %s\n", r.ServerError)
+	}
+	return nil
+}
+
+func msString(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 3, 64) + "ms"
+}
+
+// oneLine keeps an error's text on one line.
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }

@@ -1,0 +1,473 @@
+package echo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/tally"
+	"knowngood/shared/protocol"
+)
+
+// Error kinds. dial, write and read count connections that ended so;
+// mismatch and lost count messages.
+const (
+	kindDial     = "dial"
+	kindWrite    = "write"
+	kindRead     = "read"
+	kindMismatch = "mismatch"
+	kindLost     = "lost"
+)
+
+// dialParallel bounds the dials in progress at once.
+const dialParallel = 256
+
+// Run opens cfg.Conns connections, runs the traffic of cfg.Mode for the
+// warmup and the window, and reports on the window. Notes for the user (an
+// unreachable /stats, the open-files budget) go to notes, one line each. It
+// returns an error only when the run could not take place at all.
+func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
+	files, err := proc.OpenFiles()
+	if err != nil {
+		fmt.Fprintf(notes, "loadgen: open-files limit unknown (%v); going on\n", err)
+	} else if err := files.Check("c", cfg.Conns); err != nil {
+		return nil, err
+	}
+	return run(ctx, cfg, notes, dialer(cfg))
+}
+
+// window is the run's timeline, the same for every connection: traffic
+// from start, measured from `from` to `to`. stop is closed at `to`, or
+// earlier when the run is interrupted.
+type window struct {
+	start, from, to time.Time
+	stop            <-chan struct{}
+}
+
+// measured reports whether a message sent (or due) at t is in the figures.
+func (w window) measured(t time.Time) bool { return !t.Before(w.from) && t.Before(w.to) }
+
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sample is what is read at each end of the window.
+type sample struct {
+	clientCPU float64
+	server    *statsclient.Snapshot
+	serverErr error
+	procCPU   *float64
+	procErr   error
+}
+
+func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Report, error) {
+	rep := newReport(cfg)
+	errs := &tally.Errors{}
+	var stats *statsclient.Client
+	if cfg.Admin != "" {
+		stats = statsclient.New(cfg.Admin)
+		defer stats.Close()
+	}
+
+	conns := dialAll(ctx, cfg, dial, errs)
+	rep.Connected = len(conns)
+	if len(conns) == 0 {
+		rep.Errors = errs.Map()
+		return rep, nil
+	}
+
+	stop := make(chan struct{})
+	start := time.Now()
+	win := window{start: start, from: start.Add(cfg.Warmup), to: start.Add(cfg.Warmup + cfg.Duration), stop: stop}
+	var closing atomic.Bool // set once the connections are being closed: their errors are ours
+	pl := newPayload(cfg.Size)
+	workers := make([]*worker, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		w := &worker{id: i, conn: c, pl: pl, errs: errs, closing: &closing, lat: protocol.NewHistogram(), late: protocol.NewHistogram()}
+		workers[i] = w
+		switch cfg.Mode {
+		case Sync:
+			wg.Go(func() { w.runSync(win) })
+		case Pipelined:
+			wg.Go(func() { w.runPipelined(win, cfg.Inflight) })
+		case Rate:
+			// Connection i's messages are due every len(conns)/rate
+			// seconds, offset by i/rate: evenly spread in total.
+			period := float64(time.Second) * float64(len(conns)) / float64(cfg.Rate)
+			first := start.Add(time.Duration(float64(i) * float64(time.Second) / float64(cfg.Rate)))
+			wg.Go(func() { w.runRate(win, first, period) })
+		}
+	}
+
+	var before, after sample
+	interrupted := !sleepUntil(ctx, win.from)
+	if !interrupted {
+		before = takeSample(ctx, stats, cfg.PID)
+		interrupted = !sleepUntil(ctx, win.to)
+	}
+	end := time.Now()
+	if !interrupted {
+		after = takeSample(ctx, stats, cfg.PID)
+	}
+	close(stop)
+
+	// The last echoes: wait for them up to cfg.Timeout, then close the
+	// connections, which ends every call still blocked.
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(cfg.Timeout):
+	case <-ctx.Done():
+	}
+	closing.Store(true)
+	closeAll(conns)
+	<-drained
+
+	rep.Interrupted = interrupted
+	rep.WindowSeconds = max(0, end.Sub(win.from).Seconds())
+	if end.After(win.to) {
+		rep.WindowSeconds = cfg.Duration.Seconds()
+	}
+	lat, late := protocol.NewHistogram(), protocol.NewHistogram()
+	for _, w := range workers {
+		lat.Merge(w.lat)
+		late.Merge(w.late)
+		rep.Messages += w.measured
+		rep.Sent += w.sent
+		rep.BehindSchedule += w.behind
+		if interrupted { // cut off by the user, not lost
+			continue
+		}
+		errs.Add(kindLost, int(w.sent-w.received), fmt.Errorf("connection %d: %d messages without an echo when it closed (-timeout %s after the window, or a connection error first)", w.id, w.sent-w.received, cfg.Timeout))
+	}
+	rep.Errors = errs.Map()
+	if rep.WindowSeconds > 0 {
+		rep.MessagesPerSecond = float64(rep.Messages) / rep.WindowSeconds
+	}
+	rep.setLatency(lat, late)
+	if !interrupted {
+		rep.ClientCPUSeconds = after.clientCPU - before.clientCPU
+		rep.Server, rep.ServerError = serverView(cfg, before, after)
+		if rep.ServerError != "" {
+			fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
+		}
+	}
+	return rep, nil
+}
+
+// sleepUntil waits for t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func takeSample(ctx context.Context, stats *statsclient.Client, pid int) sample {
+	s := sample{clientCPU: proc.SelfCPUSeconds()}
+	if pid != 0 {
+		cpu, err := proc.CPUSeconds(pid)
+		s.procCPU, s.procErr = &cpu, err
+	}
+	if stats != nil {
+		snap, err := stats.Get(ctx)
+		s.server, s.serverErr = &snap, err
+	}
+	return s
+}
+
+// dialAll opens the connections, dialParallel at a time; failures are
+// counted in errs.
+func dialAll(ctx context.Context, cfg Config, dial dialFunc, errs *tally.Errors) []msgConn {
+	conns := make([]msgConn, cfg.Conns)
+	sem := make(chan struct{}, dialParallel)
+	var wg sync.WaitGroup
+	for i := range conns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			dctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			defer cancel()
+			c, err := dial(dctx)
+			if err != nil {
+				errs.Add(kindDial, 1, err)
+				return
+			}
+			conns[i] = c
+		})
+	}
+	wg.Wait()
+	out := conns[:0]
+	for _, c := range conns {
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// closeAll closes the connections, a few at a time: a WebSocket close
+// writes a frame first, which may wait up to a second on a stuck one.
+func closeAll(conns []msgConn) {
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c.close()
+		})
+	}
+	wg.Wait()
+}
+
+// worker drives one connection. In pipelined and rate modes one goroutine
+// sends and another receives: sent and behind belong to the sender, the
+// rest to the receiver, and all are read once both have ended.
+type worker struct {
+	id      int
+	conn    msgConn
+	pl      payload
+	errs    *tally.Errors
+	closing *atomic.Bool
+
+	sent     int64 // messages written
+	behind   int64 // rate: messages due before the end but never sent
+	received int64 // echoes read, matching or not
+	measured int64 // matching echoes of messages sent in the window
+	lat      *hdrhistogram.Histogram
+	// late (rate mode, the sender's): how long after its due time each
+	// window message was written; the client's own share of the latency.
+	late *hdrhistogram.Histogram
+}
+
+// fail counts the error that ended the connection, unless the run was
+// closing it.
+func (w *worker) fail(kind string, err error) {
+	if !w.closing.Load() {
+		w.errs.Add(kind, 1, fmt.Errorf("connection %d: %w", w.id, err))
+	}
+}
+
+// receive reads one echo and checks it against message seq, sent (or due)
+// at t. It returns false when the connection is done.
+func (w *worker) receive(in []byte, seq uint64, t time.Time, win window) bool {
+	n, err := w.conn.recv(in)
+	now := time.Now()
+	if err != nil && !errors.Is(err, errMismatch) {
+		w.fail(kindRead, err)
+		return false
+	}
+	w.received++
+	if err == nil {
+		err = w.pl.check(in, n, seq)
+	}
+	if err != nil {
+		w.errs.Add(kindMismatch, 1, fmt.Errorf("connection %d, message %d: %w", w.id, seq, err))
+		return true
+	}
+	if win.measured(t) {
+		w.measured++
+		// Beyond the histogram's 10 minutes is out of range, and
+		// impossible within -timeout.
+		_ = w.lat.RecordValue(max(1, now.Sub(t).Microseconds()))
+	}
+	return true
+}
+
+// send writes message seq; false when the connection is done.
+func (w *worker) send(out []byte, seq uint64) bool {
+	w.pl.fill(out, seq)
+	if err := w.conn.send(out); err != nil {
+		w.fail(kindWrite, err)
+		return false
+	}
+	w.sent++
+	return true
+}
+
+// runSync sends, waits for the echo, and repeats until the window ends.
+func (w *worker) runSync(win window) {
+	out, in := make([]byte, len(w.pl.pattern)), make([]byte, len(w.pl.pattern))
+	for seq := uint64(0); !stopped(win.stop); seq++ {
+		t := time.Now()
+		if !w.send(out, seq) || !w.receive(in, seq, t, win) {
+			return
+		}
+	}
+}
+
+// runPipelined keeps up to inflight messages awaiting their echo.
+func (w *worker) runPipelined(win window, inflight int) {
+	slots := make(chan struct{}, inflight)
+	q, done := w.startReceiver(win, slots)
+	defer func() { q.close(); <-done }()
+	out := make([]byte, len(w.pl.pattern))
+	for seq := uint64(0); ; seq++ {
+		select {
+		case slots <- struct{}{}:
+		case <-win.stop:
+			return
+		case <-done:
+			return
+		}
+		if stopped(win.stop) {
+			return
+		}
+		t := time.Now()
+		if !w.send(out, seq) {
+			return
+		}
+		q.push(sentMsg{seq: seq, at: t})
+	}
+}
+
+// runRate sends message k at first + k*period (nanoseconds), never waiting
+// for echoes: a message sent late (a blocked write) keeps its due time, from
+// which its latency counts. The messages due before the end that were never
+// sent are counted as behind.
+func (w *worker) runRate(win window, first time.Time, period float64) {
+	q, done := w.startReceiver(win, nil)
+	defer func() { q.close(); <-done }()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	out := make([]byte, len(w.pl.pattern))
+	defer func() {
+		limit := time.Now()
+		if limit.After(win.to) {
+			limit = win.to
+		}
+		if due := limit.Sub(first); due > 0 {
+			w.behind = max(0, int64(math.Ceil(float64(due)/period))-w.sent)
+		}
+	}()
+	for seq := uint64(0); ; seq++ {
+		due := first.Add(time.Duration(float64(seq) * period))
+		if !due.Before(win.to) {
+			return
+		}
+		if d := time.Until(due); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-win.stop:
+				return
+			case <-done:
+				return
+			}
+		} else if stopped(win.stop) {
+			return
+		}
+		if win.measured(due) {
+			_ = w.late.RecordValue(max(1, time.Since(due).Microseconds()))
+		}
+		if !w.send(out, seq) {
+			return
+		}
+		q.push(sentMsg{seq: seq, at: due})
+	}
+}
+
+// startReceiver starts the goroutine that reads the echoes of the messages
+// pushed on the returned queue, in order; it frees a slot after each when
+// slots is not nil. done is closed when it ends: the queue closed and
+// empty, or the connection done.
+func (w *worker) startReceiver(win window, slots chan struct{}) (q *fifo, done chan struct{}) {
+	q, done = newFifo(), make(chan struct{})
+	go func() {
+		defer close(done)
+		in := make([]byte, len(w.pl.pattern))
+		for {
+			m, ok := q.pop()
+			if !ok || !w.receive(in, m.seq, m.at, win) {
+				return
+			}
+			if slots != nil {
+				<-slots
+			}
+		}
+	}()
+	return q, done
+}
+
+// sentMsg is a message awaiting its echo: its sequence number, and when it
+// was sent (due, in rate mode).
+type sentMsg struct {
+	seq uint64
+	at  time.Time
+}
+
+// fifo is an unbounded queue from one sender to one receiver: rate mode
+// must never wait for the receiver.
+type fifo struct {
+	mu     sync.Mutex
+	items  []sentMsg
+	head   int
+	closed bool
+	wake   chan struct{} // one pending wake-up at most
+}
+
+func newFifo() *fifo { return &fifo{wake: make(chan struct{}, 1)} }
+
+func (q *fifo) push(m sentMsg) {
+	q.mu.Lock()
+	q.items = append(q.items, m)
+	q.mu.Unlock()
+	q.poke()
+}
+
+func (q *fifo) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.poke()
+}
+
+func (q *fifo) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pop waits for the next message; false once the queue is closed and empty.
+func (q *fifo) pop() (sentMsg, bool) {
+	for {
+		q.mu.Lock()
+		if q.head < len(q.items) {
+			m := q.items[q.head]
+			q.head++
+			if q.head == len(q.items) { // empty: reuse the array
+				q.items, q.head = q.items[:0], 0
+			}
+			q.mu.Unlock()
+			return m, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return sentMsg{}, false
+		}
+		<-q.wake
+	}
+}

@@ -1,0 +1,135 @@
+// Package statsclient reads a knowngood target's /stats document from its
+// admin listener, for the load scenarios' "server's view": a snapshot before
+// a run, one after, and their difference.
+package statsclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"knowngood/shared/protocol"
+)
+
+// DefaultAdminPort is the admin port assumed on the target's host when
+// -admin is not given.
+const DefaultAdminPort = "9100"
+
+// Snapshot is one /stats document, with the process figures that a server
+// may or may not report (they are absent from older servers).
+type Snapshot struct {
+	protocol.Stats
+	CPUSeconds    *float64
+	ResidentBytes *float64
+}
+
+// Client reads /stats from one admin listener.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client for the admin listener at base (http://HOST:PORT).
+func New(base string) *Client {
+	return &Client{
+		base: base,
+		// Its own transport, so that Close leaves no idle connection (and
+		// no goroutine) behind.
+		http: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{}},
+	}
+}
+
+// Close drops the client's idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Get reads one snapshot.
+func (c *Client) Get(ctx context.Context) (Snapshot, error) {
+	url := c.base + "/stats"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		return Snapshot{}, fmt.Errorf("GET %s: %s", url, res.Status)
+	}
+	stats, err := protocol.DecodeStats(bytes.NewReader(body))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("GET %s: %w", url, err)
+	}
+	var extra struct {
+		CPUSeconds    *float64 `json:"cpu_seconds"`
+		ResidentBytes *float64 `json:"resident_bytes"`
+	}
+	_ = json.Unmarshal(body, &extra) // DecodeStats has accepted the document
+	return Snapshot{Stats: stats, CPUSeconds: extra.CPUSeconds, ResidentBytes: extra.ResidentBytes}, nil
+}
+
+// Settled takes the after snapshot once the server has seen the run's
+// connections go (connections_active back to where it was before), or after
+// wait, whichever comes first, so that disconnects and abandoned handshakes
+// are counted.
+func (c *Client) Settled(ctx context.Context, before Snapshot, wait time.Duration) (Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last Snapshot
+	var lastErr error
+	for {
+		s, err := c.Get(ctx)
+		if err == nil {
+			last, lastErr = s, nil
+			if s.ConnectionsActive <= before.ConnectionsActive {
+				return s, nil
+			}
+		} else if last.Variant == "" {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			if last.Variant != "" {
+				return last, nil
+			}
+			return Snapshot{}, lastErr
+		case <-tick.C:
+		}
+	}
+}
+
+// AdminURL resolves a scenario's -admin flag: when it was not set, the
+// target's host with DefaultAdminPort; "" for none; else HOST:PORT or
+// http(s)://HOST:PORT, returned as SCHEME://HOST:PORT. The error names the
+// flag, on one line.
+func AdminURL(value string, set bool, targetHost string) (string, error) {
+	if !set {
+		return "http://" + net.JoinHostPort(targetHost, DefaultAdminPort), nil
+	}
+	if value == "" {
+		return "", nil
+	}
+	admin := value
+	if !strings.Contains(admin, "://") {
+		admin = "http://" + admin
+	}
+	a, err := url.Parse(admin)
+	if err != nil || (a.Scheme != "http" && a.Scheme != "https") || a.Host == "" || (a.Path != "" && a.Path != "/") {
+		return "", fmt.Errorf("invalid value %q for flag -admin: want http://HOST:PORT, or '' for none", value)
+	}
+	return a.Scheme + "://" + a.Host, nil
+}

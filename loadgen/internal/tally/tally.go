@@ -1,0 +1,73 @@
+// Package tally counts a run's errors by kind and keeps the text of the
+// first one of each kind, which is usually the one that explains the rest.
+package tally
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+)
+
+// Count is one kind of error: how many, and the first one's text.
+type Count struct {
+	Count int    `json:"count"`
+	First string `json:"first"`
+}
+
+// Errors is safe for concurrent use; the zero value is empty and ready.
+type Errors struct {
+	mu    sync.Mutex
+	kinds map[string]*Count
+}
+
+// Add counts n errors of kind; the first of a kind keeps its text.
+func (e *Errors) Add(kind string, n int, err error) {
+	if n <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.kinds == nil {
+		e.kinds = map[string]*Count{}
+	}
+	c := e.kinds[kind]
+	if c == nil {
+		c = &Count{First: err.Error()}
+		e.kinds[kind] = c
+	}
+	c.Count += n
+}
+
+// Map returns the counts, for a report; never nil.
+func (e *Errors) Map() map[string]Count {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]Count, len(e.kinds))
+	for k, c := range e.kinds {
+		out[k] = *c
+	}
+	return out
+}
+
+// Write lists counts under title, the largest first, one line each:
+// count, kind, and the first error's text. It writes nothing for none.
+func Write(w io.Writer, title string, counts map[string]Count) {
+	if len(counts) == 0 {
+		return
+	}
+	kinds := make([]string, 0, len(counts))
+	width := 0
+	for k := range counts {
+		kinds = append(kinds, k)
+		width = max(width, len(k))
+	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b].Count, counts[a].Count), cmp.Compare(a, b))
+	})
+	fmt.Fprintf(w, "%s:\n", title)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  %8d  %-*s  first: %s\n", counts[k].Count, width, k, counts[k].First)
+	}
+}

@@ -1,0 +1,129 @@
+// Package target is the load scenarios' one way to name and reach a target:
+// a ws:// URL (WebSocket, through gorilla/websocket) or a tcp:// URL (a raw
+// TCP stream), dialled from a chosen source address when asked.
+package target
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// URL is a parsed -url.
+type URL struct {
+	String string // ws://HOST:PORT/PATH?QUERY or tcp://HOST:PORT
+	TCP    bool   // raw TCP, no WebSocket
+	Addr   string // HOST:PORT
+	Host   string // HOST, for the default admin address
+}
+
+// ParseURL checks a -url value; the error names the flag, on one line.
+func ParseURL(raw string) (URL, error) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || u.Port() == "" || u.User != nil || u.Fragment != "":
+		return URL{}, fmt.Errorf("invalid value %q for flag -url: want ws://HOST:PORT/PATH or tcp://HOST:PORT", raw)
+	case u.Scheme == "tcp" && ((u.Path != "" && u.Path != "/") || u.RawQuery != ""):
+		return URL{}, fmt.Errorf("invalid value %q for flag -url: a tcp:// URL has no path: want tcp://HOST:PORT", raw)
+	case u.Scheme == "tcp":
+		return URL{String: "tcp://" + u.Host, TCP: true, Addr: u.Host, Host: u.Hostname()}, nil
+	case u.Scheme == "ws":
+		if u.Path == "" {
+			u.Path = "/"
+		}
+		return URL{String: u.String(), Addr: u.Host, Host: u.Hostname()}, nil
+	}
+	return URL{}, fmt.Errorf("invalid value %q for flag -url: want ws://HOST:PORT/PATH or tcp://HOST:PORT (wss is not supported)", raw)
+}
+
+// Options shape a dial.
+type Options struct {
+	Timeout time.Duration // the whole dial, upgrade included
+	Source  netip.Addr    // the local address to bind; zero = the kernel's choice
+	// WebSocket buffers (gorilla's defaults when 0); with WriteBufferPool
+	// an idle connection holds no write buffer.
+	ReadBuffer, WriteBuffer int
+	WriteBufferPool         websocket.BufferPool
+}
+
+func (o Options) netDialer() *net.Dialer {
+	d := &net.Dialer{Timeout: o.Timeout, Control: bindControl}
+	if o.Source.IsValid() {
+		d.LocalAddr = &net.TCPAddr{IP: o.Source.AsSlice()}
+	}
+	return d
+}
+
+// DialTCP opens a raw TCP connection to u.
+func DialTCP(ctx context.Context, u URL, o Options) (net.Conn, error) {
+	return o.netDialer().DialContext(ctx, "tcp", u.Addr)
+}
+
+// DialWebSocket opens a WebSocket connection to u. A refused upgrade's
+// error carries the HTTP status.
+func DialWebSocket(ctx context.Context, u URL, o Options) (*websocket.Conn, error) {
+	d := &websocket.Dialer{
+		NetDialContext:   o.netDialer().DialContext,
+		HandshakeTimeout: o.Timeout,
+		ReadBufferSize:   o.ReadBuffer,
+		WriteBufferSize:  o.WriteBuffer,
+		WriteBufferPool:  o.WriteBufferPool,
+	}
+	c, res, err := d.DialContext(ctx, u.String, nil)
+	if res != nil && res.Body != nil {
+		res.Body.Close()
+	}
+	if err != nil {
+		if res != nil {
+			return nil, fmt.Errorf("%w (HTTP %s)", err, res.Status)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// Client names the client library for u and its version, for reports.
+func Client(u URL) (name, version string) {
+	if u.TCP {
+		return "net (raw TCP)", runtime.Version()
+	}
+	const module = "github.com/gorilla/websocket"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == module {
+				return "gorilla/websocket", d.Version
+			}
+		}
+	}
+	return "gorilla/websocket", "unknown"
+}
+
+// SourceList says which source addresses are used, briefly.
+func SourceList(addrs []netip.Addr) string {
+	switch len(addrs) {
+	case 0:
+		return "the kernel's choice"
+	case 1:
+		return addrs[0].String()
+	}
+	contiguous := true
+	for i := 1; i < len(addrs); i++ {
+		contiguous = contiguous && addrs[i] == addrs[i-1].Next()
+	}
+	if contiguous {
+		return addrs[0].String() + "-" + addrs[len(addrs)-1].String()
+	}
+	s := make([]string, len(addrs))
+	for i, a := range addrs {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
+}

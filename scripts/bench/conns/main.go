@@ -1,0 +1,250 @@
+// Command conns is the idle-connections benchmark (make bench-conns): for
+// each echo target (echo-tcp, echo-gorilla, echo-coder, echo-gnet, and the
+// Node `ws` echo server for comparison) it starts a fresh server, runs
+// `loadgen conns` at the highest count that both processes' open-files
+// limits allow (each connection takes a descriptor on both sides), and
+// prints a Markdown table of the server's resident memory per idle
+// connection, in KiB, with the goals of issue 3.
+//
+//	go run ./scripts/bench/conns [-n 0] [-batch 1000] [-sources 127.0.0.1-127.0.0.8] [-hold 5s]
+//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,node]
+//
+// Run it from the repository root. Everything listens on 127.0.0.1; every
+// process it starts is stopped before it returns.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"knowngood/loadgen/conns"
+	"knowngood/scripts/bench/internal/benchrun"
+)
+
+const node = "node"
+
+var goVariants = []string{"echo-tcp", "echo-gorilla", "echo-coder", "echo-gnet"}
+
+// goals are issue 3's upper bounds, KiB of server RSS per idle connection.
+var goals = map[string]float64{"echo-gnet": 1, "echo-gorilla": 18, "echo-coder": 24}
+
+// reserve is the descriptors left free in each process besides its
+// connections: loadgen keeps 32 of its own (loadgen/internal/proc), plus
+// those it has open when it checks.
+const reserve = 64
+
+type options struct {
+	n        int // 0: as many as the limits allow
+	batch    int
+	sources  string
+	hold     time.Duration
+	variants []string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench-conns: %v\n", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, opts, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "bench-conns: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (options, error) {
+	fs := flag.NewFlagSet("bench-conns", flag.ContinueOnError)
+	n := fs.Int("n", 0, "connections per target; 0 = as many as both processes' open-files limits allow")
+	batch := fs.Int("batch", 1000, "loadgen -batch")
+	sources := fs.String("sources", "127.0.0.1-127.0.0.8", "loadgen -sources")
+	hold := fs.Duration("hold", 5*time.Second, "loadgen -hold: how long the connections are held before the server's RSS is read")
+	variants := fs.String("variants", strings.Join(append(slices.Clone(goVariants), node), ","), "comma-separated `list` of targets: "+strings.Join(goVariants, ", ")+", "+node+" (Node ws)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	o := options{n: *n, batch: *batch, sources: *sources, hold: *hold}
+	if o.n < 0 || o.batch < 1 || o.hold < 0 {
+		return options{}, errors.New("invalid -n, -batch or -hold: want -n >= 0, -batch >= 1, -hold >= 0")
+	}
+	for v := range strings.SplitSeq(*variants, ",") {
+		if v = strings.TrimSpace(v); v != node && !slices.Contains(goVariants, v) {
+			return options{}, fmt.Errorf("invalid value %q for flag -variants: want a list of %s, %s", *variants, strings.Join(goVariants, ", "), node)
+		}
+		o.variants = append(o.variants, v)
+	}
+	return o, nil
+}
+
+// row is one target's run.
+type row struct {
+	variant string
+	n       int
+	limit   string // what bounded n
+	rep     *conns.Report
+	err     error
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	bins, err := benchrun.Build(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer bins.Remove()
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	// loadgen is a Go program: it starts with the soft limit and raises it
+	// to the hard one.
+	clientAllows := int(min(lim.Max, 1<<30)) - reserve
+
+	var rows []row
+	for _, v := range o.variants {
+		p, url, admin, err := startTarget(ctx, stderr, bins.Server, v)
+		if err != nil {
+			return err
+		}
+		r := row{variant: v}
+		r.n, r.limit, err = count(o, p.PID(), clientAllows)
+		if err != nil {
+			r.err = err
+		} else {
+			r.rep, r.err = measure(ctx, stderr, o, bins.Loadgen, url, admin, p.PID(), r.n)
+		}
+		if r.err != nil {
+			fmt.Fprintf(stderr, "  %s: %v\n", v, r.err)
+		}
+		rows = append(rows, r)
+		p.Stop()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	writeTable(stdout, o, rows)
+	return nil
+}
+
+// count is the number of connections for one target: the smaller of the
+// two processes' open-files budgets, or -n. The same rule for every
+// target, so that their counts differ only by the descriptors each has
+// open at start.
+func count(o options, pid, clientAllows int) (int, string, error) {
+	soft, err := benchrun.OpenFilesSoft(pid)
+	if err != nil {
+		return 0, "", err
+	}
+	open, err := benchrun.OpenFileCount(pid)
+	if err != nil {
+		return 0, "", err
+	}
+	// A batch's worth of headroom: echo-gnet accepts with net and hands
+	// each connection to gnet with Engine.Register, which duplicates the
+	// descriptor, so a connection being accepted briefly takes two. At the
+	// bare limit some upgrades then fail (the client reads EOF).
+	serverAllows := soft - open - reserve - o.batch
+	n, limit := clientAllows, fmt.Sprintf("loadgen's open-files limit (%d)", clientAllows+reserve)
+	if serverAllows < n {
+		n, limit = serverAllows, fmt.Sprintf("the server's open-files limit (%d, %d open)", soft, open)
+	}
+	if o.n > 0 && o.n < n {
+		n, limit = o.n, "-n"
+	}
+	if n < 1 {
+		return 0, "", fmt.Errorf("no room for connections: %s", limit)
+	}
+	return n, limit, nil
+}
+
+func startTarget(ctx context.Context, stderr io.Writer, server, variant string) (*benchrun.Proc, string, string, error) {
+	if variant == node {
+		p, err := benchrun.Start(ctx, stderr, "node", []string{"scripts/node/ws-echo-server.mjs", "0"}, "node ws")
+		if err != nil {
+			return nil, "", "", fmt.Errorf("%w (npm install in scripts/ first?)", err)
+		}
+		return p, "ws://" + p.Addr + "/", "", nil
+	}
+	args := []string{"-variant", variant, "-addr", benchrun.FreeAddr(), "-admin-addr", benchrun.FreeAddr(), "-log-format", "json"}
+	p, err := benchrun.Start(ctx, stderr, server, args, "knowngood "+variant)
+	if err != nil {
+		return nil, "", "", err
+	}
+	url := "ws://" + p.Addr + "/"
+	if variant == "echo-tcp" {
+		url = "tcp://" + p.Addr
+	}
+	return p, url, "http://" + p.AdminAddr, nil
+}
+
+// measure runs loadgen conns once; the server's RSS comes from /proc (-pid)
+// for every target alike.
+func measure(ctx context.Context, stderr io.Writer, o options, loadgen, url, admin string, pid, n int) (*conns.Report, error) {
+	fmt.Fprintf(stderr, "  %d connections\n", n)
+	ctx, cancel := context.WithTimeout(ctx, o.hold+10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, loadgen, "conns", "-url", url, "-n", strconv.Itoa(n), "-batch", strconv.Itoa(o.batch),
+		"-sources", o.sources, "-hold", o.hold.String(), "-admin", admin, "-pid", strconv.Itoa(pid), "-json", "-")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("loadgen: %v: %s", err, benchrun.LastLine(errOut.String()))
+	}
+	var rep conns.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		return nil, fmt.Errorf("loadgen output: %v", err)
+	}
+	if rep.Server == nil || rep.Server.BytesPerConnection == nil {
+		return &rep, fmt.Errorf("no server RSS: %s", rep.ServerError)
+	}
+	return &rep, nil
+}
+
+func writeTable(w io.Writer, o options, rows []row) {
+	fmt.Fprintf(w, "\nIdle connections with loadgen conns: batches of %d from %s, held %s; server RSS from /proc before the first dial and at the end of the hold.\n\n", o.batch, o.sources, o.hold)
+	fmt.Fprintln(w, "| target | connections | held | failed | establish s | conn/s | server RSS before MiB | after MiB | KiB per connection | goal KiB | met | bounded by |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+	for _, r := range rows {
+		name := r.variant
+		if name == node {
+			name = "node ws"
+		}
+		if r.rep == nil || r.rep.Server == nil || r.rep.Server.BytesPerConnection == nil {
+			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | | |\n", name, r.n, r.err)
+			continue
+		}
+		rep, s := r.rep, r.rep.Server
+		kib := *rep.KiBPerConnection()
+		goal, met := "-", "-"
+		if g, ok := goals[r.variant]; ok {
+			goal = strconv.FormatFloat(g, 'f', 0, 64)
+			met = "yes"
+			if kib > g {
+				met = "**no**"
+			}
+		}
+		rate := 0.0
+		if rep.EstablishSeconds > 0 {
+			rate = float64(rep.Established) / rep.EstablishSeconds
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %.0f | %.1f | %.1f | %.2f | %s | %s | %s |\n",
+			name, r.n, rep.Held, rep.Failed, rep.EstablishSeconds, rate, *s.RSSBefore/(1<<20), *s.RSSAfter/(1<<20), kib, goal, met, r.limit)
+	}
+}

@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go bench-handshake bench-blocking build clean
+.PHONY: run-server list deps test lint test-go bench-handshake bench-blocking bench-echo bench-conns build clean
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
 run-server:
@@ -42,6 +42,14 @@ lint:
 ## bench-handshake: empty, async, blocking and Node socket.io at N = 50..2000 (not a test)
 bench-handshake: deps
 	go run ./scripts/bench/handshake
+
+## bench-echo: every echo target and Node ws, C = 1 and 100, sync and pipelined, 3 runs each (not a test)
+bench-echo: deps
+	go run ./scripts/bench/echo
+
+## bench-conns: server RSS per idle connection at the highest count the open-files limits allow (not a test)
+bench-conns: deps
+	go run ./scripts/bench/conns
 
 ## bench-blocking: the blocking curve, measured against min(1, T / (N x delay)) (not a test)
 bench-blocking:

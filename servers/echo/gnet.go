@@ -196,9 +196,24 @@ func (g *gnetTarget) accept(ln net.Listener) {
 		ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), st), c)
 		// Register hands c to a worker that duplicates its descriptor for
 		// the loop and closes c; its result channel is buffered.
-		if _, err := g.eng.Register(ctx); err != nil {
+		results, err := g.eng.Register(ctx)
+		if err != nil {
 			_ = c.Close()
+			g.m.AcceptError(acceptErrorReason(err))
+			continue
 		}
+		go g.countUnregistered(results)
+	}
+}
+
+// countUnregistered counts a connection that gnet could not take over: the
+// duplicate descriptor costs one more, so near the open-files limit the dup
+// fails with EMFILE, and gnet closes the connection without telling anyone.
+// The worker closes the channel once it is done, so this never waits long.
+func (g *gnetTarget) countUnregistered(results <-chan gnet.RegisteredResult) {
+	if r := <-results; r.Err != nil {
+		g.m.AcceptError(acceptErrorReason(r.Err))
+		g.log.Debug("gnet could not take a connection over", "err", r.Err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -46,9 +47,15 @@ func TestProcFigures(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
-	for i := 0; i < 1e7; i++ { // some CPU time to see
-		_ = i * i
+	// Enough CPU time for /proc to see: it counts in 10 ms ticks. Bounded
+	// in time for a machine that gives this process no CPU at all.
+	sink := 0
+	for begin := time.Now(); SelfCPUSeconds() < 0.05 && time.Since(begin) < 5*time.Second; {
+		for i := range 1_000_000 {
+			sink += i * i
+		}
 	}
+	_ = sink
 	cpu, err := CPUSeconds(os.Getpid())
 	if err != nil || cpu <= 0 || cpu > SelfCPUSeconds()+0.02 {
 		t.Errorf("CPUSeconds = %v, %v; getrusage says %v", cpu, err, SelfCPUSeconds())

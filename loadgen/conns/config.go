@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"knowngood/loadgen/internal/flagset"
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/target"
 )
@@ -55,16 +56,11 @@ type Config struct {
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
 func ParseFlags(args []string) (Config, error) {
 	var cfg Config
-	fs := newFlagSet(&cfg)
-	if err := fs.Parse(args); err != nil {
+	set, err := flagset.Parse(newFlagSet(&cfg), args)
+	if err != nil {
 		return Config{}, err
 	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q: every setting is a flag", fs.Arg(0))
-	}
-	adminSet := false
-	fs.Visit(func(f *flag.Flag) { adminSet = adminSet || f.Name == "admin" })
-	if err := cfg.normalize(adminSet); err != nil {
+	if err := cfg.normalize(set["admin"]); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -72,10 +68,7 @@ func ParseFlags(args []string) (Config, error) {
 
 // Usage prints the flags and their defaults.
 func Usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: loadgen conns [flags]")
-	fs := newFlagSet(&Config{})
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	flagset.Usage(w, newFlagSet(&Config{}))
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {

@@ -24,8 +24,15 @@ import (
 
 func TestMain(m *testing.M) {
 	// The zishang520 client starts a network monitor at init that it never
-	// stops; IgnoreCurrent leaves it, and only it, out.
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+	// stops; IgnoreCurrent leaves it out. And the library (client and
+	// server) runs every one-shot timer on a goroutine of its own
+	// (utils.SetTimeout) that lives until the timer fires or is cleared:
+	// some are left to fire after a session ends (the polling transport's
+	// 30 s orderly close, the client's open timeout), so they end by
+	// themselves. They are left out too; a periodic timer (SetInterval)
+	// never ends, and goleak still reports any.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"))
 }
 
 // target is a Socket.IO target running in the test process.
@@ -81,19 +88,22 @@ type client struct {
 	*csocket.Socket
 	connected   chan struct{}
 	connectedAt time.Time
+	mu          sync.Mutex
+	disconnect  string // the reason, once disconnected
 	failed      chan error
 	events      chan []any
 }
 
 // dial connects a Go client and waits for its namespace CONNECT.
 //
-// The zishang520 client v3.0.6 has a race: Manager.Open creates the engine
+// The zishang520 client v3.0.6 has races: Manager.Open creates the engine
 // socket, whose reader may deliver the server's open packet before the
-// manager subscribes to "open"; the client then never sends its CONNECT and
-// reports "timeout". The server sees that session open and then abandoned,
-// and it happens against the Node reference server too (README, "Known
-// client problems"). dial retries on that one error, and says so, so that
-// the tests check the server and not that race.
+// manager subscribes to "open", and the client then never sends its CONNECT
+// and reports "timeout"; and its CONNECT can sit in its write buffer (see
+// connect). The server sees such a session open and then abandoned, and
+// both happen against the Node reference server too (README, "Known client
+// problems"; loadgen/sioclient works around them). dial retries on those
+// two, and says so, so that the tests check the server and not the client.
 func dial(t *testing.T, url, nsp string, transports []string, auth map[string]any) *client {
 	t.Helper()
 	c, err := connect(t, url, nsp, transports, auth)
@@ -116,8 +126,15 @@ func connect(t *testing.T, url, nsp string, transports []string, auth map[string
 				return nil, fmt.Errorf("connect %s: %w", nsp, err)
 			}
 			t.Logf("zishang520 client lost its open packet (known race); attempt %d", attempt+1)
-		case <-time.After(10 * time.Second):
-			return nil, fmt.Errorf("connect %s: nothing within 10s", nsp)
+		case <-time.After(3 * time.Second):
+			// The client's other race: its WebSocket transport starts
+			// reading before it marks itself writable, so its CONNECT can
+			// wait in its write buffer until the next ping (25 s).
+			if attempt == 3 {
+				return nil, fmt.Errorf("connect %s: nothing within 3s, 3 times", nsp)
+			}
+			t.Logf("zishang520 client sent no CONNECT within 3s (known race); attempt %d", attempt+1)
+			c.Disconnect()
 		}
 	}
 }
@@ -154,6 +171,11 @@ func newClient(t *testing.T, url, nsp string, transports []string, auth map[stri
 			close(c.connected)
 		})
 	})
+	s.On("disconnect", func(args ...any) {
+		c.mu.Lock()
+		c.disconnect = fmt.Sprint(args...)
+		c.mu.Unlock()
+	})
 	s.On("connect_error", func(args ...any) {
 		select {
 		case c.failed <- fmt.Errorf("connect_error: %v", args):
@@ -175,7 +197,12 @@ func newClient(t *testing.T, url, nsp string, transports []string, auth map[stri
 func (c *client) emitAck(t *testing.T, event string, args ...any) []any {
 	t.Helper()
 	got := make(chan []any, 1)
-	ack := func(a []any, err error) { got <- a }
+	ack := func(a []any, err error) {
+		if err != nil {
+			t.Errorf("%q ack: %v (disconnect reason %q)", event, err, c.reason())
+		}
+		got <- a
+	}
 	if err := c.Emit(event, append(args, ack)...); err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +213,12 @@ func (c *client) emitAck(t *testing.T, event string, args ...any) []any {
 		t.Fatalf("no ack for %q within 10s", event)
 		return nil
 	}
+}
+
+func (c *client) reason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.disconnect
 }
 
 func (c *client) nextEvent(t *testing.T) []any {
@@ -268,10 +301,10 @@ func TestEvents(t *testing.T) {
 // race, see dial) joins the end of the queue and changes nothing to that.
 func TestBlockingContract(t *testing.T) {
 	const n, delay = 20, 50 * time.Millisecond
-	blocking := completions(t, socketio.Blocking, n, delay)
-	async := completions(t, socketio.Async, n, delay)
-	t.Logf("blocking: first %v, last %v; async: first %v, last %v",
-		blocking[0], blocking[n-1], async[0], async[n-1])
+	blocking, blockingMax := completions(t, socketio.Blocking, n, delay)
+	async, asyncMax := completions(t, socketio.Async, n, delay)
+	t.Logf("blocking: first %v, last %v, longest on the server %v; async: first %v, last %v, longest %v",
+		blocking[0], blocking[n-1], blockingMax, async[0], async[n-1], asyncMax)
 
 	for k := 1; k < n; k++ {
 		gap := blocking[k] - blocking[0]
@@ -279,16 +312,18 @@ func TestBlockingContract(t *testing.T) {
 			t.Errorf("blocking: connect %d completed %v after the first, want >= %v", k+1, gap, want)
 		}
 	}
-	// On async nothing waits for anything else: all n complete in a
-	// fraction of the time the blocking loop needs for n.
-	if ratio := float64(blocking[n-1]) / float64(async[n-1]); ratio < 3 {
-		t.Errorf("blocking took %v for %d connects, async %v: ratio %.1f, want >= 3", blocking[n-1], n, async[n-1], ratio)
+	// On async nothing waits for anything else: the longest handshake the
+	// server saw is a fraction of the blocking loop's. (The server's figures:
+	// a connect the client retried would stretch the client's.)
+	if ratio := float64(blockingMax) / float64(asyncMax); ratio < 3 {
+		t.Errorf("longest handshake %v on blocking, %v on async: ratio %.1f, want >= 3", blockingMax, asyncMax, ratio)
 	}
 }
 
 // completions opens n connects at once and returns, sorted, when each
-// completed, measured from the moment they all started.
-func completions(t *testing.T, mode socketio.Mode, n int, delay time.Duration) []time.Duration {
+// completed, measured from the moment they all started, and the longest
+// handshake the server recorded.
+func completions(t *testing.T, mode socketio.Mode, n int, delay time.Duration) ([]time.Duration, time.Duration) {
 	t.Helper()
 	tg := start(t, mode, func(c *config.Config) { c.Delay = delay })
 	begin := time.Now()
@@ -305,9 +340,12 @@ func completions(t *testing.T, mode socketio.Mode, n int, delay time.Duration) [
 		})
 	}
 	wg.Wait()
-	if got := tg.metrics.Snapshot().Handshakes[protocol.ResultOK]; got != uint64(n) {
-		t.Fatalf("%s: server counted %d ok handshakes, want %d", mode, got, n)
-	}
+	// The server counts a handshake just after it writes the ack, so it
+	// may lag the client's connect event by a little.
+	waitFor(t, fmt.Sprintf("%s: %d ok handshakes", mode, n), func() bool {
+		return tg.metrics.Snapshot().Handshakes[protocol.ResultOK] == uint64(n)
+	})
+	stats := tg.metrics.Snapshot()
 	slices.Sort(done)
-	return done
+	return done, time.Duration(stats.HandshakeLatency.Max * float64(time.Second))
 }

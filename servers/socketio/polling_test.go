@@ -1,0 +1,143 @@
+package socketio_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"knowngood/servers/socketio"
+	"knowngood/shared/config"
+)
+
+// The Engine.IO cases of the socket.io-protocol suite over HTTP long-polling
+// and the upgrade, with the suite's settings (suiteConfig).
+
+func pollURL(tg *target, sid string) string {
+	return tg.url + "/socket.io/?EIO=4&transport=polling&sid=" + sid
+}
+
+// pollingSession opens a polling session and returns its sid.
+func pollingSession(t *testing.T, tg *target) string {
+	t.Helper()
+	code, body := httpDo(t, http.MethodGet, tg.url+"/socket.io/?EIO=4&transport=polling", "")
+	if code != 200 || !strings.HasPrefix(body, `0{`) {
+		t.Fatalf("open: %d %q", code, body)
+	}
+	i := strings.Index(body, `"sid":"`)
+	if i < 0 {
+		t.Fatalf("open without sid: %q", body)
+	}
+	sid := body[i+len(`"sid":"`):]
+	return sid[:strings.IndexByte(sid, '"')]
+}
+
+func httpDo(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestPollingHeartbeat(t *testing.T) {
+	// A longer connect timeout than the suite's: this session never joins
+	// a namespace, and a polling session the server closes while no GET is
+	// pending keeps the library's 30 s orderly-close timer (as Node's
+	// engine.io does), which goleak would take for a leak.
+	// And a longer ping timeout, so that a slow round trip on a busy
+	// machine is not taken for a dead client.
+	tg := start(t, socketio.Empty, func(c *config.Config) {
+		suiteConfig(c)
+		c.ConnectTimeout = time.Minute
+		c.PingTimeout = 5 * time.Second
+	})
+	sid := pollingSession(t, tg)
+	for range 3 {
+		// The server pings after pingInterval; the client answers with a pong.
+		if code, body := httpDo(t, http.MethodGet, pollURL(tg, sid), ""); code != 200 || body != "2" {
+			t.Fatalf("poll: %d %q, want a ping", code, body)
+		}
+		if code, body := httpDo(t, http.MethodPost, pollURL(tg, sid), "3"); code != 200 || body != "ok" {
+			t.Fatalf("pong: %d %q", code, body)
+		}
+	}
+
+	// The suite's next case, a session that stops answering is closed after
+	// pingInterval + pingTimeout, is checked over WebSocket
+	// (TestWireHeartbeat): over polling the library then keeps its 30 s
+	// orderly-close timer, which goleak would take for a leak.
+}
+
+func TestPollingClose(t *testing.T) {
+	tg := start(t, socketio.Empty, suiteConfig)
+	sid := pollingSession(t, tg)
+	type result struct {
+		code int
+		body string
+	}
+	pending := make(chan result, 1)
+	go func() {
+		code, body := httpDo(t, http.MethodGet, pollURL(tg, sid), "")
+		pending <- result{code, body}
+	}()
+	time.Sleep(50 * time.Millisecond) // let the GET be the pending one
+	if code, _ := httpDo(t, http.MethodPost, pollURL(tg, sid), "1"); code != 200 {
+		t.Errorf("close packet: %d", code)
+	}
+	if r := <-pending; r.code != 200 || r.body != "6" {
+		t.Errorf("pending poll on close: %d %q, want a noop (6)", r.code, r.body)
+	}
+	if code, _ := httpDo(t, http.MethodGet, pollURL(tg, sid), ""); code != http.StatusBadRequest {
+		t.Errorf("poll after close: %d, want 400", code)
+	}
+}
+
+func TestPollingUpgrade(t *testing.T) {
+	tg := start(t, socketio.Empty, suiteConfig)
+	upgrade := func(sid string) *websocket.Conn {
+		t.Helper()
+		conn, _, err := websocket.DefaultDialer.Dial(strings.Replace(wsURL(tg.url), "transport=websocket", "transport=websocket&sid="+sid, 1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+
+	sid := pollingSession(t, tg)
+	conn := upgrade(sid)
+	send(t, conn, "2probe")
+	if got := readText(t, conn); got != "3probe" {
+		t.Errorf("probe answer %q, want 3probe", got)
+	}
+	send(t, conn, "5")
+
+	// After the upgrade, the same sid over polling is refused...
+	sid = pollingSession(t, tg)
+	conn = upgrade(sid)
+	send(t, conn, "2probe")
+	readText(t, conn)
+	send(t, conn, "5")
+	time.Sleep(50 * time.Millisecond)
+	if code, _ := httpDo(t, http.MethodGet, pollURL(tg, sid), ""); code != http.StatusBadRequest {
+		t.Errorf("poll after the upgrade: %d, want 400", code)
+	}
+	// ... and so is a second WebSocket with it.
+	second, _, err := websocket.DefaultDialer.Dial(strings.Replace(wsURL(tg.url), "transport=websocket", "transport=websocket&sid="+sid, 1), nil)
+	if err == nil {
+		defer second.Close()
+		waitClosed(t, second)
+	}
+}

@@ -187,9 +187,9 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	sess.claimed.Store(true)
 	s.m.Opened()
 	conn.On("packet", func(args ...any) {
-		data := messageData(args)
+		data, text := messageData(args)
 		s.m.ReceivedBytes(len(data))
-		if len(data) > 0 && data[0] != socketIOConnect {
+		if len(data) > 0 && !(text && data[0] == socketIOConnect) {
 			sess.holdUntilRegistered()
 		}
 	})
@@ -200,10 +200,10 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	})
 	conn.On("packetCreate", func(args ...any) {
 		sess.queued.Add(1)
-		data := messageData(args)
+		data, text := messageData(args)
 		s.m.SentBytes(len(data))
 		switch {
-		case len(data) == 0:
+		case len(data) == 0 || !text: // a binary attachment may start with any byte
 		case data[0] == socketIOConnect:
 			sess.registering.Add(1) // onConnect takes it back
 		case data[0] == socketIOConnectError:
@@ -248,17 +248,18 @@ const (
 )
 
 // messageData is the payload of an Engine.IO message packet (a Socket.IO
-// packet or a binary attachment), without consuming it; nil for pings,
-// pongs and the rest.
-func messageData(args []any) []byte {
+// packet, which is text, or a binary attachment), without consuming it, and
+// whether it is text; nil for pings, pongs and the rest.
+func messageData(args []any) (data []byte, text bool) {
 	p, ok := args[0].(*packet.Packet)
 	if !ok || p.Type != packet.MESSAGE {
-		return nil
+		return nil, false
 	}
-	if data, ok := p.Data.(interface{ Bytes() []byte }); ok {
-		return data.Bytes()
+	if buf, ok := p.Data.(types.BufferInterface); ok {
+		_, text = p.Data.(*types.StringBuffer)
+		return buf.Bytes(), text
 	}
-	return nil
+	return nil, false
 }
 
 // holdUntilRegistered works around a race in zishang520/socket.io v3.0.6:

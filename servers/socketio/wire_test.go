@@ -196,12 +196,14 @@ func TestWireMessages(t *testing.T) {
 
 	// Binary attachments come back as they went.
 	send(t, conn, `452-["message",{"_placeholder":true,"num":0},{"_placeholder":true,"num":1}]`)
+	// The second starts with '0', the first byte of a CONNECT packet: an
+	// attachment is not a packet, and must not be taken for one.
 	_ = conn.WriteMessage(websocket.BinaryMessage, []byte{1, 2, 3})
-	_ = conn.WriteMessage(websocket.BinaryMessage, []byte{4, 5, 6})
+	_ = conn.WriteMessage(websocket.BinaryMessage, []byte{'0', 5, 6})
 	if got := readText(t, conn); got != `452-["message-back",{"_placeholder":true,"num":0},{"_placeholder":true,"num":1}]` {
 		t.Errorf("binary message: %q", got)
 	}
-	for _, want := range []string{"\x01\x02\x03", "\x04\x05\x06"} {
+	for _, want := range []string{"\x01\x02\x03", "0\x05\x06"} {
 		if got := readText(t, conn); got != want {
 			t.Errorf("attachment %q, want %q", got, want)
 		}

@@ -89,6 +89,15 @@ type Options struct {
 	// by default): keep it above that. Zero means DefaultPollTimeout.
 	PollTimeout time.Duration
 
+	// Auth is the auth object sent with the namespace CONNECT; nil for none.
+	Auth map[string]any
+	// OnSocket, when set, is called with the client's socket before it
+	// connects, to attach listeners: an event the server emits as soon as
+	// the socket connects would otherwise be missed. Its listeners run
+	// before the package's own, so a "connect" listener has run when Wait
+	// returns.
+	OnSocket func(*socket.Socket)
+
 	// wrapTransport, in tests, wraps the client's WebSocket transport
 	// constructor under the gate.
 	wrapTransport func(engine.TransportCtor) engine.TransportCtor
@@ -139,6 +148,9 @@ func Dial(o Options) (*Conn, error) {
 	if o.OpenTimeout > 0 {
 		opts.SetTimeout(o.OpenTimeout)
 	}
+	if o.Auth != nil {
+		opts.SetAuth(o.Auth)
+	}
 	ns := o.Namespace
 	if ns == "" {
 		ns = "/"
@@ -147,6 +159,10 @@ func Dial(o Options) (*Conn, error) {
 	c := &Conn{gate: g, result: make(chan error, 1), closeTimeout: cmp.Or(o.CloseTimeout, DefaultCloseTimeout)}
 	c.mgr = socket.NewManager(o.URL, opts)
 	c.sock = c.mgr.Socket(ns, opts)
+	if o.OnSocket != nil {
+		// First, so that its "connect" listener has run when Wait returns.
+		o.OnSocket(c.sock)
+	}
 	// The client turns a CONNECT_ERROR without a data field (the official
 	// server's "Invalid namespace") into "missing 'data' field": read the
 	// packet's message first.
@@ -278,6 +294,9 @@ func (c *Conn) Echo(ctx context.Context, payload string) error {
 
 // ID is the Socket.IO socket id, empty when not connected.
 func (c *Conn) ID() string { return c.sock.Id() }
+
+// Socket is the client's socket, for emitting and listening beyond Echo.
+func (c *Conn) Socket() *socket.Socket { return c.sock }
 
 // Close disconnects (sending DISCONNECT when connected), closes the Engine.IO
 // connection, and waits until the goroutines that this package started for

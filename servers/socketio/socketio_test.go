@@ -7,15 +7,15 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	ctransports "github.com/zishang520/socket.io/clients/engine/v3/transports"
 	csocket "github.com/zishang520/socket.io/clients/socket/v3"
-	"github.com/zishang520/socket.io/v3/pkg/types"
 	"go.uber.org/goleak"
 
+	"knowngood/loadgen/sioclient"
 	"knowngood/servers/socketio"
 	"knowngood/shared/config"
 	"knowngood/shared/metrics"
@@ -82,28 +82,20 @@ func (tg *target) shutdown(t *testing.T) {
 	tg.srv = nil
 }
 
-// client is the zishang520 Go client, with its transports set explicitly:
-// left to itself it picks from a set that includes WebTransport.
+// client is the zishang520 Go client, through loadgen/sioclient: used
+// plainly, that client loses connects and sends duplicate CONNECTs under
+// concurrency (README, "Known client problems"); sioclient sets its
+// transports explicitly and opens them only once every listener is in
+// place.
 type client struct {
 	*csocket.Socket
-	connected   chan struct{}
 	connectedAt time.Time
+	events      chan []any
 	mu          sync.Mutex
 	disconnect  string // the reason, once disconnected
-	failed      chan error
-	events      chan []any
 }
 
 // dial connects a Go client and waits for its namespace CONNECT.
-//
-// The zishang520 client v3.0.6 has races: Manager.Open creates the engine
-// socket, whose reader may deliver the server's open packet before the
-// manager subscribes to "open", and the client then never sends its CONNECT
-// and reports "timeout"; and its CONNECT can sit in its write buffer (see
-// connect). The server sees such a session open and then abandoned, and
-// both happen against the Node reference server too (README, "Known client
-// problems"; loadgen/sioclient works around them). dial retries on those
-// two, and says so, so that the tests check the server and not the client.
 func dial(t *testing.T, url, nsp string, transports []string, auth map[string]any) *client {
 	t.Helper()
 	c, err := connect(t, url, nsp, transports, auth)
@@ -116,81 +108,35 @@ func dial(t *testing.T, url, nsp string, transports []string, auth map[string]an
 // connect is dial for goroutines other than the test's, which must not
 // call t.Fatal.
 func connect(t *testing.T, url, nsp string, transports []string, auth map[string]any) (*client, error) {
-	for attempt := 1; ; attempt++ {
-		c := newClient(t, url, nsp, transports, auth)
-		select {
-		case <-c.connected:
-			return c, nil
-		case err := <-c.failed:
-			if err.Error() != "connect_error: [timeout]" || attempt == 3 {
-				return nil, fmt.Errorf("connect %s: %w", nsp, err)
-			}
-			t.Logf("zishang520 client lost its open packet (known race); attempt %d", attempt+1)
-		case <-time.After(3 * time.Second):
-			// The client's other race: its WebSocket transport starts
-			// reading before it marks itself writable, so its CONNECT can
-			// wait in its write buffer until the next ping (25 s).
-			if attempt == 3 {
-				return nil, fmt.Errorf("connect %s: nothing within 3s, 3 times", nsp)
-			}
-			t.Logf("zishang520 client sent no CONNECT within 3s (known race); attempt %d", attempt+1)
-			c.Disconnect()
-		}
+	c := &client{events: make(chan []any, 64)}
+	conn, err := sioclient.Dial(sioclient.Options{
+		URL: url, Namespace: nsp, Transport: strings.Join(transports, ","), Auth: auth,
+		OnSocket: func(s *csocket.Socket) {
+			s.On("connect", func(...any) { c.connectedAt = time.Now() })
+			s.On("disconnect", func(args ...any) {
+				c.mu.Lock()
+				c.disconnect = fmt.Sprint(args...)
+				c.mu.Unlock()
+			})
+			s.OnAny(func(args ...any) {
+				select {
+				case c.events <- args:
+				default:
+				}
+			})
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-}
-
-func newClient(t *testing.T, url, nsp string, transports []string, auth map[string]any) *client {
-	t.Helper()
-	set := types.NewSet[ctransports.TransportCtor]()
-	for _, name := range transports {
-		if name == "polling" {
-			set.Add(ctransports.Polling)
-		} else {
-			set.Add(ctransports.WebSocket)
-		}
+	t.Cleanup(func() { _ = conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := conn.Wait(ctx); err != nil {
+		return nil, fmt.Errorf("connect %s: %w", nsp, err)
 	}
-	opts := csocket.DefaultOptions()
-	opts.SetTransports(set)
-	opts.SetUpgrade(slices.Contains(transports, "websocket"))
-	opts.SetReconnection(false)
-	opts.SetForceNew(true)
-	// Without this, Socket() connects at once and the Connect below would
-	// send a second CONNECT: handlers go on first, then one Connect.
-	opts.SetAutoConnect(false)
-	opts.SetTimeout(2 * time.Second)
-	if auth != nil {
-		opts.SetAuth(auth)
-	}
-	manager := csocket.NewManager(url, opts)
-	s := manager.Socket(nsp, opts)
-	c := &client{Socket: s, connected: make(chan struct{}), failed: make(chan error, 1), events: make(chan []any, 64)}
-	var once sync.Once
-	s.On("connect", func(...any) {
-		once.Do(func() {
-			c.connectedAt = time.Now()
-			close(c.connected)
-		})
-	})
-	s.On("disconnect", func(args ...any) {
-		c.mu.Lock()
-		c.disconnect = fmt.Sprint(args...)
-		c.mu.Unlock()
-	})
-	s.On("connect_error", func(args ...any) {
-		select {
-		case c.failed <- fmt.Errorf("connect_error: %v", args):
-		default:
-		}
-	})
-	s.OnAny(func(args ...any) {
-		select {
-		case c.events <- args:
-		default:
-		}
-	})
-	s.Connect()
-	t.Cleanup(func() { s.Disconnect() })
-	return c
+	c.Socket = conn.Socket()
+	return c, nil
 }
 
 // emitAck emits an event with an ack and returns the ack's arguments.
@@ -233,10 +179,7 @@ func (c *client) nextEvent(t *testing.T) []any {
 }
 
 // transportSets are the Go client's transports in these tests. Polling
-// alone is left to the JS and Python clients: the zishang520 Go client
-// v3.0.6 on polling alone sends a second GET while one is pending, which
-// the Engine.IO protocol forbids, and the Node reference server closes such
-// a session just the same (README, "Known client problems").
+// alone is left to the JS and Python clients and to the wire tests.
 var transportSets = map[string][]string{
 	"websocket":         {"websocket"},
 	"polling+websocket": {"polling", "websocket"},
@@ -297,8 +240,7 @@ func TestEvents(t *testing.T) {
 // The band: the loop completes one connect per delay at the least, so at
 // the server the k-th comes >= (k-1) x delay after the first; the client
 // adds only its receive jitter, which does not add up from one connect to
-// the next. Half a delay covers it. A connect the Go client retries (its
-// race, see dial) joins the end of the queue and changes nothing to that.
+// the next. Half a delay covers it.
 func TestBlockingContract(t *testing.T) {
 	const n, delay = 20, 50 * time.Millisecond
 	blocking, blockingMax := completions(t, socketio.Blocking, n, delay)
@@ -313,8 +255,7 @@ func TestBlockingContract(t *testing.T) {
 		}
 	}
 	// On async nothing waits for anything else: the longest handshake the
-	// server saw is a fraction of the blocking loop's. (The server's figures:
-	// a connect the client retried would stretch the client's.)
+	// server saw is a fraction of the blocking loop's.
 	if ratio := float64(blockingMax) / float64(asyncMax); ratio < 3 {
 		t.Errorf("longest handshake %v on blocking, %v on async: ratio %.1f, want >= 3", blockingMax, asyncMax, ratio)
 	}

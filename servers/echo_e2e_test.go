@@ -190,20 +190,7 @@ func TestEchoSIGTERM(t *testing.T) {
 			case !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway:
 				t.Errorf("after SIGTERM the client got %v, want close 1001", err)
 			}
-			select {
-			case err := <-s.exited:
-				if err != nil {
-					t.Errorf("exit: %v\n%s", err, s.log())
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatalf("still running 5s after SIGTERM (-shutdown-timeout 3s)")
-			}
-			if took := time.Since(began); took > 3*time.Second {
-				t.Errorf("exited %v after SIGTERM, want within -shutdown-timeout 3s", took)
-			}
-			if !strings.Contains(s.log(), `"msg":"stopped"`) {
-				t.Errorf("no \"stopped\" log line:\n%s", s.log())
-			}
+			s.exitsWithin(t, began, 3*time.Second)
 		})
 	}
 }

@@ -21,12 +21,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"os/signal"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -34,9 +30,7 @@ import (
 	"knowngood/scripts/bench/internal/benchrun"
 )
 
-const node = "node"
-
-var goVariants = []string{"echo-tcp", "echo-gorilla", "echo-coder", "echo-gnet"}
+const node = benchrun.Node
 
 // goals are issue 3's upper bounds, KiB of server RSS per idle connection.
 var goals = map[string]float64{"echo-gnet": 1, "echo-gorilla": 18, "echo-coder": 24}
@@ -54,22 +48,7 @@ type options struct {
 	variants []string
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	opts, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench-conns: %v\n", err)
-		os.Exit(2)
-	}
-	if err := run(ctx, opts, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "bench-conns: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { benchrun.Main("bench-conns", parseFlags, run) }
 
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench-conns", flag.ContinueOnError)
@@ -77,7 +56,7 @@ func parseFlags(args []string) (options, error) {
 	batch := fs.Int("batch", 1000, "loadgen -batch")
 	sources := fs.String("sources", "127.0.0.1-127.0.0.8", "loadgen -sources")
 	hold := fs.Duration("hold", 5*time.Second, "loadgen -hold: how long the connections are held before the server's RSS is read")
-	variants := fs.String("variants", strings.Join(append(slices.Clone(goVariants), node), ","), "comma-separated `list` of targets: "+strings.Join(goVariants, ", ")+", "+node+" (Node ws)")
+	variants := benchrun.EchoTargetsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -85,11 +64,9 @@ func parseFlags(args []string) (options, error) {
 	if o.n < 0 || o.batch < 1 || o.hold < 0 {
 		return options{}, errors.New("invalid -n, -batch or -hold: want -n >= 0, -batch >= 1, -hold >= 0")
 	}
-	for v := range strings.SplitSeq(*variants, ",") {
-		if v = strings.TrimSpace(v); v != node && !slices.Contains(goVariants, v) {
-			return options{}, fmt.Errorf("invalid value %q for flag -variants: want a list of %s, %s", *variants, strings.Join(goVariants, ", "), node)
-		}
-		o.variants = append(o.variants, v)
+	var err error
+	if o.variants, err = benchrun.ParseEchoTargets(*variants); err != nil {
+		return options{}, err
 	}
 	return o, nil
 }
@@ -119,7 +96,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 	var rows []row
 	for _, v := range o.variants {
-		p, url, admin, err := startTarget(ctx, stderr, bins.Server, v)
+		p, url, admin, err := benchrun.StartEchoTarget(ctx, stderr, bins.Server, v)
 		if err != nil {
 			return err
 		}
@@ -172,26 +149,6 @@ func count(o options, pid, clientAllows int) (int, string, error) {
 		return 0, "", fmt.Errorf("no room for connections: %s", limit)
 	}
 	return n, limit, nil
-}
-
-func startTarget(ctx context.Context, stderr io.Writer, server, variant string) (*benchrun.Proc, string, string, error) {
-	if variant == node {
-		p, err := benchrun.Start(ctx, stderr, "node", []string{"scripts/node/ws-echo-server.mjs", "0"}, "node ws")
-		if err != nil {
-			return nil, "", "", fmt.Errorf("%w (npm install in scripts/ first?)", err)
-		}
-		return p, "ws://" + p.Addr + "/", "", nil
-	}
-	args := []string{"-variant", variant, "-addr", benchrun.FreeAddr(), "-admin-addr", benchrun.FreeAddr(), "-log-format", "json"}
-	p, err := benchrun.Start(ctx, stderr, server, args, "knowngood "+variant)
-	if err != nil {
-		return nil, "", "", err
-	}
-	url := "ws://" + p.Addr + "/"
-	if variant == "echo-tcp" {
-		url = "tcp://" + p.Addr
-	}
-	return p, url, "http://" + p.AdminAddr, nil
 }
 
 // measure runs loadgen conns once; the server's RSS comes from /proc (-pid)

@@ -27,24 +27,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"knowngood/loadgen/echo"
 	"knowngood/scripts/bench/internal/benchrun"
 )
 
-// node names the Node `ws` echo server in -variants and in the tables.
-const node = "node"
+const node = benchrun.Node
 
-// goVariants are the knowngood echo targets, floor first.
-var goVariants = []string{"echo-tcp", "echo-gorilla", "echo-coder", "echo-gnet"}
+var goVariants = benchrun.EchoVariants
 
 type options struct {
 	duration, warmup time.Duration
@@ -56,22 +51,7 @@ type options struct {
 	size, inflight   int
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	opts, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench-echo: %v\n", err)
-		os.Exit(2)
-	}
-	if err := run(ctx, opts, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "bench-echo: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { benchrun.Main("bench-echo", parseFlags, run) }
 
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench-echo", flag.ContinueOnError)
@@ -80,7 +60,7 @@ func parseFlags(args []string) (options, error) {
 	reps := fs.Int("reps", 3, "repetitions; the tables give medians")
 	conns := fs.String("conns", "1,100", "comma-separated `list` of connection counts")
 	modes := fs.String("modes", "sync,pipelined", "comma-separated `list` of loadgen modes (sync, pipelined, rate)")
-	variants := fs.String("variants", strings.Join(append(slices.Clone(goVariants), node), ","), "comma-separated `list` of targets: "+strings.Join(goVariants, ", ")+", "+node+" (Node ws)")
+	variants := benchrun.EchoTargetsFlag(fs)
 	metricsOff := fs.Bool("metrics-off", true, "also measure each Go target with -metrics=false (the instrumentation's cost)")
 	size := fs.Int("size", 128, "loadgen -size")
 	inflight := fs.Int("inflight", 32, "loadgen -inflight (pipelined)")
@@ -107,11 +87,9 @@ func parseFlags(args []string) (options, error) {
 		}
 		o.modes = append(o.modes, m)
 	}
-	for v := range strings.SplitSeq(*variants, ",") {
-		if v = strings.TrimSpace(v); v != node && !slices.Contains(goVariants, v) {
-			return options{}, fmt.Errorf("invalid value %q for flag -variants: want a list of %s, %s", *variants, strings.Join(goVariants, ", "), node)
-		}
-		o.variants = append(o.variants, v)
+	var err error
+	if o.variants, err = benchrun.ParseEchoTargets(*variants); err != nil {
+		return options{}, err
 	}
 	return o, nil
 }
@@ -196,29 +174,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 // startTarget starts a fresh server for t and returns the URL that loadgen
 // uses and its admin address ("" for none).
 func startTarget(ctx context.Context, stderr io.Writer, server string, t target) (*benchrun.Proc, string, string, error) {
-	if t.variant == node {
-		p, err := benchrun.Start(ctx, stderr, "node", []string{"scripts/node/ws-echo-server.mjs", "0"}, "node ws")
-		if err != nil {
-			return nil, "", "", fmt.Errorf("%w (npm install in scripts/ first?)", err)
-		}
-		return p, "ws://" + p.Addr + "/", "", nil
-	}
-	args := []string{"-variant", t.variant, "-addr", benchrun.FreeAddr(), "-admin-addr", benchrun.FreeAddr(), "-log-format", "json"}
+	var extra []string
 	if t.metricsOff {
-		args = append(args, "-metrics=false")
+		extra = append(extra, "-metrics=false")
 	}
-	p, err := benchrun.Start(ctx, stderr, server, args, "knowngood "+t.String())
-	if err != nil {
-		return nil, "", "", err
-	}
-	url, admin := "ws://"+p.Addr+"/", "http://"+p.AdminAddr
-	if t.variant == "echo-tcp" {
-		url = "tcp://" + p.Addr
-	}
+	p, url, admin, err := benchrun.StartEchoTarget(ctx, stderr, server, t.variant, extra...)
 	if t.metricsOff {
 		admin = "" // its /stats answers 404
 	}
-	return p, url, admin, nil
+	return p, url, admin, err
 }
 
 // measure runs loadgen echo once. The server's CPU comes from /proc (-pid)

@@ -19,12 +19,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"knowngood/loadgen/handshake"
@@ -41,19 +38,7 @@ type options struct {
 	node      bool
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	opts, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench-handshake: %v\n", err)
-		os.Exit(2)
-	}
-	if err := run(ctx, opts, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "bench-handshake: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { benchrun.Main("bench-handshake", parseFlags, run) }
 
 // delayOrDefault is the servers' -delay: the flag's, or knowngood's default.
 func (o options) delayOrDefault() time.Duration {

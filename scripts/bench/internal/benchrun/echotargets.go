@@ -1,0 +1,60 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Node names the Node `ws` echo server (scripts/node/ws-echo-server.mjs) in
+// -variants and in the tables.
+const Node = "node"
+
+// EchoVariants are the knowngood echo targets, floor first.
+var EchoVariants = []string{"echo-tcp", "echo-gorilla", "echo-coder", "echo-gnet"}
+
+// EchoTargetsFlag defines -variants, the echo targets to measure (all of
+// them and Node by default); its value is checked by ParseEchoTargets.
+func EchoTargetsFlag(fs interface {
+	String(name, value, usage string) *string
+}) *string {
+	return fs.String("variants", strings.Join(append(slices.Clone(EchoVariants), Node), ","),
+		"comma-separated `list` of targets: "+strings.Join(EchoVariants, ", ")+", "+Node+" (Node ws)")
+}
+
+// ParseEchoTargets checks a -variants list, keeping its order.
+func ParseEchoTargets(list string) ([]string, error) {
+	var out []string
+	for v := range strings.SplitSeq(list, ",") {
+		if v = strings.TrimSpace(v); v != Node && !slices.Contains(EchoVariants, v) {
+			return nil, fmt.Errorf("invalid value %q for flag -variants: want a list of %s, %s", list, strings.Join(EchoVariants, ", "), Node)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// StartEchoTarget starts a fresh echo server, knowngood's variant (with
+// extra flags) or Node's, and returns the URL that loadgen uses and its
+// admin address ("" for Node, which has none).
+func StartEchoTarget(ctx context.Context, stderr io.Writer, server, variant string, extra ...string) (p *Proc, url, admin string, err error) {
+	if variant == Node {
+		p, err := Start(ctx, stderr, "node", []string{"scripts/node/ws-echo-server.mjs", "0"}, "node ws")
+		if err != nil {
+			return nil, "", "", fmt.Errorf("%w (npm install in scripts/ first?)", err)
+		}
+		return p, "ws://" + p.Addr + "/", "", nil
+	}
+	args := append([]string{"-variant", variant, "-addr", FreeAddr(), "-admin-addr", FreeAddr(), "-log-format", "json"}, extra...)
+	p, err = Start(ctx, stderr, server, args, strings.TrimSpace("knowngood "+variant+" "+strings.Join(extra, " ")))
+	if err != nil {
+		return nil, "", "", err
+	}
+	url = "ws://" + p.Addr + "/"
+	if variant == "echo-tcp" {
+		url = "tcp://" + p.Addr
+	}
+	return p, url, "http://" + p.AdminAddr, nil
+}

@@ -75,19 +75,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("conns", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned, and printed by the caller on one line
 	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP)")
-	positive := func(p *int, name string, def, hi int, usage string) {
-		*p = def
-		fs.Func(name, fmt.Sprintf("%s, 1 to %d (default %d)", usage, hi, def), func(s string) error {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 || n > hi {
-				return fmt.Errorf("want an integer from 1 to %d", hi)
-			}
-			*p = n
-			return nil
-		})
-	}
-	positive(&cfg.N, "n", DefaultN, maxN, "`N` connections to open and hold (the open-files limit applies)")
-	positive(&cfg.Batch, "batch", DefaultBatch, maxN, "`N` connections dialled at once; the next batch starts when this one is done")
+	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections to open and hold (the open-files limit applies)")
+	flagset.Int(fs, &cfg.Batch, "batch", DefaultBatch, 1, maxN, "`N` connections dialled at once; the next batch starts when this one is done")
 	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both; each gives its own ephemeral ports to one target (default: the kernel's choice)", func(s string) error {
 		addrs, err := parseSources(s)
 		if err != nil {
@@ -96,22 +85,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 		cfg.Sources = addrs
 		return nil
 	})
-	duration := func(p *time.Duration, name string, def time.Duration, zeroOK bool, usage string) {
-		*p = def
-		fs.Func(name, fmt.Sprintf("%s (default %s)", usage, def), func(s string) error {
-			d, err := time.ParseDuration(s)
-			if err != nil || d < 0 || (d == 0 && !zeroOK) {
-				if zeroOK {
-					return errors.New("want a duration of 0 or more, such as 10s")
-				}
-				return errors.New("want a positive duration such as 10s or 500ms")
-			}
-			*p = d
-			return nil
-		})
-	}
-	duration(&cfg.Hold, "hold", DefaultHold, true, "how long to hold the connections once all are open, before the target's RSS is read")
-	duration(&cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each connection's dial and upgrade")
+	flagset.Duration(fs, &cfg.Hold, "hold", DefaultHold, true, "how long to hold the connections once all are open, before the target's RSS is read")
+	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each connection's dial and upgrade")
 	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	fs.Func("pid", "the target's process `ID`, on this machine: its RSS comes from /proc/PID/status (for a target without /stats)", func(s string) error {
 		n, err := strconv.Atoi(s)

@@ -93,41 +93,12 @@ func Usage(w io.Writer) {
 	flagset.Usage(w, newFlagSet(&Config{}))
 }
 
-// intFlag defines an integer flag from lo to hi.
-func intFlag(fs *flag.FlagSet, p *int, name string, def, lo, hi int, usage string) {
-	*p = def
-	fs.Func(name, fmt.Sprintf("%s, %d to %d (default %d)", usage, lo, hi, def), func(s string) error {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < lo || n > hi {
-			return fmt.Errorf("want an integer from %d to %d", lo, hi)
-		}
-		*p = n
-		return nil
-	})
-}
-
-// durationFlag defines a duration flag; zero is allowed when zeroOK.
-func durationFlag(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, zeroOK bool, usage string) {
-	*p = def
-	fs.Func(name, fmt.Sprintf("%s (default %s)", usage, def), func(s string) error {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 || (d == 0 && !zeroOK) {
-			if zeroOK {
-				return errors.New("want a duration of 0 or more, such as 2s or 500ms")
-			}
-			return errors.New("want a positive duration such as 10s or 500ms")
-		}
-		*p = d
-		return nil
-	})
-}
-
 func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned, and printed by the caller on one line
 	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP echo, no framing)")
-	intFlag(fs, &cfg.Conns, "c", DefaultConns, 1, maxConns, "`N` connections")
-	intFlag(fs, &cfg.Size, "size", DefaultSize, 1, maxSize, "`BYTES` per message (the target's -max-message applies)")
+	flagset.Int(fs, &cfg.Conns, "c", DefaultConns, 1, maxConns, "`N` connections")
+	flagset.Int(fs, &cfg.Size, "size", DefaultSize, 1, maxSize, "`BYTES` per message (the target's -max-message applies)")
 	cfg.Mode = DefaultMode
 	fs.Func("mode", fmt.Sprintf("`MODE`: sync (send, wait for the echo, repeat), pipelined (up to -inflight awaiting their echo per connection), rate (open loop at -rate in total) (default %s)", DefaultMode), func(s string) error {
 		for _, m := range Modes {
@@ -138,11 +109,11 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 		}
 		return fmt.Errorf("want %s", strings.Join(Modes, ", "))
 	})
-	intFlag(fs, &cfg.Inflight, "inflight", DefaultInflight, 1, maxInflight, "pipelined: `N` messages awaiting their echo on each connection")
-	intFlag(fs, &cfg.Rate, "rate", DefaultRate, 1, maxRate, "rate: `MSG/S` sent by all connections together, evenly spread")
-	durationFlag(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, after the warmup")
-	durationFlag(fs, &cfg.Warmup, "warmup", DefaultWarmup, true, "traffic before the window that the figures leave out")
-	durationFlag(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last echoes after the window")
+	flagset.Int(fs, &cfg.Inflight, "inflight", DefaultInflight, 1, maxInflight, "pipelined: `N` messages awaiting their echo on each connection")
+	flagset.Int(fs, &cfg.Rate, "rate", DefaultRate, 1, maxRate, "rate: `MSG/S` sent by all connections together, evenly spread")
+	flagset.Duration(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, after the warmup")
+	flagset.Duration(fs, &cfg.Warmup, "warmup", DefaultWarmup, true, "traffic before the window that the figures leave out")
+	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last echoes after the window")
 	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	fs.Func("pid", "the target's process `ID`, on this machine: its CPU seconds come from /proc/PID/stat (for a target without /stats)", func(s string) error {
 		n, err := strconv.Atoi(s)

@@ -5,12 +5,10 @@
 package handshake
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -63,24 +61,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("handshake", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned, and printed by the caller on one line
 	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target server, http://HOST:PORT")
-	cfg.N = DefaultN
-	fs.Func("n", fmt.Sprintf("`N` connections opened at once, 1 to %d (default %d)", maxN, DefaultN), func(s string) error {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxN {
-			return fmt.Errorf("want an integer from 1 to %d", maxN)
-		}
-		cfg.N = n
-		return nil
-	})
-	cfg.Deadline = DefaultDeadline
-	fs.Func("deadline", fmt.Sprintf("`DURATION` allowed for each connection's namespace CONNECT, counted from the start, and again for the echo (default %s)", DefaultDeadline), func(s string) error {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return errors.New("want a positive duration such as 15s or 500ms")
-		}
-		cfg.Deadline = d
-		return nil
-	})
+	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections opened at once")
+	flagset.Duration(fs, &cfg.Deadline, "deadline", DefaultDeadline, false, "`DURATION` allowed for each connection's namespace CONNECT, counted from the start, and again for the echo")
 	cfg.Transport = DefaultTransport
 	fs.Func("transport", fmt.Sprintf("`TRANSPORT`: %s (polling,websocket = polling first, then upgrade) (default %s)", strings.Join(sioclient.Transports, " | "), DefaultTransport), func(s string) error {
 		for _, t := range sioclient.Transports {

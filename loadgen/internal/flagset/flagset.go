@@ -1,11 +1,15 @@
 // Package flagset holds what every loadgen scenario does with its flags:
-// parse them into one-line errors, and print them for -h.
+// define the numeric ones with their bounds, parse them into one-line
+// errors, and print them for -h.
 package flagset
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 )
 
 // Parse parses args with fs (whose output should be io.Discard: the error
@@ -28,4 +32,34 @@ func Usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: loadgen %s [flags]\n", fs.Name())
 	fs.SetOutput(w)
 	fs.PrintDefaults()
+}
+
+// Int defines an integer flag from lo to hi, with def as its default.
+func Int(fs *flag.FlagSet, p *int, name string, def, lo, hi int, usage string) {
+	*p = def
+	fs.Func(name, fmt.Sprintf("%s, %d to %d (default %d)", usage, lo, hi, def), func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("want an integer from %d to %d", lo, hi)
+		}
+		*p = n
+		return nil
+	})
+}
+
+// Duration defines a duration flag with def as its default; zero is
+// allowed when zeroOK, a negative duration never.
+func Duration(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, zeroOK bool, usage string) {
+	*p = def
+	fs.Func(name, fmt.Sprintf("%s (default %s)", usage, def), func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || (d == 0 && !zeroOK) {
+			if zeroOK {
+				return errors.New("want a duration of 0 or more, such as 2s or 500ms")
+			}
+			return errors.New("want a positive duration such as 10s or 500ms")
+		}
+		*p = d
+		return nil
+	})
 }

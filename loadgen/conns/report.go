@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 )
@@ -124,34 +124,23 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.OpenFiles != "" {
 		fmt.Fprintf(w, "%s\n", r.OpenFiles)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	s := r.Server
-	switch {
-	case s == nil:
-		fmt.Fprintf(tw, "\tclient\t\n")
-	case s.Variant != "":
-		fmt.Fprintf(tw, "\tclient\tserver (%s, %s)\n", s.Variant, s.Admin)
-	default:
-		fmt.Fprintf(tw, "\tclient\tserver (pid %d)\n", s.PID)
+	var header string
+	if s != nil {
+		header = sidebyside.Header(s.Variant, s.Admin, s.PID)
 	}
-	row := func(name, client, server string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, client, server) }
-	srv := func(f func(*ServerView) string) string {
-		if s == nil {
-			return ""
-		}
-		return f(s)
-	}
-	row("established", fmt.Sprintf("%d of %d", r.Established, r.N),
-		srv(func(s *ServerView) string {
+	t := sidebyside.New(w, s, header)
+	t.Row("established", fmt.Sprintf("%d of %d", r.Established, r.N),
+		t.Server(func(s *ServerView) string {
 			if s.ConnectionsOpened == nil {
 				return ""
 			}
 			return fmt.Sprintf("%d opened", *s.ConnectionsOpened)
 		}))
-	row("failed", strconv.Itoa(r.Failed), "")
-	row("dropped while held", strconv.Itoa(r.Dropped), "")
-	row("held", strconv.Itoa(r.Held),
-		srv(func(s *ServerView) string {
+	t.Row("failed", strconv.Itoa(r.Failed), "")
+	t.Row("dropped while held", strconv.Itoa(r.Dropped), "")
+	t.Row("held", strconv.Itoa(r.Held),
+		t.Server(func(s *ServerView) string {
 			if s.ConnectionsActive == nil {
 				return ""
 			}
@@ -161,16 +150,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.EstablishSeconds > 0 {
 		rate = strconv.FormatFloat(float64(r.Established)/r.EstablishSeconds, 'f', 0, 64) + "/s"
 	}
-	row("establish", fmt.Sprintf("%s (%s)", seconds(r.EstablishSeconds), rate), "")
-	row("batches", batchSummary(r.Batches), "")
-	row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64), "")
+	t.Row("establish", fmt.Sprintf("%s (%s)", seconds(r.EstablishSeconds), rate), "")
+	t.Row("batches", batchSummary(r.Batches), "")
+	t.Row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64), "")
 	if s != nil && s.RSSSource != "" {
-		row("resident MiB", "", fmt.Sprintf("%.1f -> %.1f (%s)", *s.RSSBefore/(1<<20), *s.RSSAfter/(1<<20), s.RSSSource))
+		t.Row("resident MiB", "", fmt.Sprintf("%.1f -> %.1f (%s)", *s.RSSBefore/(1<<20), *s.RSSAfter/(1<<20), s.RSSSource))
 	}
 	if kib := r.KiBPerConnection(); kib != nil {
-		row("per connection", "", fmt.Sprintf("%.2f KiB", *kib))
+		t.Row("per connection", "", fmt.Sprintf("%.2f KiB", *kib))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	tally.Write(w, "errors", r.Errors)

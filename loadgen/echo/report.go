@@ -7,10 +7,10 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 	"knowngood/shared/protocol"
@@ -191,56 +191,45 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Interrupted {
 		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	s := r.Server
-	switch {
-	case s == nil:
-		fmt.Fprintf(tw, "\tclient\t\n")
-	case s.Variant != "":
-		fmt.Fprintf(tw, "\tclient\tserver (%s, %s)\n", s.Variant, s.Admin)
-	default:
-		fmt.Fprintf(tw, "\tclient\tserver (pid %d)\n", s.PID)
+	var header string
+	if s != nil {
+		header = sidebyside.Header(s.Variant, s.Admin, s.PID)
 	}
-	row := func(name, client, server string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, client, server) }
-	srv := func(f func(*ServerView) string) string {
-		if s == nil {
-			return ""
-		}
-		return f(s)
-	}
-	row("connected", fmt.Sprintf("%d of %d", r.Connected, r.Conns),
-		srv(func(s *ServerView) string {
+	t := sidebyside.New(w, s, header)
+	t.Row("connected", fmt.Sprintf("%d of %d", r.Connected, r.Conns),
+		t.Server(func(s *ServerView) string {
 			if s.ConnectionsActive == nil {
 				return ""
 			}
 			return fmt.Sprintf("%d active", *s.ConnectionsActive)
 		}))
-	row("messages", strconv.FormatInt(r.Messages, 10),
-		srv(func(s *ServerView) string {
+	t.Row("messages", strconv.FormatInt(r.Messages, 10),
+		t.Server(func(s *ServerView) string {
 			if s.MessagesReceived == nil {
 				return ""
 			}
 			return fmt.Sprintf("%d received, %d sent", *s.MessagesReceived, *s.MessagesSent)
 		}))
-	row("msg/s", strconv.FormatFloat(r.MessagesPerSecond, 'f', 0, 64), "")
+	t.Row("msg/s", strconv.FormatFloat(r.MessagesPerSecond, 'f', 0, 64), "")
 	if r.Mode == Rate {
-		row("behind schedule", strconv.FormatInt(r.BehindSchedule, 10), "")
-		row("sent late p50/p99/max", fmt.Sprintf("%s / %s / %s", msString(r.SendLateP50ms), msString(r.SendLateP99ms), msString(r.SendLateMaxMs)), "")
+		t.Row("behind schedule", strconv.FormatInt(r.BehindSchedule, 10), "")
+		t.Row("sent late p50/p99/max", fmt.Sprintf("%s / %s / %s", msString(r.SendLateP50ms), msString(r.SendLateP99ms), msString(r.SendLateMaxMs)), "")
 	}
 	for _, p := range []struct {
 		name string
 		v    *float64
 	}{{"p50", r.P50ms}, {"p90", r.P90ms}, {"p99", r.P99ms}, {"p99.9", r.P999ms}, {"max", r.MaxMs}} {
-		row(p.name, msString(p.v), "")
+		t.Row(p.name, msString(p.v), "")
 	}
-	row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64),
-		srv(func(s *ServerView) string {
+	t.Row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64),
+		t.Server(func(s *ServerView) string {
 			if s.CPUSeconds == nil {
 				return "-"
 			}
 			return fmt.Sprintf("%.2f (%s)", *s.CPUSeconds, s.CPUSource)
 		}))
-	if err := tw.Flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	tally.Write(w, "errors", r.Errors)

@@ -8,9 +8,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
+	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/shared/protocol"
 )
 
@@ -88,41 +88,33 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "handshake: %d connections at once to %s, namespace %s, transport %s, deadline %s (%s %s)\n",
 		r.Attempts, r.URL, r.Namespace, r.Transport, r.Deadline, r.Client, r.Version)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	s := r.Server
+	var header string
 	if s != nil {
-		fmt.Fprintf(tw, "\tclient\tserver (%s, %s)\n", s.Variant, s.Admin)
-	} else {
-		fmt.Fprintf(tw, "\tclient\t\n")
+		header = sidebyside.Header(s.Variant, s.Admin, 0)
 	}
-	row := func(name, client, server string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, client, server) }
-	srv := func(f func(*ServerView) string) string {
-		if s == nil {
-			return ""
-		}
-		return f(s)
-	}
-	row("attempts", strconv.Itoa(r.Attempts), "")
-	row("connected", fmt.Sprintf("%d (%s)", r.Connected, percent(r.Connected, r.Attempts)),
-		srv(func(s *ServerView) string { return fmt.Sprintf("ok %d", s.Handshakes[protocol.ResultOK]) }))
-	row("failed", strconv.Itoa(r.Failed),
-		srv(func(s *ServerView) string {
+	t := sidebyside.New(w, s, header)
+	t.Row("attempts", strconv.Itoa(r.Attempts), "")
+	t.Row("connected", fmt.Sprintf("%d (%s)", r.Connected, percent(r.Connected, r.Attempts)),
+		t.Server(func(s *ServerView) string { return fmt.Sprintf("ok %d", s.Handshakes[protocol.ResultOK]) }))
+	t.Row("failed", strconv.Itoa(r.Failed),
+		t.Server(func(s *ServerView) string {
 			return fmt.Sprintf("rejected %d, failed %d, abandoned %d",
 				s.Handshakes[protocol.ResultRejected], s.Handshakes[protocol.ResultFailed], s.Handshakes[protocol.ResultAbandoned])
 		}))
-	row("echoed", strconv.Itoa(r.Echoed), "")
-	row("p50", msString(r.P50ms), srv(func(s *ServerView) string { return msString(s.P50ms) }))
-	row("p95", msString(r.P95ms), "")
-	row("p99", msString(r.P99ms), srv(func(s *ServerView) string { return msString(s.P99ms) }))
-	row("max", msString(r.MaxMs), "")
-	row("total", time.Duration(r.TotalMs*float64(time.Millisecond)).Round(time.Millisecond).String(), "")
-	row("handshakes/s", strconv.FormatFloat(r.HandshakesPerSecond, 'f', 0, 64), "")
-	row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64),
-		srv(func(s *ServerView) string { return floatString(s.CPUSeconds, 2) }))
+	t.Row("echoed", strconv.Itoa(r.Echoed), "")
+	t.Row("p50", msString(r.P50ms), t.Server(func(s *ServerView) string { return msString(s.P50ms) }))
+	t.Row("p95", msString(r.P95ms), "")
+	t.Row("p99", msString(r.P99ms), t.Server(func(s *ServerView) string { return msString(s.P99ms) }))
+	t.Row("max", msString(r.MaxMs), "")
+	t.Row("total", time.Duration(r.TotalMs*float64(time.Millisecond)).Round(time.Millisecond).String(), "")
+	t.Row("handshakes/s", strconv.FormatFloat(r.HandshakesPerSecond, 'f', 0, 64), "")
+	t.Row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64),
+		t.Server(func(s *ServerView) string { return floatString(s.CPUSeconds, 2) }))
 	if s != nil && s.ResidentBytes != nil {
-		row("resident MiB", "", strconv.FormatFloat(*s.ResidentBytes/(1<<20), 'f', 1, 64))
+		t.Row("resident MiB", "", strconv.FormatFloat(*s.ResidentBytes/(1<<20), 'f', 1, 64))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	writeCounts(w, "errors", r.Errors)

@@ -1,0 +1,53 @@
+// Package sidebyside writes the table of every loadgen report: one row per
+// figure, the client's value and, when /stats or /proc gave one, the
+// server's beside it.
+package sidebyside
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Table is a report table whose server column comes from a *V, the
+// scenario's view of the server; nil when there is none.
+type Table[V any] struct {
+	tw     *tabwriter.Writer
+	server *V
+}
+
+// New writes the header row: "client", and serverHeader over the server
+// column when there is a server view.
+func New[V any](w io.Writer, server *V, serverHeader string) *Table[V] {
+	t := &Table[V]{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), server: server}
+	if server == nil {
+		serverHeader = ""
+	}
+	fmt.Fprintf(t.tw, "\tclient\t%s\n", serverHeader)
+	return t
+}
+
+// Header names the server column: the variant and admin URL that /stats
+// came from, or the process whose /proc figures were read.
+func Header(variant, admin string, pid int) string {
+	if variant != "" {
+		return fmt.Sprintf("server (%s, %s)", variant, admin)
+	}
+	return fmt.Sprintf("server (pid %d)", pid)
+}
+
+// Row writes one figure.
+func (t *Table[V]) Row(name, client, server string) {
+	fmt.Fprintf(t.tw, "%s\t%s\t%s\n", name, client, server)
+}
+
+// Server is f of the server view, or "" when there is none.
+func (t *Table[V]) Server(f func(*V) string) string {
+	if t.server == nil {
+		return ""
+	}
+	return f(t.server)
+}
+
+// Flush writes the aligned table out.
+func (t *Table[V]) Flush() error { return t.tw.Flush() }

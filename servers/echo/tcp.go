@@ -23,7 +23,7 @@ type tcpTarget struct {
 	m     *metrics.Metrics
 	log   *slog.Logger
 	gate  *lifecycle.Gate
-	conns *registry[net.Conn]
+	conns *lifecycle.Registry[net.Conn]
 	wg    sync.WaitGroup
 
 	mu       sync.Mutex
@@ -47,7 +47,7 @@ func newTCPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) *tcpT
 	return &tcpTarget{
 		cfg: cfg, m: m, log: log,
 		gate:     lifecycle.NewGate(cfg.MaxConns),
-		conns:    newRegistry[net.Conn](),
+		conns:    lifecycle.NewRegistry[net.Conn](),
 		accepted: make(chan struct{}),
 	}
 }
@@ -69,8 +69,8 @@ func (t *tcpTarget) Serve(ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			t.m.AcceptError(acceptErrorReason(err))
-			backoff = acceptBackoff(backoff)
+			t.m.AcceptError(lifecycle.AcceptErrorReason(err))
+			backoff = lifecycle.AcceptBackoff(backoff)
 			t.log.Debug("accept failed; retrying", "err", err, "in", backoff)
 			time.Sleep(backoff)
 			continue
@@ -82,7 +82,7 @@ func (t *tcpTarget) Serve(ln net.Listener) error {
 			_ = c.Close()
 			continue
 		}
-		if !t.conns.add(c) {
+		if !t.conns.Add(c) {
 			t.gate.Release()
 			_ = c.Close()
 			continue
@@ -95,12 +95,12 @@ func (t *tcpTarget) serve(c net.Conn) {
 	reason := reasonError
 	defer func() {
 		if v := recover(); v != nil {
-			recovered(t.log, "echo-tcp", v)
+			lifecycle.LogPanic(t.log, "echo-tcp", v)
 		}
 		_ = c.Close()
 		t.gate.Release()
 		t.m.Closed(reason)
-		t.conns.remove(c)
+		t.conns.Remove(c)
 	}()
 	t.m.Opened()
 	buf := make([]byte, tcpBuffer)
@@ -125,7 +125,7 @@ func (t *tcpTarget) ended(err error) string {
 	switch {
 	case t.closing.Load():
 		return reasonShutdown
-	case clientLeft(err):
+	case lifecycle.ClientLeft(err):
 		return reasonEOF
 	}
 	return reasonError
@@ -143,7 +143,7 @@ func (t *tcpTarget) Shutdown(ctx context.Context) error {
 		<-t.accepted // no connection is added to wg after this
 	}
 	closeConn := func(c net.Conn) { _ = c.Close() }
-	err := drain(ctx, t.conns, closeConn, closeConn)
+	err := lifecycle.Drain(ctx, t.conns, closeConn, closeConn)
 	t.wg.Wait()
 	return err
 }

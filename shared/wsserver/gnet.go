@@ -1,4 +1,4 @@
-package echo
+package wsserver
 
 import (
 	"bufio"
@@ -24,7 +24,7 @@ import (
 	"knowngood/shared/protocol"
 )
 
-// gnetTarget is the WebSocket echo on gnet's event loops, with gobwas/ws
+// gnetTarget serves WebSocket on gnet's event loops, with gobwas/ws
 // framing. Everything a connection does happens in gnet's callbacks on its
 // loop, and none of them blocks: the upgrade request is buffered until it is
 // complete, frames are parsed from what has arrived, replies are written
@@ -45,9 +45,10 @@ type gnetTarget struct {
 	cfg   config.Config
 	m     *metrics.Metrics
 	log   *slog.Logger
+	opts  Options
 	gate  *lifecycle.Gate
-	conns *registry[*gconn]
-	// backlog is how many bytes of echoes may wait for a client that does
+	conns *lifecycle.Registry[*gconn]
+	// backlog is how many bytes of replies may wait for a client that does
 	// not read them: 16 messages of -max-message, at least 1 MiB.
 	backlog int
 
@@ -65,7 +66,7 @@ type gnetTarget struct {
 const (
 	phaseHandshake = iota // reading the upgrade request
 	phaseLinger           // refused: the answer is written, the rest is dropped
-	phaseOpen             // echoing
+	phaseOpen             // serving messages
 	phaseClosing          // the server sent its close frame, waits for the client's
 	// phaseClosed: OnClose has run. gnet closes a connection inside Write
 	// when the write fails, so every write is followed by a look at the
@@ -74,9 +75,12 @@ const (
 )
 
 // gconn is one connection's state. Only its event loop touches it, except
-// conn (set before anyone else sees the gconn).
+// g, conn and deflate (set before anyone else sees the gconn) and the
+// atomics that Enqueue reads.
 type gconn struct {
+	g        *gnetTarget
 	conn     gnet.Conn
+	session  Session
 	phase    int
 	accepted time.Time
 	first    time.Time // first byte of the upgrade request
@@ -97,6 +101,15 @@ type gconn struct {
 	compressed bool
 	msg        *[]byte
 
+	out *[]byte // the replies of the OnTraffic call under way; nil between calls
+
+	// Enqueue's view, from other goroutines: messages handed to the loop
+	// and not written yet, bytes gnet holds for a client that does not
+	// read, and whether the server has closed.
+	pending  atomic.Int64
+	outbound atomic.Int64
+	shut     atomic.Bool
+
 	rd  bytes.Reader         // over the buffered bytes, for ws.ReadHeaderBuffer
 	hdr [maxFrameHeader]byte // a frame header, read or written
 	iov [2][]byte            // header and payload for Writev
@@ -104,14 +117,14 @@ type gconn struct {
 
 const maxFrameHeader = 14
 
-func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*gnetTarget, error) {
+func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
 	if cfg.TLSCert != "" {
-		return nil, errors.New("echo-gnet serves plain TCP only (gnet reads the socket itself): drop -tls-cert/-tls-key or use echo-gorilla or echo-coder")
+		return nil, fmt.Errorf("%s serves plain TCP only (gnet reads the socket itself): drop -tls-cert/-tls-key or use a gorilla or coder variant", cfg.Variant)
 	}
 	return &gnetTarget{
-		cfg: cfg, m: m, log: log,
+		cfg: cfg, m: m, log: log, opts: o,
 		gate:    lifecycle.NewGate(cfg.MaxConns),
-		conns:   newRegistry[*gconn](),
+		conns:   lifecycle.NewRegistry[*gconn](),
 		ready:   make(chan struct{}),
 		backlog: int(max(16*min(cfg.MaxMessage, 1<<36), 1<<20)),
 	}, nil
@@ -185,21 +198,21 @@ func (g *gnetTarget) accept(ln net.Listener) {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			g.m.AcceptError(acceptErrorReason(err))
-			backoff = acceptBackoff(backoff)
+			g.m.AcceptError(lifecycle.AcceptErrorReason(err))
+			backoff = lifecycle.AcceptBackoff(backoff)
 			g.log.Debug("accept failed; retrying", "err", err, "in", backoff)
 			time.Sleep(backoff)
 			continue
 		}
 		backoff = 0
-		st := &gconn{accepted: time.Now()}
+		st := &gconn{g: g, accepted: time.Now()}
 		ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), st), c)
 		// Register hands c to a worker that duplicates its descriptor for
 		// the loop and closes c; its result channel is buffered.
 		results, err := g.eng.Register(ctx)
 		if err != nil {
 			_ = c.Close()
-			g.m.AcceptError(acceptErrorReason(err))
+			g.m.AcceptError(lifecycle.AcceptErrorReason(err))
 			continue
 		}
 		go g.countUnregistered(results)
@@ -212,7 +225,7 @@ func (g *gnetTarget) accept(ln net.Listener) {
 // The worker closes the channel once it is done, so this never waits long.
 func (g *gnetTarget) countUnregistered(results <-chan gnet.RegisteredResult) {
 	if r := <-results; r.Err != nil {
-		g.m.AcceptError(acceptErrorReason(r.Err))
+		g.m.AcceptError(lifecycle.AcceptErrorReason(r.Err))
 		g.log.Debug("gnet could not take a connection over", "err", r.Err)
 	}
 }
@@ -260,7 +273,7 @@ func (g *gnetTarget) onLoop(st *gconn, f func(*gconn)) {
 	_ = st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		defer func() {
 			if v := recover(); v != nil {
-				recovered(g.log, "echo-gnet", v)
+				lifecycle.LogPanic(g.log, g.cfg.Variant, v)
 			}
 		}()
 		if st.phase != phaseClosed {
@@ -291,7 +304,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			recovered(g.log, "echo-gnet", v)
+			lifecycle.LogPanic(g.log, g.cfg.Variant, v)
 		}
 	}()
 	if st.timer != nil {
@@ -315,8 +328,11 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 			g.gate.Release()
 		}
 		st.dropMessage()
+		st.shut.Store(true)
+		st.phase = phaseClosed
 		g.m.Closed(reason)
-		g.conns.remove(st)
+		g.conns.Remove(st)
+		st.session.Closed()
 	}
 	st.phase = phaseClosed
 	return gnet.None
@@ -330,7 +346,7 @@ func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			recovered(g.log, "echo-gnet", v)
+			lifecycle.LogPanic(g.log, g.cfg.Variant, v)
 			action = gnet.Close
 		}
 	}()
@@ -422,9 +438,10 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	st.counted = true
 	g.m.Handshake(protocol.ResultOK, transport, time.Since(st.first))
 	g.m.Opened()
-	if !g.conns.add(st) {
+	st.session = g.opts.Handler.Open(st)
+	if !g.conns.Add(st) {
 		// Shutdown began during the upgrade.
-		g.goAway(st)
+		st.Close(CloseGoingAway)
 	}
 	return gnet.None, true
 }
@@ -499,15 +516,16 @@ func (g *gnetTarget) negotiate(req *http.Request) (string, bool) {
 	return "", false
 }
 
-// goAway starts the server's close with 1001 (Shutdown).
-func (g *gnetTarget) goAway(st *gconn) {
-	g.onLoop(st, func(st *gconn) {
+// Close starts the server's close with code, from any goroutine.
+func (st *gconn) Close(code int) {
+	st.shut.Store(true)
+	st.g.onLoop(st, func(st *gconn) {
 		if st.phase != phaseOpen {
 			return
 		}
 		out := getBuffer()
-		*out = appendClose(*out, 1001)
-		st.closing(g, 1001)
+		*out = appendClose(*out, code)
+		st.closing(st.g, code)
 		_, _ = st.conn.Write(*out)
 		putBuffer(out)
 	})
@@ -533,7 +551,8 @@ func (g *gnetTarget) Shutdown(ctx context.Context) error {
 	if g.startErr != nil {
 		return nil
 	}
-	err := drain(ctx, g.conns, g.goAway, func(st *gconn) { _ = st.conn.Close() })
+	goAway := func(st *gconn) { st.Close(CloseGoingAway) }
+	err := lifecycle.Drain(ctx, g.conns, goAway, func(st *gconn) { _ = st.conn.Close() })
 	if stopErr := g.eng.Stop(ctx); err == nil {
 		err = stopErr
 	}

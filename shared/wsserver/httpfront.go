@@ -1,4 +1,4 @@
-package echo
+package wsserver
 
 import (
 	"context"
@@ -18,46 +18,46 @@ import (
 
 // wsConn is a connection that a library has upgraded.
 type wsConn interface {
-	// echo serves the connection until it ends and returns the disconnect
-	// reason (a close code).
-	echo() string
-	// goAway starts the server's close with 1001. It is called from
-	// another goroutine than echo's and may block for a while.
-	goAway()
+	// serve reads messages for s until the connection ends and returns
+	// the disconnect reason (a close code).
+	serve(s Session) string
+	// write sends one message: from serve's goroutine (a reply) or from
+	// the connection's one writer (queue.go), never from both.
+	write(op Op, data []byte) error
+	// close starts the server's close with code. It may be called from
+	// any goroutine and may block for a while.
+	close(code int)
 }
 
 // upgrader upgrades a request that checkUpgrade has passed. On error the
 // library has answered the request itself.
 type upgrader func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *metrics.Metrics) (wsConn, error)
 
-// httpTarget is a WebSocket echo served through net/http, which gorilla
-// and coder both sit on. It does everything but the upgrade and the echo
-// loop: the request checks, -max-conns, the handshake accounting, and
+// httpTarget serves WebSocket through net/http, which gorilla and coder
+// both sit on. It does everything but the upgrade and the read loop: the
+// request checks, -max-conns, the handshake accounting, the send queue, and
 // shutdown.
 type httpTarget struct {
 	cfg     config.Config
 	m       *metrics.Metrics
 	log     *slog.Logger
 	gate    *lifecycle.Gate
+	opts    Options
 	upgrade upgrader
 	srv     *http.Server
-	conns   *registry[*httpPeer]
-	goAways sync.WaitGroup
+	conns   *lifecycle.Registry[*httpPeer]
+	closers sync.WaitGroup // Peer.Close and Shutdown's goodbyes
 
 	mu      sync.Mutex
 	ln      net.Listener
 	closing atomic.Bool
 }
 
-type httpPeer struct {
-	ws  wsConn
-	raw *trackedConn
-}
 
 type connKey struct{}
 
-func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, up upgrader) *httpTarget {
-	t := &httpTarget{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns), upgrade: up, conns: newRegistry[*httpPeer]()}
+func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options, up upgrader) *httpTarget {
+	t := &httpTarget{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns), opts: o, upgrade: up, conns: lifecycle.NewRegistry[*httpPeer]()}
 	t.srv = lifecycle.HTTPServer(cfg, t, log)
 	t.srv.MaxHeaderBytes = maxHeaderBytes
 	t.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
@@ -85,7 +85,7 @@ func (t *httpTarget) Serve(ln net.Listener) error {
 }
 
 // ServeHTTP answers one request on a fresh connection: a refusal, or an
-// upgrade and the echo loop, which runs on this goroutine until the
+// upgrade and the read loop, which runs on this goroutine until the
 // connection ends.
 func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	raw, ok := r.Context().Value(connKey{}).(*trackedConn)
@@ -95,7 +95,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			recovered(t.log, t.cfg.Variant, v)
+			lifecycle.LogPanic(t.log, t.cfg.Variant, v)
 			_ = raw.Close()
 		}
 	}()
@@ -123,21 +123,23 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t.m.Handshake(protocol.ResultOK, transport, raw.sinceFirstByte())
 	t.m.Opened()
 
-	p := &httpPeer{ws: ws, raw: raw}
-	reason := "1011" // kept only if echo panics
+	p := newHTTPPeer(t, ws, raw)
+	reason := "1011" // kept only if a handler panics
 	defer func() {
-		_ = raw.Close()
+		p.end()
 		t.m.Closed(reason)
-		// Last: Shutdown's wait ends when every echo loop is done.
-		t.conns.remove(p)
+		// Last: Shutdown's wait ends when every read loop is done.
+		t.conns.Remove(p)
 	}()
-	if !t.conns.add(p) {
+	if !t.conns.Add(p) {
 		// Shutdown began during the upgrade and will not wait for this
 		// connection: say goodbye here, within the deadline.
 		_ = raw.SetDeadline(time.Now().Add(closeWait))
-		ws.goAway()
+		ws.close(CloseGoingAway)
 	}
-	reason = ws.echo()
+	s := t.opts.Handler.Open(p)
+	defer s.Closed()
+	reason = ws.serve(s)
 }
 
 // connState counts the handshakes that never reached ServeHTTP: the request
@@ -155,16 +157,17 @@ func (t *httpTarget) connState(c net.Conn, s http.ConnState) {
 	t.m.Handshake(result, transport, 0)
 }
 
-// goAway tells one client, on a goroutine of its own: the libraries' close
-// calls wait for the write lock, or (coder) for the client's answer.
-func (t *httpTarget) goAway(p *httpPeer) {
-	t.goAways.Go(func() {
+// closeAsync starts the server's close with code on a goroutine of its
+// own: the libraries' close calls wait for the write lock, or (coder) for
+// the client's answer.
+func (t *httpTarget) closeAsync(ws wsConn, code int) {
+	t.closers.Go(func() {
 		defer func() {
 			if v := recover(); v != nil {
-				recovered(t.log, t.cfg.Variant+" shutdown", v)
+				lifecycle.LogPanic(t.log, t.cfg.Variant+" close", v)
 			}
 		}()
-		p.ws.goAway()
+		ws.close(code)
 	})
 }
 
@@ -178,11 +181,12 @@ func (t *httpTarget) Shutdown(ctx context.Context) error {
 	if ln != nil {
 		_ = ln.Close()
 	}
-	err := drain(ctx, t.conns, t.goAway, func(p *httpPeer) { _ = p.raw.Close() })
+	goAway := func(p *httpPeer) { t.closeAsync(p.ws, CloseGoingAway) }
+	err := lifecycle.Drain(ctx, t.conns, goAway, func(p *httpPeer) { _ = p.raw.Close() })
 	// Upgrade requests still being read or answered go too. Hijacked
-	// connections are not net/http's any more: drain has seen to them.
+	// connections are not net/http's any more: Drain has seen to them.
 	_ = t.srv.Close()
-	t.goAways.Wait()
+	t.closers.Wait()
 	return err
 }
 
@@ -197,7 +201,7 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		if !errors.Is(err, net.ErrClosed) {
-			l.m.AcceptError(acceptErrorReason(err))
+			l.m.AcceptError(lifecycle.AcceptErrorReason(err))
 		}
 		// Unwrapped, so that net/http sees a temporary error as one and
 		// retries.
@@ -221,7 +225,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	if n > 0 && c.first.Load() == 0 {
 		c.first.Store(time.Now().UnixNano())
 	}
-	if err != nil && clientLeft(err) {
+	if err != nil && lifecycle.ClientLeft(err) {
 		c.left.Store(true)
 	}
 	return n, err

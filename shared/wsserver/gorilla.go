@@ -1,4 +1,4 @@
-package echo
+package wsserver
 
 import (
 	"errors"
@@ -44,20 +44,21 @@ type gorillaConn struct {
 	sent atomic.Int32 // close code the server sent; 0 = none
 }
 
-func (g *gorillaConn) echo() string {
+func (g *gorillaConn) serve(s Session) string {
 	for {
 		op, r, err := g.c.NextReader()
 		if err != nil {
 			return g.ended(err)
 		}
-		if reason, done := g.message(op, r); done {
+		if reason, done := g.message(s, op, r); done {
 			return reason
 		}
 	}
 }
 
-// message reads one message into a pooled buffer, checks it, and echoes it.
-func (g *gorillaConn) message(op int, r io.Reader) (string, bool) {
+// message reads one message into a pooled buffer, checks it, and hands it
+// to the session.
+func (g *gorillaConn) message(s Session, op int, r io.Reader) (string, bool) {
 	buf := getBuffer()
 	defer putBuffer(buf)
 	err := readMessage(r, buf, g.max)
@@ -74,17 +75,23 @@ func (g *gorillaConn) message(op int, r io.Reader) (string, bool) {
 	if g.sent.Load() != 0 {
 		return "", false // the server has sent its close: read on until the client answers
 	}
-	if err := g.c.WriteMessage(op, *buf); err != nil {
-		if errors.Is(err, websocket.ErrCloseSent) {
-			return "", false
-		}
-		return g.ended(err), true
-	}
-	g.m.Sent(len(*buf))
+	s.Message(Op(op), *buf)
 	return "", false
 }
 
-// ended names how the connection ended after a read or write error.
+// write sends one message; after the server's close frame it sends nothing.
+func (g *gorillaConn) write(op Op, data []byte) error {
+	if g.sent.Load() != 0 {
+		return nil
+	}
+	err := g.c.WriteMessage(int(op), data)
+	if errors.Is(err, websocket.ErrCloseSent) {
+		return nil
+	}
+	return err
+}
+
+// ended names how the connection ended after a read error.
 func (g *gorillaConn) ended(err error) string {
 	if code := g.sent.Load(); code != 0 {
 		return codeReason(int(code))
@@ -121,10 +128,7 @@ func (g *gorillaConn) closeAndLinger(code int) {
 // (and drops) messages until the client answers the close or closeWait
 // passes.
 func (g *gorillaConn) fail(code int) string {
-	if g.sent.CompareAndSwap(0, int32(code)) {
-		_ = g.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(closeWait))
-		_ = g.raw.SetReadDeadline(time.Now().Add(closeWait))
-	}
+	g.close(code)
 	for {
 		if _, _, err := g.c.NextReader(); err != nil {
 			return codeReason(int(g.sent.Load()))
@@ -132,12 +136,13 @@ func (g *gorillaConn) fail(code int) string {
 	}
 }
 
-// goAway sends 1001; the echo loop reads on until the client answers.
-// gorilla allows WriteControl alongside the echo loop's writes.
-func (g *gorillaConn) goAway() {
-	if !g.sent.CompareAndSwap(0, websocket.CloseGoingAway) {
+// close sends code; the reader reads on until the client answers. gorilla
+// allows WriteControl alongside the writer, whose message in progress goes
+// first.
+func (g *gorillaConn) close(code int) {
+	if !g.sent.CompareAndSwap(0, int32(code)) {
 		return
 	}
-	_ = g.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), time.Now().Add(closeWait))
+	_ = g.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(closeWait))
 	_ = g.raw.SetReadDeadline(time.Now().Add(closeWait))
 }

@@ -1,4 +1,4 @@
-package echo
+package wsserver
 
 import (
 	"context"
@@ -42,21 +42,23 @@ type coderConn struct {
 	sent atomic.Int32 // close code the server sent; 0 = none
 }
 
-func (k *coderConn) echo() string {
-	// No deadline: with one, coder would start a timer for every read.
-	ctx := context.Background()
+// No deadlines on reads and writes: with one, coder would start a timer
+// for every message.
+var background = context.Background()
+
+func (k *coderConn) serve(s Session) string {
 	for {
-		typ, r, err := k.c.Reader(ctx)
+		typ, r, err := k.c.Reader(background)
 		if err != nil {
 			return k.ended(err)
 		}
-		if reason, done := k.message(ctx, typ, r); done {
+		if reason, done := k.message(s, typ, r); done {
 			return reason
 		}
 	}
 }
 
-func (k *coderConn) message(ctx context.Context, typ websocket.MessageType, r io.Reader) (string, bool) {
+func (k *coderConn) message(s Session, typ websocket.MessageType, r io.Reader) (string, bool) {
 	buf := getBuffer()
 	defer putBuffer(buf)
 	if err := readMessage(r, buf, -1); err != nil {
@@ -67,14 +69,19 @@ func (k *coderConn) message(ctx context.Context, typ websocket.MessageType, r io
 		return k.fail(websocket.StatusInvalidFramePayloadData), true
 	}
 	k.m.Received(len(*buf))
-	if err := k.c.Write(ctx, typ, *buf); err != nil {
-		return k.ended(err), true
-	}
-	k.m.Sent(len(*buf))
+	s.Message(Op(typ), *buf)
 	return "", false
 }
 
-// ended names how the connection ended after a read or write error.
+// write sends one message; after the server's close frame it sends nothing.
+func (k *coderConn) write(op Op, data []byte) error {
+	if k.sent.Load() != 0 {
+		return nil
+	}
+	return k.c.Write(background, websocket.MessageType(op), data)
+}
+
+// ended names how the connection ended after a read error.
 func (k *coderConn) ended(err error) string {
 	if code := k.sent.Load(); code != 0 {
 		return codeReason(int(code))
@@ -108,11 +115,11 @@ func (k *coderConn) fail(code websocket.StatusCode) string {
 	return codeReason(int(k.sent.Load()))
 }
 
-// goAway sends 1001 and waits for the client's answer; coder allows Close
-// alongside the echo loop, which then sees the connection end.
-func (k *coderConn) goAway() {
-	if k.sent.CompareAndSwap(0, int32(websocket.StatusGoingAway)) {
+// close sends code and waits for the client's answer; coder allows Close
+// alongside the reader, which then sees the connection end.
+func (k *coderConn) close(code int) {
+	if k.sent.CompareAndSwap(0, int32(code)) {
 		_ = k.raw.SetReadDeadline(time.Now().Add(closeWait))
-		_ = k.c.Close(websocket.StatusGoingAway, "")
+		_ = k.c.Close(websocket.StatusCode(code), "")
 	}
 }

@@ -1,7 +1,8 @@
-package echo
+package wsserver
 
 import (
 	"bytes"
+	"context"
 	"compress/flate"
 	"encoding/binary"
 	"errors"
@@ -14,7 +15,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 )
 
-// directWrite is the payload size from which an echo is written with its
+// directWrite is the payload size from which a reply is written with its
 // own writev instead of being copied into the batch of replies.
 const directWrite = 16 << 10
 
@@ -42,7 +43,9 @@ func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
 	}
 	out := getBuffer()
 	defer putBuffer(out)
+	st.out = out
 	action, used := g.parse(c, st, buf, out)
+	st.out = nil
 	if len(*out) > 0 && st.phase != phaseClosed {
 		_, _ = c.Write(*out)
 	}
@@ -61,7 +64,7 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 	used := 0
 	for used < len(buf) && st.phase != phaseClosed {
 		if st.phase == phaseOpen && c.OutboundBuffered()+len(*out) > g.backlog {
-			// The client does not read its echoes. gorilla and coder
+			// The client does not read its replies. gorilla and coder
 			// would stop reading from it; gnet cannot, so rather than
 			// buffer without end the server closes.
 			g.fail(st, out, ws.StatusPolicyViolation)
@@ -169,7 +172,7 @@ func (g *gnetTarget) frame(c gnet.Conn, st *gconn, h ws.Header, payload []byte, 
 		return g.closeFrame(st, payload, out)
 	case ws.OpText, ws.OpBinary:
 		if h.Fin {
-			g.message(c, st, byte(h.OpCode), h.Rsv1(), payload, out)
+			g.message(st, byte(h.OpCode), h.Rsv1(), payload, out)
 			return gnet.None
 		}
 		st.op, st.compressed = byte(h.OpCode), h.Rsv1()
@@ -179,7 +182,7 @@ func (g *gnetTarget) frame(c gnet.Conn, st *gconn, h ws.Header, payload []byte, 
 		*st.msg = append(*st.msg, payload...)
 		if h.Fin {
 			op, compressed := st.op, st.compressed
-			g.message(c, st, op, compressed, *st.msg, out)
+			g.message(st, op, compressed, *st.msg, out)
 			st.dropMessage()
 		}
 	}
@@ -194,8 +197,8 @@ func (st *gconn) dropMessage() {
 	st.op = 0
 }
 
-// message echoes one whole message, after the checks the payload needs.
-func (g *gnetTarget) message(c gnet.Conn, st *gconn, op byte, compressed bool, data []byte, out *[]byte) {
+// message checks one whole message and hands it to the session.
+func (g *gnetTarget) message(st *gconn, op byte, compressed bool, data []byte, out *[]byte) {
 	if compressed {
 		in := inflaters.Get().(*inflater)
 		defer inflaters.Put(in)
@@ -218,23 +221,37 @@ func (g *gnetTarget) message(c gnet.Conn, st *gconn, op byte, compressed bool, d
 		return
 	}
 	g.m.Received(len(data))
+	st.session.Message(Op(op), data)
+}
+
+// Reply adds a message to the replies of this OnTraffic call, which go out
+// in one write. A queued connection sends it through Enqueue instead.
+func (st *gconn) Reply(op Op, data []byte) {
+	if st.g.opts.Queue > 0 || st.out == nil {
+		st.Enqueue(NewOutgoing(append([]byte(nil), data...)))
+		return
+	}
+	if st.phase != phaseOpen {
+		return
+	}
 	n := len(data)
 	var rsv byte
 	if st.deflate {
 		d := deflaters.Get().(*deflater)
 		defer deflaters.Put(d)
 		if err := d.deflate(data); err != nil {
-			g.fail(st, out, ws.StatusInternalServerError)
+			st.g.fail(st, st.out, ws.StatusInternalServerError)
 			return
 		}
 		data, rsv = d.buf.Bytes(), ws.Rsv(true, false, false)
 	}
 	if len(data) < directWrite {
-		*out = appendFrame(*out, rsv, ws.OpCode(op), data)
+		*st.out = appendFrame(*st.out, rsv, ws.OpCode(op), data)
 	} else {
-		if len(*out) > 0 {
-			_, _ = c.Write(*out)
-			*out = (*out)[:0]
+		c := st.conn
+		if len(*st.out) > 0 {
+			_, _ = c.Write(*st.out)
+			*st.out = (*st.out)[:0]
 			if st.phase == phaseClosed {
 				return
 			}
@@ -247,7 +264,67 @@ func (g *gnetTarget) message(c gnet.Conn, st *gconn, op byte, compressed bool, d
 			return
 		}
 	}
-	g.m.Sent(n)
+	st.g.m.Sent(n)
+}
+
+// Enqueue hands a message to the connection's loop, which is its one
+// writer. gnet has no send queue of its own but its outbound buffer, which
+// grows without end for a client that does not read: the queue's bound
+// counts the messages handed over and not written yet, and the bytes gnet
+// holds, in messages of this size.
+func (st *gconn) Enqueue(o *Outgoing) bool {
+	q := int64(st.g.opts.Queue)
+	if q == 0 || st.shut.Load() {
+		return false
+	}
+	frame := o.frameFor(st.deflate)
+	if st.pending.Load() >= q || st.outbound.Load() > q*int64(len(frame)) {
+		return false
+	}
+	st.pending.Add(1)
+	err := st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		st.pending.Add(-1)
+		st.deliver(frame, len(o.Data))
+		return nil
+	}))
+	if err != nil {
+		st.pending.Add(-1)
+		return false
+	}
+	return true
+}
+
+// deliver writes one queued frame, on the loop.
+func (st *gconn) deliver(frame []byte, n int) {
+	if st.phase != phaseOpen {
+		return // closing or closed: nothing may follow the close frame
+	}
+	if _, _ = st.conn.Write(frame); st.phase == phaseClosed {
+		return
+	}
+	st.g.m.Sent(n)
+	st.outbound.Store(int64(st.conn.OutboundBuffered()))
+}
+
+// frameFor is o as one unmasked text frame, compressed or not; made once
+// for every connection o goes to.
+func (o *Outgoing) frameFor(deflate bool) []byte {
+	if !deflate {
+		o.frameOnce.Do(func() { o.frame = appendFrame(nil, 0, ws.OpText, o.Data) })
+		return o.frame
+	}
+	o.deflateOnce.Do(func() {
+		d := deflaters.Get().(*deflater)
+		defer deflaters.Put(d)
+		if err := d.deflate(o.Data); err != nil {
+			// flate writing to memory does not fail; if it did, the
+			// message goes uncompressed, which is valid.
+			o.deflated = appendFrame(nil, 0, ws.OpText, o.Data)
+			return
+		}
+		o.deflated = appendFrame(nil, ws.Rsv(true, false, false), ws.OpText, d.buf.Bytes())
+	})
+	return o.deflated
 }
 
 // closeFrame answers the client's close frame with its code (RFC 6455
@@ -284,6 +361,7 @@ func (g *gnetTarget) fail(st *gconn, out *[]byte, code ws.StatusCode) gnet.Actio
 
 // closing records that the server sent its close frame with code.
 func (st *gconn) closing(g *gnetTarget, code int) {
+	st.shut.Store(true)
 	st.sent = code
 	st.reason = codeReason(code)
 	st.phase = phaseClosing

@@ -1,4 +1,4 @@
-package echo
+package wsserver
 
 import (
 	"crypto/sha1"
@@ -32,7 +32,7 @@ func checkUpgrade(r *http.Request, origins []string) *refusal {
 	case !hasToken(r.Header, "Upgrade", "websocket"):
 		return &refusal{
 			status: http.StatusUpgradeRequired,
-			msg:    "this is a WebSocket echo endpoint: send a WebSocket upgrade request (Upgrade: websocket)",
+			msg:    "this is a WebSocket endpoint: send a WebSocket upgrade request (Upgrade: websocket)",
 			header: []string{"Upgrade", "websocket", "Sec-WebSocket-Version", "13"},
 			result: protocol.ResultFailed,
 		}

@@ -1,0 +1,97 @@
+package wsserver
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"knowngood/shared/metrics"
+)
+
+// httpPeer is a gorilla or coder connection as its handler sees it. With a
+// queue, one writer goroutine drains it, so that a client that does not
+// read holds up only its own writer, never the goroutine that enqueued.
+type httpPeer struct {
+	t   *httpTarget
+	ws  wsConn
+	raw *trackedConn
+	m   *metrics.Metrics
+
+	queue  chan *Outgoing // nil without Options.Queue
+	done   chan struct{}  // closed when the connection ends or closes
+	closed atomic.Bool    // Close was called or the connection ended
+	once   sync.Once
+	writer sync.WaitGroup
+}
+
+func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
+	p := &httpPeer{t: t, ws: ws, raw: raw, m: t.m, done: make(chan struct{})}
+	if t.opts.Queue > 0 {
+		p.queue = make(chan *Outgoing, t.opts.Queue)
+		p.writer.Go(p.write)
+	}
+	return p
+}
+
+// Reply writes from the reader, or through the queue when there is one
+// (one writer per connection).
+func (p *httpPeer) Reply(op Op, data []byte) {
+	if p.queue != nil {
+		p.Enqueue(NewOutgoing(append([]byte(nil), data...)))
+		return
+	}
+	if p.ws.write(op, data) == nil {
+		p.m.Sent(len(data))
+	}
+	// A failed write ends the connection: the next read fails too.
+}
+
+func (p *httpPeer) Enqueue(o *Outgoing) bool {
+	if p.queue == nil || p.closed.Load() {
+		return false
+	}
+	select {
+	case p.queue <- o:
+		return true
+	default:
+		return false
+	}
+}
+
+// write is the connection's one writer. It stops at the first failed
+// write, when the server closes, or when the connection ends.
+func (p *httpPeer) write() {
+	for {
+		select {
+		case o := <-p.queue:
+			if p.closed.Load() {
+				return
+			}
+			if err := p.ws.write(Text, o.Data); err != nil {
+				return
+			}
+			p.m.Sent(len(o.Data))
+		case <-p.done:
+			return
+		}
+	}
+}
+
+// Close drops the queue and starts the close; the writer's message in
+// progress goes out first.
+func (p *httpPeer) Close(code int) {
+	if p.closed.Swap(true) {
+		return
+	}
+	p.once.Do(func() { close(p.done) })
+	p.t.closeAsync(p.ws, code)
+}
+
+// end runs when the read loop is over: it stops the writer and closes the
+// TCP connection, which unblocks a write stuck on a client that does not
+// read.
+func (p *httpPeer) end() {
+	p.closed.Store(true)
+	p.once.Do(func() { close(p.done) })
+	_ = p.raw.Close()
+	p.writer.Wait()
+}

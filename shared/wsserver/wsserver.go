@@ -1,0 +1,213 @@
+// Package wsserver serves WebSocket connections on three libraries
+// (gorilla/websocket, coder/websocket, and gnet with gobwas/ws framing) with
+// one behaviour, so that a target built on it (the echo and broadcast
+// variants) differs only in what it does with each message.
+//
+// What every connection gets, whatever the library: the upgrade on any path;
+// 426 for a request that is not an upgrade, 400 for garbage, 403 for a
+// forbidden Origin, 503 over -max-conns; fragmented messages reassembled;
+// a message over -max-message closed with 1009, invalid UTF-8 text with 1007
+// (gorilla and coder do not check it); the close handshake answered with the
+// client's code; 1001 on Shutdown; handshakes, messages and disconnects
+// counted. What the libraries do not do alike is done here: the request
+// checks (upgrade.go), the UTF-8 check, the size check on decompressed
+// messages, and the accounting.
+//
+// A Handler gives each connection its Session. Two ways to write, and a
+// handler uses one of them: Peer.Reply from within Session.Message (the
+// reader writes: echo), or Peer.Enqueue from anywhere, with one writer per
+// connection behind a bounded queue (broadcast, Options.Queue > 0).
+//
+// Files: upgrade.go (the request checks), httpfront.go (net/http under
+// gorilla and coder), gorilla.go, coder.go, queue.go (the one writer of
+// gorilla and coder), gnet.go and gnetframe.go (gnet with gobwas/ws).
+package wsserver
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/metrics"
+)
+
+// Op is a data message's opcode.
+type Op byte
+
+const (
+	Text   Op = 1
+	Binary Op = 2
+)
+
+// Close codes the server sends of its own accord (RFC 6455 7.4.1).
+const (
+	CloseGoingAway       = 1001 // Shutdown
+	ClosePolicyViolation = 1008 // a slow client, for one
+)
+
+// Handler gives each new connection its behaviour.
+type Handler interface {
+	// Open is called once a connection is upgraded, before its first
+	// message. On gnet it runs on the connection's event loop, as do
+	// Message and Closed: none of them may block.
+	Open(p Peer) Session
+}
+
+// Session is what a connection does with its messages.
+type Session interface {
+	// Message handles one whole message that passed the checks (size,
+	// UTF-8). data is valid only during the call.
+	Message(op Op, data []byte)
+	// Closed is called once, when the connection has ended.
+	Closed()
+}
+
+// Peer is the server's side of one connection.
+type Peer interface {
+	// Reply writes a message from within Message. On a queued connection
+	// (Options.Queue > 0) it goes through the queue like Enqueue.
+	Reply(op Op, data []byte)
+	// Enqueue hands a text message to the connection's one writer without
+	// waiting. It returns false, and sends nothing, when Options.Queue
+	// messages are waiting already or the connection is closing.
+	Enqueue(o *Outgoing) bool
+	// Close starts the server's close with code: whatever is queued is
+	// dropped, the close frame goes out after the message being written,
+	// and the client has a while to answer. Safe from any goroutine.
+	Close(code int)
+}
+
+// Options are what a target chooses beyond the configuration.
+type Options struct {
+	Handler Handler
+	// Queue is the send queue of each connection, in messages; 0 = no
+	// queue, replies only.
+	Queue int
+}
+
+// NewGorilla serves on gorilla/websocket. m may be nil (-metrics=false).
+func NewGorilla(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
+	return newHTTPTarget(cfg, m, log, o, gorillaUpgrader(cfg)), nil
+}
+
+// NewCoder serves on coder/websocket.
+func NewCoder(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
+	return newHTTPTarget(cfg, m, log, o, coderUpgrader(cfg)), nil
+}
+
+// NewGnet serves on gnet's event loops (-loops) with gobwas/ws framing.
+func NewGnet(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
+	return newGnetTarget(cfg, m, log, o)
+}
+
+// Outgoing is one message on its way to one or many connections: it is
+// framed once for all the gnet connections it goes to.
+type Outgoing struct {
+	Data []byte // never changed once made
+
+	frameOnce, deflateOnce sync.Once
+	frame, deflated        []byte
+}
+
+// NewOutgoing wraps data, which must not change afterwards.
+func NewOutgoing(data []byte) *Outgoing { return &Outgoing{Data: data} }
+
+const (
+	// transport is the transport label of the handshake metrics.
+	transport = "websocket"
+
+	// closeWait bounds how long a connection whose close the server started
+	// waits for the client's answer before the TCP connection is dropped.
+	closeWait = 2 * time.Second
+
+	// maxHeaderBytes caps an upgrade request's header, as net/http's
+	// MaxHeaderBytes does (net/http allows 4096 bytes more: so does gnet).
+	maxHeaderBytes = 16 << 10
+
+	// keepBuffer is the largest message buffer handed back to the pool: a
+	// rare huge message does not pin its memory for good.
+	keepBuffer = 64 << 10
+)
+
+// Disconnect reasons (knowngood_disconnects_total{reason}) are close codes:
+// the client's when it closed, the server's when the server did, and 1006
+// when the TCP connection ended without a close frame.
+const (
+	reasonAbnormal = "1006"
+	reasonProtocol = "1002"
+	reasonTooBig   = "1009"
+)
+
+// codeReason is the disconnect reason for a close code.
+func codeReason(code int) string { return strconv.Itoa(code) }
+
+// wireLimit is the largest compressed message accepted on the wire when the
+// decompressed limit is max: incompressible data grows a little when
+// deflated (a few bytes per block; max/64 is ample), and the decompressed
+// size is checked on its own.
+func wireLimit(max int64) int64 { return max + max/64 + 1024 }
+
+// buffers holds message buffers, so that handling a message allocates
+// nothing once the pool is warm, and an idle connection holds no buffer.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func getBuffer() *[]byte { return buffers.Get().(*[]byte) }
+
+func putBuffer(b *[]byte) {
+	if cap(*b) > keepBuffer {
+		return
+	}
+	*b = (*b)[:0]
+	buffers.Put(b)
+}
+
+// errTooBig: a message over the limit.
+var errTooBig = errors.New("message over -max-message")
+
+// readMessage appends all of r to *buf. With max >= 0, it stops with
+// errTooBig as soon as more than max bytes have come.
+func readMessage(r io.Reader, buf *[]byte, max int64) error {
+	b := (*buf)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		*buf = b
+		if max >= 0 && int64(len(b)) > max {
+			return errTooBig
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// netFailure reports whether err is an I/O error rather than a protocol
+// error found by a library.
+func netFailure(err error) bool {
+	var ne net.Error
+	return lifecycle.ClientLeft(err) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}
+
+// validCloseCode reports whether a client may send code in a close frame
+// (RFC 6455 7.4, with the codes IANA has registered since: 1012-1014).
+func validCloseCode(code int) bool {
+	switch {
+	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
+		return true
+	case code >= 3000 && code <= 4999:
+		return true
+	}
+	return false
+}

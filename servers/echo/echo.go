@@ -52,4 +52,4 @@ func (echoHandler) Open(p wsserver.Peer) wsserver.Session { return echoSession{p
 type echoSession struct{ p wsserver.Peer }
 
 func (s echoSession) Message(op wsserver.Op, data []byte) { s.p.Reply(op, data) }
-func (echoSession) Closed()                                {}
+func (echoSession) Closed()                               {}

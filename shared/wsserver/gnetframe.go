@@ -2,8 +2,8 @@ package wsserver
 
 import (
 	"bytes"
-	"context"
 	"compress/flate"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"

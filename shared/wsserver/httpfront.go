@@ -53,7 +53,6 @@ type httpTarget struct {
 	closing atomic.Bool
 }
 
-
 type connKey struct{}
 
 func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options, up upgrader) *httpTarget {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"knowngood/servers/broadcast"
 	"knowngood/servers/echo"
 	"knowngood/servers/socketio"
 	"knowngood/shared/admin"
@@ -33,6 +34,9 @@ var variants = []variant{
 	{"echo-coder", "WebSocket echo on coder/websocket: every message back as it came", echo.NewCoder},
 	{"echo-gnet", "WebSocket echo on gnet event loops with gobwas/ws framing (-loops)", echo.NewGnet},
 	{"echo-tcp", "raw TCP echo, no framing: the floor the WebSocket echoes are measured against", echo.NewTCP},
+	{"broadcast-gorilla", "websocket-shootout echo/broadcast (+ timed push) on gorilla/websocket", broadcast.NewGorilla},
+	{"broadcast-coder", "websocket-shootout echo/broadcast (+ timed push) on coder/websocket", broadcast.NewCoder},
+	{"broadcast-gnet", "websocket-shootout echo/broadcast (+ timed push) on gnet event loops (-loops)", broadcast.NewGnet},
 }
 
 func socketIO(mode socketio.Mode) func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error) {

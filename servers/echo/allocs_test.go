@@ -17,7 +17,7 @@ func TestAllocations(t *testing.T) {
 	libraryAllocs := map[string]float64{"echo-gorilla": 1, "echo-coder": 0, "echo-gnet": 0}
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
-		rc := rawDial(t, tg.addr)
+		rc := rawDial(t, tg.Addr)
 		frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(payload(128))))
 		if err != nil {
 			t.Fatal(err)

@@ -277,7 +277,7 @@ func TestCompression(t *testing.T) {
 		}
 
 		// Data that does not inflate is a protocol error.
-		rc := dialTCP(t, tg.addr)
+		rc := dialTCP(t, tg.Addr)
 		rc.write([]byte(upgradeRequest("Sec-WebSocket-Extensions: permessage-deflate\r\n")))
 		if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
 			t.Fatal(resp.Status)

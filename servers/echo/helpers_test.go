@@ -2,7 +2,6 @@ package echo_test
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -21,6 +20,7 @@ import (
 	"knowngood/servers/echo"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle"
+	"knowngood/shared/lifecycle/lifecycletest"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
 )
@@ -55,90 +55,27 @@ func forEach(t *testing.T, f func(t *testing.T, name string, b build)) {
 }
 
 // target is an echo target serving on 127.0.0.1 in the test process.
-type target struct {
-	addr    string
-	metrics *metrics.Metrics
-	srv     lifecycle.Target
-	done    chan error
-}
+type target struct{ *lifecycletest.Target }
 
 // start runs a target and shuts it down when the test ends.
 func start(t *testing.T, name string, b build, tweak func(*config.Config)) *target {
 	t.Helper()
-	return startOn(t, name, b, tweak, io.Discard, nil)
+	return startOn(t, name, b, tweak, nil, nil)
 }
 
 // startOn is start with the target's log going to logTo, and its listener
 // wrapped by wrap (TLS) if not nil.
 func startOn(t *testing.T, name string, b build, tweak func(*config.Config), logTo io.Writer, wrap func(net.Listener) net.Listener) *target {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Variant = name
-	cfg.HandshakeTimeout = 5 * time.Second
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	var m *metrics.Metrics
-	if cfg.Metrics {
-		m = metrics.New(name)
-	}
-	srv, err := b(cfg, m, slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: cfg.SlogLevel()})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, _, err := lifecycle.Listen("127.0.0.1:0", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := &target{addr: ln.Addr().String(), metrics: m, srv: srv, done: make(chan error, 1)}
-	if wrap != nil {
-		ln = wrap(ln)
-	}
-	go func() { tg.done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		if err := tg.shutdown(5 * time.Second); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return tg
+	return &target{lifecycletest.Start(t, name, lifecycletest.Build(b), lifecycletest.Options{Tweak: tweak, Log: logTo, Wrap: wrap})}
 }
 
-// shutdown stops the target (once) and returns Shutdown's or Serve's error.
-func (tg *target) shutdown(timeout time.Duration) error {
-	if tg.srv == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	err := tg.srv.Shutdown(ctx)
-	if serveErr := <-tg.done; err == nil {
-		err = serveErr
-	}
-	tg.srv = nil
-	return err
-}
+func (tg *target) shutdown(timeout time.Duration) error { return tg.Shutdown(timeout) }
+func (tg *target) url() string                          { return tg.URL() }
+func (tg *target) stats() protocol.Stats                { return tg.Stats() }
+func (tg *target) settled(t *testing.T) protocol.Stats  { return tg.Settled(t) }
 
-func (tg *target) url() string { return "ws://" + tg.addr + "/any/path?x=1" }
-
-func (tg *target) stats() protocol.Stats { return tg.metrics.Snapshot() }
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// settled waits until no connection is open, then returns the stats.
-func (tg *target) settled(t *testing.T) protocol.Stats {
-	t.Helper()
-	waitFor(t, "every connection closed", func() bool { return tg.stats().ConnectionsActive == 0 })
-	return tg.stats()
-}
+func waitFor(t *testing.T, what string, cond func() bool) { lifecycletest.WaitFor(t, what, cond) }
 
 // rawConn is a WebSocket client written frame by frame, for what real
 // clients never send.

@@ -37,7 +37,7 @@ func TestRefusals(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				rc := dialTCP(t, tg.addr)
+				rc := dialTCP(t, tg.Addr)
 				rc.write([]byte(c.request))
 				resp := rc.response()
 				body, _ := io.ReadAll(resp.Body)
@@ -77,7 +77,7 @@ func TestOriginAndCap(t *testing.T) {
 		before := tg.stats()
 		try := func(origin string, want int) *rawConn {
 			t.Helper()
-			rc := dialTCP(t, tg.addr)
+			rc := dialTCP(t, tg.Addr)
 			header := ""
 			if origin != "" {
 				header = "Origin: " + origin + "\r\n"
@@ -117,7 +117,7 @@ func TestSlowUpgrade(t *testing.T) {
 		tg := start(t, name, b, func(c *config.Config) { c.HandshakeTimeout = timeout })
 		before := tg.stats()
 
-		rc := dialTCP(t, tg.addr)
+		rc := dialTCP(t, tg.Addr)
 		req := upgradeRequest()
 		for i := range len(req) {
 			rc.write([]byte{req[i]})
@@ -133,8 +133,8 @@ func TestSlowUpgrade(t *testing.T) {
 			t.Fatalf("echo %q", p)
 		}
 
-		half := dialTCP(t, tg.addr)
-		idle := dialTCP(t, tg.addr)
+		half := dialTCP(t, tg.Addr)
+		idle := dialTCP(t, tg.Addr)
 		began := time.Now()
 		half.write([]byte("GET / HTTP/1.1\r\nHost: example.test\r\nUpgrade: webs"))
 		half.expectEOF()
@@ -143,7 +143,7 @@ func TestSlowUpgrade(t *testing.T) {
 			t.Errorf("a half-sent upgrade was closed after %v, want about -handshake-timeout %v", took, timeout)
 		}
 
-		gone := dialTCP(t, tg.addr)
+		gone := dialTCP(t, tg.Addr)
 		gone.write([]byte("GET / HTTP/1.1\r\nHost: exa"))
 		time.Sleep(50 * time.Millisecond)
 		gone.c.Close()

@@ -86,7 +86,7 @@ func TestTLS(t *testing.T) {
 		t.Run(tgt.name, func(t *testing.T) {
 			tg := startOn(t, tgt.name, tgt.build, nil, io.Discard, wrap)
 			dialer := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 5 * time.Second}
-			conn, _, err := dialer.Dial("wss://"+tg.addr+"/", nil)
+			conn, _, err := dialer.Dial("wss://"+tg.Addr+"/", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +137,7 @@ func selfSigned(t *testing.T) tls.Certificate {
 func TestGnetSlowReader(t *testing.T) {
 	tg := start(t, "echo-gnet", echo.NewGnet, func(c *config.Config) { c.MaxMessage = 64 << 10 })
 	before := tg.stats()
-	rc := dialTCP(t, tg.addr)
+	rc := dialTCP(t, tg.Addr)
 	_ = rc.c.(*net.TCPConn).SetReadBuffer(64 << 10)
 	rc.write([]byte(upgradeRequest()))
 	if resp := rc.response(); resp.StatusCode != 101 {

@@ -19,7 +19,7 @@ func TestFrames(t *testing.T) {
 		tg := start(t, name, b, func(c *config.Config) { c.MaxMessage = 1000 })
 		before := tg.stats()
 
-		rc := rawDial(t, tg.addr)
+		rc := rawDial(t, tg.Addr)
 		rc.send(ws.OpText, false, []byte("Hel"))
 		rc.send(ws.OpPing, true, []byte("between"))
 		rc.send(ws.OpContinuation, false, []byte("lo, "))
@@ -75,7 +75,7 @@ func TestFrames(t *testing.T) {
 		want := map[string]uint64{"4001": 1}
 		for _, c := range bad {
 			t.Run(c.name, func(t *testing.T) {
-				rc := rawDial(t, tg.addr)
+				rc := rawDial(t, tg.Addr)
 				c.send(rc)
 				rc.expectClose(c.code)
 			})

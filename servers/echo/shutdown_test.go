@@ -34,7 +34,7 @@ func TestShutdown(t *testing.T) {
 			_, _, err := conn.ReadMessage() // answers the close as gorilla does by default
 			closed <- err
 		}()
-		deaf := rawDial(t, tg.addr) // reads nothing until Shutdown is over
+		deaf := rawDial(t, tg.Addr) // reads nothing until Shutdown is over
 		waitFor(t, "both connections open", func() bool { return tg.stats().ConnectionsActive == 2 })
 
 		const timeout = 2 * time.Second
@@ -65,7 +65,7 @@ func TestShutdown(t *testing.T) {
 func TestTCP(t *testing.T) {
 	tg := start(t, "echo-tcp", echo.NewTCP, func(c *config.Config) { c.MaxConns = 1 })
 	before := tg.stats()
-	c, err := net.Dial("tcp", tg.addr)
+	c, err := net.Dial("tcp", tg.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestTCP(t *testing.T) {
 		t.Fatalf("echo: %v (equal %v)", err, bytes.Equal(got, sent))
 	}
 
-	over, err := net.Dial("tcp", tg.addr)
+	over, err := net.Dial("tcp", tg.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}

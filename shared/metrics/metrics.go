@@ -36,6 +36,7 @@ type Metrics struct {
 	disconnects       *prometheus.CounterVec
 	fanout            prometheus.Histogram
 	dropped           prometheus.Counter
+	invalid           *prometheus.CounterVec
 	faults            *prometheus.CounterVec
 	acceptErrors      *prometheus.CounterVec
 
@@ -71,7 +72,9 @@ func New(variant string) *Metrics {
 		disconnects:      f.counterVec("disconnects_total", "Connections closed, by close code or reason.", "reason"),
 		fanout: f.histogram("broadcast_fanout_seconds", "Time to hand one broadcast to every client's send queue.",
 			prometheus.ExponentialBucketsRange(0.00001, 10, 24)),
-		dropped:      f.counter("broadcast_dropped_total", "Broadcast messages dropped for slow clients."),
+		dropped: f.counter("broadcast_dropped_total", "Broadcast messages dropped for slow clients."),
+		invalid: f.counterVec("invalid_messages_total",
+			"Messages the target could not act on and answered with an error, by reason (broadcast: malformed_json, unknown_type).", "reason"),
 		faults:       f.counterVec("faults_total", "Known-bad faults injected, by kind.", "kind"),
 		acceptErrors: f.counterVec("accept_errors_total", "Failed accepts, by reason (EMFILE, ENFILE, ...).", "reason"),
 
@@ -231,6 +234,13 @@ func (m *Metrics) Fanout(d time.Duration) {
 func (m *Metrics) Dropped(n int) {
 	if m != nil {
 		m.dropped.Add(float64(n))
+	}
+}
+
+// Invalid records a message answered with an error instead of acted on.
+func (m *Metrics) Invalid(reason string) {
+	if m != nil {
+		m.invalid.WithLabelValues(reason).Inc()
 	}
 }
 

@@ -19,6 +19,7 @@ func TestLint(t *testing.T) {
 	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
 	m.Closed("transport close")
 	m.Fault("drop")
+	m.Invalid("unknown_type")
 	m.AcceptError("EMFILE")
 	problems, err := testutil.GatherAndLint(m.Registry)
 	if err != nil {
@@ -40,6 +41,7 @@ func TestNames(t *testing.T) {
 	m.Fanout(time.Millisecond)
 	m.Dropped(1)
 	m.Fault("delay")
+	m.Invalid("malformed_json")
 	m.AcceptError("EMFILE")
 	families, err := m.Registry.Gather()
 	if err != nil {
@@ -63,6 +65,7 @@ func TestNames(t *testing.T) {
 		"knowngood_received_bytes_total", "knowngood_sent_bytes_total",
 		"knowngood_disconnects_total", "knowngood_broadcast_fanout_seconds",
 		"knowngood_broadcast_dropped_total", "knowngood_faults_total",
+		"knowngood_invalid_messages_total",
 		"knowngood_accept_errors_total", "knowngood_build_info",
 		"go_goroutines", "process_cpu_seconds_total",
 	} {

@@ -18,6 +18,7 @@ func (m *Metrics) Snapshot() protocol.Stats {
 		HandshakesByTransport: map[string]map[string]uint64{},
 		Disconnects:           map[string]uint64{},
 		Faults:                map[string]uint64{},
+		InvalidMessages:       map[string]uint64{},
 		AcceptErrors:          map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
@@ -52,6 +53,8 @@ func (m *Metrics) Snapshot() protocol.Stats {
 				s.Disconnects[label(metric, "reason")] = n
 			case "knowngood_broadcast_dropped_total":
 				s.BroadcastDropped = n
+			case "knowngood_invalid_messages_total":
+				s.InvalidMessages[label(metric, "reason")] = n
 			case "knowngood_faults_total":
 				s.Faults[label(metric, "kind")] = n
 			case "knowngood_accept_errors_total":

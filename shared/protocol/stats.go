@@ -48,8 +48,10 @@ type Stats struct {
 
 	Disconnects      map[string]uint64 `json:"disconnects"`
 	BroadcastDropped uint64            `json:"broadcast_dropped"`
-	Faults           map[string]uint64 `json:"faults"`
-	AcceptErrors     map[string]uint64 `json:"accept_errors"`
+	// InvalidMessages counts messages answered with an error, by reason.
+	InvalidMessages map[string]uint64 `json:"invalid_messages"`
+	Faults          map[string]uint64 `json:"faults"`
+	AcceptErrors    map[string]uint64 `json:"accept_errors"`
 
 	// CPUSeconds is the process's user+system CPU time; ResidentBytes its
 	// resident memory. A diff gives the CPU the run cost the server.
@@ -156,6 +158,7 @@ func Diff(before, after Stats) Stats {
 	d.BytesSent = after.BytesSent - before.BytesSent
 	d.Disconnects = diffMap(before.Disconnects, after.Disconnects)
 	d.BroadcastDropped = after.BroadcastDropped - before.BroadcastDropped
+	d.InvalidMessages = diffMap(before.InvalidMessages, after.InvalidMessages)
 	d.Faults = diffMap(before.Faults, after.Faults)
 	d.AcceptErrors = diffMap(before.AcceptErrors, after.AcceptErrors)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds

@@ -228,7 +228,7 @@ func (g *gnetTarget) message(st *gconn, op byte, compressed bool, data []byte, o
 // in one write. A queued connection sends it through Enqueue instead.
 func (st *gconn) Reply(op Op, data []byte) {
 	if st.g.opts.Queue > 0 || st.out == nil {
-		st.Enqueue(NewOutgoing(append([]byte(nil), data...)))
+		_ = st.Enqueue(NewOutgoing(append([]byte(nil), data...)))
 		return
 	}
 	if st.phase != phaseOpen {
@@ -272,14 +272,14 @@ func (st *gconn) Reply(op Op, data []byte) {
 // grows without end for a client that does not read: the queue's bound
 // counts the messages handed over and not written yet, and the bytes gnet
 // holds, in messages of this size.
-func (st *gconn) Enqueue(o *Outgoing) bool {
+func (st *gconn) Enqueue(o *Outgoing) error {
 	q := int64(st.g.opts.Queue)
 	if q == 0 || st.shut.Load() {
-		return false
+		return ErrClosing
 	}
 	frame := o.frameFor(st.deflate)
 	if st.pending.Load() >= q || st.outbound.Load() > q*int64(len(frame)) {
-		return false
+		return ErrQueueFull
 	}
 	st.pending.Add(1)
 	err := st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
@@ -289,9 +289,9 @@ func (st *gconn) Enqueue(o *Outgoing) bool {
 	}))
 	if err != nil {
 		st.pending.Add(-1)
-		return false
+		return ErrClosing
 	}
-	return true
+	return nil
 }
 
 // deliver writes one queued frame, on the loop.

@@ -36,7 +36,7 @@ func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
 // (one writer per connection).
 func (p *httpPeer) Reply(op Op, data []byte) {
 	if p.queue != nil {
-		p.Enqueue(NewOutgoing(append([]byte(nil), data...)))
+		_ = p.Enqueue(NewOutgoing(append([]byte(nil), data...)))
 		return
 	}
 	if p.ws.write(op, data) == nil {
@@ -45,15 +45,15 @@ func (p *httpPeer) Reply(op Op, data []byte) {
 	// A failed write ends the connection: the next read fails too.
 }
 
-func (p *httpPeer) Enqueue(o *Outgoing) bool {
+func (p *httpPeer) Enqueue(o *Outgoing) error {
 	if p.queue == nil || p.closed.Load() {
-		return false
+		return ErrClosing
 	}
 	select {
 	case p.queue <- o:
-		return true
+		return nil
 	default:
-		return false
+		return ErrQueueFull
 	}
 }
 

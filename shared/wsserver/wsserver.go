@@ -74,14 +74,21 @@ type Peer interface {
 	// (Options.Queue > 0) it goes through the queue like Enqueue.
 	Reply(op Op, data []byte)
 	// Enqueue hands a text message to the connection's one writer without
-	// waiting. It returns false, and sends nothing, when Options.Queue
-	// messages are waiting already or the connection is closing.
-	Enqueue(o *Outgoing) bool
+	// waiting. It returns ErrQueueFull when Options.Queue messages are
+	// waiting already, ErrClosing once the server or the client has begun
+	// to close; either way nothing is sent.
+	Enqueue(o *Outgoing) error
 	// Close starts the server's close with code: whatever is queued is
 	// dropped, the close frame goes out after the message being written,
 	// and the client has a while to answer. Safe from any goroutine.
 	Close(code int)
 }
+
+// Why Enqueue sent nothing.
+var (
+	ErrQueueFull = errors.New("send queue full")
+	ErrClosing   = errors.New("connection closing")
+)
 
 // Options are what a target chooses beyond the configuration.
 type Options struct {

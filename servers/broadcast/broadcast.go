@@ -1,0 +1,105 @@
+// Package broadcast is the fan-out target (variants broadcast-gorilla,
+// broadcast-coder, broadcast-gnet), speaking the echo/broadcast protocol of
+// hashrocket/websocket-shootout (shared/protocol/broadcast.go) with a timed
+// push (-push-interval, -push-size).
+//
+// The hub (hub.go) is library-neutral: membership, fan-out, the slow-client
+// policy (-slow drop|close), and the push ticker. The libraries sit behind
+// shared/wsserver, whose send queue (-send-queue) gives each connection
+// exactly one writer: a client that does not read fills only its own queue.
+package broadcast
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+	"knowngood/shared/wsserver"
+)
+
+// NewGorilla builds broadcast-gorilla. m may be nil (-metrics=false).
+func NewGorilla(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return newTarget(cfg, m, log, wsserver.NewGorilla)
+}
+
+// NewCoder builds broadcast-coder.
+func NewCoder(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return newTarget(cfg, m, log, wsserver.NewCoder)
+}
+
+// NewGnet builds broadcast-gnet.
+func NewGnet(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return newTarget(cfg, m, log, wsserver.NewGnet)
+}
+
+type serveFunc func(config.Config, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)
+
+// target is a wsserver target plus the push ticker.
+type target struct {
+	lifecycle.Target
+	hub *Hub
+	cfg config.Config
+
+	mu      sync.Mutex
+	stopped bool
+	stop    context.CancelFunc
+	ctx     context.Context
+	pusher  sync.WaitGroup
+}
+
+func newTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, serve serveFunc) (lifecycle.Target, error) {
+	hub := NewHub(cfg.Slow, m)
+	inner, err := serve(cfg, m, log, wsserver.Options{Handler: handler{hub: hub, m: m}, Queue: cfg.SendQueue})
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &target{Target: inner, hub: hub, cfg: cfg, ctx: ctx, stop: stop}, nil
+}
+
+// Serve starts the push (with -push-interval) and serves until Shutdown.
+func (t *target) Serve(ln net.Listener) error {
+	t.mu.Lock()
+	if !t.stopped && t.cfg.PushInterval > 0 {
+		t.pusher.Go(func() { t.push(t.ctx) })
+	}
+	t.mu.Unlock()
+	return t.Target.Serve(ln)
+}
+
+// Shutdown stops the push, then the connections.
+func (t *target) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	t.stopped = true
+	t.stop()
+	t.mu.Unlock()
+	t.pusher.Wait()
+	return t.Target.Shutdown(ctx)
+}
+
+// push sends every client a numbered, timestamped message every
+// -push-interval. seq goes up by one per push whoever receives it, so a
+// client that sees a gap in seq has lost messages (-slow drop). A tick
+// missed because a fan-out ran long is skipped, not made up.
+func (t *target) push(ctx context.Context) {
+	ticker := time.NewTicker(t.cfg.PushInterval)
+	defer ticker.Stop()
+	filler := strings.Repeat("x", t.cfg.PushSize)
+	var buf []byte
+	for seq := uint64(1); ; seq++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		buf = protocol.AppendPush(buf[:0], seq, time.Now().UnixNano(), filler)
+		t.hub.Send(wsserver.NewOutgoing(append([]byte(nil), buf...)))
+	}
+}

@@ -1,0 +1,100 @@
+package broadcast
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"knowngood/shared/metrics"
+	"knowngood/shared/wsserver"
+)
+
+// Client is a connection as the hub sees it: a queue it may hand messages
+// to and a way to close it. The hub knows nothing of the library behind.
+type Client interface {
+	// Enqueue never waits: nil, wsserver.ErrQueueFull or
+	// wsserver.ErrClosing.
+	Enqueue(o *wsserver.Outgoing) error
+	Close(code int)
+}
+
+// Hub is the membership of one target and its fan-out. A fan-out reads an
+// immutable list of members without a lock, so that a broadcast to 10,000
+// clients never holds up a join, a leave, or a gnet event loop; joins and
+// leaves copy the list.
+type Hub struct {
+	m         *metrics.Metrics
+	closeSlow bool // -slow close; otherwise drop
+
+	mu      sync.Mutex // serialises the copies
+	members atomic.Pointer[[]Client]
+}
+
+func NewHub(slow string, m *metrics.Metrics) *Hub {
+	h := &Hub{m: m, closeSlow: slow == "close"}
+	h.members.Store(&[]Client{})
+	return h
+}
+
+func (h *Hub) Join(c Client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	next := append(slices.Clip(*h.members.Load()), c)
+	h.members.Store(&next)
+}
+
+func (h *Hub) Leave(c Client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cur := *h.members.Load()
+	i := slices.Index(cur, c)
+	if i < 0 {
+		return
+	}
+	next := slices.Delete(slices.Clone(cur), i, i+1)
+	h.members.Store(&next)
+}
+
+// Len is the number of members now.
+func (h *Hub) Len() int { return len(*h.members.Load()) }
+
+// Send hands o to every member's queue and returns how many took it: the
+// listenerCount. A member whose queue is full gets the slow policy; one
+// that is closing is left out.
+func (h *Hub) Send(o *wsserver.Outgoing) int {
+	start := time.Now()
+	sent, dropped := 0, 0
+	for _, c := range *h.members.Load() {
+		switch err := c.Enqueue(o); {
+		case err == nil:
+			sent++
+		case errors.Is(err, wsserver.ErrQueueFull):
+			if h.slow(c) {
+				dropped++
+			}
+		}
+	}
+	h.m.Dropped(dropped)
+	h.m.Fanout(time.Since(start))
+	return sent
+}
+
+// SendTo hands o to one client, with the same slow policy as Send.
+func (h *Hub) SendTo(c Client, o *wsserver.Outgoing) {
+	if errors.Is(c.Enqueue(o), wsserver.ErrQueueFull) && h.slow(c) {
+		h.m.Dropped(1)
+	}
+}
+
+// slow applies the policy to a client whose queue is full: it reports true
+// if the message is dropped (-slow drop), or closes the client with 1008
+// (-slow close), which is counted as its disconnect reason.
+func (h *Hub) slow(c Client) bool {
+	if h.closeSlow {
+		c.Close(wsserver.ClosePolicyViolation)
+		return false
+	}
+	return true
+}

@@ -1,0 +1,64 @@
+package broadcast
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+	"knowngood/shared/wsserver"
+)
+
+// handler joins every connection to the hub, and answers the protocol's
+// messages.
+type handler struct {
+	hub *Hub
+	m   *metrics.Metrics
+}
+
+func (h handler) Open(p wsserver.Peer) wsserver.Session {
+	h.hub.Join(p)
+	return &session{handler: h, p: p}
+}
+
+type session struct {
+	handler
+	p wsserver.Peer
+}
+
+func (s *session) Closed() { s.hub.Leave(s.p) }
+
+// request is what the server reads of a client's message.
+type request struct {
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+func (s *session) Message(_ wsserver.Op, data []byte) {
+	var req request
+	if err := json.Unmarshal(data, &req); err != nil {
+		s.invalid(protocol.InvalidJSON, "malformed JSON: "+err.Error())
+		return
+	}
+	switch req.Type {
+	case protocol.TypeEcho:
+		// The same message back, as it came.
+		s.hub.SendTo(s.p, wsserver.NewOutgoing(append([]byte(nil), data...)))
+	case protocol.TypeBroadcast:
+		payload := req.Payload
+		if payload == nil {
+			payload = json.RawMessage("null")
+		}
+		n := s.hub.Send(wsserver.NewOutgoing(protocol.AppendBroadcast(nil, payload)))
+		s.hub.SendTo(s.p, wsserver.NewOutgoing(protocol.AppendBroadcastResult(nil, payload, n)))
+	default:
+		s.invalid(protocol.InvalidType, fmt.Sprintf("unknown message type %q; want %q or %q", req.Type, protocol.TypeEcho, protocol.TypeBroadcast))
+	}
+}
+
+// invalid answers a message the server cannot act on, counts it, and keeps
+// the connection.
+func (s *session) invalid(reason, text string) {
+	s.m.Invalid(reason)
+	s.hub.SendTo(s.p, wsserver.NewOutgoing(protocol.ErrorMessage(text)))
+}

@@ -57,9 +57,6 @@ func (h *Hub) Leave(c Client) {
 	h.members.Store(&next)
 }
 
-// Len is the number of members now.
-func (h *Hub) Len() int { return len(*h.members.Load()) }
-
 // Send hands o to every member's queue and returns how many took it: the
 // listenerCount. A member whose queue is full gets the slow policy; one
 // that is closing is left out.
@@ -71,9 +68,8 @@ func (h *Hub) Send(o *wsserver.Outgoing) int {
 		case err == nil:
 			sent++
 		case errors.Is(err, wsserver.ErrQueueFull):
-			if h.slow(c) {
-				dropped++
-			}
+			dropped++
+			h.slow(c)
 		}
 	}
 	h.m.Dropped(dropped)
@@ -83,18 +79,17 @@ func (h *Hub) Send(o *wsserver.Outgoing) int {
 
 // SendTo hands o to one client, with the same slow policy as Send.
 func (h *Hub) SendTo(c Client, o *wsserver.Outgoing) {
-	if errors.Is(c.Enqueue(o), wsserver.ErrQueueFull) && h.slow(c) {
+	if errors.Is(c.Enqueue(o), wsserver.ErrQueueFull) {
 		h.m.Dropped(1)
+		h.slow(c)
 	}
 }
 
-// slow applies the policy to a client whose queue is full: it reports true
-// if the message is dropped (-slow drop), or closes the client with 1008
-// (-slow close), which is counted as its disconnect reason.
-func (h *Hub) slow(c Client) bool {
+// slow applies the policy to a client whose queue is full. The message is
+// dropped and counted either way; with -slow close the client is closed
+// with 1008 too, which is then its disconnect reason.
+func (h *Hub) slow(c Client) {
 	if h.closeSlow {
 		c.Close(wsserver.ClosePolicyViolation)
-		return false
 	}
-	return true
 }

@@ -103,10 +103,16 @@ type gconn struct {
 
 	out *[]byte // the replies of the OnTraffic call under way; nil between calls
 
-	// Enqueue's view, from other goroutines: messages handed to the loop
-	// and not written yet, bytes gnet holds for a client that does not
-	// read, and whether the server has closed.
-	pending  atomic.Int64
+	// The send queue (Enqueue, flush): frames not handed to gnet yet, the
+	// payload bytes they carry, whether a flush is scheduled on the loop,
+	// and the slice the last flush used (reused, not reallocated).
+	qmu         sync.Mutex
+	queued      [][]byte
+	spare       [][]byte
+	queuedBytes int
+	flushing    bool
+	// Enqueue's view from other goroutines: bytes gnet holds for a client
+	// that does not read, and whether the server has begun to close.
 	outbound atomic.Int64
 	shut     atomic.Bool
 

@@ -267,42 +267,67 @@ func (st *gconn) Reply(op Op, data []byte) {
 	st.g.m.Sent(n)
 }
 
-// Enqueue hands a message to the connection's loop, which is its one
-// writer. gnet has no send queue of its own but its outbound buffer, which
-// grows without end for a client that does not read: the queue's bound
-// counts the messages handed over and not written yet, and the bytes gnet
-// holds, in messages of this size.
+// Enqueue puts a message on the connection's send queue, which its loop
+// (the one writer) empties. The queue is the connection's own, not gnet's
+// task queue: gnet runs Execute's tasks out of order when many are waiting.
+// gnet's outbound buffer, which grows without end for a client that does
+// not read, counts against the bound too, in messages of this size.
 func (st *gconn) Enqueue(o *Outgoing) error {
-	q := int64(st.g.opts.Queue)
-	if q == 0 || st.shut.Load() {
-		return ErrClosing
-	}
+	q := st.g.opts.Queue
 	frame := o.frameFor(st.deflate)
-	if st.pending.Load() >= q || st.outbound.Load() > q*int64(len(frame)) {
+	st.qmu.Lock()
+	switch {
+	case q == 0 || st.shut.Load():
+		st.qmu.Unlock()
+		return ErrClosing
+	case len(st.queued) >= q || st.outbound.Load() > int64(q)*int64(len(frame)):
+		st.qmu.Unlock()
 		return ErrQueueFull
 	}
-	st.pending.Add(1)
+	st.queued = append(st.queued, frame)
+	st.queuedBytes += len(o.Data)
+	schedule := !st.flushing
+	st.flushing = true
+	st.qmu.Unlock()
+	if !schedule {
+		return nil
+	}
 	err := st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		st.pending.Add(-1)
-		st.deliver(frame, len(o.Data))
+		st.flush()
 		return nil
 	}))
 	if err != nil {
-		st.pending.Add(-1)
-		return ErrClosing
+		return ErrClosing // the engine is shutting down
 	}
 	return nil
 }
 
-// deliver writes one queued frame, on the loop.
-func (st *gconn) deliver(frame []byte, n int) {
+// maxIovec is Linux's IOV_MAX: writev refuses more buffers at once (and
+// gnet would close the connection over it).
+const maxIovec = 1024
+
+// flush writes everything queued, in order, on the loop: one writev per
+// 1,024 messages.
+func (st *gconn) flush() {
+	st.qmu.Lock()
+	frames, n, bytes := st.queued, len(st.queued), st.queuedBytes
+	st.queued, st.spare = st.spare[:0], frames
+	st.queuedBytes = 0
+	st.flushing = false
+	st.qmu.Unlock()
+	defer clear(frames) // the frames belong to their Outgoing, not to us
 	if st.phase != phaseOpen {
 		return // closing or closed: nothing may follow the close frame
 	}
-	if _, _ = st.conn.Write(frame); st.phase == phaseClosed {
-		return
+	for rest := frames; len(rest) > 0; {
+		k := min(len(rest), maxIovec)
+		if _, _ = st.conn.Writev(rest[:k]); st.phase == phaseClosed {
+			return
+		}
+		rest = rest[k:]
 	}
-	st.g.m.Sent(n)
+	st.g.m.SentMessages(n)
+	st.g.m.SentBytes(bytes)
 	st.outbound.Store(int64(st.conn.OutboundBuffered()))
 }
 

@@ -1,0 +1,225 @@
+package broadcast_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/goleak"
+
+	"knowngood/servers/broadcast"
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle/lifecycletest"
+	"knowngood/shared/protocol"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// gnet's package-level worker pool (Engine.Register runs on it)
+		// keeps idle workers for 10 s and its janitors for good.
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
+		goleak.IgnoreCurrent(),
+	)
+}
+
+var variants = []struct {
+	name  string
+	build lifecycletest.Build
+}{
+	{"broadcast-gorilla", broadcast.NewGorilla},
+	{"broadcast-coder", broadcast.NewCoder},
+	{"broadcast-gnet", broadcast.NewGnet},
+}
+
+// forEach runs f as a subtest for every broadcast variant.
+func forEach(t *testing.T, f func(t *testing.T, name string, b lifecycletest.Build)) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) { f(t, v.name, v.build) })
+	}
+}
+
+func start(t *testing.T, name string, b lifecycletest.Build, tweak func(*config.Config)) *lifecycletest.Target {
+	return lifecycletest.Start(t, name, b, lifecycletest.Options{Tweak: tweak})
+}
+
+// client is a gorilla/websocket client that records what it receives.
+type client struct {
+	c *websocket.Conn
+
+	mu         sync.Mutex
+	broadcasts map[string]int // payload -> times received
+	order      []string       // broadcast payloads in the order they came
+	results    []protocol.BroadcastMessage
+	pushes     []uint64
+	other      []protocol.BroadcastMessage // echo and error replies
+	closeCode  int                         // the server's close code, once read
+	done       chan struct{}               // closed when reading has ended
+}
+
+// dialer is gorilla's client; rcvbuf, if not 0, shrinks the socket's
+// receive buffer so that a client that stops reading backs up early.
+func dialer(rcvbuf int) *websocket.Dialer {
+	d := &websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	if rcvbuf > 0 {
+		nd := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+			var err error
+			_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+			return err
+		}}
+		d.NetDialContext = nd.DialContext
+	}
+	return d
+}
+
+func dial(t testing.TB, url string) *client {
+	t.Helper()
+	c, _, err := dialer(0).Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newClient(t, c, nil)
+}
+
+// newClient reads c on a goroutine of its own until it ends; with pause
+// not nil, reading waits until pause is closed.
+func newClient(t testing.TB, c *websocket.Conn, pause <-chan struct{}) *client {
+	cl := &client{c: c, broadcasts: map[string]int{}, done: make(chan struct{})}
+	stop := make(chan struct{})
+	t.Cleanup(func() {
+		close(stop)
+		_ = c.Close()
+		<-cl.done
+	})
+	go cl.read(pause, stop)
+	return cl
+}
+
+func (cl *client) read(pause, stop <-chan struct{}) {
+	defer close(cl.done)
+	if pause != nil {
+		select {
+		case <-pause:
+		case <-stop:
+			return
+		}
+	}
+	for {
+		_, data, err := cl.c.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				cl.mu.Lock()
+				cl.closeCode = ce.Code
+				cl.mu.Unlock()
+			}
+			return
+		}
+		var msg protocol.BroadcastMessage
+		if err := json.Unmarshal(data, &msg); err != nil {
+			msg = protocol.BroadcastMessage{Type: "unparsable", Error: string(data)}
+		}
+		cl.mu.Lock()
+		switch msg.Type {
+		case protocol.TypeBroadcast:
+			cl.broadcasts[string(msg.Payload)]++
+			cl.order = append(cl.order, string(msg.Payload))
+		case protocol.TypeBroadcastResult:
+			cl.results = append(cl.results, msg)
+		case protocol.TypePush:
+			cl.pushes = append(cl.pushes, msg.Seq)
+		default:
+			cl.other = append(cl.other, msg)
+		}
+		cl.mu.Unlock()
+	}
+}
+
+func (cl *client) send(t testing.TB, msg string) {
+	t.Helper()
+	if err := cl.c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// view runs f with the client's records locked.
+func (cl *client) view(f func(cl *client)) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	f(cl)
+}
+
+func (cl *client) resultCount() int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return len(cl.results)
+}
+
+// bye closes the connection with 1000 and waits for the server's answer.
+func (cl *client) bye() {
+	_ = cl.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(1000, ""), time.Now().Add(time.Second))
+	select {
+	case <-cl.done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// joined waits until the server has a client as a member: its echo comes
+// back only once it has joined (the server joins before reading).
+func (cl *client) joined(t testing.TB) {
+	t.Helper()
+	cl.send(t, `{"type":"echo","payload":"joined?"}`)
+	lifecycletest.WaitFor(t, "an echo", func() bool {
+		n := 0
+		cl.view(func(cl *client) { n = len(cl.other) })
+		return n > 0
+	})
+}
+
+// dialMany connects n clients, 50 at a time, and waits until each has joined.
+func dialMany(t testing.TB, url string, n int) []*client {
+	t.Helper()
+	clients := make([]*client, n)
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 50)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			c, _, err := dialer(0).DialContext(ctx, url, nil)
+			if err != nil {
+				errs <- fmt.Errorf("client %d: %w", i, err)
+				return
+			}
+			clients[i] = newClient(t, c, nil)
+			if err := c.WriteMessage(websocket.TextMessage, []byte(`{"type":"echo","payload":"joined?"}`)); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	lifecycletest.WaitUpTo(t, 30*time.Second, "every client's echo", func() bool {
+		for _, cl := range clients {
+			n := 0
+			cl.view(func(cl *client) { n = len(cl.other) })
+			if n == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return clients
+}

@@ -34,6 +34,9 @@ var composeTargets = []composeTarget{
 	{"echo-coder", "127.0.0.1:8084", "127.0.0.1:9104", nil},
 	{"echo-gnet", "127.0.0.1:8085", "127.0.0.1:9105", nil},
 	{"echo-tcp", "127.0.0.1:8086", "127.0.0.1:9106", nil},
+	{"broadcast-gorilla", "127.0.0.1:8087", "127.0.0.1:9107", nil},
+	{"broadcast-coder", "127.0.0.1:8088", "127.0.0.1:9108", nil},
+	{"broadcast-gnet", "127.0.0.1:8089", "127.0.0.1:9109", nil},
 }
 
 // TestComposeHost builds the image FROM scratch, brings every target of
@@ -132,6 +135,11 @@ func TestComposeHost(t *testing.T) {
 			}
 			if before.Variant != c.service {
 				t.Fatalf("%s's /stats says variant %q", c.admin, before.Variant)
+			}
+			if strings.HasPrefix(c.service, "broadcast-") {
+				// Healthy and answering /stats as its variant; loadgen has no
+				// broadcast scenario yet.
+				return
 			}
 			var args []string
 			switch {

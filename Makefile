@@ -10,7 +10,8 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go bench-handshake bench-blocking bench-echo bench-conns build clean
+.PHONY: run-server list deps test lint test-go test-docker docker bench-handshake bench-blocking bench-echo bench-conns build clean \
+	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
 run-server:
@@ -54,6 +55,57 @@ bench-conns: deps
 ## bench-blocking: the blocking curve, measured against min(1, T / (N x delay)) (not a test)
 bench-blocking:
 	go run ./scripts/bench/handshake -variants blocking -node=false -n 20,50,100,200 -deadline 2500ms
+
+## docker: the static binaries, then the image knowngood:dev FROM scratch (needs a Docker engine, no registry)
+docker: build
+	docker build -f docker/Dockerfile -t knowngood:dev bin
+
+## test-docker: the image, every compose target on the host network, loadgen against each, /stats (also part of make test)
+test-docker: deps
+	$(GOTEST) -v -run 'TestComposeHost|TestPrometheus|TestPromtool|TestDashboard' ./docker
+
+# Recipes for external load tools (scripts/README.md). Point them at a
+# running target: WS= for the echo targets, SIO= for the Socket.IO ones.
+WS ?= ws://127.0.0.1:8083/
+SIO ?= http://127.0.0.1:8080
+N ?= 50
+K6 := $(shell go env GOPATH)/bin/k6
+
+## k6-echo: k6/ws echo against WS (VUS, ITERATIONS, MESSAGES via K6ARGS="-e VUS=20")
+k6-echo: deps
+	$(K6) run -e TARGET=$(WS) $(K6ARGS) scripts/k6/ws-echo.js
+
+## k6-socketio: Socket.IO v5 over k6/ws against SIO
+k6-socketio: deps
+	$(K6) run -e TARGET=$(SIO) $(K6ARGS) scripts/k6/socketio.js
+
+## artillery-ws / artillery-socketio: artillery's ws and socketio engines
+artillery-ws: deps
+	cd scripts/artillery && ARTILLERY_DISABLE_TELEMETRY=true npx artillery run --target $(WS) ws-echo.yml
+
+artillery-socketio: deps
+	cd scripts/artillery && ARTILLERY_DISABLE_TELEMETRY=true npx artillery run --target $(SIO) socketio.yml
+
+## tsung: ts_websocket echo against HOST PORT (TSUNG_HOST, TSUNG_PORT)
+TSUNG_HOST ?= 127.0.0.1
+TSUNG_PORT ?= 8083
+tsung: deps
+	scripts/tsung/run.sh $(TSUNG_HOST) $(TSUNG_PORT)
+
+## wscat: one message to WS and its echo back (a one-line manual check)
+wscat: deps
+	sleep 3 | scripts/wscat/node_modules/.bin/wscat -c $(WS) -x "hello from wscat" -w 1
+
+## python-handshake / js-handshake: N concurrent connects to SIO, 15 s deadline, success table as JSON
+python-handshake: deps
+	/usr/bin/python3 scripts/clients/sio_connect.py --url $(SIO) --n $(N) --transports websocket --deadline-ms 15000
+
+js-handshake: deps
+	node scripts/clients/sio-connect.mjs --url $(SIO) --n $(N) --transports websocket --deadline-ms 15000
+
+## js-ws-echo: the ws package's echo cases against WS
+js-ws-echo: deps
+	node scripts/clients/ws-echo.mjs --url $(WS)
 
 clean:
 	rm -rf bin

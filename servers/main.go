@@ -51,7 +51,11 @@ func main() {
 
 // run is main with its inputs and outputs passed in; it returns the exit
 // status: 0, 1 (the target failed), or 2 (bad flags or environment).
+// `knowngood healthcheck [flags]` asks a running target's /health instead.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "healthcheck" {
+		return healthcheck(args[1:], getenv, stdout, stderr)
+	}
 	cfg, err := config.Parse(args, getenv, stdout)
 	if errors.Is(err, config.ErrHelp) {
 		return 0

@@ -1,0 +1,287 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"knowngood/scripts/testtarget"
+	"knowngood/shared/protocol"
+)
+
+// composeTarget is one service of compose.yaml and the loadgen run that
+// drives it.
+type composeTarget struct {
+	service, addr, admin string
+	loadgen              []string
+}
+
+var composeTargets = []composeTarget{
+	{"empty", "127.0.0.1:8080", "127.0.0.1:9100", nil},
+	{"async", "127.0.0.1:8081", "127.0.0.1:9101", nil},
+	{"blocking", "127.0.0.1:8082", "127.0.0.1:9102", nil},
+	{"echo-gorilla", "127.0.0.1:8083", "127.0.0.1:9103", nil},
+	{"echo-coder", "127.0.0.1:8084", "127.0.0.1:9104", nil},
+	{"echo-gnet", "127.0.0.1:8085", "127.0.0.1:9105", nil},
+	{"echo-tcp", "127.0.0.1:8086", "127.0.0.1:9106", nil},
+	{"broadcast-gorilla", "127.0.0.1:8087", "127.0.0.1:9107", nil},
+	{"broadcast-coder", "127.0.0.1:8088", "127.0.0.1:9108", nil},
+	{"broadcast-gnet", "127.0.0.1:8089", "127.0.0.1:9109", nil},
+}
+
+// TestComposeHost builds the image FROM scratch, brings every target of
+// compose.yaml up with the host-network override, waits for the
+// healthchecks, drives each target with loadgen from the image (the load
+// profile's services), checks the server's /stats diff against loadgen's
+// report, and tears everything down. It starts its own dockerd (vfs, no
+// bridge, no iptables) when none answers, and stops it at the end.
+func TestComposeHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: no Docker")
+	}
+	_, err := exec.LookPath("dockerd")
+	testtarget.Need(t, "dockerd (Debian's docker.io)", err)
+	compose := composeCommand(t)
+	env := os.Environ()
+	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
+		t.Logf("no Docker engine answers (%s); starting one", lastLine(out))
+		env = append(env, "DOCKER_HOST="+startDockerd(t))
+	}
+	for _, c := range composeTargets {
+		for _, addr := range []string{c.addr, c.admin} {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Skipf("compose.yaml's fixed port %s is taken on this machine (%v): stop what listens there", addr, err)
+			}
+			l.Close()
+		}
+	}
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	// A container cannot raise its open-files limit above dockerd's.
+	nofile := min(lim.Max, 65536)
+	project := fmt.Sprintf("kgtest%d", os.Getpid())
+	image := "knowngood:test-" + project
+	env = append(env, "KG_IMAGE="+image, fmt.Sprintf("KG_NOFILE=%d", nofile), fmt.Sprintf("KG_MAX_CONNS=%d", nofile-1000))
+
+	run := func(timeout time.Duration, name string, args ...string) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return out, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+		}
+		return out, nil
+	}
+
+	// make docker: the static binaries, then the image around them.
+	ctxDir := t.TempDir()
+	for _, p := range [][2]string{{"knowngood", "./servers"}, {"loadgen", "./loadgen"}} {
+		build := exec.Command("go", "build", "-o", filepath.Join(ctxDir, p[0]), p[1])
+		build.Dir = ".."
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", p[1], err, out)
+		}
+	}
+	if _, err := run(5*time.Minute, "docker", "build", "-q", "-f", "Dockerfile", "-t", image, ctxDir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := run(time.Minute, "docker", "rmi", "-f", image); err != nil {
+			t.Error(err)
+		}
+	})
+
+	files := append(compose, "-p", project, "-f", "compose.yaml", "-f", "compose.host.yaml", "--profile", "load")
+	t.Cleanup(func() {
+		if _, err := run(2*time.Minute, files[0], append(files[1:], "down", "--remove-orphans", "--volumes", "--timeout", "10")...); err != nil {
+			t.Error(err)
+		}
+		out, _ := run(time.Minute, "docker", "ps", "-aq", "--filter", "label=com.docker.compose.project="+project)
+		if len(bytes.TrimSpace(out)) > 0 {
+			t.Errorf("containers left behind: %s", out)
+		}
+	})
+	services := make([]string, len(composeTargets))
+	for i, c := range composeTargets {
+		services[i] = c.service
+	}
+	if _, err := run(4*time.Minute, files[0], append(append(files[1:], "up", "-d", "--wait", "--wait-timeout", "180"), services...)...); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range composeTargets {
+		t.Run(c.service, func(t *testing.T) {
+			before, err := testtarget.GetStats("http://" + c.admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if before.Variant != c.service {
+				t.Fatalf("%s's /stats says variant %q", c.admin, before.Variant)
+			}
+			if strings.HasPrefix(c.service, "broadcast-") {
+				// Healthy and answering /stats as its variant; loadgen has no
+				// broadcast scenario yet.
+				return
+			}
+			var args []string
+			switch {
+			case strings.HasPrefix(c.service, "echo-tcp"):
+				args = []string{"load-echo", "echo", "-url", "tcp://" + c.addr, "-c", "2", "-duration", "1s", "-warmup", "0s"}
+			case strings.HasPrefix(c.service, "echo-"):
+				args = []string{"load-echo", "echo", "-url", "ws://" + c.addr + "/", "-c", "2", "-duration", "1s", "-warmup", "0s"}
+			default:
+				args = []string{"load-handshake", "handshake", "-url", "http://" + c.addr, "-n", "20", "-deadline", "15s", "-transport", "websocket"}
+			}
+			args = append(args, "-admin", "http://"+c.admin, "-json", "-")
+			out, err := run(2*time.Minute, files[0], append(append(files[1:], "run", "--rm", "--no-deps"), args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var report struct {
+				Connected int            `json:"connected"`
+				Errors    map[string]int `json:"errors"`
+			}
+			if err := json.Unmarshal(lastJSON(out), &report); err != nil {
+				t.Fatalf("loadgen printed %q: %v", out, err)
+			}
+			after, err := testtarget.GetStats("http://" + c.admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := protocol.Diff(before, after)
+			t.Logf("loadgen: connected %d, errors %v; server: %d connections, %d handshakes ok, %d messages in, %d bytes in, %d bytes out",
+				report.Connected, report.Errors, d.ConnectionsTotal, d.Handshakes[protocol.ResultOK], d.MessagesReceived, d.BytesReceived, d.BytesSent)
+			if strings.HasPrefix(c.service, "echo-") {
+				if report.Connected != 2 || d.ConnectionsTotal != 2 || d.BytesReceived == 0 || d.BytesReceived < d.BytesSent {
+					t.Errorf("echo run: loadgen connected %d; the server saw %d connections, %d bytes in, %d out", report.Connected, d.ConnectionsTotal, d.BytesReceived, d.BytesSent)
+				}
+				return
+			}
+			if report.Connected != 20 || d.Handshakes[protocol.ResultOK] != 20 {
+				t.Errorf("handshake run: loadgen connected %d of 20, the server counted %d ok handshakes", report.Connected, d.Handshakes[protocol.ResultOK])
+			}
+		})
+	}
+}
+
+// composeCommand finds Docker Compose v2: the docker CLI plugin, or a
+// docker-compose binary of version 2 (the Python 1.x cannot run
+// compose.host.yaml).
+func composeCommand(t *testing.T) []string {
+	if out, err := exec.Command("docker", "compose", "version", "--short").Output(); err == nil && !strings.HasPrefix(string(out), "1.") {
+		return []string{"docker", "compose"}
+	}
+	if out, err := exec.Command("docker-compose", "version", "--short").Output(); err == nil && !strings.HasPrefix(string(out), "1.") {
+		return []string{"docker-compose"}
+	}
+	testtarget.Need(t, "Docker Compose v2 (make deps builds it as a docker CLI plugin)", fmt.Errorf("neither `docker compose` nor a docker-compose v2 is installed"))
+	return nil
+}
+
+// startDockerd runs a dockerd of the test's own, with its data and sockets
+// in a temporary directory, and stops it when the test ends. It returns the
+// DOCKER_HOST to reach it, or skips the test with dockerd's last words when
+// the engine cannot run here.
+func startDockerd(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "kgd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := "unix://" + filepath.Join(dir, "docker.sock")
+	logPath := filepath.Join(dir, "dockerd.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("dockerd", "--host", host,
+		"--data-root", filepath.Join(dir, "root"), "--exec-root", filepath.Join(dir, "exec"),
+		"--pidfile", filepath.Join(dir, "dockerd.pid"),
+		"--storage-driver", "vfs", "--iptables=false", "--ip6tables=false", "--bridge", "none")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); logFile.Close(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(unix.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Error("dockerd did not stop within 30s of SIGTERM")
+		}
+		unmountUnder(dir) // dockerd leaves exec/netns/default mounted
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		info := exec.Command("docker", "info", "--format", "{{.ServerVersion}}")
+		info.Env = append(os.Environ(), "DOCKER_HOST="+host)
+		if info.Run() == nil {
+			return host
+		}
+		exited := false
+		select {
+		case <-done:
+			exited = true
+		default:
+		}
+		if exited || time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			t.Skipf("the Docker engine cannot run on this machine: dockerd %s: %s", map[bool]string{true: "exited", false: "did not answer within 60s"}[exited], lastLine(log))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// unmountUnder detaches every mount below dir, deepest first.
+func unmountUnder(dir string) {
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(mounts), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if f := strings.Fields(lines[i]); len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			_ = unix.Unmount(f[1], unix.MNT_DETACH)
+		}
+	}
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// lastJSON is the last line of out that looks like a JSON object.
+func lastJSON(out []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		if bytes.HasPrefix(bytes.TrimSpace(lines[i]), []byte("{")) {
+			return lines[i]
+		}
+	}
+	return out
+}

@@ -79,7 +79,7 @@ type ServerView struct {
 
 func newReport(cfg Config, u target.URL) *Report {
 	r := &Report{URL: cfg.URL, N: cfg.N, Batch: cfg.Batch, Hold: cfg.Hold.String(), Sources: []string{}, Errors: map[string]tally.Count{}}
-	r.Client, r.Version = target.Client(u)
+	r.Client, r.Version = target.Client(u, target.Gorilla)
 	for _, a := range cfg.Sources {
 		r.Sources = append(r.Sources, a.String())
 	}

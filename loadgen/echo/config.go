@@ -11,7 +11,8 @@
 //     moment it was due to be sent, so a stall is charged to every message
 //     it delayed, not only to the one in flight (no coordinated omission).
 //
-// ws:// URLs speak WebSocket (gorilla/websocket, binary messages);
+// ws:// URLs speak WebSocket (gobwas/ws for the upgrade, binary messages
+// framed here, several to a write when pipelined);
 // tcp:// URLs send the same bytes without framing and read back as many.
 // Every echo is compared with the message sent.
 package echo

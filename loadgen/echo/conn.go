@@ -11,17 +11,21 @@ import (
 	"net"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/gobwas/ws"
 
 	"knowngood/loadgen/internal/target"
 )
 
 // msgConn is one connection that carries messages: a WebSocket, or a raw
 // TCP stream on which a message is just its bytes. One goroutine may send
-// while another receives.
+// (queue and flush) while another receives.
 type msgConn interface {
-	// send writes one message.
-	send(p []byte) error
+	// queue frames message p into the connection's write buffer.
+	queue(p []byte)
+	// flush writes the queued messages with one system call: on loopback
+	// the sender's write carries most of the kernel's work, so a batch of
+	// pipelined messages costs little more than one.
+	flush() error
 	// recv reads one message into p and returns its whole length, which
 	// may differ from len(p) on a WebSocket (only p's worth is kept). An
 	// error that wraps errMismatch leaves the connection usable.
@@ -45,68 +49,160 @@ const readBuffer = 16 << 10
 // cfg.Timeout.
 func dialer(cfg Config) dialFunc {
 	u, _ := target.ParseURL(cfg.URL) // checked by ParseFlags
-	opts := target.Options{Timeout: cfg.Timeout, ReadBuffer: readBuffer, WriteBuffer: readBuffer}
+	opts := target.Options{Timeout: cfg.Timeout, ReadBuffer: readBuffer}
 	if u.TCP {
 		return func(ctx context.Context) (msgConn, error) {
 			c, err := target.DialTCP(ctx, u, opts)
 			if err != nil {
 				return nil, err
 			}
-			return &tcpConn{c: c, r: bufio.NewReaderSize(c, readBuffer)}, nil
+			return &tcpConn{writer: writer{c: c}, r: bufio.NewReaderSize(c, readBuffer)}, nil
 		}
 	}
-	// A message larger than the write buffer goes out as several frames,
-	// which the targets reassemble.
+	// gobwas/ws gives the bare stream: the frames are built here, several
+	// to a write, with no allocation per message.
 	return func(ctx context.Context) (msgConn, error) {
-		c, err := target.DialWebSocket(ctx, u, opts)
+		c, r, err := target.DialWebSocketStream(ctx, u, opts)
 		if err != nil {
 			return nil, err
 		}
-		return &wsConn{c: c}, nil
+		return &wsConn{writer: writer{c: c}, r: r, rhdr: make([]byte, ws.MaxHeaderSize), whdr: make([]byte, ws.MaxHeaderSize)}, nil
 	}
 }
 
-type wsConn struct{ c *websocket.Conn }
+// writer is the send side of both kinds of connection: a buffer of queued
+// bytes, written at once.
+type writer struct {
+	c   net.Conn
+	out []byte
+}
 
-func (w *wsConn) send(p []byte) error { return w.c.WriteMessage(websocket.BinaryMessage, p) }
+func (w *writer) flush() error {
+	_, err := w.c.Write(w.out)
+	w.out = w.out[:0]
+	return err
+}
 
+// Write appends p to the queue: ws.WriteHeaderBuffer writes through it.
+func (w *writer) Write(p []byte) (int, error) {
+	w.out = append(w.out, p...)
+	return len(p), nil
+}
+
+// wsConn frames binary messages as a client must (masked, RFC 6455 5.3),
+// each in one frame, and reads the target's frames.
+type wsConn struct {
+	writer
+	r *bufio.Reader
+	// ws.ReadHeaderBuffer's and WriteHeaderBuffer's scratch (one each:
+	// the receiver and the sender run at once), kept so that neither
+	// allocates.
+	rhdr, whdr []byte
+	control    [125]byte
+}
+
+func (w *wsConn) queue(p []byte) {
+	h := ws.Header{Fin: true, OpCode: ws.OpBinary, Masked: true, Mask: ws.NewMask(), Length: int64(len(p))}
+	_ = ws.WriteHeaderBuffer(&w.writer, h, w.whdr) // appends: cannot fail
+	start := len(w.out)
+	w.out = append(w.out, p...)
+	ws.Cipher(w.out[start:], h.Mask, 0)
+}
+
+// recv reads the frames of one message (fragments reassembled), answering
+// the control frames that come between them.
 func (w *wsConn) recv(p []byte) (int, error) {
-	typ, r, err := w.c.NextReader()
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.ReadFull(r, p)
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return n, err
-	}
-	if err == nil { // p is full: is there more?
-		extra, err := io.Copy(io.Discard, r)
-		n += int(extra)
+	n := 0
+	var op ws.OpCode // of the message's first frame
+	for {
+		h, err := ws.ReadHeaderBuffer(w.r, w.rhdr)
 		if err != nil {
 			return n, err
 		}
+		if h.Masked || h.Rsv != 0 {
+			return n, fmt.Errorf("websocket: a masked or extended frame from the target (header %+v)", h)
+		}
+		if h.OpCode.IsControl() {
+			if err := w.handleControl(h); err != nil {
+				return n, err
+			}
+			continue
+		}
+		if (op == 0) != (h.OpCode != ws.OpContinuation) { // first frame, or the next fragment
+			return n, fmt.Errorf("websocket: unexpected %s frame", opName(h.OpCode))
+		}
+		if op == 0 {
+			op = h.OpCode
+		}
+		// Keep what fits in p, skip the rest.
+		room := p[min(n, len(p)):]
+		keep := int(min(h.Length, int64(len(room))))
+		if _, err := io.ReadFull(w.r, room[:keep]); err != nil {
+			return n, err
+		}
+		if _, err := w.r.Discard(int(h.Length) - keep); err != nil {
+			return n, err
+		}
+		n += int(h.Length)
+		if h.Fin {
+			break
+		}
 	}
-	if typ != websocket.BinaryMessage {
+	if op != ws.OpBinary {
 		return n, fmt.Errorf("%w: a text message for a binary one", errMismatch)
 	}
 	return n, nil
 }
 
+// handleControl reads a control frame's payload: a close ends the
+// connection with the target's code, a ping gets its pong (written at once:
+// a net.Conn's writes do not interleave), a pong is dropped.
+func (w *wsConn) handleControl(h ws.Header) error {
+	if h.Length > int64(len(w.control)) {
+		return fmt.Errorf("websocket: a control frame of %d bytes", h.Length)
+	}
+	b := w.control[:h.Length]
+	if _, err := io.ReadFull(w.r, b); err != nil {
+		return err
+	}
+	switch h.OpCode {
+	case ws.OpClose:
+		if len(b) < 2 {
+			return errors.New("websocket: closed by the target (no status)")
+		}
+		return fmt.Errorf("websocket: closed by the target: %d %q", binary.BigEndian.Uint16(b), b[2:])
+	case ws.OpPing:
+		_, err := w.c.Write(ws.MustCompileFrame(ws.MaskFrame(ws.NewPongFrame(b))))
+		return err
+	}
+	return nil
+}
+
+func opName(op ws.OpCode) string {
+	switch op {
+	case ws.OpContinuation:
+		return "continuation"
+	case ws.OpText:
+		return "text"
+	case ws.OpBinary:
+		return "binary"
+	}
+	return fmt.Sprintf("opcode %d", op)
+}
+
 func (w *wsConn) close() {
-	msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
-	_ = w.c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+	_ = w.c.SetWriteDeadline(time.Now().Add(time.Second))
+	frame := ws.MaskFrame(ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, "")))
+	_ = ws.WriteFrame(w.c, frame)
 	_ = w.c.Close()
 }
 
 type tcpConn struct {
-	c net.Conn
+	writer
 	r *bufio.Reader
 }
 
-func (t *tcpConn) send(p []byte) error {
-	_, err := t.c.Write(p)
-	return err
-}
+func (t *tcpConn) queue(p []byte) { t.out = append(t.out, p...) }
 
 // recv reads as many bytes as were sent: the stream has no boundaries.
 func (t *tcpConn) recv(p []byte) (int, error) { return io.ReadFull(t.r, p) }

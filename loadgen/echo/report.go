@@ -101,7 +101,7 @@ func newReport(cfg Config) *Report {
 		Duration: cfg.Duration.String(), Warmup: cfg.Warmup.String(), Errors: map[string]tally.Count{},
 	}
 	u, _ := target.ParseURL(cfg.URL)
-	r.Client, r.Version = target.Client(u)
+	r.Client, r.Version = target.Client(u, target.Gobwas)
 	switch cfg.Mode {
 	case Pipelined:
 		r.Inflight = cfg.Inflight

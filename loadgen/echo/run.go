@@ -295,14 +295,21 @@ func (w *worker) receive(in []byte, seq uint64, t time.Time, win window) bool {
 	return true
 }
 
-// send writes message seq; false when the connection is done.
-func (w *worker) send(out []byte, seq uint64) bool {
-	w.pl.fill(out, seq)
-	if err := w.conn.send(out); err != nil {
+// send writes message seq alone; false when the connection is done.
+func (w *worker) send(out []byte, seq uint64) bool { return w.sendBatch(out, seq, 1) }
+
+// sendBatch writes messages seq to seq+n-1 with one write; false when the
+// connection is done.
+func (w *worker) sendBatch(out []byte, seq uint64, n int) bool {
+	for i := range n {
+		w.pl.fill(out, seq+uint64(i))
+		w.conn.queue(out)
+	}
+	if err := w.conn.flush(); err != nil {
 		w.fail(kindWrite, err)
 		return false
 	}
-	w.sent++
+	w.sent += int64(n)
 	return true
 }
 
@@ -317,28 +324,28 @@ func (w *worker) runSync(win window) {
 	}
 }
 
-// runPipelined keeps up to inflight messages awaiting their echo.
+// batchBytes bounds one pipelined write (one message at least).
+const batchBytes = 64 << 10
+
+// runPipelined keeps up to inflight messages awaiting their echo: whenever
+// some are free, it sends them all in one write, timed together.
 func (w *worker) runPipelined(win window, inflight int) {
-	slots := make(chan struct{}, inflight)
-	q, done := w.startReceiver(win, slots)
+	cr := newCredits(inflight)
+	q, done := w.startReceiver(win, cr)
 	defer func() { q.close(); <-done }()
 	out := make([]byte, len(w.pl.pattern))
-	for seq := uint64(0); ; seq++ {
-		select {
-		case slots <- struct{}{}:
-		case <-win.stop:
-			return
-		case <-done:
-			return
-		}
-		if stopped(win.stop) {
+	most := min(inflight, max(1, batchBytes/len(out)))
+	for seq := uint64(0); ; {
+		n := cr.take(most, win.stop, done)
+		if n == 0 || stopped(win.stop) {
 			return
 		}
 		t := time.Now()
-		if !w.send(out, seq) {
+		if !w.sendBatch(out, seq, n) {
 			return
 		}
-		q.push(sentMsg{seq: seq, at: t})
+		q.push(sentMsg{seq: seq, n: n, at: t})
+		seq += uint64(n)
 	}
 }
 
@@ -384,37 +391,95 @@ func (w *worker) runRate(win window, first time.Time, period float64) {
 		if !w.send(out, seq) {
 			return
 		}
-		q.push(sentMsg{seq: seq, at: due})
+		q.push(sentMsg{seq: seq, n: 1, at: due})
 	}
 }
 
 // startReceiver starts the goroutine that reads the echoes of the messages
-// pushed on the returned queue, in order; it frees a slot after each when
-// slots is not nil. done is closed when it ends: the queue closed and
+// pushed on the returned queue, in order; it gives back a credit after each
+// when cr is not nil. done is closed when it ends: the queue closed and
 // empty, or the connection done.
-func (w *worker) startReceiver(win window, slots chan struct{}) (q *fifo, done chan struct{}) {
+func (w *worker) startReceiver(win window, cr *credits) (q *fifo, done chan struct{}) {
 	q, done = newFifo(), make(chan struct{})
 	go func() {
 		defer close(done)
 		in := make([]byte, len(w.pl.pattern))
 		for {
 			m, ok := q.pop()
-			if !ok || !w.receive(in, m.seq, m.at, win) {
+			if !ok {
 				return
 			}
-			if slots != nil {
-				<-slots
+			for i := range uint64(m.n) {
+				if !w.receive(in, m.seq+i, m.at, win) {
+					return
+				}
+				if cr != nil {
+					cr.give()
+				}
 			}
 		}
 	}()
 	return q, done
 }
 
-// sentMsg is a message awaiting its echo: its sequence number, and when it
-// was sent (due, in rate mode).
+// sentMsg is a run of n messages awaiting their echo: the first one's
+// sequence number, and when they were sent (due, in rate mode).
 type sentMsg struct {
 	seq uint64
+	n   int
 	at  time.Time
+}
+
+// credits are the free places among a pipelined connection's in-flight
+// messages: the sender takes all there are, the receiver gives one back per
+// echo, and wakes the sender only when it waits, so that neither pays for a
+// channel operation per message.
+type credits struct {
+	free    atomic.Int64
+	waiting atomic.Bool
+	wake    chan struct{} // one pending wake-up at most
+}
+
+func newCredits(n int) *credits {
+	c := &credits{wake: make(chan struct{}, 1)}
+	c.free.Store(int64(n))
+	return c
+}
+
+// take waits for a free credit and takes up to most; 0 when stop or done
+// came first. Only one goroutine takes.
+func (c *credits) take(most int, stop, done <-chan struct{}) int {
+	for {
+		if n := c.free.Load(); n > 0 {
+			n = min(n, int64(most))
+			c.free.Add(-n)
+			return int(n)
+		}
+		// Say so, then look again: a give between the two looks sees
+		// waiting and wakes us.
+		c.waiting.Store(true)
+		if c.free.Load() > 0 {
+			c.waiting.Store(false)
+			continue
+		}
+		select {
+		case <-c.wake:
+		case <-stop:
+			return 0
+		case <-done:
+			return 0
+		}
+	}
+}
+
+func (c *credits) give() {
+	c.free.Add(1)
+	if c.waiting.Swap(false) {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // fifo is an unbounded queue from one sender to one receiver: rate mode

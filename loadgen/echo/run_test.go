@@ -48,7 +48,7 @@ func TestModes(t *testing.T) {
 		for _, mode := range Modes {
 			t.Run(srv.URL[:strings.Index(srv.URL, ":")]+"/"+mode, func(t *testing.T) {
 				cfg := testConfig(srv.URL, mode)
-				for _, size := range []int{128, 3, 40000} { // shorter than a sequence number; several frames
+				for _, size := range []int{128, 3, 40000} { // shorter than a sequence number; longer than the read buffers
 					cfg.Size = size
 					rep := mustRun(t, cfg)
 					if rep.Connected != 4 || len(rep.Errors) != 0 {
@@ -190,21 +190,27 @@ type blockingConn struct {
 	blockAt uint64
 	block   time.Duration
 	n       uint64
+	queued  [][]byte
 	echoes  chan []byte
 	closed  chan struct{}
 	once    sync.Once
 }
 
-func (c *blockingConn) send(p []byte) error {
-	if c.n++; c.n == c.blockAt {
-		time.Sleep(c.block)
+func (c *blockingConn) queue(p []byte) { c.queued = append(c.queued, append([]byte(nil), p...)) }
+
+func (c *blockingConn) flush() error {
+	defer func() { c.queued = c.queued[:0] }()
+	for _, p := range c.queued {
+		if c.n++; c.n == c.blockAt {
+			time.Sleep(c.block)
+		}
+		select {
+		case c.echoes <- p:
+		case <-c.closed:
+			return net.ErrClosed
+		}
 	}
-	select {
-	case c.echoes <- append([]byte(nil), p...):
-		return nil
-	case <-c.closed:
-		return net.ErrClosed
-	}
+	return nil
 }
 
 func (c *blockingConn) recv(p []byte) (int, error) {

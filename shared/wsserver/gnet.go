@@ -116,6 +116,8 @@ type gconn struct {
 	outbound atomic.Int64
 	shut     atomic.Bool
 
+	rx, tx counts // echoed in the current frames call, for the metrics
+
 	rd  bytes.Reader         // over the buffered bytes, for ws.ReadHeaderBuffer
 	hdr [maxFrameHeader]byte // a frame header, read or written
 	iov [2][]byte            // header and payload for Writev

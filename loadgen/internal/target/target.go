@@ -4,9 +4,11 @@
 package target
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"runtime"
@@ -14,7 +16,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
+)
+
+// The WebSocket client libraries, for Client.
+const (
+	Gorilla = "github.com/gorilla/websocket"
+	Gobwas  = "github.com/gobwas/ws"
 )
 
 // URL is a parsed -url.
@@ -90,20 +99,45 @@ func DialWebSocket(ctx context.Context, u URL, o Options) (*websocket.Conn, erro
 	return c, nil
 }
 
-// Client names the client library for u and its version, for reports.
-func Client(u URL) (name, version string) {
+// DialWebSocketStream opens a WebSocket connection to u with gobwas/ws and
+// returns the bare stream, for a caller that frames the messages itself
+// (several to one write). r holds what the target sent after its upgrade
+// response; read through it, never from c directly. A refused upgrade's
+// error carries the HTTP status.
+func DialWebSocketStream(ctx context.Context, u URL, o Options) (c net.Conn, r *bufio.Reader, err error) {
+	d := ws.Dialer{
+		NetDial:        o.netDialer().DialContext,
+		Timeout:        o.Timeout,
+		ReadBufferSize: o.ReadBuffer,
+	}
+	c, r, _, err = d.Dial(ctx, u.String)
+	if err != nil {
+		if s, ok := err.(ws.StatusError); ok {
+			return nil, nil, fmt.Errorf("websocket: bad handshake (HTTP %d %s)", int(s), http.StatusText(int(s)))
+		}
+		return nil, nil, err
+	}
+	if r == nil { // nothing came after the response: a buffer of our own
+		r = bufio.NewReaderSize(c, max(o.ReadBuffer, 4096))
+	}
+	return c, r, nil
+}
+
+// Client names the client library for u, module (Gorilla or Gobwas) for a
+// WebSocket, and its version, for reports.
+func Client(u URL, module string) (name, version string) {
 	if u.TCP {
 		return "net (raw TCP)", runtime.Version()
 	}
-	const module = "github.com/gorilla/websocket"
+	name = strings.TrimPrefix(module, "github.com/")
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			if d.Path == module {
-				return "gorilla/websocket", d.Version
+				return name, d.Version
 			}
 		}
 	}
-	return "gorilla/websocket", "unknown"
+	return name, "unknown"
 }
 
 // SourceList says which source addresses are used, briefly.

@@ -52,12 +52,7 @@ type Report struct {
 }
 
 // Batch is one batch of connections dialled at once.
-type Batch struct {
-	Connections int     `json:"connections"`
-	Established int     `json:"established"`
-	Failed      int     `json:"failed"`
-	Seconds     float64 `json:"seconds"` // from the batch's start to its last connection's end
-}
+type Batch = target.Batch
 
 // ServerView is what the target reported.
 type ServerView struct {

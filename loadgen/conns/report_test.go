@@ -17,7 +17,7 @@ func sampleReport() *Report {
 		OpenFiles:      "open-files limit 20000 (hard 20000), 9 open: room for 19959 connections",
 		OpenFilesAllow: 19959,
 		Established:    18995, Failed: 5, Dropped: 5, Held: 18990, EstablishSeconds: 2.5,
-		Batches:          []Batch{{1000, 1000, 0, 0.1234}, {1000, 995, 5, 0.5}},
+		Batches:          []Batch{{Connections: 1000, Established: 1000, Seconds: 0.1234}, {Connections: 1000, Established: 995, Failed: 5, Seconds: 0.5}},
 		ClientCPUSeconds: 1.234,
 		Errors: map[string]tally.Count{
 			"timeout":            {Count: 5, First: "dial tcp 127.0.0.3:0->127.0.0.1:8080: i/o timeout"},

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -22,17 +19,8 @@ import (
 	"knowngood/shared/protocol"
 )
 
-// Error kinds: why a connection was not established, or was lost while held.
-const (
-	kindTimeout   = "timeout"
-	kindRefused   = "refused"
-	kindReset     = "reset"
-	kindNoPorts   = "no source port" // EADDRNOTAVAIL: the source's ephemeral ports ran out
-	kindNoFiles   = "too many open files"
-	kindHandshake = "upgrade refused"
-	kindOther     = "other"
-	kindDropped   = "dropped while held"
-)
+// kindDropped: a connection lost while held (the others are target's).
+const kindDropped = "dropped while held"
 
 const (
 	// closeWait bounds the wait for the connections' readers to end once
@@ -134,43 +122,24 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	}
 
 	start := time.Now()
-	for first := 0; first < cfg.N && ctx.Err() == nil; first += cfg.Batch {
-		size := min(cfg.Batch, cfg.N-first)
-		b := Batch{Connections: size}
-		t0 := time.Now()
-		var wg sync.WaitGroup
-		var failed atomic.Int64
-		for i := first; i < first+size; i++ {
-			var src netip.Addr
-			if len(cfg.Sources) > 0 {
-				src = cfg.Sources[i%len(cfg.Sources)]
-			}
-			wg.Go(func() {
-				h, err := dial(ctx, src)
-				if err != nil {
-					failed.Add(1)
-					errs.Add(errorKind(err), 1, err)
-					return
-				}
-				alive.Add(1)
-				mu.Lock()
-				conns = append(conns, h)
-				mu.Unlock()
-				readers.Go(func() {
-					err := h.read()
-					if !closing.Load() {
-						alive.Add(-1)
-						errs.Add(kindDropped, 1, err)
-					}
-				})
-			})
+	rep.Batches = target.Ramp(ctx, cfg.N, cfg.Batch, cfg.Sources, errs, func(ctx context.Context, _ int, src netip.Addr) error {
+		h, err := dial(ctx, src)
+		if err != nil {
+			return err
 		}
-		wg.Wait()
-		b.Seconds = time.Since(t0).Seconds()
-		b.Failed = int(failed.Load())
-		b.Established = size - b.Failed
-		rep.Batches = append(rep.Batches, b)
-	}
+		alive.Add(1)
+		mu.Lock()
+		conns = append(conns, h)
+		mu.Unlock()
+		readers.Go(func() {
+			err := h.read()
+			if !closing.Load() {
+				alive.Add(-1)
+				errs.Add(kindDropped, 1, err)
+			}
+		})
+		return nil
+	})
 	rep.EstablishSeconds = time.Since(start).Seconds()
 	rep.Established = len(conns)
 	rep.Failed = cfg.N - rep.Established
@@ -224,27 +193,6 @@ func closeAll(conns []held) {
 		})
 	}
 	wg.Wait()
-}
-
-// errorKind sorts a failed dial.
-func errorKind(err error) string {
-	var netErr net.Error
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return kindRefused
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return kindReset
-	case errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EADDRINUSE):
-		return kindNoPorts
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
-		return kindNoFiles
-	case errors.Is(err, websocket.ErrBadHandshake):
-		return kindHandshake
-	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &netErr) && netErr.Timeout():
-		return kindTimeout
-	}
-	return kindOther
 }
 
 // sample is the target's memory at one moment.

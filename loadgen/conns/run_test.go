@@ -17,6 +17,7 @@ import (
 
 	"knowngood/loadgen/internal/echotest"
 	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/target"
 )
 
 func TestMain(m *testing.M) {
@@ -118,7 +119,7 @@ func TestRunDroppedAndFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := rep.Errors[kindRefused]; rep.Failed != 4 || rep.Held != 0 || f.Count != 4 || !strings.Contains(f.First, "connection refused") {
+	if f := rep.Errors[target.KindRefused]; rep.Failed != 4 || rep.Held != 0 || f.Count != 4 || !strings.Contains(f.First, "connection refused") {
 		t.Errorf("failed %d, held %d, errors %v", rep.Failed, rep.Held, rep.Errors)
 	}
 }

@@ -1,0 +1,90 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"knowngood/loadgen/internal/tally"
+)
+
+// Error kinds: why a connection was not established.
+const (
+	KindTimeout   = "timeout"
+	KindRefused   = "refused"
+	KindReset     = "reset"
+	KindNoPorts   = "no source port" // EADDRNOTAVAIL: the source's ephemeral ports ran out
+	KindNoFiles   = "too many open files"
+	KindHandshake = "upgrade refused"
+	KindOther     = "other"
+)
+
+// ErrorKind sorts a failed dial.
+func ErrorKind(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return KindRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return KindReset
+	case errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EADDRINUSE):
+		return KindNoPorts
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return KindNoFiles
+	case errors.Is(err, websocket.ErrBadHandshake):
+		return KindHandshake
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &netErr) && netErr.Timeout():
+		return KindTimeout
+	}
+	return KindOther
+}
+
+// Batch is one batch of connections dialled at once.
+type Batch struct {
+	Connections int     `json:"connections"`
+	Established int     `json:"established"`
+	Failed      int     `json:"failed"`
+	Seconds     float64 `json:"seconds"` // from the batch's start to its last connection's end
+}
+
+// Ramp dials n connections, batch at a time: the next batch starts when
+// this one is done. Connection i is dialled from sources[i % len(sources)]
+// (none: the kernel's choice) by dial, whose failures go to errs by kind.
+// It stops early when ctx ends.
+func Ramp(ctx context.Context, n, batch int, sources []netip.Addr, errs *tally.Errors, dial func(ctx context.Context, i int, src netip.Addr) error) []Batch {
+	var batches []Batch
+	for first := 0; first < n && ctx.Err() == nil; first += batch {
+		size := min(batch, n-first)
+		b := Batch{Connections: size}
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := first; i < first+size; i++ {
+			var src netip.Addr
+			if len(sources) > 0 {
+				src = sources[i%len(sources)]
+			}
+			wg.Go(func() {
+				if err := dial(ctx, i, src); err != nil {
+					errs.Add(ErrorKind(err), 1, err)
+					mu.Lock()
+					b.Failed++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		b.Seconds = time.Since(t0).Seconds()
+		b.Established = size - b.Failed
+		batches = append(batches, b)
+	}
+	return batches
+}

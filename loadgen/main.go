@@ -4,11 +4,14 @@
 //	loadgen handshake -url http://127.0.0.1:8080 -n 500 -deadline 15s -transport websocket
 //	loadgen echo -url ws://127.0.0.1:8080/ -c 100 -size 128 -mode pipelined -duration 10s
 //	loadgen conns -url ws://127.0.0.1:8080/ -n 19000 -batch 1000 -sources 127.0.0.1-127.0.0.8
+//	loadgen broadcast -url ws://127.0.0.1:8080/ -subscribers 10000 -senders 10 -rate 100 -duration 10s
 //
 // handshake opens Socket.IO connections at once and times their namespace
 // CONNECT (loadgen/handshake); echo measures message rate and latency on
 // WebSocket or raw TCP echo targets (loadgen/echo); conns opens idle
-// connections and reports what each costs the target (loadgen/conns). Each
+// connections and reports what each costs the target (loadgen/conns);
+// broadcast measures fan-out latency and loss on targets that speak the
+// websocket-shootout protocol (loadgen/broadcast). Each
 // prints a table, and with -json one JSON object; the server's own view
 // comes from its /stats. Exit status: 0 when the run took place (the
 // report tells how it went), 1 when it could not, 2 for bad flags, 130 when
@@ -25,6 +28,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"knowngood/loadgen/broadcast"
 	"knowngood/loadgen/conns"
 	"knowngood/loadgen/echo"
 	"knowngood/loadgen/handshake"
@@ -35,9 +39,10 @@ var scenarios = []scenario{
 	newScenario("handshake", handshake.ParseFlags, handshake.Usage, handshake.Run, func(c handshake.Config) string { return c.JSON }),
 	newScenario("echo", echo.ParseFlags, echo.Usage, echo.Run, func(c echo.Config) string { return c.JSON }),
 	newScenario("conns", conns.ParseFlags, conns.Usage, conns.Run, func(c conns.Config) string { return c.JSON }),
+	newScenario("broadcast", broadcast.ParseFlags, broadcast.Usage, broadcast.Run, func(c broadcast.Config) string { return c.JSON }),
 }
 
-const usage = "usage: loadgen handshake|echo|conns [flags] (loadgen SCENARIO -h lists them)"
+const usage = "usage: loadgen handshake|echo|conns|broadcast [flags] (loadgen SCENARIO -h lists them)"
 
 func main() {
 	// The zishang520 engine.io client catches SIGINT and SIGTERM itself

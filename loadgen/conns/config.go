@@ -15,11 +15,9 @@ package conns
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"knowngood/loadgen/internal/flagset"
@@ -35,8 +33,7 @@ const (
 	DefaultHold    = 10 * time.Second
 	DefaultTimeout = 10 * time.Second
 
-	maxN       = 10000000
-	maxSources = 4096
+	maxN = 10000000
 )
 
 // Config is one run of the scenario.
@@ -78,7 +75,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections to open and hold (the open-files limit applies)")
 	flagset.Int(fs, &cfg.Batch, "batch", DefaultBatch, 1, maxN, "`N` connections dialled at once; the next batch starts when this one is done")
 	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both; each gives its own ephemeral ports to one target (default: the kernel's choice)", func(s string) error {
-		addrs, err := parseSources(s)
+		addrs, err := target.ParseSources(s)
 		if err != nil {
 			return err
 		}
@@ -98,36 +95,6 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	})
 	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
 	return fs
-}
-
-// parseSources reads a comma-separated list of addresses and ranges
-// (FIRST-LAST, both of one family, FIRST <= LAST).
-func parseSources(s string) ([]netip.Addr, error) {
-	var out []netip.Addr
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		first, last, isRange := strings.Cut(part, "-")
-		a, err := netip.ParseAddr(first)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an address: want 127.0.0.1-127.0.0.8 or 127.0.0.1,127.0.0.2", part)
-		}
-		b := a
-		if isRange {
-			if b, err = netip.ParseAddr(last); err != nil || b.Is4() != a.Is4() || b.Less(a) {
-				return nil, fmt.Errorf("%q is not a range: want FIRST-LAST of one family, FIRST <= LAST, such as 127.0.0.1-127.0.0.8", part)
-			}
-		}
-		for ; ; a = a.Next() {
-			if len(out) == maxSources {
-				return nil, fmt.Errorf("more than %d addresses", maxSources)
-			}
-			out = append(out, a)
-			if a == b {
-				break
-			}
-		}
-	}
-	return out, nil
 }
 
 // normalize checks the URL and fills in the admin address.

@@ -84,7 +84,7 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		closing atomic.Bool  // set before the run closes them: their ends are not drops
 		readers sync.WaitGroup
 	)
-	writePool := &syncPool{}
+	writePool := &target.BufferPool{}
 	dial := func(ctx context.Context, src netip.Addr) (held, error) {
 		opts := target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool}
 		if u.TCP {
@@ -173,13 +173,6 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	}
 	return rep, nil
 }
-
-// syncPool is gorilla's BufferPool over a sync.Pool: an idle connection
-// then holds no write buffer.
-type syncPool struct{ p sync.Pool }
-
-func (s *syncPool) Get() any  { return s.p.Get() }
-func (s *syncPool) Put(v any) { s.p.Put(v) }
 
 // closeAll closes the connections, closeParallel at a time.
 func closeAll(conns []held) {

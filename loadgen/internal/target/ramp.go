@@ -3,9 +3,11 @@ package target
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -87,4 +89,37 @@ func Ramp(ctx context.Context, n, batch int, sources []netip.Addr, errs *tally.E
 		batches = append(batches, b)
 	}
 	return batches
+}
+
+// maxSources bounds a -sources list.
+const maxSources = 4096
+
+// ParseSources reads a comma-separated list of addresses and ranges
+// (FIRST-LAST, both of one family, FIRST <= LAST).
+func ParseSources(s string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		first, last, isRange := strings.Cut(part, "-")
+		a, err := netip.ParseAddr(first)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an address: want 127.0.0.1-127.0.0.8 or 127.0.0.1,127.0.0.2", part)
+		}
+		b := a
+		if isRange {
+			if b, err = netip.ParseAddr(last); err != nil || b.Is4() != a.Is4() || b.Less(a) {
+				return nil, fmt.Errorf("%q is not a range: want FIRST-LAST of one family, FIRST <= LAST, such as 127.0.0.1-127.0.0.8", part)
+			}
+		}
+		for ; ; a = a.Next() {
+			if len(out) == maxSources {
+				return nil, fmt.Errorf("more than %d addresses", maxSources)
+			}
+			out = append(out, a)
+			if a == b {
+				break
+			}
+		}
+	}
+	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gobwas/ws"
@@ -161,3 +162,10 @@ func SourceList(addrs []netip.Addr) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// BufferPool is gorilla's BufferPool over a sync.Pool: with it an idle
+// connection holds no write buffer.
+type BufferPool struct{ p sync.Pool }
+
+func (b *BufferPool) Get() any  { return b.p.Get() }
+func (b *BufferPool) Put(v any) { b.p.Put(v) }

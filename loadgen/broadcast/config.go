@@ -1,0 +1,125 @@
+// Package broadcast is the fan-out scenario of loadgen, for targets that
+// speak the echo/broadcast protocol of hashrocket/websocket-shootout
+// (knowngood's broadcast-* variants, or any server written for it).
+//
+// Subscribers connect in batches, from several source addresses if asked,
+// and then either -senders connections send broadcast messages at -rate in
+// total, each carrying its sender, a sequence number and the send time, or
+// (-push) everyone listens to the server's timed push. Every subscriber
+// checks what it receives: the receive latency from the send time (same
+// machine, same clock), and per sender (or for the push) the sequence
+// numbers, so that a lost message and a duplicate are each counted. Senders
+// time each broadcastResult and check its listenerCount.
+package broadcast
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"knowngood/loadgen/internal/flagset"
+	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/target"
+)
+
+// Defaults and bounds.
+const (
+	DefaultURL         = "ws://127.0.0.1:8080/"
+	DefaultSubscribers = 1000
+	DefaultSenders     = 10
+	DefaultRate        = 100
+	DefaultBatch       = 1000
+	DefaultDuration    = 10 * time.Second
+	DefaultTimeout     = 10 * time.Second
+	DefaultPayload     = 0
+
+	maxSubscribers = 1000000
+	maxSenders     = 10000
+	maxRate        = 1000000
+	maxPayload     = 1 << 20
+)
+
+// Config is one run of the scenario.
+type Config struct {
+	URL         string
+	Subscribers int
+	Senders     int           // broadcast mode: connections that send
+	Rate        int           // broadcast mode: broadcasts per second, all senders together
+	Push        bool          // listen to the server's timed push instead of sending
+	Payload     int           // broadcast mode: extra bytes of padding in each payload
+	Batch       int           // connections dialled at once
+	Sources     []netip.Addr  // source addresses, in turn
+	Duration    time.Duration // the measured window
+	Timeout     time.Duration // bounds each dial, and the wait for the last messages after the window
+	Admin       string
+	JSON        string
+}
+
+// ParseFlags parses the scenario's flags. A bad value gives a one-line error
+// that names the flag and the accepted form; -h gives flag.ErrHelp.
+func ParseFlags(args []string) (Config, error) {
+	var cfg Config
+	set, err := flagset.Parse(newFlagSet(&cfg), args)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := cfg.normalize(set); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Usage prints the flags and their defaults.
+func Usage(w io.Writer) {
+	flagset.Usage(w, newFlagSet(&Config{}))
+}
+
+func newFlagSet(cfg *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("broadcast", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target: ws://HOST:PORT/PATH")
+	flagset.Int(fs, &cfg.Subscribers, "subscribers", DefaultSubscribers, 1, maxSubscribers, "`N` connections that only listen (the open-files limit applies)")
+	flagset.Int(fs, &cfg.Senders, "senders", DefaultSenders, 1, maxSenders, "`N` connections that send the broadcasts (they receive them too)")
+	flagset.Int(fs, &cfg.Rate, "rate", DefaultRate, 1, maxRate, "`MSG/S`: broadcasts per second, all senders together, evenly spread")
+	fs.BoolVar(&cfg.Push, "push", false, "send nothing: measure the server's timed push (start the target with -push-interval)")
+	flagset.Int(fs, &cfg.Payload, "payload", DefaultPayload, 0, maxPayload, "`BYTES` of padding added to each broadcast's payload")
+	flagset.Int(fs, &cfg.Batch, "batch", DefaultBatch, 1, maxSubscribers, "`N` connections dialled at once; the next batch starts when this one is done")
+	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list, or both (default: the kernel's choice)", func(s string) error {
+		addrs, err := target.ParseSources(s)
+		if err != nil {
+			return err
+		}
+		cfg.Sources = addrs
+		return nil
+	})
+	flagset.Duration(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, once every connection is open")
+	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last messages after the window")
+	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
+	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
+	return fs
+}
+
+// normalize checks the URL and the flags that go together, and fills in
+// the admin address.
+func (c *Config) normalize(set map[string]bool) error {
+	u, err := target.ParseURL(c.URL)
+	if err != nil {
+		return err
+	}
+	if u.TCP {
+		return errors.New("invalid value " + strconv.Quote(c.URL) + " for flag -url: the broadcast protocol needs WebSocket: want ws://HOST:PORT/PATH")
+	}
+	if c.Push && (set["senders"] || set["rate"] || set["payload"]) {
+		return errors.New("flag -push: the server sends; -senders, -rate and -payload are for broadcast mode")
+	}
+	if c.Push {
+		c.Senders, c.Rate = 0, 0
+	}
+	c.URL = u.String
+	c.Batch = min(c.Batch, c.Subscribers+c.Senders)
+	c.Admin, err = statsclient.AdminURL(c.Admin, set["admin"], u.Host)
+	return err
+}

@@ -1,0 +1,220 @@
+package broadcast
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"knowngood/loadgen/internal/sidebyside"
+	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/target"
+	"knowngood/shared/protocol"
+)
+
+// Report is the result of a run; the table and the JSON object carry the
+// same figures. Deliveries count one message reaching one connection.
+type Report struct {
+	Client      string `json:"client"`
+	Version     string `json:"version"`
+	URL         string `json:"url"`
+	Mode        string `json:"mode"` // broadcast or push
+	Subscribers int    `json:"subscribers"`
+	Senders     int    `json:"senders"`
+	Rate        int    `json:"rate,omitempty"`
+	Duration    string `json:"duration"`
+
+	Connected      int            `json:"connected"` // subscribers and senders that joined
+	Failed         int            `json:"failed"`
+	ConnectSeconds float64        `json:"connect_seconds"`
+	Batches        []target.Batch `json:"batches"`
+	Interrupted    bool           `json:"interrupted"`
+	WindowSeconds  float64        `json:"window_seconds"`
+
+	// Sent: broadcasts written in the window (broadcast mode); Pushes:
+	// push seqs sent in the window (push mode), from the lowest to the
+	// highest any connection received.
+	Sent   uint64 `json:"sent"`
+	Pushes uint64 `json:"pushes"`
+	// Expected deliveries (every connection should get every message of
+	// the window), Received (distinct), Lost, Duplicates.
+	Expected   uint64 `json:"expected"`
+	Received   uint64 `json:"received"`
+	Lost       uint64 `json:"lost"`
+	Duplicates uint64 `json:"duplicates"`
+	// Latency from the send time in the message to its arrival, over every
+	// delivery of the window (one histogram, not an average of averages).
+	Latency *protocol.Latency `json:"latency"`
+	// ResultRTT: broadcast to broadcastResult, at the sender.
+	ResultRTT          *protocol.Latency `json:"result_rtt"`
+	Results            int64             `json:"results"`
+	ListenerCount      int64             `json:"listener_count"`      // what each result should say: everyone connected
+	ListenerMismatches int64             `json:"listener_mismatches"` // results that said otherwise
+
+	ClientCPUSeconds float64                `json:"client_cpu_seconds"`
+	Errors           map[string]tally.Count `json:"errors"`
+
+	Server      *ServerView `json:"server,omitempty"`
+	ServerError string      `json:"server_error,omitempty"`
+}
+
+// ServerView is the target's /stats over the window.
+type ServerView struct {
+	Admin             string            `json:"admin"`
+	Variant           string            `json:"variant"`
+	CPUSeconds        *float64          `json:"cpu_seconds"`
+	MessagesReceived  uint64            `json:"messages_received"`
+	MessagesSent      uint64            `json:"messages_sent"`
+	Dropped           uint64            `json:"broadcast_dropped"`
+	Invalid           map[string]uint64 `json:"invalid_messages"`
+	Disconnects       map[string]uint64 `json:"disconnects"`
+	ConnectionsActive int64             `json:"connections_active"`
+}
+
+func newReport(cfg Config) *Report {
+	r := &Report{URL: cfg.URL, Mode: "broadcast", Subscribers: cfg.Subscribers, Senders: cfg.Senders, Rate: cfg.Rate,
+		Duration: cfg.Duration.String(), Batches: []target.Batch{}, Errors: map[string]tally.Count{}}
+	if cfg.Push {
+		r.Mode = "push"
+	}
+	u, _ := target.ParseURL(cfg.URL)
+	r.Client, r.Version = target.Client(u, target.Gorilla)
+	return r
+}
+
+// snapshot is one /stats read, or why it failed.
+type snapshot struct {
+	s   statsclient.Snapshot
+	err error
+}
+
+func sample(ctx context.Context, c *statsclient.Client) *snapshot {
+	if c == nil {
+		return nil
+	}
+	s, err := c.Get(ctx)
+	return &snapshot{s, err}
+}
+
+// serverView is the difference of two snapshots; the string says what
+// failed.
+func serverView(cfg Config, before, after *snapshot) (*ServerView, string) {
+	if before == nil || after == nil {
+		return nil, ""
+	}
+	if err := errors.Join(before.err, after.err); err != nil {
+		return nil, strings.ReplaceAll(fmt.Sprintf("no /stats from %s: %v", cfg.Admin, err), "\n", "; ")
+	}
+	b, a := before.s, after.s
+	d := protocol.Diff(b.Stats, a.Stats)
+	v := &ServerView{
+		Admin: cfg.Admin, Variant: a.Variant,
+		MessagesReceived: d.MessagesReceived, MessagesSent: d.MessagesSent,
+		Dropped: d.BroadcastDropped, Invalid: d.InvalidMessages, Disconnects: d.Disconnects,
+		ConnectionsActive: a.ConnectionsActive,
+	}
+	if b.CPUSeconds != nil && a.CPUSeconds != nil {
+		cpu := *a.CPUSeconds - *b.CPUSeconds
+		v.CPUSeconds = &cpu
+	}
+	return v, ""
+}
+
+// latencyOf summarises h (microseconds) in seconds; nil when empty.
+func latencyOf(h *hdrhistogram.Histogram) *protocol.Latency {
+	if h.TotalCount() == 0 {
+		return nil
+	}
+	l := protocol.LatencyOf(h)
+	return &l
+}
+
+// WriteJSON writes the report as one JSON object and a newline.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteTable writes the report as a table, the server's figures beside the
+// client's.
+func (r *Report) WriteTable(w io.Writer) error {
+	how := fmt.Sprintf("%d senders, %d broadcasts/s in total", r.Senders, r.Rate)
+	if r.Mode == "push" {
+		how = "the server's timed push"
+	}
+	fmt.Fprintf(w, "broadcast: %d subscribers on %s, %s, for %s (%s %s)\n", r.Subscribers, r.URL, how, r.Duration, r.Client, r.Version)
+	if r.Interrupted {
+		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
+	}
+	s := r.Server
+	header := ""
+	if s != nil {
+		header = sidebyside.Header(s.Variant, s.Admin, 0)
+	}
+	t := sidebyside.New(w, s, header)
+	t.Row("connected", fmt.Sprintf("%d of %d (in %.2fs)", r.Connected, r.Subscribers+r.Senders, r.ConnectSeconds),
+		t.Server(func(s *ServerView) string { return fmt.Sprintf("%d active", s.ConnectionsActive) }))
+	if r.Mode == "push" {
+		t.Row("pushes in the window", strconv.FormatUint(r.Pushes, 10), "")
+	} else {
+		t.Row("broadcasts sent", strconv.FormatUint(r.Sent, 10),
+			t.Server(func(s *ServerView) string { return fmt.Sprintf("%d messages received", s.MessagesReceived) }))
+	}
+	t.Row("deliveries expected", strconv.FormatUint(r.Expected, 10), "")
+	t.Row("received", strconv.FormatUint(r.Received, 10),
+		t.Server(func(s *ServerView) string { return fmt.Sprintf("%d messages sent", s.MessagesSent) }))
+	t.Row("lost", fmt.Sprintf("%d (%s)", r.Lost, percent(r.Lost, r.Expected)),
+		t.Server(func(s *ServerView) string { return fmt.Sprintf("%d dropped for slow clients", s.Dropped) }))
+	t.Row("duplicates", strconv.FormatUint(r.Duplicates, 10), "")
+	t.Row("latency p50/p99/max", latencyString(r.Latency), "")
+	if r.Mode == "broadcast" {
+		t.Row("broadcastResult rtt p50/p99/max", latencyString(r.ResultRTT), "")
+		t.Row("listenerCount", fmt.Sprintf("%d results, %d not %d", r.Results, r.ListenerMismatches, r.ListenerCount), "")
+	}
+	t.Row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64),
+		t.Server(func(s *ServerView) string {
+			if s.CPUSeconds == nil {
+				return "-"
+			}
+			return strconv.FormatFloat(*s.CPUSeconds, 'f', 2, 64)
+		}))
+	if s != nil && len(s.Disconnects) > 0 {
+		t.Row("disconnects", "", fmt.Sprint(s.Disconnects))
+	}
+	if s != nil && len(s.Invalid) > 0 {
+		t.Row("invalid messages", "", fmt.Sprint(s.Invalid))
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	tally.Write(w, "errors", r.Errors)
+	if r.ServerError != "" {
+		fmt.Fprintf(w, "server: %s\n", r.ServerError)
+	}
+	return nil
+}
+
+func latencyString(l *protocol.Latency) string {
+	if l == nil {
+		return "-"
+	}
+	ms := func(s float64) string { return strconv.FormatFloat(s*1000, 'f', 2, 64) + "ms" }
+	return fmt.Sprintf("%s / %s / %s", ms(l.P50), ms(l.P99), ms(l.Max))
+}
+
+func percent(n, of uint64) string {
+	if of == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(100*float64(n)/float64(of), 'f', 2, 64) + "%"
+}

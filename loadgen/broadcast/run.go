@@ -1,0 +1,474 @@
+package broadcast
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/gorilla/websocket"
+
+	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/target"
+	"knowngood/shared/protocol"
+)
+
+// Error kinds beyond the dial's.
+const (
+	kindJoin      = "no echo after connecting"
+	kindWrite     = "write"
+	kindDropped   = "dropped during the run"
+	kindServerErr = "server error message"
+	kindUnknown   = "unexpected message"
+)
+
+const (
+	// closeParallel bounds the closes in progress at once.
+	closeParallel = 64
+	// shards spreads the latency recording of many readers over several
+	// histograms (merged at the end), so that they do not queue on one lock.
+	shards = 64
+)
+
+// sent is the payload of a broadcast from loadgen: sender, number, send
+// time in unix nanoseconds, and padding.
+type sent struct {
+	S   int    `json:"s"`
+	N   uint64 `json:"n"`
+	T   int64  `json:"t"`
+	Pad string `json:"pad,omitempty"`
+}
+
+// Run connects, measures for cfg.Duration, and reports. It returns an
+// error only when the run could not take place at all.
+func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
+	total := cfg.Subscribers + cfg.Senders
+	files, err := proc.OpenFiles()
+	if err != nil {
+		fmt.Fprintf(notes, "loadgen: open-files limit unknown (%v); going on\n", err)
+	} else {
+		fmt.Fprintf(notes, "loadgen: %s\n", files)
+		if err := files.Check("subscribers", total); err != nil {
+			return nil, err
+		}
+	}
+	u, err := target.ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, u: u, errs: &tally.Errors{}, lat: newShardedHist(), rtt: newShardedHist()}
+	return r.run(ctx, notes), nil
+}
+
+type run struct {
+	cfg  Config
+	u    target.URL
+	errs *tally.Errors
+	lat  *shardedHist // receive latency: broadcasts and pushes in the window
+	rtt  *shardedHist // broadcastResult round trips
+
+	members []*member // index < cfg.Senders: the senders
+
+	windowStart, windowEnd atomic.Int64 // unix nanoseconds; 0 before they are set
+	closing                atomic.Bool
+	sentCount              []atomic.Uint64 // per sender: broadcasts written in the window
+	pushLo, pushHi         atomic.Uint64   // push seqs seen in the window, over everyone
+	listeners              atomic.Int64    // the listenerCount every broadcastResult should carry
+	mismatches             atomic.Int64    // broadcastResults that carried another
+	results                atomic.Int64
+}
+
+// member is one connection: a subscriber, or a sender (index < Senders).
+type member struct {
+	c      *websocket.Conn
+	shard  int           // of the latency histograms
+	joined chan struct{} // closed when its first echo came back
+	once   sync.Once
+	done   chan struct{} // closed when its reader ends
+
+	mu      sync.Mutex
+	last     []uint64 // per sender: last number received, 0 = none
+	got      []uint64 // per sender: distinct numbers received in the window
+	dups     uint64
+	pushLast uint64 // last push seq received in the window
+	pushGot  uint64
+}
+
+func (r *run) run(ctx context.Context, notes io.Writer) *Report {
+	cfg := r.cfg
+	rep := newReport(cfg)
+	var stats *statsclient.Client
+	if cfg.Admin != "" {
+		stats = statsclient.New(cfg.Admin)
+		defer stats.Close()
+	}
+	r.sentCount = make([]atomic.Uint64, max(cfg.Senders, 1))
+	total := cfg.Subscribers + cfg.Senders
+	r.members = make([]*member, total)
+	tracks := max(cfg.Senders, 1)
+	start := time.Now()
+	pool := &target.BufferPool{}
+	rep.Batches = target.Ramp(ctx, total, cfg.Batch, cfg.Sources, r.errs, func(ctx context.Context, i int, src netip.Addr) error {
+		c, err := target.DialWebSocket(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096, WriteBuffer: 1024, WriteBufferPool: pool})
+		if err != nil {
+			return err
+		}
+		m := &member{c: c, shard: i % shards, joined: make(chan struct{}), done: make(chan struct{}), last: make([]uint64, tracks), got: make([]uint64, tracks)}
+		r.members[i] = m
+		go r.read(m)
+		// The target joins a client before it reads its first message:
+		// the echo's answer says that this one is in.
+		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"type":"echo","payload":"join"}`)); err != nil {
+			return err
+		}
+		return nil
+	})
+	rep.ConnectSeconds = time.Since(start).Seconds()
+	r.awaitJoins(ctx)
+	for _, m := range r.members {
+		if m != nil {
+			rep.Connected++
+		}
+	}
+	rep.Failed = total - rep.Connected
+	r.listeners.Store(int64(rep.Connected))
+	fmt.Fprintf(notes, "loadgen: %d of %d connections joined in %.2fs; measuring for %s\n", rep.Connected, total, rep.ConnectSeconds, cfg.Duration)
+
+	before := sample(ctx, stats)
+	cpu0 := proc.SelfCPUSeconds()
+	r.windowStart.Store(time.Now().UnixNano())
+	var senders sync.WaitGroup
+	if !cfg.Push {
+		for i := range cfg.Senders {
+			if m := r.members[i]; m != nil {
+				senders.Go(func() { r.send(ctx, i, m) })
+			}
+		}
+	}
+	select {
+	case <-time.After(cfg.Duration):
+	case <-ctx.Done():
+		rep.Interrupted = true
+	}
+	r.windowEnd.Store(time.Now().UnixNano())
+	senders.Wait()
+	rep.WindowSeconds = float64(r.windowEnd.Load()-r.windowStart.Load()) / 1e9
+	r.awaitDeliveries(ctx)
+	rep.ClientCPUSeconds = proc.SelfCPUSeconds() - cpu0
+	after := sample(ctx, stats)
+
+	r.closing.Store(true)
+	r.closeAll()
+	r.fill(rep)
+	rep.Errors = r.errs.Map()
+	rep.Server, rep.ServerError = serverView(cfg, before, after)
+	if rep.ServerError != "" {
+		fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
+	}
+	return rep
+}
+
+// awaitJoins waits for every connection's echo, for up to cfg.Timeout in
+// all; one that has not answered by then is closed, counted, and left out.
+func (r *run) awaitJoins(ctx context.Context) {
+	deadline := time.NewTimer(r.cfg.Timeout)
+	defer deadline.Stop()
+	late := false
+	for i, m := range r.members {
+		if m == nil {
+			continue
+		}
+		if !late {
+			select {
+			case <-m.joined:
+				continue
+			case <-deadline.C:
+				late = true
+			case <-ctx.Done():
+				late = true
+			}
+		}
+		select {
+		case <-m.joined:
+		default:
+			r.errs.Add(kindJoin, 1, fmt.Errorf("no answer to an echo within %s of connecting", r.cfg.Timeout))
+			_ = m.c.Close()
+			r.members[i] = nil
+		}
+	}
+}
+
+// send writes broadcasts at rate/senders per second, on a schedule offset
+// per sender so that the senders do not all write at once.
+func (r *run) send(ctx context.Context, i int, m *member) {
+	interval := time.Duration(float64(time.Second) * float64(r.cfg.Senders) / float64(r.cfg.Rate))
+	start := time.Unix(0, r.windowStart.Load()).Add(interval * time.Duration(i) / time.Duration(r.cfg.Senders))
+	pad := strings.Repeat("x", r.cfg.Payload)
+	buf := make([]byte, 0, 128+len(pad))
+	for n := uint64(1); ; n++ {
+		at := start.Add(interval * time.Duration(n-1))
+		if at.UnixNano() >= r.windowEnd.Load() && r.windowEnd.Load() != 0 {
+			return
+		}
+		if d := time.Until(at); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return
+			}
+		}
+		if end := r.windowEnd.Load(); end != 0 && time.Now().UnixNano() >= end {
+			return
+		}
+		payload, _ := json.Marshal(sent{S: i, N: n, T: time.Now().UnixNano(), Pad: pad})
+		buf = append(append(append(buf[:0], `{"type":"broadcast","payload":`...), payload...), '}')
+		if err := m.c.WriteMessage(websocket.TextMessage, buf); err != nil {
+			r.errs.Add(kindWrite, 1, err)
+			return
+		}
+		r.sentCount[i].Store(n)
+	}
+}
+
+// read receives everything for one member until its connection ends.
+func (r *run) read(m *member) {
+	defer close(m.done)
+	buf := make([]byte, 0, 4096)
+	for {
+		_, rd, err := m.c.NextReader()
+		if err == nil {
+			buf, err = readAll(rd, buf[:0])
+		}
+		if err != nil {
+			if !r.closing.Load() {
+				r.errs.Add(kindDropped, 1, err)
+			}
+			return
+		}
+		now := time.Now().UnixNano()
+		var msg protocol.BroadcastMessage
+		if err := json.Unmarshal(buf, &msg); err != nil {
+			r.errs.Add(kindUnknown, 1, fmt.Errorf("not JSON: %.80q", buf))
+			continue
+		}
+		switch msg.Type {
+		case protocol.TypePush:
+			if r.cfg.Push {
+				r.push(m, msg, now)
+			}
+		case protocol.TypeBroadcast:
+			var p sent
+			if err := json.Unmarshal(msg.Payload, &p); err != nil || p.S < 0 || p.S >= len(m.last) {
+				r.errs.Add(kindUnknown, 1, fmt.Errorf("a broadcast loadgen did not send: %.80q", buf))
+				continue
+			}
+			r.lat.record(m.shard, now-p.T)
+			m.track(p.S, p.N)
+		case protocol.TypeBroadcastResult:
+			var p sent
+			if json.Unmarshal(msg.Payload, &p) == nil {
+				r.rtt.record(m.shard, now-p.T)
+			}
+			r.results.Add(1)
+			if int64(msg.ListenerCount) != r.listeners.Load() {
+				r.mismatches.Add(1)
+			}
+		case protocol.TypeEcho:
+			m.once.Do(func() { close(m.joined) })
+		case protocol.TypeError:
+			r.errs.Add(kindServerErr, 1, errors.New(msg.Error))
+		default:
+			r.errs.Add(kindUnknown, 1, fmt.Errorf("type %q", msg.Type))
+		}
+	}
+}
+
+// push records a timed push sent within the window.
+func (r *run) push(m *member, msg protocol.BroadcastMessage, now int64) {
+	start, end := r.windowStart.Load(), r.windowEnd.Load()
+	if start == 0 || msg.SentAt < start || end != 0 && msg.SentAt >= end {
+		return
+	}
+	r.lat.record(m.shard, now-msg.SentAt)
+	seen(&r.pushLo, msg.Seq, func(old, v uint64) bool { return old == 0 || v < old })
+	seen(&r.pushHi, msg.Seq, func(old, v uint64) bool { return v > old })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if msg.Seq <= m.pushLast {
+		m.dups++
+		return
+	}
+	m.pushLast = msg.Seq
+	m.pushGot++
+}
+
+// seen stores v in a if better(a, v), atomically.
+func seen(a *atomic.Uint64, v uint64, better func(old, v uint64) bool) {
+	for {
+		old := a.Load()
+		if !better(old, v) || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// track counts broadcast number n from sender s. A target keeps each
+// sender's broadcasts in order, so a number at or below the last one is a
+// duplicate (or out of order), and a jump leaves a loss behind.
+func (m *member) track(s int, n uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n <= m.last[s] {
+		m.dups++
+		return
+	}
+	m.last[s] = n
+	m.got[s]++
+}
+
+// awaitDeliveries waits, for up to cfg.Timeout, until every member has
+// everything sent in the window.
+func (r *run) awaitDeliveries(ctx context.Context) {
+	deadline := time.Now().Add(r.cfg.Timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		expected, received, _ := r.deliveries()
+		if received >= expected {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// deliveries counts what every member should have received in the window,
+// what it did (distinct), and the duplicates.
+func (r *run) deliveries() (expected, received, dups uint64) {
+	var perMember uint64
+	if r.cfg.Push {
+		if lo, hi := r.pushLo.Load(), r.pushHi.Load(); lo != 0 {
+			perMember = hi - lo + 1
+		}
+	} else {
+		for i := range r.sentCount {
+			perMember += r.sentCount[i].Load()
+		}
+	}
+	for _, m := range r.members {
+		if m == nil {
+			continue
+		}
+		expected += perMember
+		m.mu.Lock()
+		if r.cfg.Push {
+			received += m.pushGot
+		} else {
+			for _, g := range m.got {
+				received += g
+			}
+		}
+		dups += m.dups
+		m.mu.Unlock()
+	}
+	return expected, received, dups
+}
+
+// fill puts the run's figures into the report.
+func (r *run) fill(rep *Report) {
+	expected, received, dups := r.deliveries()
+	rep.Expected, rep.Received, rep.Duplicates = expected, received, dups
+	rep.Lost = expected - min(received, expected)
+	if r.cfg.Push {
+		if lo := r.pushLo.Load(); lo != 0 {
+			rep.Pushes = r.pushHi.Load() - lo + 1
+		}
+	}
+	for i := range r.sentCount {
+		rep.Sent += r.sentCount[i].Load()
+	}
+	rep.Results = r.results.Load()
+	rep.ListenerMismatches = r.mismatches.Load()
+	rep.ListenerCount = r.listeners.Load()
+	rep.Latency = latencyOf(r.lat.merged())
+	rep.ResultRTT = latencyOf(r.rtt.merged())
+}
+
+// closeAll closes every connection with 1000, closeParallel at a time, and
+// waits (bounded) for the readers.
+func (r *run) closeAll() {
+	sem := make(chan struct{}, closeParallel)
+	var wg sync.WaitGroup
+	for _, m := range r.members {
+		if m == nil {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
+			_ = m.c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+			select {
+			case <-m.done:
+			case <-time.After(2 * time.Second):
+			}
+			_ = m.c.Close()
+			<-m.done
+		})
+	}
+	wg.Wait()
+}
+
+// readAll appends all of rd to buf.
+func readAll(rd io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// shardedHist is a latency histogram that many readers record into.
+type shardedHist struct {
+	mu [shards]sync.Mutex
+	h  [shards]*hdrhistogram.Histogram
+}
+
+func newShardedHist() *shardedHist {
+	s := &shardedHist{}
+	for i := range s.h {
+		s.h[i] = protocol.NewHistogram()
+	}
+	return s
+}
+
+// record adds a latency in nanoseconds to shard i.
+func (s *shardedHist) record(i int, ns int64) {
+	s.mu[i].Lock()
+	_ = s.h[i].RecordValue(max(ns/1000, 1)) // microseconds; out of range is dropped
+	s.mu[i].Unlock()
+}
+
+func (s *shardedHist) merged() *hdrhistogram.Histogram {
+	out := protocol.NewHistogram()
+	for i := range s.h {
+		s.mu[i].Lock()
+		out.Merge(s.h[i])
+		s.mu[i].Unlock()
+	}
+	return out
+}

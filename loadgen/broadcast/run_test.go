@@ -1,0 +1,122 @@
+package broadcast_test
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"knowngood/loadgen/broadcast"
+	servers "knowngood/servers/broadcast"
+	"knowngood/shared/admin"
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle/lifecycletest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
+		goleak.IgnoreCurrent(),
+	)
+}
+
+// startTarget runs a real broadcast target in the test process, with its
+// admin handler (for /stats) on an httptest server.
+func startTarget(t *testing.T, name string, b lifecycletest.Build, tweak func(*config.Config)) (wsURL, adminURL string) {
+	t.Helper()
+	var cfg config.Config
+	tg := lifecycletest.Start(t, name, b, lifecycletest.Options{Tweak: func(c *config.Config) {
+		if tweak != nil {
+			tweak(c)
+		}
+		cfg = *c
+	}})
+	adm := httptest.NewServer(admin.Handler(cfg, tg.Metrics))
+	t.Cleanup(adm.Close)
+	return "ws://" + tg.Addr + "/", adm.URL
+}
+
+func parse(t *testing.T, args ...string) broadcast.Config {
+	t.Helper()
+	cfg, err := broadcast.ParseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestBroadcastMode: every delivery is accounted for, the listenerCount is
+// right, and the server's view matches the client's.
+func TestBroadcastMode(t *testing.T) {
+	url, adm := startTarget(t, "broadcast-gorilla", servers.NewGorilla, nil)
+	cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "200", "-senders", "2", "-rate", "40", "-duration", "1s", "-batch", "50")
+	rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Connected != 202 || rep.Sent == 0 || rep.Expected != 202*rep.Sent || rep.Received != rep.Expected || rep.Lost != 0 || rep.Duplicates != 0 {
+		t.Fatalf("connected %d, sent %d, expected %d, received %d, lost %d, dups %d", rep.Connected, rep.Sent, rep.Expected, rep.Received, rep.Lost, rep.Duplicates)
+	}
+	if rep.Results != int64(rep.Sent) || rep.ListenerMismatches != 0 || rep.ListenerCount != 202 {
+		t.Errorf("results %d of %d, %d mismatches of listenerCount %d", rep.Results, rep.Sent, rep.ListenerMismatches, rep.ListenerCount)
+	}
+	if rep.Latency == nil || rep.Latency.Count != rep.Received || rep.ResultRTT == nil {
+		t.Errorf("latency %+v over %d deliveries; result rtt %+v", rep.Latency, rep.Received, rep.ResultRTT)
+	}
+	s := rep.Server
+	if s == nil || s.Variant != "broadcast-gorilla" || s.MessagesReceived != rep.Sent || s.MessagesSent < rep.Received+uint64(rep.Results) || s.Dropped != 0 {
+		t.Errorf("server view %+v (error %q), want %d received and at least %d sent", s, rep.ServerError, rep.Sent, rep.Received+uint64(rep.Results))
+	}
+	if len(rep.Errors) != 0 {
+		t.Errorf("errors: %v", rep.Errors)
+	}
+}
+
+// TestPushMode: the server's push reaches everyone, in order, none lost.
+func TestPushMode(t *testing.T) {
+	url, adm := startTarget(t, "broadcast-gnet", servers.NewGnet, func(c *config.Config) { c.PushInterval = 20 * time.Millisecond })
+	cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "100", "-push", "-duration", "500ms")
+	rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pushes < 5 || rep.Expected != 100*rep.Pushes || rep.Received != rep.Expected || rep.Lost != 0 || rep.Duplicates != 0 {
+		t.Fatalf("pushes %d, expected %d, received %d, lost %d, dups %d", rep.Pushes, rep.Expected, rep.Received, rep.Lost, rep.Duplicates)
+	}
+}
+
+// TestNoTarget: a target that is not there is a report of failures, not an
+// error.
+func TestNoTarget(t *testing.T) {
+	cfg := parse(t, "-url", "ws://127.0.0.1:1/", "-admin", "", "-subscribers", "3", "-senders", "1", "-duration", "100ms", "-timeout", "1s")
+	rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Connected != 0 || rep.Failed != 4 || rep.Errors["refused"].Count != 4 {
+		t.Errorf("connected %d, failed %d, errors %v", rep.Connected, rep.Failed, rep.Errors)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-url", "tcp://127.0.0.1:1"}, "needs WebSocket"},
+		{[]string{"-push", "-senders", "3"}, "flag -push"},
+		{[]string{"-subscribers", "0"}, "-subscribers"},
+		{[]string{"-rate", "x"}, "-rate"},
+		{[]string{"-sources", "nonsense"}, "-sources"},
+		{[]string{"extra"}, "unexpected argument"},
+	} {
+		_, err := broadcast.ParseFlags(c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one naming %q", c.args, err, c.want)
+		}
+	}
+}

@@ -95,7 +95,7 @@ type member struct {
 	once   sync.Once
 	done   chan struct{} // closed when its reader ends
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	last     []uint64 // per sender: last number received, 0 = none
 	got      []uint64 // per sender: distinct numbers received in the window
 	dups     uint64

@@ -49,26 +49,32 @@ type wsClientResult struct {
 
 func runWSClient(t *testing.T, client string, args ...string) wsClientResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var cmd *exec.Cmd
+	var r wsClientResult
 	switch client {
 	case "ws":
-		cmd = exec.CommandContext(ctx, "node", append([]string{"../scripts/clients/ws-echo.mjs"}, args...)...)
+		runScript(t, &r, "node", "../scripts/clients/ws-echo.mjs", args...)
 	case "websockets":
-		cmd = exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"../scripts/clients/ws_echo.py"}, args...)...)
+		runScript(t, &r, "/usr/bin/python3", "../scripts/clients/ws_echo.py", args...)
 	}
+	return r
+}
+
+// runScript runs a client script, bounded to a minute, and decodes the one
+// JSON line it prints into result.
+func runScript(t *testing.T, result any, interpreter, script string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, interpreter, append([]string{script}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s client %v: %v\n%s", client, args, err, stderr.String())
+		t.Fatalf("%s %v: %v\n%s", script, args, err, stderr.String())
 	}
-	var r wsClientResult
-	if err := json.Unmarshal(bytes.TrimSpace(out), &r); err != nil {
-		t.Fatalf("%s client printed %q: %v", client, out, err)
+	if err := json.Unmarshal(bytes.TrimSpace(out), result); err != nil {
+		t.Fatalf("%s printed %q: %v", script, out, err)
 	}
-	return r
 }
 
 func echoURL(s *server) string { return "ws" + strings.TrimPrefix(s.url, "http") + "/echo" }

@@ -75,6 +75,8 @@ type ServerView struct {
 	Invalid           map[string]uint64 `json:"invalid_messages"`
 	Disconnects       map[string]uint64 `json:"disconnects"`
 	ConnectionsActive int64             `json:"connections_active"`
+	// ResidentBytes: the target's RSS at the end of the window.
+	ResidentBytes *float64 `json:"resident_bytes"`
 }
 
 func newReport(cfg Config) *Report {
@@ -117,7 +119,7 @@ func serverView(cfg Config, before, after *snapshot) (*ServerView, string) {
 		Admin: cfg.Admin, Variant: a.Variant,
 		MessagesReceived: d.MessagesReceived, MessagesSent: d.MessagesSent,
 		Dropped: d.BroadcastDropped, Invalid: d.InvalidMessages, Disconnects: d.Disconnects,
-		ConnectionsActive: a.ConnectionsActive,
+		ConnectionsActive: a.ConnectionsActive, ResidentBytes: a.ResidentBytes,
 	}
 	if b.CPUSeconds != nil && a.CPUSeconds != nil {
 		cpu := *a.CPUSeconds - *b.CPUSeconds

@@ -2,7 +2,6 @@ package broadcast
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -138,14 +137,7 @@ func latencyOf(h *hdrhistogram.Histogram) *protocol.Latency {
 }
 
 // WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
+func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
 
 // WriteTable writes the report as a table, the server's figures beside the
 // client's.

@@ -1,7 +1,6 @@
 package echo
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -167,14 +166,7 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 }
 
 // WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
+func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
 
 // WriteTable writes the report as a table: the client's figures, and the
 // server's next to them when there are any.

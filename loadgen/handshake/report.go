@@ -2,7 +2,6 @@ package handshake
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -74,14 +73,7 @@ type ServerView struct {
 }
 
 // WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
+func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
 
 // WriteTable writes the report as a table: the client's figures, and the
 // server's next to them when there are any.

@@ -412,16 +412,7 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	if req.ProtoAtLeast(1, 1) && req.Host == "" {
 		return g.refuse(c, st, malformed("missing required Host header")), false
 	}
-	var rf *refusal
-	if g.closing.Load() {
-		rf = shuttingDown()
-	} else {
-		rf = checkUpgrade(req, g.cfg.Origins)
-	}
-	if rf == nil && !g.gate.TryAcquire() {
-		rf = overCap(g.cfg.MaxConns)
-	}
-	if rf != nil {
+	if rf := admit(g.closing.Load(), req, g.cfg, g.gate); rf != nil {
 		return g.refuse(c, st, rf), false
 	}
 	st.held = true

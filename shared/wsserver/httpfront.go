@@ -99,16 +99,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	raw.handled.Store(true)
-	var rf *refusal
-	if t.closing.Load() {
-		rf = shuttingDown()
-	} else {
-		rf = checkUpgrade(r, t.cfg.Origins)
-	}
-	if rf == nil && !t.gate.TryAcquire() {
-		rf = overCap(t.cfg.MaxConns)
-	}
-	if rf != nil {
+	if rf := admit(t.closing.Load(), r, t.cfg, t.gate); rf != nil {
 		rf.write(w)
 		t.m.Handshake(rf.result, transport, 0)
 		return

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
 	"knowngood/shared/protocol"
 )
 
@@ -57,6 +59,23 @@ func checkUpgrade(r *http.Request, origins []string) *refusal {
 			msg:    fmt.Sprintf("origin %q is not allowed (-origin)", r.Header.Get("Origin")),
 			result: protocol.ResultRejected,
 		}
+	}
+	return nil
+}
+
+// admit is the answer to an upgrade request that has been read: a refusal
+// (shutting down, a bad request, over -max-conns), or nil with a
+// -max-conns place taken, which the caller gives back when the connection
+// ends.
+func admit(closing bool, r *http.Request, cfg config.Config, gate *lifecycle.Gate) *refusal {
+	if closing {
+		return shuttingDown()
+	}
+	if rf := checkUpgrade(r, cfg.Origins); rf != nil {
+		return rf
+	}
+	if !gate.TryAcquire() {
+		return overCap(cfg.MaxConns)
 	}
 	return nil
 }

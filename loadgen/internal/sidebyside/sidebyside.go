@@ -4,6 +4,7 @@
 package sidebyside
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -51,3 +52,13 @@ func (t *Table[V]) Server(f func(*V) string) string {
 
 // Flush writes the aligned table out.
 func (t *Table[V]) Flush() error { return t.tw.Flush() }
+
+// WriteJSON writes v, a report, as one JSON object and a newline.
+func WriteJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

@@ -14,6 +14,7 @@ import (
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
+	"knowngood/loadgen/internal/verdict"
 	"knowngood/shared/protocol"
 )
 
@@ -61,6 +62,8 @@ type Report struct {
 
 	Server      *ServerView `json:"server,omitempty"`
 	ServerError string      `json:"server_error,omitempty"`
+	// Verdicts say whose the problems were, client's or server's.
+	Verdicts []verdict.Verdict `json:"verdicts"`
 }
 
 // ServerView is the target's /stats over the window.
@@ -195,6 +198,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.ServerError != "" {
 		fmt.Fprintf(w, "server: %s\n", r.ServerError)
 	}
+	verdict.Write(w, r.Verdicts)
 	return nil
 }
 

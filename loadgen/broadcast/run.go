@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
+	"knowngood/loadgen/internal/verdict"
 	"knowngood/shared/protocol"
 )
 
@@ -143,6 +145,10 @@ func (r *run) run(ctx context.Context, notes io.Writer) *Report {
 	r.listeners.Store(int64(rep.Connected))
 	fmt.Fprintf(notes, "loadgen: %d of %d connections joined in %.2fs; measuring for %s\n", rep.Connected, total, rep.ConnectSeconds, cfg.Duration)
 
+	var config map[string]string
+	if stats != nil {
+		config, _ = stats.Config(ctx) // without it, the verdicts that need it are left out
+	}
 	before := sample(ctx, stats)
 	cpu0 := proc.SelfCPUSeconds()
 	r.windowStart.Store(time.Now().UnixNano())
@@ -171,10 +177,31 @@ func (r *run) run(ctx context.Context, notes io.Writer) *Report {
 	r.fill(rep)
 	rep.Errors = r.errs.Map()
 	rep.Server, rep.ServerError = serverView(cfg, before, after)
+	rep.Verdicts = judge(cfg, rep, config, before, after)
 	if rep.ServerError != "" {
 		fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
 	}
 	return rep
+}
+
+// judge places the window's problems on the client's side or the
+// server's. The connections were made before the window: the broadcasts,
+// the deliveries and the CPU are judged.
+func judge(cfg Config, rep *Report, config map[string]string, before, after *snapshot) []verdict.Verdict {
+	r := verdict.Run{Sent: int64(rep.Sent), Received: -1, Slack: int64(cfg.Senders), Lost: int64(rep.Lost),
+		ClientCPU: rep.ClientCPUSeconds, Window: time.Duration(rep.WindowSeconds * float64(time.Second)), Cores: runtime.GOMAXPROCS(0),
+		Config: config, ServerCPU: -1}
+	if cfg.Push {
+		r.Sent = -1
+	}
+	if before != nil && after != nil && before.err == nil && after.err == nil {
+		d := protocol.Diff(before.s.Stats, after.s.Stats)
+		r.Server = &d
+	}
+	if rep.Server != nil && rep.Server.CPUSeconds != nil {
+		r.ServerCPU = *rep.Server.CPUSeconds
+	}
+	return verdict.Judge(r)
 }
 
 // awaitJoins waits for every connection's echo, for up to cfg.Timeout in

@@ -12,6 +12,7 @@ import (
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
+	"knowngood/loadgen/internal/verdict"
 )
 
 // Report is the result of a run: the table and the JSON object carry the
@@ -48,6 +49,8 @@ type Report struct {
 	// gave it, and ServerError says why.
 	Server      *ServerView `json:"server,omitempty"`
 	ServerError string      `json:"server_error,omitempty"`
+	// Verdicts say whose the problems were, client's or server's.
+	Verdicts []verdict.Verdict `json:"verdicts"`
 }
 
 // Batch is one batch of connections dialled at once.
@@ -153,6 +156,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.ServerError != "" {
 		fmt.Fprintf(w, "server: %s\n", r.ServerError)
 	}
+	verdict.Write(w, r.Verdicts)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
+	"knowngood/loadgen/internal/verdict"
 	"knowngood/shared/protocol"
 )
 
@@ -74,6 +76,11 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		stats = statsclient.New(cfg.Admin)
 		defer stats.Close()
 	}
+	var config map[string]string
+	if stats != nil {
+		config, _ = stats.Config(ctx) // without it, the verdicts that need it are left out
+	}
+	began := time.Now()
 	before := takeSample(ctx, stats, cfg.PID)
 	cpu0 := proc.SelfCPUSeconds()
 
@@ -168,6 +175,16 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	}
 	rep.Errors = errs.Map()
 	rep.Server, rep.ServerError = serverView(cfg, before, after, rep.Held)
+	judge := verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Sent: -1, Received: -1,
+		ClientCPU: rep.ClientCPUSeconds, Window: time.Since(began), Cores: runtime.GOMAXPROCS(0), Config: config, ServerCPU: -1}
+	if b, a := before.server, after.server; b != nil && a != nil && before.serverErr == nil && after.serverErr == nil {
+		d := protocol.Diff(b.Stats, a.Stats)
+		judge.Server = &d
+		if b.CPUSeconds != nil && a.CPUSeconds != nil {
+			judge.ServerCPU = *a.CPUSeconds - *b.CPUSeconds
+		}
+	}
+	rep.Verdicts = verdict.Judge(judge)
 	if rep.ServerError != "" {
 		fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
 	}

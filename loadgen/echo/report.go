@@ -12,6 +12,7 @@ import (
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
+	"knowngood/loadgen/internal/verdict"
 	"knowngood/shared/protocol"
 )
 
@@ -74,6 +75,8 @@ type Report struct {
 	// and ServerError says why when one failed.
 	Server      *ServerView `json:"server,omitempty"`
 	ServerError string      `json:"server_error,omitempty"`
+	// Verdicts say whose the problems were, client's or server's.
+	Verdicts []verdict.Verdict `json:"verdicts"`
 }
 
 // ServerView is what the target reported about the window.
@@ -228,6 +231,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.ServerError != "" {
 		fmt.Fprintf(w, "server: %s\n", r.ServerError)
 	}
+	verdict.Write(w, r.Verdicts)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"knowngood/loadgen/internal/proc"
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/verdict"
 	"knowngood/shared/protocol"
 )
 
@@ -83,6 +85,10 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 		defer stats.Close()
 	}
 
+	var config map[string]string
+	if stats != nil {
+		config, _ = stats.Config(ctx) // without it, the verdicts that need it are left out
+	}
 	conns := dialAll(ctx, cfg, dial, errs)
 	rep.Connected = len(conns)
 	if len(conns) == 0 {
@@ -167,8 +173,34 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 		if rep.ServerError != "" {
 			fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
 		}
+		rep.Verdicts = judge(cfg, rep, config, before, after)
 	}
 	return rep, nil
+}
+
+// judge places the window's problems on the client's side or the
+// server's. The connections were made before the window, so only the
+// messages and the CPU are judged; the echoes awaited at either end of
+// the window may be counted on one side and not the other.
+func judge(cfg Config, rep *Report, config map[string]string, before, after sample) []verdict.Verdict {
+	inflight := int64(rep.Connected)
+	switch cfg.Mode {
+	case Pipelined:
+		inflight *= int64(cfg.Inflight)
+	case Rate:
+		inflight += int64(cfg.Rate) / 10 // 100 ms worth
+	}
+	r := verdict.Run{Sent: -1, Received: rep.Messages, Slack: 2 * inflight,
+		ClientCPU: rep.ClientCPUSeconds, Window: time.Duration(rep.WindowSeconds * float64(time.Second)), Cores: runtime.GOMAXPROCS(0),
+		Config: config, ServerCPU: -1}
+	if before.server != nil && after.server != nil && before.serverErr == nil && after.serverErr == nil {
+		d := protocol.Diff(before.server.Stats, after.server.Stats)
+		r.Server = &d
+	}
+	if rep.Server != nil && rep.Server.CPUSeconds != nil {
+		r.ServerCPU = *rep.Server.CPUSeconds
+	}
+	return verdict.Judge(r)
 }
 
 // sleepUntil waits for t; false when ctx ended first.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/internal/sidebyside"
+	"knowngood/loadgen/internal/verdict"
 	"knowngood/shared/protocol"
 )
 
@@ -52,6 +53,8 @@ type Report struct {
 	// before); nil without an admin listener, and ServerError says why.
 	Server      *ServerView `json:"server,omitempty"`
 	ServerError string      `json:"server_error,omitempty"`
+	// Verdicts say whose the failures were, client's or server's.
+	Verdicts []verdict.Verdict `json:"verdicts"`
 }
 
 // ServerView is what the server reported about the run.
@@ -111,6 +114,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	writeCounts(w, "errors", r.Errors)
 	writeCounts(w, "echo errors", r.EchoErrors)
+	verdict.Write(w, r.Verdicts)
 	return nil
 }
 

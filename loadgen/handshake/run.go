@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"knowngood/loadgen/internal/proc"
 	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/verdict"
 	"knowngood/loadgen/sioclient"
 	"knowngood/shared/protocol"
 )
@@ -57,6 +59,11 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		}
 	}
 
+	var config map[string]string
+	if stats != nil {
+		config, _ = stats.Config(ctx) // without it, the verdicts that need it are left out
+	}
+	began := time.Now()
 	cpu0 := proc.SelfCPUSeconds()
 	conns, all, lat, total := connectAll(ctx, cfg, opts, rep)
 	rep.TotalMs = ms(total)
@@ -74,7 +81,13 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		fmt.Fprintf(notes, "loadgen: %d connections still closing after %s (a dial the server never answered)\n", left, sioclient.DefaultCloseTimeout)
 	}
 	rep.ClientCPUSeconds = proc.SelfCPUSeconds() - cpu0
+	window := time.Since(began)
 
+	judge := verdict.Run{Attempts: cfg.N, Connected: rep.Connected, Deadline: cfg.Deadline, Sent: -1, Received: -1,
+		ClientCPU: rep.ClientCPUSeconds, Window: window, Cores: runtime.GOMAXPROCS(0), Config: config, ServerCPU: -1}
+	if cfg.Echo {
+		judge.Sent, judge.Received = int64(rep.Connected), int64(rep.Echoed) // one event each way per echo
+	}
 	if stats != nil {
 		after, err := stats.Settled(ctx, before, settleWait)
 		if err != nil {
@@ -82,8 +95,14 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 			fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
 		} else {
 			rep.Server = serverView(cfg.Admin, before, after)
+			d := protocol.Diff(before.Stats, after.Stats)
+			judge.Server = &d
+			if rep.Server.CPUSeconds != nil {
+				judge.ServerCPU = *rep.Server.CPUSeconds
+			}
 		}
 	}
+	rep.Verdicts = verdict.Judge(judge)
 	return rep, nil
 }
 

@@ -133,3 +133,35 @@ func AdminURL(value string, set bool, targetHost string) (string, error) {
 	}
 	return a.Scheme + "://" + a.Host, nil
 }
+
+// Config reads the target's effective configuration, keyed by flag name,
+// from /health (with "variant" among the keys).
+func (c *Client) Config(ctx context.Context) (map[string]string, error) {
+	url := c.base + "/health"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, res.Status)
+	}
+	var health struct {
+		Variant string            `json:"variant"`
+		Config  map[string]string `json:"config"`
+	}
+	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&health); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if health.Config == nil {
+		health.Config = map[string]string{}
+	}
+	if health.Variant != "" {
+		health.Config["variant"] = health.Variant
+	}
+	return health.Config, nil
+}

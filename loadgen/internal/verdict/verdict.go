@@ -1,0 +1,259 @@
+// Package verdict says, in plain words and with the figures behind them,
+// whether what went wrong in a run went wrong in the client or in the
+// server. It reads the client's own counts beside the server's /stats
+// difference over the same run and the server's effective configuration
+// (from /health), and applies one rule per way that a load test goes
+// wrong: attempts that never reached the server, handshakes the server
+// completed but the client did not count, a cap, a connect that holds one
+// shared loop, a deadline shorter than the server's work, faults injected
+// on purpose, messages lost on one side, and a client that was itself the
+// bottleneck.
+package verdict
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"knowngood/shared/protocol"
+)
+
+// Run is what is known about one run. Counts the client does not keep are
+// negative.
+type Run struct {
+	// Attempts: connections (handshakes) the client tried; Connected: those
+	// it counted as done. Deadline bounds each attempt on the client (0:
+	// none known).
+	Attempts, Connected int
+	Deadline            time.Duration
+
+	// Sent: messages the client sent that the server should have
+	// received; Received: replies the client counted back, of the kind the
+	// server counts as sent. Slack: how many either count may be off by
+	// without anything being wrong (messages in flight when the server's
+	// snapshot was taken).
+	Sent, Received, Slack int64
+	// Lost (broadcast): deliveries the client expected and did not get.
+	Lost int64
+
+	// ClientCPU: the client's CPU seconds over Window, on Cores; negative
+	// when unknown.
+	ClientCPU float64
+	Window    time.Duration
+	Cores     int
+
+	// Server is the server's /stats difference over the run, nil when
+	// there is none; Config its effective configuration keyed by flag name
+	// (nil when unknown); ServerCPU its CPU seconds over the run (negative
+	// when unknown).
+	Server    *protocol.Stats
+	Config    map[string]string
+	ServerCPU float64
+}
+
+// Verdict is one finding: Kind names the rule (for scripts and tests),
+// Text says it with the figures.
+type Verdict struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// Kinds of verdict.
+const (
+	Agree         = "agree"
+	NeverReached  = "never-reached"
+	ClientLost    = "client-lost"
+	Capped        = "capped"
+	Rejected      = "rejected"
+	Queued        = "queued-connect"
+	Abandoned     = "abandoned"
+	ServerGaveUp  = "server-gave-up"
+	Faults        = "faults"
+	NotDelivered  = "messages-not-delivered"
+	RepliesLost   = "replies-lost-client-side"
+	SlowClient    = "slow-client"
+	ClientLimited = "client-limited"
+	NoServerView  = "no-server-view"
+)
+
+// SaturationFrac: a client that used more than this share of the CPU it
+// could have had was its own bottleneck.
+const SaturationFrac = 0.9
+
+// Judge applies every rule and returns what holds, the most telling first.
+func Judge(r Run) []Verdict {
+	var out []Verdict
+	add := func(kind, format string, args ...any) {
+		out = append(out, Verdict{Kind: kind, Text: fmt.Sprintf(format, args...)})
+	}
+	s := r.Server
+	if s == nil {
+		add(NoServerView, "no server view (no /stats): the run's failures cannot be placed on either side; give -admin")
+	} else {
+		connections(r, s, add)
+		messages(r, s, add)
+		if n := sum(s.Faults); n > 0 {
+			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design", n, counts(s.Faults))
+		}
+	}
+	saturation(r, add)
+	if len(out) == 0 && s != nil {
+		what := []string{}
+		if r.Received >= 0 {
+			what = append(what, fmt.Sprintf("the server sent %d messages, the client counted %d", s.MessagesSent, r.Received))
+		}
+		if r.Sent >= 0 {
+			what = append(what, fmt.Sprintf("the client sent %d, the server received %d", r.Sent, s.MessagesReceived))
+		}
+		text := "client and server agree: nothing was lost on either side"
+		if len(what) > 0 {
+			text += " (" + strings.Join(what, "; ") + ")"
+		}
+		add(Agree, "%s", text)
+	}
+	return out
+}
+
+// connections judges the handshakes.
+func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
+	if r.Attempts <= 0 {
+		return
+	}
+	ok, rejected, failed, abandoned := s.Handshakes[protocol.ResultOK], s.Handshakes[protocol.ResultRejected],
+		s.Handshakes[protocol.ResultFailed], s.Handshakes[protocol.ResultAbandoned]
+	seen := ok + rejected + failed + abandoned
+	n := uint64(r.Attempts)
+	p99 := ms(s.HandshakeLatency.P99)
+	if seen < n {
+		add(NeverReached, "the server saw %d of %d attempts: %d never reached it (check the listen backlog, open-files limits, ephemeral ports)", seen, n, n-seen)
+	}
+	if connected := uint64(max(r.Connected, 0)); ok > connected {
+		add(ClientLost, "the server completed %d of %d handshakes (p99 %s); the client counted %d: the other %d were lost on the client side",
+			ok, n, p99, connected, ok-connected)
+	}
+	if rejected > 0 {
+		if cap := r.Config["max-conns"]; cap != "" && cap != "0" {
+			add(Capped, "the server refused %d of %d at its -max-conns %s cap (HTTP 503, or a Socket.IO connect error)", rejected, n, cap)
+		} else {
+			add(Rejected, "the server rejected %d of %d (HTTP 503, a forbidden Origin, or a Socket.IO connect error)", rejected, n)
+		}
+	}
+	if r.Config["variant"] == "blocking" {
+		if d, err := time.ParseDuration(r.Config["delay"]); err == nil && d > 0 {
+			need := time.Duration(n) * d
+			if r.Deadline > 0 && need > r.Deadline {
+				expect := int(min(1, float64(r.Deadline)/float64(need)) * float64(n))
+				add(Queued, "the server held each connect %s in one queue: %d connects need %s, the client's deadline was %s, so about %d (min(1, T / (N x delay))) can succeed; the client counted %d",
+					d, n, round(need), r.Deadline, expect, r.Connected)
+			}
+		}
+	}
+	if abandoned > 0 {
+		deadline := "its deadline"
+		if r.Deadline > 0 {
+			deadline = "its deadline of " + r.Deadline.String()
+		}
+		add(Abandoned, "the client left %d handshakes before the server had finished them (%s; the server's p99 of those it finished %s)", abandoned, deadline, p99)
+	}
+	if failed > 0 {
+		add(ServerGaveUp, "the server gave up on %d handshakes: bad requests, or its -handshake-timeout / -connect-timeout ran out", failed)
+	}
+	if seen == n && ok == n && uint64(r.Connected) == n {
+		add(Agree, "client and server agree: %d of %d handshakes completed (server p99 %s)", n, n, p99)
+	}
+}
+
+// messages judges the messages both ways.
+func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
+	if r.Config["variant"] == "echo-tcp" {
+		return // echo-tcp counts reads, not messages
+	}
+	if r.Sent >= 0 {
+		if got := int64(s.MessagesReceived); r.Sent-got > r.Slack {
+			add(NotDelivered, "the client sent %d messages and the server received %d: %d never reached it", r.Sent, got, r.Sent-got)
+		}
+	}
+	if r.Received >= 0 {
+		if sent := int64(s.MessagesSent); sent-r.Received > r.Slack {
+			add(RepliesLost, "the server sent %d messages and the client counted %d: the other %d were lost on the client side", sent, r.Received, sent-r.Received)
+		}
+	}
+	if r.Lost > 0 {
+		if d := int64(s.BroadcastDropped); d > 0 {
+			add(SlowClient, "the client missed %d deliveries; the server dropped %d for connections whose send queue was full (-send-queue %s, -slow %s): those clients did not read fast enough, the client's limit",
+				r.Lost, d, orDash(r.Config["send-queue"]), orDash(r.Config["slow"]))
+		} else {
+			add(RepliesLost, "the client missed %d deliveries that the server dropped none of: they were lost on the client side, or are still on their way", r.Lost)
+		}
+	}
+}
+
+// saturation says when the figures are the client's limit.
+func saturation(r Run, add func(string, string, ...any)) {
+	if r.ClientCPU < 0 || r.Window <= 0 || r.Cores <= 0 {
+		return
+	}
+	avail := r.Window.Seconds() * float64(r.Cores)
+	switch {
+	case r.ClientCPU > SaturationFrac*avail:
+		add(ClientLimited, "the client used %.2f of the %.2f CPU seconds it could have had (%d%%, %d cores): the figures are the client's limit, not the server's",
+			r.ClientCPU, avail, int(100*r.ClientCPU/avail), r.Cores)
+	case r.ServerCPU >= 0 && r.ClientCPU > r.ServerCPU && r.ClientCPU > 0.25*avail:
+		// Only a client busy for a quarter of the machine or more: a
+		// light run says nothing about either side's limits.
+		add(ClientLimited, "the client used more CPU (%.2f s) than the target (%.2f s): the figures are the client's limit, not the server's",
+			r.ClientCPU, r.ServerCPU)
+	}
+}
+
+func sum(m map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func counts(m map[string]uint64) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, k+" "+strconv.FormatUint(v, 10))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+func ms(seconds float64) string {
+	if seconds <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(seconds*1000, 'f', 1, 64) + " ms"
+}
+
+func round(d time.Duration) time.Duration {
+	if d > time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Write prints the verdicts under the report's table, one per line.
+func Write(w io.Writer, vs []Verdict) {
+	for i, v := range vs {
+		lead := "verdict: "
+		if i > 0 {
+			lead = "         "
+		}
+		fmt.Fprintf(w, "%s%s\n", lead, v.Text)
+	}
+}

@@ -5,13 +5,16 @@
 //	loadgen echo -url ws://127.0.0.1:8080/ -c 100 -size 128 -mode pipelined -duration 10s
 //	loadgen conns -url ws://127.0.0.1:8080/ -n 19000 -batch 1000 -sources 127.0.0.1-127.0.0.8
 //	loadgen broadcast -url ws://127.0.0.1:8080/ -subscribers 10000 -senders 10 -rate 100 -duration 10s
+//	loadgen watch -admin http://127.0.0.1:9100 -client-attempts 100 -client-ok 39 -- COMMAND ARGS...
 //
 // handshake opens Socket.IO connections at once and times their namespace
 // CONNECT (loadgen/handshake); echo measures message rate and latency on
 // WebSocket or raw TCP echo targets (loadgen/echo); conns opens idle
 // connections and reports what each costs the target (loadgen/conns);
 // broadcast measures fan-out latency and loss on targets that speak the
-// websocket-shootout protocol (loadgen/broadcast). Each
+// websocket-shootout protocol (loadgen/broadcast); watch runs any other
+// load tool and reconciles what it says with what the target saw
+// (loadgen/watch). Each
 // prints a table, and with -json one JSON object; the server's own view
 // comes from its /stats. Exit status: 0 when the run took place (the
 // report tells how it went), 1 when it could not, 2 for bad flags, 130 when
@@ -32,6 +35,7 @@ import (
 	"knowngood/loadgen/conns"
 	"knowngood/loadgen/echo"
 	"knowngood/loadgen/handshake"
+	"knowngood/loadgen/watch"
 )
 
 // scenarios is every subcommand.
@@ -40,9 +44,10 @@ var scenarios = []scenario{
 	newScenario("echo", echo.ParseFlags, echo.Usage, echo.Run, func(c echo.Config) string { return c.JSON }),
 	newScenario("conns", conns.ParseFlags, conns.Usage, conns.Run, func(c conns.Config) string { return c.JSON }),
 	newScenario("broadcast", broadcast.ParseFlags, broadcast.Usage, broadcast.Run, func(c broadcast.Config) string { return c.JSON }),
+	newScenario("watch", watch.ParseFlags, watch.Usage, watch.Run, func(c watch.Config) string { return c.JSON }),
 }
 
-const usage = "usage: loadgen handshake|echo|conns|broadcast [flags] (loadgen SCENARIO -h lists them)"
+const usage = "usage: loadgen handshake|echo|conns|broadcast|watch [flags] (loadgen SCENARIO -h lists them)"
 
 func main() {
 	// The zishang520 engine.io client catches SIGINT and SIGTERM itself
@@ -97,6 +102,9 @@ func newScenario[C any, R report](name string, parse func([]string) (C, error), 
 		}
 		if ctx.Err() != nil {
 			return 130 // interrupted: the report is partial
+		}
+		if e, ok := any(rep).(interface{ ExitStatus() int }); ok && e.ExitStatus() != 0 {
+			return 1 // loadgen watch: the command failed (its status is in the report)
 		}
 		return 0
 	}}

@@ -3,7 +3,6 @@ package broadcast_test
 import (
 	"context"
 	"io"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	"knowngood/loadgen/broadcast"
 	servers "knowngood/servers/broadcast"
-	"knowngood/shared/admin"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle/lifecycletest"
 )
@@ -25,19 +23,11 @@ func TestMain(m *testing.M) {
 }
 
 // startTarget runs a real broadcast target in the test process, with its
-// admin handler (for /stats) on an httptest server.
+// admin handler (for /stats).
 func startTarget(t *testing.T, name string, b lifecycletest.Build, tweak func(*config.Config)) (wsURL, adminURL string) {
 	t.Helper()
-	var cfg config.Config
-	tg := lifecycletest.Start(t, name, b, lifecycletest.Options{Tweak: func(c *config.Config) {
-		if tweak != nil {
-			tweak(c)
-		}
-		cfg = *c
-	}})
-	adm := httptest.NewServer(admin.Handler(cfg, tg.Metrics))
-	t.Cleanup(adm.Close)
-	return "ws://" + tg.Addr + "/", adm.URL
+	tg := lifecycletest.Start(t, name, b, lifecycletest.Options{Tweak: tweak, Admin: true})
+	return "ws://" + tg.Addr + "/", tg.AdminURL
 }
 
 func parse(t *testing.T, args ...string) broadcast.Config {

@@ -85,9 +85,16 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 		defer stats.Close()
 	}
 
+	// The verdicts compare the whole run, dials to closes, on both sides:
+	// the window's snapshots are each a request long, and messages flow
+	// meanwhile.
 	var config map[string]string
+	var first *statsclient.Snapshot
 	if stats != nil {
 		config, _ = stats.Config(ctx) // without it, the verdicts that need it are left out
+		if s, err := stats.Get(ctx); err == nil {
+			first = &s
+		}
 	}
 	conns := dialAll(ctx, cfg, dial, errs)
 	rep.Connected = len(conns)
@@ -162,6 +169,10 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 		}
 		errs.Add(kindLost, int(w.sent-w.received), fmt.Errorf("connection %d: %d messages without an echo when it closed (-timeout %s after the window, or a connection error first)", w.id, w.sent-w.received, cfg.Timeout))
 	}
+	var received int64
+	for _, w := range workers {
+		received += w.received
+	}
 	rep.Errors = errs.Map()
 	if rep.WindowSeconds > 0 {
 		rep.MessagesPerSecond = float64(rep.Messages) / rep.WindowSeconds
@@ -173,28 +184,31 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 		if rep.ServerError != "" {
 			fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
 		}
-		rep.Verdicts = judge(cfg, rep, config, before, after)
+		var last *statsclient.Snapshot
+		if first != nil {
+			if s, err := stats.Settled(ctx, *first, settleWait); err == nil {
+				last = &s
+			}
+		}
+		rep.Verdicts = judge(cfg, rep, config, received, first, last)
 	}
 	return rep, nil
 }
 
-// judge places the window's problems on the client's side or the
-// server's. The connections were made before the window, so only the
-// messages and the CPU are judged; the echoes awaited at either end of
-// the window may be counted on one side and not the other.
-func judge(cfg Config, rep *Report, config map[string]string, before, after sample) []verdict.Verdict {
-	inflight := int64(rep.Connected)
-	switch cfg.Mode {
-	case Pipelined:
-		inflight *= int64(cfg.Inflight)
-	case Rate:
-		inflight += int64(cfg.Rate) / 10 // 100 ms worth
-	}
-	r := verdict.Run{Sent: -1, Received: rep.Messages, Slack: 2 * inflight,
+// settleWait bounds the wait, after the closes, for the target to see its
+// connections go.
+const settleWait = 5 * time.Second
+
+// judge places the run's problems on the client's side or the server's:
+// the connections and the messages over the whole run (first and last are
+// the server's /stats before the dials and after the closes), the CPU over
+// the window.
+func judge(cfg Config, rep *Report, config map[string]string, received int64, first, last *statsclient.Snapshot) []verdict.Verdict {
+	r := verdict.Run{Attempts: cfg.Conns, Connected: rep.Connected, Deadline: cfg.Timeout, Sent: rep.Sent, Received: received,
 		ClientCPU: rep.ClientCPUSeconds, Window: time.Duration(rep.WindowSeconds * float64(time.Second)), Cores: runtime.GOMAXPROCS(0),
 		Config: config, ServerCPU: -1}
-	if before.server != nil && after.server != nil && before.serverErr == nil && after.serverErr == nil {
-		d := protocol.Diff(before.server.Stats, after.server.Stats)
+	if first != nil && last != nil {
+		d := protocol.Diff(first.Stats, last.Stats)
 		r.Server = &d
 	}
 	if rep.Server != nil && rep.Server.CPUSeconds != nil {

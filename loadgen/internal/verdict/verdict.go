@@ -101,18 +101,7 @@ func Judge(r Run) []Verdict {
 	}
 	saturation(r, add)
 	if len(out) == 0 && s != nil {
-		what := []string{}
-		if r.Received >= 0 {
-			what = append(what, fmt.Sprintf("the server sent %d messages, the client counted %d", s.MessagesSent, r.Received))
-		}
-		if r.Sent >= 0 {
-			what = append(what, fmt.Sprintf("the client sent %d, the server received %d", r.Sent, s.MessagesReceived))
-		}
-		text := "client and server agree: nothing was lost on either side"
-		if len(what) > 0 {
-			text += " (" + strings.Join(what, "; ") + ")"
-		}
-		add(Agree, "%s", text)
+		add(Agree, "client and server agree: nothing was lost on either side")
 	}
 	return out
 }
@@ -171,23 +160,37 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	if r.Config["variant"] == "echo-tcp" {
 		return // echo-tcp counts reads, not messages
 	}
+	fine := true
 	if r.Sent >= 0 {
 		if got := int64(s.MessagesReceived); r.Sent-got > r.Slack {
 			add(NotDelivered, "the client sent %d messages and the server received %d: %d never reached it", r.Sent, got, r.Sent-got)
+			fine = false
 		}
 	}
 	if r.Received >= 0 {
 		if sent := int64(s.MessagesSent); sent-r.Received > r.Slack {
 			add(RepliesLost, "the server sent %d messages and the client counted %d: the other %d were lost on the client side", sent, r.Received, sent-r.Received)
+			fine = false
 		}
 	}
 	if r.Lost > 0 {
+		fine = false
 		if d := int64(s.BroadcastDropped); d > 0 {
 			add(SlowClient, "the client missed %d deliveries; the server dropped %d for connections whose send queue was full (-send-queue %s, -slow %s): those clients did not read fast enough, the client's limit",
 				r.Lost, d, orDash(r.Config["send-queue"]), orDash(r.Config["slow"]))
 		} else {
 			add(RepliesLost, "the client missed %d deliveries that the server dropped none of: they were lost on the client side, or are still on their way", r.Lost)
 		}
+	}
+	if fine && (r.Sent >= 0 || r.Received >= 0) {
+		var what []string
+		if r.Sent >= 0 {
+			what = append(what, fmt.Sprintf("the client sent %d, the server received %d", r.Sent, s.MessagesReceived))
+		}
+		if r.Received >= 0 {
+			what = append(what, fmt.Sprintf("the server sent %d, the client counted %d", s.MessagesSent, r.Received))
+		}
+		add(Agree, "client and server agree on the messages: %s", strings.Join(what, "; "))
 	}
 }
 

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"knowngood/shared/admin"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
@@ -24,14 +26,16 @@ type Options struct {
 	Tweak func(*config.Config)            // changes to config.Default()
 	Log   io.Writer                       // the target's log; discarded if nil
 	Wrap  func(net.Listener) net.Listener // TLS, say
+	Admin bool                            // serve the admin handler too (AdminURL)
 }
 
 // Target is a target serving in the test process.
 type Target struct {
-	Addr    string
-	Metrics *metrics.Metrics // nil with -metrics=false
-	srv     lifecycle.Target
-	done    chan error
+	Addr     string
+	AdminURL string           // http://HOST:PORT of the admin handler, with Options.Admin
+	Metrics  *metrics.Metrics // nil with -metrics=false
+	srv      lifecycle.Target
+	done     chan error
 }
 
 // Start builds the variant name with a 5 s handshake timeout and o's
@@ -61,6 +65,11 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 		t.Fatal(err)
 	}
 	tg := &Target{Addr: ln.Addr().String(), Metrics: m, srv: srv, done: make(chan error, 1)}
+	if o.Admin {
+		adm := httptest.NewServer(admin.Handler(cfg, m))
+		t.Cleanup(adm.Close)
+		tg.AdminURL = adm.URL
+	}
 	if o.Wrap != nil {
 		ln = o.Wrap(ln)
 	}

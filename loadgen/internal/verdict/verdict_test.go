@@ -1,0 +1,85 @@
+package verdict_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"knowngood/loadgen/internal/verdict"
+	"knowngood/shared/protocol"
+)
+
+func kinds(vs []verdict.Verdict) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Kind)
+	}
+	return out
+}
+
+func stats(ok, rejected, failed, abandoned uint64) *protocol.Stats {
+	return &protocol.Stats{Handshakes: map[string]uint64{"ok": ok, "rejected": rejected, "failed": failed, "abandoned": abandoned},
+		HandshakeLatency: protocol.Latency{P99: 0.003}}
+}
+
+// TestRules: each rule on the figures that make it true, and its text.
+func TestRules(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  verdict.Run
+		kind string
+		text string
+	}{
+		{"client lost", verdict.Run{Attempts: 100, Connected: 39, Server: stats(100, 0, 0, 0)},
+			verdict.ClientLost, "the server completed 100 of 100 handshakes (p99 3.0 ms); the client counted 39: the other 61 were lost on the client side"},
+		{"never reached", verdict.Run{Attempts: 100, Connected: 71, Server: stats(71, 0, 0, 0)},
+			verdict.NeverReached, "the server saw 71 of 100 attempts: 29 never reached it"},
+		{"capped", verdict.Run{Attempts: 100, Connected: 50, Server: stats(50, 50, 0, 0), Config: map[string]string{"max-conns": "50"}},
+			verdict.Capped, "refused 50 of 100 at its -max-conns 50 cap"},
+		{"queued", verdict.Run{Attempts: 100, Connected: 20, Deadline: time.Second, Server: stats(20, 0, 0, 80), Config: map[string]string{"variant": "blocking", "delay": "50ms"}},
+			verdict.Queued, "held each connect 50ms in one queue: 100 connects need 5s, the client's deadline was 1s, so about 20"},
+		{"abandoned", verdict.Run{Attempts: 10, Connected: 5, Deadline: time.Second, Server: stats(5, 0, 0, 5)},
+			verdict.Abandoned, "the client left 5 handshakes before the server had finished them (its deadline of 1s"},
+		{"replies lost", verdict.Run{Sent: 100, Received: 50, Server: &protocol.Stats{MessagesReceived: 100, MessagesSent: 100}},
+			verdict.RepliesLost, "the server sent 100 messages and the client counted 50: the other 50 were lost on the client side"},
+		{"not delivered", verdict.Run{Sent: 100, Received: -1, Server: &protocol.Stats{MessagesReceived: 60}},
+			verdict.NotDelivered, "the client sent 100 messages and the server received 60: 40 never reached it"},
+		{"within slack", verdict.Run{Sent: 100, Received: 95, Slack: 10, Server: &protocol.Stats{MessagesReceived: 100, MessagesSent: 100}},
+			verdict.Agree, "client and server agree on the messages: the client sent 100, the server received 100; the server sent 100, the client counted 95"},
+		{"slow client", verdict.Run{Sent: -1, Received: -1, Lost: 30, Server: &protocol.Stats{BroadcastDropped: 30}, Config: map[string]string{"send-queue": "256", "slow": "drop"}},
+			verdict.SlowClient, "the server dropped 30 for connections whose send queue was full (-send-queue 256, -slow drop)"},
+		{"faults", verdict.Run{Sent: -1, Received: -1, Server: &protocol.Stats{Faults: map[string]uint64{"reject": 20, "drop": 3}}},
+			verdict.Faults, "injected 23 faults on purpose (drop 3, reject 20)"},
+		{"saturated", verdict.Run{Sent: -1, Received: -1, ClientCPU: 1.9, Window: time.Second, Cores: 2, ServerCPU: 2},
+			verdict.ClientLimited, "the client used 1.90 of the 2.00 CPU seconds it could have had (95%, 2 cores)"},
+		{"client heavier", verdict.Run{Sent: -1, Received: -1, ClientCPU: 1.2, Window: time.Second, Cores: 2, ServerCPU: 0.6},
+			verdict.ClientLimited, "the client used more CPU (1.20 s) than the target (0.60 s)"},
+		{"agree", verdict.Run{Attempts: 50, Connected: 50, Sent: -1, Received: -1, Server: stats(50, 0, 0, 0)},
+			verdict.Agree, "client and server agree: 50 of 50 handshakes completed"},
+		{"no server", verdict.Run{Attempts: 50, Connected: 10},
+			verdict.NoServerView, "no server view"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.run.ClientCPU == 0 && c.run.Cores == 0 {
+				c.run.ClientCPU = -1
+			}
+			vs := verdict.Judge(c.run)
+			i := slices.Index(kinds(vs), c.kind)
+			if i < 0 {
+				t.Fatalf("no %s verdict in %+v", c.kind, vs)
+			}
+			if !strings.Contains(vs[i].Text, c.text) {
+				t.Errorf("%s says %q, want it to contain %q", c.kind, vs[i].Text, c.text)
+			}
+		})
+	}
+}
+
+// TestQuiet: a light, clean run has no CPU verdict.
+func TestQuiet(t *testing.T) {
+	vs := verdict.Judge(verdict.Run{Sent: -1, Received: -1, ClientCPU: 0.02, Window: time.Second, Cores: 2, ServerCPU: 0.01, Server: &protocol.Stats{}})
+	if k := kinds(vs); !slices.Equal(k, []string{verdict.Agree}) {
+		t.Errorf("verdicts %v, want only agree", k)
+	}
+}

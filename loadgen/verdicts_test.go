@@ -1,0 +1,214 @@
+package main
+
+// Each verdict made true by a real run against a real target: a connect
+// that holds one shared loop beside a short deadline, a -max-conns cap, a
+// client out of file descriptors, a client that drops replies, and runs
+// where nothing went wrong. And loadgen watch around the official JS
+// client, python-socketio and k6.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"knowngood/loadgen/internal/verdict"
+	"knowngood/servers/echo"
+	"knowngood/servers/socketio"
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/lifecycle/lifecycletest"
+	"knowngood/shared/metrics"
+)
+
+// TestMain doubles as the client that drops replies (see dropReplies).
+func TestMain(m *testing.M) {
+	if url := os.Getenv("KG_DROPPER_URL"); url != "" {
+		os.Exit(dropReplies(url))
+	}
+	os.Exit(m.Run())
+}
+
+func sio(mode socketio.Mode) lifecycletest.Build {
+	return func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+		return socketio.New(mode, cfg, m, log)
+	}
+}
+
+func startSIO(t *testing.T, mode socketio.Mode, tweak func(*config.Config)) *lifecycletest.Target {
+	return lifecycletest.Start(t, string(mode), sio(mode), lifecycletest.Options{Tweak: tweak, Admin: true})
+}
+
+// judged is what every scenario's JSON has in common here.
+type judged struct {
+	Verdicts []verdict.Verdict `json:"verdicts"`
+}
+
+// loadgen runs loadgen in this process with -json - and returns the
+// verdicts; stdout (the command's output, for watch) goes to the log.
+func loadgen(t *testing.T, args ...string) []verdict.Verdict {
+	t.Helper()
+	if i := slices.Index(args, "--"); i >= 0 { // watch: flags before the command
+		args = append(append(slices.Clip(args[:i]), "-json", "-"), args[i:]...)
+	} else {
+		args = append(args, "-json", "-")
+	}
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("loadgen %q: exit %d\n%s", args, code, stderr.String())
+	}
+	out := stdout.String()
+	var r judged
+	if err := json.Unmarshal([]byte(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]), &r); err != nil {
+		t.Fatalf("loadgen %q printed %q: %v", args, out, err)
+	}
+	t.Logf("%s", stderr.String())
+	return r.Verdicts
+}
+
+func has(t *testing.T, vs []verdict.Verdict, kind, text string) {
+	t.Helper()
+	for _, v := range vs {
+		if v.Kind == kind && strings.Contains(v.Text, text) {
+			return
+		}
+	}
+	t.Errorf("no %s verdict saying %q in %+v", kind, text, vs)
+}
+
+func TestVerdictQueuedConnect(t *testing.T) {
+	tg := startSIO(t, socketio.Blocking, func(c *config.Config) { c.Delay = 50 * time.Millisecond })
+	vs := loadgen(t, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL, "-n", "60", "-deadline", "1s", "-transport", "websocket")
+	has(t, vs, verdict.Queued, "the server held each connect 50ms in one queue: 60 connects need 3s, the client's deadline was 1s")
+	has(t, vs, verdict.Abandoned, "the client left")
+}
+
+func TestVerdictCapped(t *testing.T) {
+	tg := startSIO(t, socketio.Empty, func(c *config.Config) { c.MaxConns = 20 })
+	vs := loadgen(t, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL, "-n", "40", "-deadline", "10s", "-transport", "websocket", "-echo=false")
+	has(t, vs, verdict.Capped, "the server refused 20 of 40 at its -max-conns 20 cap")
+}
+
+func TestVerdictAgree(t *testing.T) {
+	tg := startSIO(t, socketio.Empty, nil)
+	vs := loadgen(t, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL, "-n", "50", "-deadline", "10s")
+	has(t, vs, verdict.Agree, "client and server agree: 50 of 50 handshakes completed")
+	etg := lifecycletest.Start(t, "echo-gorilla", echo.NewGorilla, lifecycletest.Options{Admin: true})
+	vs = loadgen(t, "echo", "-url", etg.URL(), "-admin", etg.AdminURL, "-c", "4", "-mode", "sync", "-duration", "500ms", "-warmup", "100ms")
+	has(t, vs, verdict.Agree, "client and server agree on the messages")
+}
+
+// TestVerdictNeverReached: loadgen under an open-files limit of 40 cannot
+// open most of its 80 sockets; the server sees only the others.
+func TestVerdictNeverReached(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) is missing")
+	}
+	bin := filepath.Join(t.TempDir(), "loadgen")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tg := startSIO(t, socketio.Empty, nil)
+	out, err := exec.Command(prlimit, "--nofile=40:40", bin, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL,
+		"-n", "80", "-deadline", "5s", "-transport", "websocket", "-json", "-").Output()
+	if err != nil {
+		t.Fatalf("loadgen under prlimit: %v", err)
+	}
+	var r judged
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	has(t, r.Verdicts, verdict.NeverReached, "never reached it (check the listen backlog, open-files limits, ephemeral ports)")
+}
+
+// dropReplies is a client with a bug: it sends 100 echo messages and reads
+// only 50 of the replies before it hangs up. It prints what it counted.
+func dropReplies(url string) int {
+	c, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for i := range 100 {
+		if err := c.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, "message %d", i)); err != nil {
+			return 1
+		}
+	}
+	for range 50 {
+		if _, _, err := c.ReadMessage(); err != nil {
+			return 1
+		}
+	}
+	// The other 50 replies arrive, unread.
+	time.Sleep(200 * time.Millisecond)
+	_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(1000, ""), time.Now().Add(time.Second))
+	_ = c.Close()
+	fmt.Println(`{"sent":100,"received":50}`)
+	return 0
+}
+
+func TestWatchClientThatDropsReplies(t *testing.T) {
+	tg := lifecycletest.Start(t, "echo-gorilla", echo.NewGorilla, lifecycletest.Options{Admin: true})
+	t.Setenv("KG_DROPPER_URL", tg.URL())
+	vs := loadgen(t, "watch", "-admin", tg.AdminURL, "-client-attempts", "1", "-client-ok", "1", "-client-sent", "100", "-client-received", "50", "--", os.Args[0])
+	has(t, vs, verdict.RepliesLost, "the server sent 100 messages and the client counted 50: the other 50 were lost on the client side")
+}
+
+// need skips a test whose external tool is missing, except in CI, where
+// .ci/run has installed it.
+func need(t *testing.T, what, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing; .ci/run should have installed it (make deps)", what)
+	}
+	t.Skipf("%s is missing: run make deps", what)
+}
+
+// TestWatchTools: loadgen watch around the official JS client,
+// python-socketio's AsyncClient and k6 (Socket.IO over k6/ws); each tool's
+// own count goes to -client-ok, and the server must agree with it.
+func TestWatchTools(t *testing.T) {
+	gopath, _ := exec.Command("go", "env", "GOPATH").Output()
+	k6 := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "k6")
+	for _, c := range []struct {
+		name, what, path string
+		command          func(url string) []string
+		n, messages      int // connections, and messages each way (echo events and their acks)
+	}{
+		{"js", "socket.io-client (scripts/node_modules)", "../scripts/node_modules/socket.io-client/package.json",
+			func(url string) []string {
+				return []string{"node", "../scripts/clients/sio-connect.mjs", "--url", url, "--n", "30", "--transports", "websocket", "--echo"}
+			}, 30, 30},
+		{"python", "python-socketio (/usr/bin/python3)", "/usr/lib/python3/dist-packages/socketio/__init__.py",
+			func(url string) []string {
+				return []string{"/usr/bin/python3", "../scripts/clients/sio_connect.py", "--url", url, "--n", "20", "--transports", "websocket", "--echo"}
+			}, 20, 20},
+		{"k6", "k6 (make deps)", k6,
+			func(url string) []string {
+				return []string{k6, "run", "--quiet", "-e", "TARGET=" + url, "-e", "VUS=5", "-e", "ITERATIONS=10", "-e", "EMITS=2", "../scripts/k6/socketio.js"}
+			}, 10, 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			need(t, c.what, c.path)
+			tg := startSIO(t, socketio.Empty, nil)
+			args := append([]string{"watch", "-admin", tg.AdminURL, "-client-attempts", fmt.Sprint(c.n), "-client-ok", fmt.Sprint(c.n),
+				"-client-sent", fmt.Sprint(c.messages), "-client-received", fmt.Sprint(c.messages), "--"}, c.command("http://"+tg.Addr)...)
+			vs := loadgen(t, args...)
+			has(t, vs, verdict.Agree, fmt.Sprintf("client and server agree: %d of %d handshakes completed", c.n, c.n))
+			has(t, vs, verdict.Agree, fmt.Sprintf("the client sent %d, the server received %d; the server sent %d, the client counted %d", c.messages, c.messages, c.messages, c.messages))
+		})
+	}
+}

@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go test-docker docker bench-handshake bench-blocking bench-echo bench-conns bench-broadcast build clean \
+.PHONY: run-server list deps test lint test-go test-docker docker bench-handshake bench-blocking bench-echo bench-conns bench-broadcast experiment-handshake experiment-echo build clean \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
@@ -55,6 +55,14 @@ bench-conns: deps
 ## bench-broadcast: every broadcast variant at 1,000 and 10,000 subscribers, timed push and 10 senders (not a test)
 bench-broadcast:
 	go run ./scripts/bench/broadcast
+
+## experiment-handshake: the seed experiment: empty, async, blocking x N = 50..500 x loadgen, JS, python-socketio (not a test)
+experiment-handshake: deps
+	go run ./scripts/bench/experiment -out experiment-handshake.md
+
+## experiment-echo: every echo target and Node ws, sync and pipelined, C = 1 and 100, one run each (not a test)
+experiment-echo: deps
+	go run ./scripts/bench/echo -reps 1 -metrics-off=false
 
 ## bench-blocking: the blocking curve, measured against min(1, T / (N x delay)) (not a test)
 bench-blocking:

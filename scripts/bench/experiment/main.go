@@ -1,0 +1,239 @@
+// Command experiment is the seed experiment behind knowngood (make
+// experiment-handshake): N Socket.IO connects at once, each with a 15 s
+// deadline, against empty, async and blocking (a 50 ms connect on one
+// shared loop), measured with three clients side by side (loadgen, the
+// official JS socket.io-client, python-socketio's AsyncClient), with the
+// server's own count of each run beside them. It prints one Markdown table
+// (and writes it to -out) with the success rate, p50/p95/max, total time,
+// the server's completed handshakes, and the success that the blocking
+// contract predicts: min(1, T / (N x delay)).
+//
+//	go run ./scripts/bench/experiment [-n 50,100,200,500] [-clients loadgen,js,python] [-deadline 15s] [-out FILE]
+//
+// Run it from the repository root, after make deps. Everything listens on
+// 127.0.0.1; every run has a fresh server, and every process it starts is
+// stopped before it returns.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"knowngood/scripts/bench/internal/benchrun"
+	"knowngood/shared/protocol"
+)
+
+var (
+	allVariants = []string{"empty", "async", "blocking"}
+	allClients  = []string{"loadgen", "js", "python"}
+)
+
+// delay is the servers' -delay: the cost of one connect on async and
+// blocking.
+const delay = 50 * time.Millisecond
+
+type options struct {
+	ns       []int
+	variants []string
+	clients  []string
+	deadline time.Duration
+	out      string
+}
+
+func main() { benchrun.Main("experiment-handshake", parseFlags, run) }
+
+func parseFlags(args []string) (options, error) {
+	fs := flag.NewFlagSet("experiment-handshake", flag.ContinueOnError)
+	ns := fs.String("n", "50,100,200,500", "comma-separated `list` of connection counts")
+	variants := fs.String("variants", strings.Join(allVariants, ","), "comma-separated `list` of variants")
+	clients := fs.String("clients", strings.Join(allClients, ","), "comma-separated `list` of clients: loadgen, js, python")
+	deadline := fs.Duration("deadline", 15*time.Second, "each connect's deadline, on every client")
+	out := fs.String("out", "", "also write the table to `FILE`")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	o := options{deadline: *deadline, out: *out}
+	for s := range strings.SplitSeq(*ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return options{}, fmt.Errorf("invalid value %q for flag -n: want a comma-separated list of positive integers", *ns)
+		}
+		o.ns = append(o.ns, n)
+	}
+	var err error
+	if o.variants, err = pick("variants", *variants, allVariants); err != nil {
+		return options{}, err
+	}
+	if o.clients, err = pick("clients", *clients, allClients); err != nil {
+		return options{}, err
+	}
+	if o.deadline <= 0 {
+		return options{}, errors.New("invalid value for flag -deadline: want a positive duration")
+	}
+	return o, nil
+}
+
+func pick(name, list string, valid []string) ([]string, error) {
+	var out []string
+	for v := range strings.SplitSeq(list, ",") {
+		if v = strings.TrimSpace(v); !slices.Contains(valid, v) {
+			return nil, fmt.Errorf("invalid value %q for flag -%s: want a list of %s", list, name, strings.Join(valid, ", "))
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// result is what each client prints (loadgen's JSON and the scripts' share
+// these names).
+type result struct {
+	Attempts  int      `json:"attempts"`
+	Connected int      `json:"connected"`
+	P50ms     *float64 `json:"p50_ms"`
+	P95ms     *float64 `json:"p95_ms"`
+	MaxMs     *float64 `json:"max_ms"`
+	TotalMs   float64  `json:"total_ms"`
+}
+
+// row is one run: a client against a fresh server.
+type row struct {
+	variant, client string
+	n               int
+	res             *result
+	server          *protocol.Stats // the /stats difference over the run
+	err             error
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	bins, err := benchrun.Build(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer bins.Remove()
+	var rows []row
+	for _, v := range o.variants {
+		for _, n := range o.ns {
+			for _, c := range o.clients {
+				rows = append(rows, measure(ctx, stderr, o, bins, v, c, n))
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+			}
+		}
+	}
+	var table bytes.Buffer
+	writeTable(&table, o, rows)
+	_, _ = stdout.Write(table.Bytes())
+	if o.out != "" {
+		return os.WriteFile(o.out, table.Bytes(), 0o644)
+	}
+	return nil
+}
+
+// measure starts a fresh server (on blocking, the connects a short deadline
+// gave up on would still hold the loop after a run) and runs one client.
+func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Binaries, variant, client string, n int) row {
+	r := row{variant: variant, client: client, n: n}
+	fmt.Fprintf(stderr, "%s, N=%d, %s\n", variant, n, client)
+	args := []string{"-variant", variant, "-addr", benchrun.FreeAddr(), "-admin-addr", benchrun.FreeAddr(), "-log-format", "json", "-delay", delay.String()}
+	p, err := benchrun.Start(ctx, stderr, bins.Server, args, "knowngood "+variant)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer p.Stop()
+	url, admin := "http://"+p.Addr, "http://"+p.AdminAddr
+	before, err := getStats(ctx, admin)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	deadlineMs := strconv.FormatInt(o.deadline.Milliseconds(), 10)
+	var cmd []string
+	switch client {
+	case "loadgen":
+		cmd = []string{bins.Loadgen, "handshake", "-url", url, "-n", strconv.Itoa(n), "-deadline", o.deadline.String(), "-transport", "websocket", "-echo=false", "-admin", "", "-json", "-"}
+	case "js":
+		cmd = []string{"node", "scripts/clients/sio-connect.mjs", "--url", url, "--n", strconv.Itoa(n), "--transports", "websocket", "--deadline-ms", deadlineMs}
+	case "python":
+		cmd = []string{"/usr/bin/python3", "scripts/clients/sio_connect.py", "--url", url, "--n", strconv.Itoa(n), "--transports", "websocket", "--deadline-ms", deadlineMs}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*o.deadline+time.Minute)
+	defer cancel()
+	c := exec.CommandContext(cctx, cmd[0], cmd[1:]...)
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	if err := c.Run(); err != nil {
+		r.err = fmt.Errorf("%s: %v: %s", client, err, benchrun.LastLine(errOut.String()))
+		return r
+	}
+	var res result
+	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &res); err != nil {
+		r.err = fmt.Errorf("%s printed %q: %v", client, out.String(), err)
+		return r
+	}
+	r.res = &res
+	// The server's count, once the client's connections have gone.
+	time.Sleep(200 * time.Millisecond)
+	if after, err := getStats(ctx, admin); err == nil {
+		d := protocol.Diff(before, after)
+		r.server = &d
+	}
+	return r
+}
+
+func getStats(ctx context.Context, admin string) (protocol.Stats, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/stats", nil)
+	if err != nil {
+		return protocol.Stats{}, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return protocol.Stats{}, err
+	}
+	defer res.Body.Close()
+	return protocol.DecodeStats(res.Body)
+}
+
+func writeTable(w io.Writer, o options, rows []row) {
+	fmt.Fprintf(w, "\nN Socket.IO connects at once over WebSocket, deadline %s each, a fresh server per run, connect cost %s (async: on its own timer; blocking: on the one shared loop). Success is the client's count; server ok is the server's own.\n\n", o.deadline, delay)
+	fmt.Fprintln(w, "| variant | N | client | success % | predicted % | p50 ms | p95 ms | max ms | total s | server ok | server p99 ms |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		predicted := 100.0
+		if r.variant == "blocking" {
+			predicted = 100 * min(1, o.deadline.Seconds()/(float64(r.n)*delay.Seconds()))
+		}
+		if r.res == nil {
+			fmt.Fprintf(w, "| %s | %d | %s | error: %v | %.1f | | | | | | |\n", r.variant, r.n, r.client, r.err, predicted)
+			continue
+		}
+		ok, p99 := "-", "-"
+		if r.server != nil {
+			ok = strconv.FormatUint(r.server.Handshakes[protocol.ResultOK], 10)
+			p99 = strconv.FormatFloat(r.server.HandshakeLatency.P99*1000, 'f', 1, 64)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %.1f | %.1f | %s | %s | %s | %.2f | %s | %s |\n",
+			r.variant, r.n, r.client, 100*float64(r.res.Connected)/float64(max(r.res.Attempts, 1)), predicted,
+			ms(r.res.P50ms), ms(r.res.P95ms), ms(r.res.MaxMs), r.res.TotalMs/1000, ok, p99)
+	}
+}
+
+func ms(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 1, 64)
+}

@@ -16,6 +16,9 @@ func serverView(admin string, before, after statsclient.Snapshot) *ServerView {
 		},
 		ConnectionsActive: after.ConnectionsActive,
 		ResidentBytes:     after.ResidentBytes,
+		MessagesReceived:  d.MessagesReceived,
+		MessagesSent:      d.MessagesSent,
+		Disconnects:       d.Disconnects,
 	}
 	for k, n := range d.Handshakes {
 		v.Handshakes[k] = n

@@ -73,6 +73,11 @@ type ServerView struct {
 	// reported.
 	ResidentBytes     *float64 `json:"resident_bytes"`
 	ConnectionsActive int64    `json:"connections_active"`
+	// Events received and sent (acks included), and disconnects by
+	// reason, over the run.
+	MessagesReceived uint64            `json:"messages_received"`
+	MessagesSent     uint64            `json:"messages_sent"`
+	Disconnects      map[string]uint64 `json:"disconnects"`
 }
 
 // WriteJSON writes the report as one JSON object and a newline.
@@ -97,7 +102,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return fmt.Sprintf("rejected %d, failed %d, abandoned %d",
 				s.Handshakes[protocol.ResultRejected], s.Handshakes[protocol.ResultFailed], s.Handshakes[protocol.ResultAbandoned])
 		}))
-	t.Row("echoed", strconv.Itoa(r.Echoed), "")
+	t.Row("echoed", strconv.Itoa(r.Echoed),
+		t.Server(func(s *ServerView) string {
+			return fmt.Sprintf("%d events received, %d sent", s.MessagesReceived, s.MessagesSent)
+		}))
 	t.Row("p50", msString(r.P50ms), t.Server(func(s *ServerView) string { return msString(s.P50ms) }))
 	t.Row("p95", msString(r.P95ms), "")
 	t.Row("p99", msString(r.P99ms), t.Server(func(s *ServerView) string { return msString(s.P99ms) }))
@@ -108,6 +116,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		t.Server(func(s *ServerView) string { return floatString(s.CPUSeconds, 2) }))
 	if s != nil && s.ResidentBytes != nil {
 		t.Row("resident MiB", "", strconv.FormatFloat(*s.ResidentBytes/(1<<20), 'f', 1, 64))
+	}
+	if s != nil {
+		t.Row("disconnects", fmt.Sprintf("%d closed by the client", r.Connected), fmt.Sprint(s.Disconnects))
 	}
 	if err := t.Flush(); err != nil {
 		return err

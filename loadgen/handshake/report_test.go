@@ -20,6 +20,7 @@ func sampleReport() *Report {
 			Admin: "http://127.0.0.1:9100", Variant: "empty",
 			Handshakes: map[string]uint64{"ok": 497, "rejected": 0, "failed": 0, "abandoned": 3},
 			P50ms:      f(1.5), P99ms: f(9.25), CPUSeconds: f(0.31), ResidentBytes: f(50 << 20),
+			MessagesReceived: 496, MessagesSent: 496, Disconnects: map[string]uint64{"client namespace disconnect": 497},
 		},
 	}
 }
@@ -30,19 +31,20 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `handshake: 500 connections at once to http://127.0.0.1:8080, namespace /, transport websocket, deadline 15s (zishang520/socket.io-client-go v3.0.6)
-              client       server (empty, http://127.0.0.1:9100)
-attempts      500          
-connected     497 (99.4%)  ok 497
-failed        3            rejected 0, failed 0, abandoned 3
-echoed        496          
-p50           12.3ms       1.5ms
-p95           20.0ms       
-p99           25.5ms       9.2ms
-max           31.2ms       
-total         251ms        
-handshakes/s  1984         
-cpu seconds   0.42         0.31
-resident MiB               50.0
+              client                    server (empty, http://127.0.0.1:9100)
+attempts      500                       
+connected     497 (99.4%)               ok 497
+failed        3                         rejected 0, failed 0, abandoned 3
+echoed        496                       496 events received, 496 sent
+p50           12.3ms                    1.5ms
+p95           20.0ms                    
+p99           25.5ms                    9.2ms
+max           31.2ms                    
+total         251ms                     
+handshakes/s  1984                      
+cpu seconds   0.42                      0.31
+resident MiB                            50.0
+disconnects   497 closed by the client  map[client namespace disconnect:497]
 errors:
        2  deadline exceeded
        1  websocket: bad handshake

@@ -185,11 +185,18 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 		return r
 	}
 	r.res = &res
-	// The server's count, once the client's connections have gone.
-	time.Sleep(200 * time.Millisecond)
-	if after, err := getStats(ctx, admin); err == nil {
-		d := protocol.Diff(before, after)
-		r.server = &d
+	// The server's count, once the client's connections have gone (or
+	// after 5 s): its last handshakes and disconnects are counted then.
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		after, err := getStats(ctx, admin)
+		if err == nil && (after.ConnectionsActive <= before.ConnectionsActive || time.Now().After(end)) {
+			d := protocol.Diff(before, after)
+			r.server = &d
+			break
+		}
+		if err != nil && time.Now().After(end) {
+			break
+		}
 	}
 	return r
 }

@@ -15,6 +15,7 @@ import (
 type Table[V any] struct {
 	tw     *tabwriter.Writer
 	server *V
+	cap    *Capture // not nil: the rows go there, not to tw
 }
 
 // New writes the header row: "client", and serverHeader over the server
@@ -23,6 +24,11 @@ func New[V any](w io.Writer, server *V, serverHeader string) *Table[V] {
 	t := &Table[V]{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), server: server}
 	if server == nil {
 		serverHeader = ""
+	}
+	if c, ok := w.(*Capture); ok {
+		t.cap = c
+		c.Parts = append(c.Parts, Part{Columns: []string{"", "client", serverHeader}})
+		return t
 	}
 	fmt.Fprintf(t.tw, "\tclient\t%s\n", serverHeader)
 	return t
@@ -39,6 +45,11 @@ func Header(variant, admin string, pid int) string {
 
 // Row writes one figure.
 func (t *Table[V]) Row(name, client, server string) {
+	if t.cap != nil {
+		p := &t.cap.Parts[len(t.cap.Parts)-1]
+		p.Rows = append(p.Rows, []string{name, client, server})
+		return
+	}
 	fmt.Fprintf(t.tw, "%s\t%s\t%s\n", name, client, server)
 }
 
@@ -51,7 +62,36 @@ func (t *Table[V]) Server(f func(*V) string) string {
 }
 
 // Flush writes the aligned table out.
-func (t *Table[V]) Flush() error { return t.tw.Flush() }
+func (t *Table[V]) Flush() error {
+	if t.cap != nil {
+		return nil
+	}
+	return t.tw.Flush()
+}
+
+// Capture is a writer that keeps a report's table as rows and the text
+// around it as text, in order: a WriteTable into a Capture gives what an
+// HTML report shows, from the same code as the terminal's table.
+type Capture struct {
+	Parts []Part
+}
+
+// Part is either text or a table: its header and its rows, three cells
+// each (figure, client, server).
+type Part struct {
+	Text    string
+	Columns []string
+	Rows    [][]string
+}
+
+// Write appends p to the text that follows the last table.
+func (c *Capture) Write(p []byte) (int, error) {
+	if n := len(c.Parts); n == 0 || c.Parts[n-1].Columns != nil {
+		c.Parts = append(c.Parts, Part{})
+	}
+	c.Parts[len(c.Parts)-1].Text += string(p)
+	return len(p), nil
+}
 
 // WriteJSON writes v, a report, as one JSON object and a newline.
 func WriteJSON(w io.Writer, v any) error {

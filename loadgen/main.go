@@ -14,8 +14,9 @@
 // broadcast measures fan-out latency and loss on targets that speak the
 // websocket-shootout protocol (loadgen/broadcast); watch runs any other
 // load tool and reconciles what it says with what the target saw
-// (loadgen/watch). Each
-// prints a table, and with -json one JSON object; the server's own view
+// (loadgen/watch). Each prints a table; -json writes the report as one JSON
+// object, and the scenarios' -csv and -html their per-second samples as
+// CSV and a self-contained HTML page with charts. The server's own view
 // comes from its /stats. Exit status: 0 when the run took place (the
 // report tells how it went), 1 when it could not, 2 for bad flags, 130 when
 // interrupted (after printing the partial report).
@@ -35,16 +36,17 @@ import (
 	"knowngood/loadgen/conns"
 	"knowngood/loadgen/echo"
 	"knowngood/loadgen/handshake"
+	"knowngood/loadgen/htmlreport"
 	"knowngood/loadgen/watch"
 )
 
 // scenarios is every subcommand.
 var scenarios = []scenario{
-	newScenario("handshake", handshake.ParseFlags, handshake.Usage, handshake.Run, func(c handshake.Config) string { return c.JSON }),
-	newScenario("echo", echo.ParseFlags, echo.Usage, echo.Run, func(c echo.Config) string { return c.JSON }),
-	newScenario("conns", conns.ParseFlags, conns.Usage, conns.Run, func(c conns.Config) string { return c.JSON }),
-	newScenario("broadcast", broadcast.ParseFlags, broadcast.Usage, broadcast.Run, func(c broadcast.Config) string { return c.JSON }),
-	newScenario("watch", watch.ParseFlags, watch.Usage, watch.Run, func(c watch.Config) string { return c.JSON }),
+	newScenario("handshake", handshake.ParseFlags, handshake.Usage, handshake.Run, func(c handshake.Config) files { return files{c.JSON, c.CSV, c.HTML} }),
+	newScenario("echo", echo.ParseFlags, echo.Usage, echo.Run, func(c echo.Config) files { return files{c.JSON, c.CSV, c.HTML} }),
+	newScenario("conns", conns.ParseFlags, conns.Usage, conns.Run, func(c conns.Config) files { return files{c.JSON, c.CSV, c.HTML} }),
+	newScenario("broadcast", broadcast.ParseFlags, broadcast.Usage, broadcast.Run, func(c broadcast.Config) files { return files{c.JSON, c.CSV, c.HTML} }),
+	newScenario("watch", watch.ParseFlags, watch.Usage, watch.Run, func(c watch.Config) files { return files{json: c.JSON} }),
 }
 
 const usage = "usage: loadgen handshake|echo|conns|broadcast|watch [flags] (loadgen SCENARIO -h lists them)"
@@ -80,8 +82,18 @@ type report interface {
 	WriteJSON(io.Writer) error
 }
 
+// charted is a report with per-second samples and charts, for -csv and
+// -html: every scenario's but watch's (the tool it runs keeps its own).
+type charted interface {
+	WriteCSV(io.Writer) error         // the per-second samples
+	HTMLRun() (htmlreport.Run, error) // the run, for the -html page
+}
+
+// files are the report's files: -json, -csv and -html.
+type files struct{ json, csv, html string }
+
 func newScenario[C any, R report](name string, parse func([]string) (C, error), usage func(io.Writer),
-	runScenario func(context.Context, C, io.Writer) (R, error), jsonPath func(C) string) scenario {
+	runScenario func(context.Context, C, io.Writer) (R, error), filesOf func(C) files) scenario {
 	return scenario{name: name, main: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg, err := parse(args)
 		if errors.Is(err, flag.ErrHelp) {
@@ -94,7 +106,7 @@ func newScenario[C any, R report](name string, parse func([]string) (C, error), 
 		}
 		rep, err := runScenario(ctx, cfg, stderr)
 		if err == nil {
-			err = write(jsonPath(cfg), rep, stdout, stderr)
+			err = write(filesOf(cfg), name, rep, stdout, stderr)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "loadgen %s: %v\n", name, err)
@@ -110,26 +122,56 @@ func newScenario[C any, R report](name string, parse func([]string) (C, error), 
 	}}
 }
 
-// write prints the table, and the JSON object when asked; with -json - the
+// write prints the table, and writes the files asked for; with -json - the
 // JSON goes to stdout and the table to stderr.
-func write(jsonPath string, rep report, stdout, stderr io.Writer) error {
-	switch jsonPath {
-	case "":
-		return rep.WriteTable(stdout)
-	case "-":
-		if err := rep.WriteTable(stderr); err != nil {
-			return err
-		}
-		return rep.WriteJSON(stdout)
+func write(f files, name string, rep report, stdout, stderr io.Writer) error {
+	// The table first: a file that cannot be written loses nothing else.
+	table := stdout
+	if f.json == "-" {
+		table = stderr
 	}
-	if err := rep.WriteTable(stdout); err != nil {
+	if err := rep.WriteTable(table); err != nil {
 		return err
 	}
-	f, err := os.Create(jsonPath)
+	switch f.json {
+	case "":
+	case "-":
+		if err := rep.WriteJSON(stdout); err != nil {
+			return err
+		}
+	default:
+		if err := writeFile(f.json, rep.WriteJSON); err != nil {
+			return err
+		}
+	}
+	c, ok := rep.(charted)
+	if !ok {
+		return nil
+	}
+	if f.csv != "" {
+		if err := writeFile(f.csv, c.WriteCSV); err != nil {
+			return err
+		}
+	}
+	if f.html != "" {
+		run, err := c.HTMLRun()
+		if err != nil {
+			return err
+		}
+		return writeFile(f.html, func(w io.Writer) error {
+			return htmlreport.WriteHTML(w, "loadgen "+name, []htmlreport.Run{run})
+		})
+	}
+	return nil
+}
+
+// writeFile creates path and writes it with fn.
+func writeFile(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := rep.WriteJSON(f); err != nil {
+	if err := fn(f); err != nil {
 		f.Close()
 		return err
 	}

@@ -56,6 +56,8 @@ type Config struct {
 	Timeout     time.Duration // bounds each dial, and the wait for the last messages after the window
 	Admin       string
 	JSON        string
+	CSV         string // the per-second samples
+	HTML        string // the report as an HTML page
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
@@ -99,6 +101,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last messages after the window")
 	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
+	flagset.Files(fs, &cfg.CSV, &cfg.HTML)
 	return fs
 }
 

@@ -10,11 +10,13 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"knowngood/loadgen/htmlreport"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
+	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
 )
 
@@ -51,6 +53,12 @@ type Report struct {
 	// Latency from the send time in the message to its arrival, over every
 	// delivery of the window (one histogram, not an average of averages).
 	Latency *protocol.Latency `json:"latency"`
+	// Distribution is the same latency's histogram, on a 1-2-5 scale.
+	Distribution []protocol.Bucket `json:"latency_distribution"`
+	// Samples: every second of the window, by the second the messages
+	// were sent in: their deliveries (count), latency, and the
+	// connections dropped in that second (errors).
+	Samples []timeline.Sample `json:"samples"`
 	// ResultRTT: broadcast to broadcastResult, at the sender.
 	ResultRTT          *protocol.Latency `json:"result_rtt"`
 	Results            int64             `json:"results"`
@@ -141,6 +149,26 @@ func latencyOf(h *hdrhistogram.Histogram) *protocol.Latency {
 
 // WriteJSON writes the report as one JSON object and a newline.
 func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
+
+// WriteCSV writes the samples, one row a second.
+func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
+
+// HTMLRun is the run for an HTML report, with the deliveries the client
+// counted against the messages the server says it sent.
+func (r *Report) HTMLRun() (htmlreport.Run, error) {
+	run := htmlreport.Run{
+		Name:    fmt.Sprintf("%d subscribers on %s, %s", r.Subscribers, r.URL, r.Mode),
+		Samples: r.Samples, Unit: "deliveries", Distribution: r.Distribution,
+	}
+	var sent *float64
+	if s := r.Server; s != nil {
+		sent = new(float64(s.MessagesSent))
+	}
+	run.Counts = []htmlreport.Count{{Name: "deliveries received (server: messages sent)", Client: float64(r.Received), Server: sent}}
+	var err error
+	run.Report, err = htmlreport.Sections(r.WriteTable)
+	return run, err
+}
 
 // WriteTable writes the report as a table, the server's figures beside the
 // client's.

@@ -17,10 +17,12 @@ import (
 	"github.com/gorilla/websocket"
 
 	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/progress"
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
+	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
 )
 
@@ -67,7 +69,8 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, u: u, errs: &tally.Errors{}, lat: newShardedHist(), rtt: newShardedHist()}
+	r := &run{cfg: cfg, u: u, errs: &tally.Errors{}, rtt: newShardedHist(nil)}
+	r.lat = newShardedHist(&r.timeline)
 	return r.run(ctx, notes), nil
 }
 
@@ -77,6 +80,9 @@ type run struct {
 	errs *tally.Errors
 	lat  *shardedHist // receive latency: broadcasts and pushes in the window
 	rtt  *shardedHist // broadcastResult round trips
+	// timeline samples the window's deliveries by the second they were
+	// sent in; set when the window starts.
+	timeline atomic.Pointer[timeline.Timeline]
 
 	members []*member // index < cfg.Senders: the senders
 
@@ -119,7 +125,9 @@ func (r *run) run(ctx context.Context, notes io.Writer) *Report {
 	tracks := max(cfg.Senders, 1)
 	start := time.Now()
 	pool := &target.BufferPool{}
+	bar := progress.Count(notes, total, "connecting")
 	rep.Batches = target.Ramp(ctx, total, cfg.Batch, cfg.Sources, r.errs, func(ctx context.Context, i int, src netip.Addr) error {
+		defer bar.Add(1)
 		c, err := target.DialWebSocket(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096, WriteBuffer: 1024, WriteBufferPool: pool})
 		if err != nil {
 			return err
@@ -136,6 +144,7 @@ func (r *run) run(ctx context.Context, notes io.Writer) *Report {
 	})
 	rep.ConnectSeconds = time.Since(start).Seconds()
 	r.awaitJoins(ctx)
+	bar.Done()
 	for _, m := range r.members {
 		if m != nil {
 			rep.Connected++
@@ -151,7 +160,10 @@ func (r *run) run(ctx context.Context, notes io.Writer) *Report {
 	}
 	before := sample(ctx, stats)
 	cpu0 := proc.SelfCPUSeconds()
-	r.windowStart.Store(time.Now().UnixNano())
+	windowStart := time.Now()
+	r.timeline.Store(timeline.New(time.Unix(0, windowStart.UnixNano()))) // the send times in the messages are wall clock
+	r.windowStart.Store(windowStart.UnixNano())
+	bar = progress.Timed(notes, cfg.Duration, "window")
 	var senders sync.WaitGroup
 	if !cfg.Push {
 		for i := range cfg.Senders {
@@ -166,6 +178,7 @@ func (r *run) run(ctx context.Context, notes io.Writer) *Report {
 		rep.Interrupted = true
 	}
 	r.windowEnd.Store(time.Now().UnixNano())
+	bar.Done()
 	senders.Wait()
 	rep.WindowSeconds = float64(r.windowEnd.Load()-r.windowStart.Load()) / 1e9
 	r.awaitDeliveries(ctx)
@@ -278,6 +291,9 @@ func (r *run) read(m *member) {
 		if err != nil {
 			if !r.closing.Load() {
 				r.errs.Add(kindDropped, 1, err)
+				if tl := r.timeline.Load(); tl != nil {
+					tl.Error(time.Now())
+				}
 			}
 			return
 		}
@@ -298,12 +314,12 @@ func (r *run) read(m *member) {
 				r.errs.Add(kindUnknown, 1, fmt.Errorf("a broadcast loadgen did not send: %.80q", buf))
 				continue
 			}
-			r.lat.record(m.shard, now-p.T)
+			r.lat.record(m.shard, p.T, now)
 			m.track(p.S, p.N)
 		case protocol.TypeBroadcastResult:
 			var p sent
 			if json.Unmarshal(msg.Payload, &p) == nil {
-				r.rtt.record(m.shard, now-p.T)
+				r.rtt.record(m.shard, p.T, now)
 			}
 			r.results.Add(1)
 			if int64(msg.ListenerCount) != r.listeners.Load() {
@@ -325,7 +341,7 @@ func (r *run) push(m *member, msg protocol.BroadcastMessage, now int64) {
 	if start == 0 || msg.SentAt < start || end != 0 && msg.SentAt >= end {
 		return
 	}
-	r.lat.record(m.shard, now-msg.SentAt)
+	r.lat.record(m.shard, msg.SentAt, now)
 	seen(&r.pushLo, msg.Seq, func(old, v uint64) bool { return old == 0 || v < old })
 	seen(&r.pushHi, msg.Seq, func(old, v uint64) bool { return v > old })
 	m.mu.Lock()
@@ -423,8 +439,15 @@ func (r *run) fill(rep *Report) {
 	rep.Results = r.results.Load()
 	rep.ListenerMismatches = r.mismatches.Load()
 	rep.ListenerCount = r.listeners.Load()
-	rep.Latency = latencyOf(r.lat.merged())
+	lat := r.lat.merged()
+	rep.Latency = latencyOf(lat)
+	rep.Distribution = timeline.Distribution(lat)
 	rep.ResultRTT = latencyOf(r.rtt.merged())
+	if tl := r.timeline.Load(); tl != nil {
+		// The window's timer ends it a little after Duration: that is
+		// not a second of its own.
+		rep.Samples = tl.Samples(min(time.Duration(rep.WindowSeconds*float64(time.Second)), r.cfg.Duration))
+	}
 }
 
 // closeAll closes every connection with 1000, closeParallel at a time, and
@@ -469,32 +492,50 @@ func readAll(rd io.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
-// shardedHist is a latency histogram that many readers record into.
+// shardedHist is a latency histogram that many readers record into; with a
+// timeline, each shard samples the seconds too, under the same lock.
 type shardedHist struct {
-	mu [shards]sync.Mutex
-	h  [shards]*hdrhistogram.Histogram
+	mu       [shards]sync.Mutex
+	h        [shards]*hdrhistogram.Histogram
+	timeline *atomic.Pointer[timeline.Timeline] // nil: no seconds
+	seconds  [shards]*timeline.Local            // made once the timeline is set
 }
 
-func newShardedHist() *shardedHist {
-	s := &shardedHist{}
+func newShardedHist(tl *atomic.Pointer[timeline.Timeline]) *shardedHist {
+	s := &shardedHist{timeline: tl}
 	for i := range s.h {
 		s.h[i] = protocol.NewHistogram()
 	}
 	return s
 }
 
-// record adds a latency in nanoseconds to shard i.
-func (s *shardedHist) record(i int, ns int64) {
+// record adds to shard i the latency of a message sent and received at
+// the given unix nanoseconds.
+func (s *shardedHist) record(i int, sent, received int64) {
+	us := max((received-sent)/1000, 1) // out of range is dropped
 	s.mu[i].Lock()
-	_ = s.h[i].RecordValue(max(ns/1000, 1)) // microseconds; out of range is dropped
-	s.mu[i].Unlock()
+	defer s.mu[i].Unlock()
+	_ = s.h[i].RecordValue(us)
+	if s.seconds[i] == nil && s.timeline != nil {
+		if tl := s.timeline.Load(); tl != nil {
+			s.seconds[i] = tl.Local()
+		}
+	}
+	if s.seconds[i] != nil {
+		s.seconds[i].Record(time.Unix(0, sent), us)
+	}
 }
 
+// merged is every shard's histogram in one; it hands the shards' seconds
+// to the timeline.
 func (s *shardedHist) merged() *hdrhistogram.Histogram {
 	out := protocol.NewHistogram()
 	for i := range s.h {
 		s.mu[i].Lock()
 		out.Merge(s.h[i])
+		if s.seconds[i] != nil {
+			s.seconds[i].Flush()
+		}
 		s.mu[i].Unlock()
 	}
 	return out

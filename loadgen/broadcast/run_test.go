@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"knowngood/loadgen/broadcast"
+	"knowngood/loadgen/timeline"
 	servers "knowngood/servers/broadcast"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle/lifecycletest"
@@ -56,6 +57,11 @@ func TestBroadcastMode(t *testing.T) {
 	}
 	if rep.Latency == nil || rep.Latency.Count != rep.Received || rep.ResultRTT == nil {
 		t.Errorf("latency %+v over %d deliveries; result rtt %+v", rep.Latency, rep.Received, rep.ResultRTT)
+	}
+	// 1 s: one second (two when a send raced the window's end), every
+	// delivery in it by its send time.
+	if n, errs := timeline.Total(rep.Samples); len(rep.Samples) < 1 || len(rep.Samples) > 2 || n != int64(rep.Received) || errs != 0 || len(rep.Distribution) == 0 {
+		t.Errorf("samples %+v (%d deliveries, %d errors), want %d; distribution %v", rep.Samples, n, errs, rep.Received, rep.Distribution)
 	}
 	s := rep.Server
 	if s == nil || s.Variant != "broadcast-gorilla" || s.MessagesReceived != rep.Sent || s.MessagesSent < rep.Received+uint64(rep.Results) || s.Dropped != 0 {

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"knowngood/loadgen/htmlreport"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
+	"knowngood/loadgen/timeline"
 )
 
 // Report is the result of a run: the table and the JSON object carry the
@@ -38,6 +40,11 @@ type Report struct {
 	// to the last one's end; Batches has each batch's.
 	EstablishSeconds float64 `json:"establish_seconds"`
 	Batches          []Batch `json:"batches"`
+	// Samples: every second of the connect phase, from the first dial:
+	// the connections established in it (count), the dials that failed in
+	// it (errors), and how long the established ones took to dial and
+	// upgrade.
+	Samples []timeline.Sample `json:"samples"`
 	// Errors: the failed connections by kind, and the dropped ones.
 	Errors map[string]tally.Count `json:"errors"`
 	// ClientCPUSeconds is this process's CPU time from the first dial to
@@ -95,6 +102,35 @@ func (r *Report) KiBPerConnection() *float64 {
 
 // WriteJSON writes the report as one JSON object and a newline.
 func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
+
+// WriteCSV writes the samples, one row a second.
+func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
+
+// HTMLRun is the run for an HTML report: the connections established of
+// -n as its success rate, and the client's counts against the server's.
+func (r *Report) HTMLRun() (htmlreport.Run, error) {
+	run := htmlreport.Run{
+		Name:        fmt.Sprintf("%d idle connections to %s in batches of %d", r.N, r.URL, r.Batch),
+		Concurrency: r.N, Attempts: r.N, Succeeded: r.Established,
+		Samples: r.Samples, Unit: "connections established",
+	}
+	var opened, active *float64
+	if s := r.Server; s != nil {
+		if s.ConnectionsOpened != nil {
+			opened = new(float64(*s.ConnectionsOpened))
+		}
+		if s.ConnectionsActive != nil {
+			active = new(float64(*s.ConnectionsActive))
+		}
+	}
+	run.Counts = []htmlreport.Count{
+		{Name: "established (server: opened)", Client: float64(r.Established), Server: opened},
+		{Name: "held (server: active)", Client: float64(r.Held), Server: active},
+	}
+	var err error
+	run.Report, err = htmlreport.Sections(r.WriteTable)
+	return run, err
+}
 
 // WriteTable writes the report as a table: the client's figures, and the
 // server's next to them when there are any.

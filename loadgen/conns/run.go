@@ -14,10 +14,12 @@ import (
 	"github.com/gorilla/websocket"
 
 	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/progress"
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
+	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
 )
 
@@ -129,11 +131,18 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	}
 
 	start := time.Now()
+	tl := timeline.New(start)
+	bar := progress.Count(notes, cfg.N, "connecting")
 	rep.Batches = target.Ramp(ctx, cfg.N, cfg.Batch, cfg.Sources, errs, func(ctx context.Context, _ int, src netip.Addr) error {
+		defer bar.Add(1)
+		t0 := time.Now()
 		h, err := dial(ctx, src)
+		t1 := time.Now()
 		if err != nil {
+			tl.Error(t1)
 			return err
 		}
+		tl.Record(t1, t1.Sub(t0))
 		alive.Add(1)
 		mu.Lock()
 		conns = append(conns, h)
@@ -147,17 +156,21 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		})
 		return nil
 	})
+	bar.Done()
 	rep.EstablishSeconds = time.Since(start).Seconds()
+	rep.Samples = tl.Samples(time.Since(start))
 	rep.Established = len(conns)
 	rep.Failed = cfg.N - rep.Established
 	fmt.Fprintf(notes, "loadgen: %d connections established in %.2fs; holding them %s\n", rep.Established, rep.EstablishSeconds, cfg.Hold)
 
+	bar = progress.Timed(notes, cfg.Hold, "holding")
 	hold := time.NewTimer(cfg.Hold)
 	select {
 	case <-hold.C:
 	case <-ctx.Done():
 		hold.Stop()
 	}
+	bar.Done()
 	// Held counts the connections alive when the target's memory is read.
 	rep.Held = int(alive.Load())
 	after := takeSample(ctx, stats, cfg.PID)

@@ -18,6 +18,7 @@ import (
 	"knowngood/loadgen/internal/echotest"
 	"knowngood/loadgen/internal/proc"
 	"knowngood/loadgen/internal/target"
+	"knowngood/loadgen/timeline"
 )
 
 func TestMain(m *testing.M) {
@@ -55,6 +56,9 @@ func TestRun(t *testing.T) {
 			}
 			if rep.Established != 20 || rep.Held != 20 || rep.Failed != 0 || rep.Dropped != 0 || len(rep.Errors) != 0 {
 				t.Errorf("established %d, held %d, failed %d, dropped %d, errors %v", rep.Established, rep.Held, rep.Failed, rep.Dropped, rep.Errors)
+			}
+			if n, errs := timeline.Total(rep.Samples); n != 20 || errs != 0 || len(rep.Samples) == 0 {
+				t.Errorf("samples %+v: %d established, %d errors", rep.Samples, n, errs)
 			}
 			if len(rep.Batches) != 3 || rep.Batches[0].Connections != 8 || rep.Batches[2].Connections != 4 || rep.Batches[2].Established != 4 || rep.EstablishSeconds <= 0 {
 				t.Errorf("batches %+v, establish %vs", rep.Batches, rep.EstablishSeconds)

@@ -73,6 +73,8 @@ type Config struct {
 	Admin    string        // base URL of the target's admin listener; "" for none
 	PID      int           // the target's process id, for its CPU from /proc; 0 for none
 	JSON     string        // write the report as JSON to this file; "-" is stdout
+	CSV      string        // write the per-second samples as CSV to this file
+	HTML     string        // write the report as an HTML page to this file
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
@@ -125,6 +127,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 		return nil
 	})
 	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
+	flagset.Files(fs, &cfg.CSV, &cfg.HTML)
 	return fs
 }
 

@@ -9,10 +9,12 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"knowngood/loadgen/htmlreport"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
+	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
 )
 
@@ -62,6 +64,15 @@ type Report struct {
 	SendLateP50ms *float64 `json:"send_late_p50_ms,omitempty"`
 	SendLateP99ms *float64 `json:"send_late_p99_ms,omitempty"`
 	SendLateMaxMs *float64 `json:"send_late_max_ms,omitempty"`
+
+	// Samples: every second of the window, by the second the messages
+	// were sent (due) in: how many of them were echoed back (count, which
+	// adds up to Messages), their latency, and the errors (connections
+	// ended, mismatched echoes) that came in that second.
+	Samples []timeline.Sample `json:"samples"`
+	// Distribution is the latency histogram of the window, on a 1-2-5
+	// scale.
+	Distribution []protocol.Bucket `json:"latency_distribution"`
 
 	// ClientCPUSeconds is this process's user+system CPU time over the
 	// window (getrusage).
@@ -116,6 +127,7 @@ func newReport(cfg Config) *Report {
 // setLatency fills in the percentiles of lat, and of late when it has any.
 func (r *Report) setLatency(lat, late *hdrhistogram.Histogram) {
 	ms := func(us int64) *float64 { v := float64(us) / 1000; return &v }
+	r.Distribution = timeline.Distribution(lat)
 	if lat.TotalCount() > 0 {
 		r.P50ms, r.P90ms, r.P99ms = ms(lat.ValueAtPercentile(50)), ms(lat.ValueAtPercentile(90)), ms(lat.ValueAtPercentile(99))
 		r.P999ms, r.MaxMs = ms(lat.ValueAtPercentile(99.9)), ms(lat.Max())
@@ -170,6 +182,26 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 
 // WriteJSON writes the report as one JSON object and a newline.
 func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
+
+// WriteCSV writes the samples, one row a second.
+func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
+
+// HTMLRun is the run for an HTML report, with the messages the client had
+// echoed against those the server says it echoed.
+func (r *Report) HTMLRun() (htmlreport.Run, error) {
+	run := htmlreport.Run{
+		Name:    fmt.Sprintf("%d connections to %s, %d-byte messages, %s", r.Conns, r.URL, r.Size, r.Mode),
+		Samples: r.Samples, Unit: "echoes", Distribution: r.Distribution,
+	}
+	var echoed *float64
+	if s := r.Server; s != nil && s.MessagesSent != nil {
+		echoed = new(float64(*s.MessagesSent))
+	}
+	run.Counts = []htmlreport.Count{{Name: "echoes received (server: messages sent)", Client: float64(r.Messages), Server: echoed}}
+	var err error
+	run.Report, err = htmlreport.Sections(r.WriteTable)
+	return run, err
+}
 
 // WriteTable writes the report as a table: the client's figures, and the
 // server's next to them when there are any.

@@ -14,9 +14,11 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/progress"
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/verdict"
+	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
 )
 
@@ -96,7 +98,9 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 			first = &s
 		}
 	}
-	conns := dialAll(ctx, cfg, dial, errs)
+	bar := progress.Count(notes, cfg.Conns, "connecting")
+	conns := dialAll(ctx, cfg, dial, errs, bar)
+	bar.Done()
 	rep.Connected = len(conns)
 	if len(conns) == 0 {
 		rep.Errors = errs.Map()
@@ -108,10 +112,12 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 	win := window{start: start, from: start.Add(cfg.Warmup), to: start.Add(cfg.Warmup + cfg.Duration), stop: stop}
 	var closing atomic.Bool // set once the connections are being closed: their errors are ours
 	pl := newPayload(cfg.Size)
+	tl := timeline.New(win.from)
 	workers := make([]*worker, len(conns))
 	var wg sync.WaitGroup
 	for i, c := range conns {
-		w := &worker{id: i, conn: c, pl: pl, errs: errs, closing: &closing, lat: protocol.NewHistogram(), late: protocol.NewHistogram()}
+		w := &worker{id: i, conn: c, pl: pl, errs: errs, closing: &closing, lat: protocol.NewHistogram(), late: protocol.NewHistogram(),
+			tl: tl, seconds: tl.Local()}
 		workers[i] = w
 		switch cfg.Mode {
 		case Sync:
@@ -127,6 +133,7 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 		}
 	}
 
+	bar = progress.Timed(notes, cfg.Warmup+cfg.Duration, "warmup and window")
 	var before, after sample
 	interrupted := !sleepUntil(ctx, win.from)
 	if !interrupted {
@@ -138,6 +145,7 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 		after = takeSample(ctx, stats, cfg.PID)
 	}
 	close(stop)
+	bar.Done()
 
 	// The last echoes: wait for them up to cfg.Timeout, then close the
 	// connections, which ends every call still blocked.
@@ -159,6 +167,7 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 	}
 	lat, late := protocol.NewHistogram(), protocol.NewHistogram()
 	for _, w := range workers {
+		w.seconds.Flush()
 		lat.Merge(w.lat)
 		late.Merge(w.late)
 		rep.Messages += w.measured
@@ -178,6 +187,7 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 		rep.MessagesPerSecond = float64(rep.Messages) / rep.WindowSeconds
 	}
 	rep.setLatency(lat, late)
+	rep.Samples = tl.Samples(time.Duration(rep.WindowSeconds * float64(time.Second)))
 	if !interrupted {
 		rep.ClientCPUSeconds = after.clientCPU - before.clientCPU
 		rep.Server, rep.ServerError = serverView(cfg, before, after)
@@ -243,15 +253,15 @@ func takeSample(ctx context.Context, stats *statsclient.Client, pid int) sample 
 }
 
 // dialAll opens the connections, dialParallel at a time; failures are
-// counted in errs.
-func dialAll(ctx context.Context, cfg Config, dial dialFunc, errs *tally.Errors) []msgConn {
+// counted in errs, and every dial on bar.
+func dialAll(ctx context.Context, cfg Config, dial dialFunc, errs *tally.Errors, bar *progress.Bar) []msgConn {
 	conns := make([]msgConn, cfg.Conns)
 	sem := make(chan struct{}, dialParallel)
 	var wg sync.WaitGroup
 	for i := range conns {
 		sem <- struct{}{}
 		wg.Go(func() {
-			defer func() { <-sem }()
+			defer func() { <-sem; bar.Add(1) }()
 			dctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 			defer cancel()
 			c, err := dial(dctx)
@@ -305,6 +315,10 @@ type worker struct {
 	// late (rate mode, the sender's): how long after its due time each
 	// window message was written; the client's own share of the latency.
 	late *hdrhistogram.Histogram
+	// seconds (the receiver's) samples the window's echoes by the second
+	// they were sent in; the errors go to tl.
+	seconds *timeline.Local
+	tl      *timeline.Timeline
 }
 
 // fail counts the error that ended the connection, unless the run was
@@ -312,6 +326,7 @@ type worker struct {
 func (w *worker) fail(kind string, err error) {
 	if !w.closing.Load() {
 		w.errs.Add(kind, 1, fmt.Errorf("connection %d: %w", w.id, err))
+		w.tl.Error(time.Now())
 	}
 }
 
@@ -330,13 +345,16 @@ func (w *worker) receive(in []byte, seq uint64, t time.Time, win window) bool {
 	}
 	if err != nil {
 		w.errs.Add(kindMismatch, 1, fmt.Errorf("connection %d, message %d: %w", w.id, seq, err))
+		w.tl.Error(now)
 		return true
 	}
 	if win.measured(t) {
 		w.measured++
 		// Beyond the histogram's 10 minutes is out of range, and
 		// impossible within -timeout.
-		_ = w.lat.RecordValue(max(1, now.Sub(t).Microseconds()))
+		us := max(1, now.Sub(t).Microseconds())
+		_ = w.lat.RecordValue(us)
+		w.seconds.Record(t, us)
 	}
 	return true
 }

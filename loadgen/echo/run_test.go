@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"knowngood/loadgen/internal/echotest"
+	"knowngood/loadgen/timeline"
 )
 
 func TestMain(m *testing.M) {
@@ -62,6 +63,10 @@ func TestModes(t *testing.T) {
 					}
 					if rep.ClientCPUSeconds <= 0 || rep.Server != nil {
 						t.Errorf("size %d: client cpu %v, server %v", size, rep.ClientCPUSeconds, rep.Server)
+					}
+					// 0.4 s: one second, partly; every echo of the window in it.
+					if n, errs := timeline.Total(rep.Samples); len(rep.Samples) != 1 || n != rep.Messages || errs != 0 || len(rep.Distribution) == 0 {
+						t.Errorf("size %d: samples %+v (%d echoes, %d errors), want %d echoes; distribution %v", size, rep.Samples, n, errs, rep.Messages, rep.Distribution)
 					}
 					if (mode == Rate) != (rep.SendLateP50ms != nil) {
 						t.Errorf("size %d: send lateness %v in mode %s", size, rep.SendLateP50ms, mode)

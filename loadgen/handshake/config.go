@@ -35,6 +35,8 @@ type Config struct {
 	Namespace string        // Socket.IO namespace
 	Echo      bool          // emit `echo` once on every connected socket
 	JSON      string        // write the report as JSON to this file; "-" is stdout
+	CSV       string        // write the per-second samples as CSV to this file
+	HTML      string        // write the report as an HTML page to this file
 	Admin     string        // base URL of the server's admin listener; "" for none
 }
 
@@ -76,6 +78,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.Namespace, "namespace", "/", "Socket.IO `NAMESPACE`")
 	fs.BoolVar(&cfg.Echo, "echo", true, "after connecting, emit \"echo\" once on every socket and wait for its ack")
 	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
+	flagset.Files(fs, &cfg.CSV, &cfg.HTML)
 	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	return fs
 }

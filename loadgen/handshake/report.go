@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	"knowngood/loadgen/htmlreport"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/verdict"
+	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
 )
 
@@ -48,6 +50,12 @@ type Report struct {
 	// ClientCPUSeconds is this process's user+system CPU time over the
 	// connect, echo and close phases (getrusage).
 	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+	// Samples: every second of the connect phase, from the start of all
+	// connections: the handshakes completed in it (count), the connections
+	// that failed in it (errors), the latency of those completed.
+	Samples []timeline.Sample `json:"samples"`
+	// Distribution is the handshake latency histogram, on a 1-2-5 scale.
+	Distribution []protocol.Bucket `json:"latency_distribution"`
 
 	// Server is the server's own view of the run (its /stats after minus
 	// before); nil without an admin listener, and ServerError says why.
@@ -82,6 +90,32 @@ type ServerView struct {
 
 // WriteJSON writes the report as one JSON object and a newline.
 func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
+
+// WriteCSV writes the samples, one row a second.
+func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
+
+// HTMLRun is the run for an HTML report: one point of success rate against
+// concurrency, and the client's counts against the server's.
+func (r *Report) HTMLRun() (htmlreport.Run, error) {
+	run := htmlreport.Run{
+		Name:        fmt.Sprintf("%d connections at once to %s (%s)", r.Attempts, r.URL, r.Transport),
+		Concurrency: r.Attempts, Attempts: r.Attempts, Succeeded: r.Connected,
+		Samples: r.Samples, Unit: "handshakes", Distribution: r.Distribution,
+	}
+	var okServer, failedServer *float64
+	if s := r.Server; s != nil {
+		ok := float64(s.Handshakes[protocol.ResultOK])
+		failed := float64(s.Handshakes[protocol.ResultRejected] + s.Handshakes[protocol.ResultFailed] + s.Handshakes[protocol.ResultAbandoned])
+		okServer, failedServer = &ok, &failed
+	}
+	run.Counts = []htmlreport.Count{
+		{Name: "connected (server: ok)", Client: float64(r.Connected), Server: okServer},
+		{Name: "failed (server: rejected, failed, abandoned)", Client: float64(r.Failed), Server: failedServer},
+	}
+	var err error
+	run.Report, err = htmlreport.Sections(r.WriteTable)
+	return run, err
+}
 
 // WriteTable writes the report as a table: the client's figures, and the
 // server's next to them when there are any.

@@ -15,9 +15,11 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/progress"
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/verdict"
 	"knowngood/loadgen/sioclient"
+	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
 )
 
@@ -65,7 +67,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	}
 	began := time.Now()
 	cpu0 := proc.SelfCPUSeconds()
-	conns, all, lat, total := connectAll(ctx, cfg, opts, rep)
+	conns, all, lat, total := connectAll(ctx, cfg, opts, rep, notes)
 	rep.TotalMs = ms(total)
 	if total > 0 {
 		rep.HandshakesPerSecond = float64(rep.Connected) / total.Seconds()
@@ -74,6 +76,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		l := protocol.LatencyOf(lat)
 		rep.P50ms, rep.P95ms, rep.P99ms, rep.MaxMs = msPtr(l.P50*1000), msPtr(l.P95*1000), msPtr(l.P99*1000), msPtr(l.Max*1000)
 	}
+	rep.Distribution = timeline.Distribution(lat)
 	if cfg.Echo {
 		echoAll(ctx, cfg, conns, rep)
 	}
@@ -109,13 +112,17 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 // connectAll starts every connection at the same moment and waits until each
 // has connected, failed, or run out of the deadline. It returns the connected
 // ones, all the ones to close, their handshake latencies (µs) and the
-// duration of the phase.
-func connectAll(ctx context.Context, cfg Config, opts sioclient.Options, rep *Report) (conns, all []*sioclient.Conn, lat *hdrhistogram.Histogram, total time.Duration) {
+// duration of the phase; rep gets the counts and the samples of every second
+// (handshakes completed in it, and their latency). A progress bar counts
+// them on notes when it is a terminal.
+func connectAll(ctx context.Context, cfg Config, opts sioclient.Options, rep *Report, notes io.Writer) (conns, all []*sioclient.Conn, lat *hdrhistogram.Histogram, total time.Duration) {
 	type outcome struct {
 		conn    *sioclient.Conn
 		latency time.Duration
+		at      time.Time // when it connected or failed
 		err     error
 	}
+	bar := progress.Count(notes, cfg.N, "handshakes")
 	out := make([]outcome, cfg.N)
 	// Every goroutine exists before the first connection starts: they wait
 	// for ready, and the deadline counts from the moment it is closed.
@@ -132,7 +139,9 @@ func connectAll(ctx context.Context, cfg Config, opts sioclient.Options, rep *Re
 			if err == nil {
 				err = conn.Wait(deadline)
 			}
-			out[i] = outcome{conn: conn, latency: time.Since(t0), err: err}
+			t1 := time.Now()
+			out[i] = outcome{conn: conn, latency: t1.Sub(t0), at: t1, err: err}
+			bar.Add(1)
 		}()
 	}
 	deadline, cancel := context.WithTimeout(ctx, cfg.Deadline)
@@ -141,19 +150,24 @@ func connectAll(ctx context.Context, cfg Config, opts sioclient.Options, rep *Re
 	close(ready)
 	wg.Wait()
 	total = time.Since(start)
+	bar.Done()
 
 	lat = protocol.NewHistogram()
+	tl := timeline.New(start)
 	for _, o := range out {
 		if o.conn != nil {
 			all = append(all, o.conn)
 		}
 		if o.err != nil {
 			rep.Errors[errorKey(o.err)]++
+			tl.Error(o.at)
 			continue
 		}
 		conns = append(conns, o.conn)
 		_ = lat.RecordValue(max(1, o.latency.Microseconds())) // beyond 10 min is out of range, and impossible here
+		tl.Record(o.at, o.latency)
 	}
+	rep.Samples = tl.Samples(total)
 	rep.Connected = len(conns)
 	rep.Failed = cfg.N - len(conns)
 	return conns, all, lat, total

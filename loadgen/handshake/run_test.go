@@ -3,6 +3,7 @@ package handshake
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"knowngood/loadgen/internal/siotest"
+	"knowngood/loadgen/timeline"
 )
 
 func TestMain(m *testing.M) {
@@ -55,6 +57,9 @@ func TestRun(t *testing.T) {
 			// phase's total by that much.
 			if rep.P50ms == nil || rep.MaxMs == nil || *rep.P50ms <= 0 || *rep.MaxMs < *rep.P50ms || rep.TotalMs < 0.98**rep.MaxMs {
 				t.Errorf("latencies: p50 %v, max %v, total %v", rep.P50ms, rep.MaxMs, rep.TotalMs)
+			}
+			if n, errs := timeline.Total(rep.Samples); n != 50 || errs != 0 || len(rep.Samples) != int(math.Ceil(rep.TotalMs/1000)) || len(rep.Distribution) == 0 {
+				t.Errorf("samples %+v over %vms (%d handshakes, %d errors), distribution %v", rep.Samples, rep.TotalMs, n, errs, rep.Distribution)
 			}
 			if rep.HandshakesPerSecond <= 0 || rep.ClientCPUSeconds <= 0 {
 				t.Errorf("rate %v, cpu %v", rep.HandshakesPerSecond, rep.ClientCPUSeconds)
@@ -123,6 +128,9 @@ func TestRunFailures(t *testing.T) {
 	}
 	if rep.Connected != 0 || rep.Failed != 5 || rep.Errors["not allowed"] != 5 || rep.P50ms != nil {
 		t.Errorf("connected %d, failed %d, errors %v, p50 %v", rep.Connected, rep.Failed, rep.Errors, rep.P50ms)
+	}
+	if n, errs := timeline.Total(rep.Samples); n != 0 || errs != 5 {
+		t.Errorf("samples %+v, want 5 errors", rep.Samples)
 	}
 
 	// A server that never answers: the deadline, counted from the start.

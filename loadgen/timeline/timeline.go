@@ -232,3 +232,12 @@ func WriteCSV(w io.Writer, samples []Sample) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// Total adds up the samples' counts and errors.
+func Total(samples []Sample) (count, errors int64) {
+	for _, s := range samples {
+		count += s.Count
+		errors += s.Errors
+	}
+	return count, errors
+}

@@ -102,3 +102,15 @@ func TestWriteCSV(t *testing.T) {
 		t.Errorf("rows %q", rows[1:])
 	}
 }
+
+// BenchmarkLocalRecord is the cost that the echo scenario adds to each
+// message: one Local.Record (a second's change is rare).
+func BenchmarkLocalRecord(b *testing.B) {
+	start := time.Now()
+	l := New(start).Local()
+	at := start.Add(300 * time.Millisecond)
+	for i := range b.N {
+		l.Record(at, int64(100+i%1000))
+	}
+	l.Flush()
+}

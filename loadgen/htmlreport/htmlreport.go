@@ -5,7 +5,8 @@
 // It takes one run or several: loadgen writes one, and an experiment that
 // runs a scenario at several concurrencies, on several variants or with
 // several clients passes them all, which draws the success rate against
-// concurrency with one line per group. For each run it shows the report
+// concurrency with one line per group. For each run that has more than
+// its counts it shows the report
 // (text and the client-vs-server table), a bar chart of the client's
 // counts against the server's, the throughput and latency of every second,
 // and the latency distribution. Every part is left out when its run has no
@@ -157,7 +158,7 @@ func successRate(runs []Run) ([]successRow, template.HTML, error) {
 	opt.Title.Text = "success rate (%) vs concurrency"
 	opt.XAxis.Labels = labels
 	opt.XAxis.Title = "connections at once"
-	opt.YAxis = []charts.YAxisOption{{Min: charts.Ptr(0.0), Max: charts.Ptr(100.0)}}
+	opt.YAxis = []charts.YAxisOption{{Min: charts.Ptr(0.0), Max: charts.Ptr(100.0), LabelCount: 6}}
 	opt.Legend.SeriesNames = groups
 	opt.Legend.Offset = charts.OffsetRight
 	chart, err := render(func(p *charts.Painter) error { return p.LineChart(opt) })
@@ -180,6 +181,7 @@ func countsChart(counts []Count) (template.HTML, error) {
 	opt := charts.NewBarChartOptionWithData([][]float64{client, server})
 	opt.Title.Text = "client vs server"
 	opt.CategoryAxis.Labels = labels
+	opt.ValueAxis = []charts.ValueAxisOption{{Min: charts.Ptr(0.0)}}
 	opt.Legend.SeriesNames = []string{"client", "server"}
 	opt.Legend.Offset = charts.OffsetRight
 	opt.SeriesLabelPosition = charts.PositionTop
@@ -232,6 +234,7 @@ func distributionChart(buckets []protocol.Bucket) (template.HTML, error) {
 	opt := charts.NewBarChartOptionWithData([][]float64{counts})
 	opt.Title.Text = "latency distribution (count per bucket)"
 	opt.CategoryAxis.Labels = labels
+	opt.ValueAxis = []charts.ValueAxisOption{{Min: charts.Ptr(0.0)}}
 	return render(func(p *charts.Painter) error { return p.BarChart(opt) })
 }
 
@@ -304,7 +307,7 @@ details { margin: 1em 0; }
 {{range .Success}}<tr><td>{{.Group}}</td><td>{{.Name}}</td><td class="n">{{.Concurrency}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{percent .Rate}}</td></tr>
 {{end}}</table>
 {{end}}
-{{range .Runs}}
+{{range .Runs}}{{if or .Report .Counts .Samples .Distribution}}
 <section class="run">
 <h2>{{.Name}}</h2>
 {{range .Report}}{{if .Columns}}<table class="sidebyside">
@@ -324,7 +327,7 @@ details { margin: 1em 0; }
 {{end}}</table>
 </details>{{end}}
 </section>
-{{end}}
+{{end}}{{end}}
 </body>
 </html>
 `))

@@ -165,9 +165,7 @@ func (r *Report) HTMLRun() (htmlreport.Run, error) {
 		sent = new(float64(s.MessagesSent))
 	}
 	run.Counts = []htmlreport.Count{{Name: "deliveries received (server: messages sent)", Client: float64(r.Received), Server: sent}}
-	var err error
-	run.Report, err = htmlreport.Sections(r.WriteTable)
-	return run, err
+	return run.WithReport(r.WriteTable)
 }
 
 // WriteTable writes the report as a table, the server's figures beside the

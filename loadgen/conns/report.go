@@ -116,20 +116,13 @@ func (r *Report) HTMLRun() (htmlreport.Run, error) {
 	}
 	var opened, active *float64
 	if s := r.Server; s != nil {
-		if s.ConnectionsOpened != nil {
-			opened = new(float64(*s.ConnectionsOpened))
-		}
-		if s.ConnectionsActive != nil {
-			active = new(float64(*s.ConnectionsActive))
-		}
+		opened, active = htmlreport.FloatOf(s.ConnectionsOpened), htmlreport.FloatOf(s.ConnectionsActive)
 	}
 	run.Counts = []htmlreport.Count{
 		{Name: "established (server: opened)", Client: float64(r.Established), Server: opened},
 		{Name: "held (server: active)", Client: float64(r.Held), Server: active},
 	}
-	var err error
-	run.Report, err = htmlreport.Sections(r.WriteTable)
-	return run, err
+	return run.WithReport(r.WriteTable)
 }
 
 // WriteTable writes the report as a table: the client's figures, and the

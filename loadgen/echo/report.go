@@ -194,13 +194,11 @@ func (r *Report) HTMLRun() (htmlreport.Run, error) {
 		Samples: r.Samples, Unit: "echoes", Distribution: r.Distribution,
 	}
 	var echoed *float64
-	if s := r.Server; s != nil && s.MessagesSent != nil {
-		echoed = new(float64(*s.MessagesSent))
+	if s := r.Server; s != nil {
+		echoed = htmlreport.FloatOf(s.MessagesSent)
 	}
 	run.Counts = []htmlreport.Count{{Name: "echoes received (server: messages sent)", Client: float64(r.Messages), Server: echoed}}
-	var err error
-	run.Report, err = htmlreport.Sections(r.WriteTable)
-	return run, err
+	return run.WithReport(r.WriteTable)
 }
 
 // WriteTable writes the report as a table: the client's figures, and the

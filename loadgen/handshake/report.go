@@ -112,9 +112,7 @@ func (r *Report) HTMLRun() (htmlreport.Run, error) {
 		{Name: "connected (server: ok)", Client: float64(r.Connected), Server: okServer},
 		{Name: "failed (server: rejected, failed, abandoned)", Client: float64(r.Failed), Server: failedServer},
 	}
-	var err error
-	run.Report, err = htmlreport.Sections(r.WriteTable)
-	return run, err
+	return run.WithReport(r.WriteTable)
 }
 
 // WriteTable writes the report as a table: the client's figures, and the

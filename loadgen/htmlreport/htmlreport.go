@@ -74,6 +74,22 @@ func Sections(write func(io.Writer) error) ([]Section, error) {
 	return c.Parts, err
 }
 
+// WithReport is r with its Report captured from write (see Sections).
+func (r Run) WithReport(write func(io.Writer) error) (Run, error) {
+	var err error
+	r.Report, err = Sections(write)
+	return r, err
+}
+
+// FloatOf is *v as a float64 for a Count's Server; nil for nil.
+func FloatOf[T int64 | uint64](v *T) *float64 {
+	if v == nil {
+		return nil
+	}
+	f := float64(*v)
+	return &f
+}
+
 // WriteHTML writes the page for runs under title.
 func WriteHTML(w io.Writer, title string, runs []Run) error {
 	page := pageData{Title: title}
@@ -250,7 +266,7 @@ func render(draw func(*charts.Painter) error) (template.HTML, error) {
 	}
 	// The SVG is the library's own output from our numbers and labels,
 	// which it escapes.
-	return template.HTML(bytes.TrimSpace(b)), nil //nolint:gosec
+	return template.HTML(bytes.TrimSpace(b)), nil
 }
 
 func orNull(v *float64) float64 {

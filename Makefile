@@ -58,7 +58,7 @@ bench-broadcast:
 
 ## experiment-handshake: the seed experiment: empty, async, blocking x N = 50..500 x loadgen, JS, python-socketio (not a test)
 experiment-handshake: deps
-	go run ./scripts/bench/experiment -out experiment-handshake.md
+	go run ./scripts/bench/experiment -out experiment-handshake.md -html experiment-handshake.html
 
 ## experiment-echo: every echo target and Node ws, sync and pipelined, C = 1 and 100, one run each (not a test)
 experiment-echo: deps

@@ -6,9 +6,11 @@
 // server's own count of each run beside them. It prints one Markdown table
 // (and writes it to -out) with the success rate, p50/p95/max, total time,
 // the server's completed handshakes, and the success that the blocking
-// contract predicts: min(1, T / (N x delay)).
+// contract predicts: min(1, T / (N x delay)); with -html, one
+// self-contained HTML report with the success rate against N for every
+// variant and client, and loadgen's runs in full.
 //
-//	go run ./scripts/bench/experiment [-n 50,100,200,500] [-clients loadgen,js,python] [-deadline 15s] [-out FILE]
+//	go run ./scripts/bench/experiment [-n 50,100,200,500] [-clients loadgen,js,python] [-deadline 15s] [-out FILE] [-html FILE]
 //
 // Run it from the repository root, after make deps. Everything listens on
 // 127.0.0.1; every run has a fresh server, and every process it starts is
@@ -31,6 +33,8 @@ import (
 	"strings"
 	"time"
 
+	"knowngood/loadgen/handshake"
+	"knowngood/loadgen/htmlreport"
 	"knowngood/scripts/bench/internal/benchrun"
 	"knowngood/shared/protocol"
 )
@@ -50,6 +54,7 @@ type options struct {
 	clients  []string
 	deadline time.Duration
 	out      string
+	html     string
 }
 
 func main() { benchrun.Main("experiment-handshake", parseFlags, run) }
@@ -61,10 +66,11 @@ func parseFlags(args []string) (options, error) {
 	clients := fs.String("clients", strings.Join(allClients, ","), "comma-separated `list` of clients: loadgen, js, python")
 	deadline := fs.Duration("deadline", 15*time.Second, "each connect's deadline, on every client")
 	out := fs.String("out", "", "also write the table to `FILE`")
+	htmlOut := fs.String("html", "", "also write an HTML report with charts to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
-	o := options{deadline: *deadline, out: *out}
+	o := options{deadline: *deadline, out: *out, html: *htmlOut}
 	for s := range strings.SplitSeq(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -112,7 +118,8 @@ type row struct {
 	variant, client string
 	n               int
 	res             *result
-	server          *protocol.Stats // the /stats difference over the run
+	server          *protocol.Stats   // the /stats difference over the run
+	loadgen         *handshake.Report // loadgen's whole report, for the HTML
 	err             error
 }
 
@@ -137,9 +144,51 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	writeTable(&table, o, rows)
 	_, _ = stdout.Write(table.Bytes())
 	if o.out != "" {
-		return os.WriteFile(o.out, table.Bytes(), 0o644)
+		if err := os.WriteFile(o.out, table.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.html != "" {
+		return writeHTML(o, rows)
 	}
 	return nil
+}
+
+// writeHTML is the report with charts: the success rate against N for
+// every variant and client, then each run.
+func writeHTML(o options, rows []row) error {
+	var runs []htmlreport.Run
+	for _, r := range rows {
+		if r.res == nil {
+			continue
+		}
+		name := fmt.Sprintf("%s, %s, N=%d", r.variant, r.client, r.n)
+		run := htmlreport.Run{Concurrency: r.n, Attempts: r.res.Attempts, Succeeded: r.res.Connected}
+		if r.loadgen != nil {
+			var err error
+			if run, err = r.loadgen.HTMLRun(); err != nil {
+				return err
+			}
+		}
+		var ok *float64
+		if r.server != nil {
+			v := float64(r.server.Handshakes[protocol.ResultOK])
+			ok = &v
+		}
+		run.Name, run.Group = name, r.variant+", "+r.client
+		run.Counts = []htmlreport.Count{{Name: "connected (server: ok)", Client: float64(r.res.Connected), Server: ok}}
+		runs = append(runs, run)
+	}
+	f, err := os.Create(o.html)
+	if err != nil {
+		return err
+	}
+	title := fmt.Sprintf("experiment-handshake: N Socket.IO connects at once, deadline %s, connect cost %s", o.deadline, delay)
+	if err := htmlreport.WriteHTML(f, title, runs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // measure starts a fresh server (on blocking, the connects a short deadline
@@ -164,7 +213,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 	var cmd []string
 	switch client {
 	case "loadgen":
-		cmd = []string{bins.Loadgen, "handshake", "-url", url, "-n", strconv.Itoa(n), "-deadline", o.deadline.String(), "-transport", "websocket", "-echo=false", "-admin", "", "-json", "-"}
+		cmd = []string{bins.Loadgen, "handshake", "-url", url, "-n", strconv.Itoa(n), "-deadline", o.deadline.String(), "-transport", "websocket", "-echo=false", "-admin", admin, "-json", "-"}
 	case "js":
 		cmd = []string{"node", "scripts/clients/sio-connect.mjs", "--url", url, "--n", strconv.Itoa(n), "--transports", "websocket", "--deadline-ms", deadlineMs}
 	case "python":
@@ -185,6 +234,12 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 		return r
 	}
 	r.res = &res
+	if client == "loadgen" {
+		var rep handshake.Report
+		if json.Unmarshal(bytes.TrimSpace(out.Bytes()), &rep) == nil {
+			r.loadgen = &rep
+		}
+	}
 	// The server's count, once the client's connections have gone (or
 	// after 5 s): its last handshakes and disconnects are counted then.
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {

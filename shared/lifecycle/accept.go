@@ -32,6 +32,7 @@ type GuardedListener struct {
 	reserve *os.File // nil when it could not be had back
 	logged  time.Time
 	missed  int // failures since the last log line
+	refused int // connections refused since the last log line
 }
 
 // Guard wraps ln; Close closes both ln and the reserve.
@@ -59,10 +60,13 @@ func (g *GuardedListener) failed(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.missed++
+	if g.reserve == nil {
+		g.reserve, _ = os.Open(os.DevNull)
+	}
 	if now := time.Now(); now.Sub(g.logged) >= time.Second {
 		g.log.Warn("accept failed; existing connections are served, new ones refused until descriptors are free",
-			"err", err, "reason", reason, "failures", g.missed)
-		g.logged, g.missed = now, 0
+			"err", err, "reason", reason, "failures", g.missed, "refused", g.refused)
+		g.logged, g.missed, g.refused = now, 0, 0
 	}
 	if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) || g.reserve == nil {
 		return
@@ -71,15 +75,23 @@ func (g *GuardedListener) failed(err error) {
 	if !ok {
 		return
 	}
+	// Refuse every connection waiting now, one descriptor at a time, for
+	// at most 50 ms: the accept loop backs off up to a second after this,
+	// and a waiting client should not wait that long to learn its fate.
+	// The deadline also ends an Accept that would wait for a new client.
 	_ = g.reserve.Close()
-	// The deadline: the waiting client may have gone meanwhile, and an
-	// Accept with nothing to accept would wait for the next one.
-	_ = dl.SetDeadline(time.Now().Add(10 * time.Millisecond))
-	if c, err := g.Listener.Accept(); err == nil {
+	_ = dl.SetDeadline(time.Now().Add(50 * time.Millisecond))
+	refused := 0
+	for ; refused < 4096; refused++ {
+		c, err := g.Listener.Accept()
+		if err != nil {
+			break
+		}
 		_ = c.Close()
 	}
 	_ = dl.SetDeadline(time.Time{})
 	g.reserve, _ = os.Open(os.DevNull)
+	g.refused += refused
 }
 
 // Close closes the listener and gives the reserve back.

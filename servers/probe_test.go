@@ -207,4 +207,3 @@ func (p *sioPeer) echo(msg string) error {
 }
 
 func (p *sioPeer) Close() error { return p.c.Close() }
-

@@ -83,15 +83,12 @@ func TestTLS(t *testing.T) {
 func TestTLSExternalClients(t *testing.T) {
 	need(t, "socket.io-client and ws (scripts/node_modules)", haveNodeClients() && haveNodeWSEcho())
 	need(t, "python3-socketio and python3-websockets", havePythonSocketIO() && havePythonWSEcho())
-	t.Setenv("NODE_TLS_REJECT_UNAUTHORIZED", "0") // the self-signed pair
+	t.Setenv("NODE_TLS_REJECT_UNAUTHORIZED", "0") // the self-signed pair, for ws
 	cert, key, _ := testCert(t)
 	sio := startServer(t, "-variant", "empty", "-tls-cert", cert, "-tls-key", key)
 	https := "https://" + strings.TrimPrefix(sio.url, "http://")
 	for _, c := range []struct{ client, transports string }{{"js", "polling"}, {"js", "polling,websocket"}, {"python", "websocket"}} {
-		args := []string{"--url", https, "--n", "20", "--transports", c.transports, "--deadline-ms", "15000", "--echo"}
-		if c.client == "python" {
-			args = append(args, "--insecure")
-		}
+		args := []string{"--url", https, "--n", "20", "--transports", c.transports, "--deadline-ms", "15000", "--echo", "--insecure"}
 		r := runClient(t, c.client, args...)
 		if r.Connected != 20 || r.Echoed != 20 {
 			t.Errorf("%s over %s (TLS): %d connected, %d echoed; errors %v", c.client, c.transports, r.Connected, r.Echoed, r.Errors)

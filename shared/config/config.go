@@ -119,7 +119,8 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 			}
 			return c, ErrHelp
 		}
-		return c, &UsageError{Msg: err.Error()}
+		// One line, even for a flag name with a newline in it (the fuzzer's).
+		return c, &UsageError{Msg: strings.ReplaceAll(err.Error(), "\n", `\n`)}
 	}
 	if fs.NArg() > 0 {
 		return c, &UsageError{Msg: fmt.Sprintf("unexpected argument %q: every setting is a flag such as -variant NAME", fs.Arg(0))}

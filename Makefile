@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go test-docker docker bench-handshake bench-blocking bench-echo bench-conns bench-broadcast experiment-handshake experiment-echo build clean \
+.PHONY: run-server list deps test lint test-go test-docker docker fuzz soak bench-handshake bench-blocking bench-echo bench-conns bench-broadcast experiment-handshake experiment-echo build clean \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
@@ -39,6 +39,20 @@ lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	go vet ./...
 	go run $(STATICCHECK) ./...
+
+## fuzz: every fuzz target for FUZZTIME each (make test runs their seed corpora)
+FUZZTIME ?= 20s
+FUZZ_TARGETS := ./shared/config:FuzzParse ./shared/protocol:FuzzDecodeStats ./servers/broadcast:FuzzSessionMessage \
+	./servers/echo:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		go test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
+	done
+
+## soak: 10 rounds of 5,000 connect/echo/disconnect on every variant; goroutines back to baseline, RSS within 10% of round 1
+soak:
+	flock /tmp/knowngood-bench.lock go run ./scripts/soak $(SOAKARGS)
 
 ## bench-handshake: empty, async, blocking and Node socket.io at N = 50..2000 (not a test)
 bench-handshake: deps

@@ -58,8 +58,15 @@ type server struct {
 // then SIGKILL) when the test ends.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
+	return startServerUnder(t, nil, args...)
+}
+
+// startServerUnder runs the binary through wrapper (prlimit ..., say).
+func startServerUnder(t *testing.T, wrapper []string, args ...string) *server {
+	t.Helper()
 	args = append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-format", "json"}, args...)
-	s := &server{cmd: exec.Command(binary, args...), exited: make(chan error, 1)}
+	argv := append(append(append([]string{}, wrapper...), binary), args...)
+	s := &server{cmd: exec.Command(argv[0], argv[1:]...), exited: make(chan error, 1)}
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := lifecycle.SignalContext()
 	defer stop()
-	if err := lifecycle.Run(ctx, cfg, log, target, admin.Handler(cfg, m)); err != nil {
+	if err := lifecycle.Run(ctx, cfg, log, m, target, admin.Handler(cfg, m)); err != nil {
 		log.Error("exiting", "err", err)
 		return 1
 	}

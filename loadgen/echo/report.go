@@ -106,6 +106,11 @@ type ServerView struct {
 	BytesReceived     *uint64 `json:"bytes_received"`
 	BytesSent         *uint64 `json:"bytes_sent"`
 	ConnectionsActive *int64  `json:"connections_active"`
+	// Faults are the known-bad faults the target injected over the window
+	// (-fault-*), by kind, and AcceptErrors its failed accepts: the
+	// server's own account of failures the client saw.
+	Faults       map[string]uint64 `json:"faults,omitempty"`
+	AcceptErrors map[string]uint64 `json:"accept_errors,omitempty"`
 }
 
 func newReport(cfg Config) *Report {
@@ -161,6 +166,7 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 			v.MessagesReceived, v.MessagesSent = &d.MessagesReceived, &d.MessagesSent
 			v.BytesReceived, v.BytesSent = &d.BytesReceived, &d.BytesSent
 			v.ConnectionsActive = &a.ConnectionsActive
+			v.Faults, v.AcceptErrors = d.Faults, d.AcceptErrors
 			if v.CPUSeconds == nil && b.CPUSeconds != nil && a.CPUSeconds != nil {
 				cpu := *a.CPUSeconds - *b.CPUSeconds
 				v.CPUSeconds, v.CPUSource = &cpu, "stats"
@@ -254,6 +260,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			return fmt.Sprintf("%.2f (%s)", *s.CPUSeconds, s.CPUSource)
 		}))
+	if s != nil && len(s.Faults) > 0 {
+		t.Row("injected faults", "", sidebyside.Counts(s.Faults))
+	}
+	if s != nil && len(s.AcceptErrors) > 0 {
+		t.Row("accept errors", "", sidebyside.Counts(s.AcceptErrors))
+	}
 	if err := t.Flush(); err != nil {
 		return err
 	}

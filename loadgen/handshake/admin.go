@@ -19,6 +19,8 @@ func serverView(admin string, before, after statsclient.Snapshot) *ServerView {
 		MessagesReceived:  d.MessagesReceived,
 		MessagesSent:      d.MessagesSent,
 		Disconnects:       d.Disconnects,
+		Faults:            d.Faults,
+		AcceptErrors:      d.AcceptErrors,
 	}
 	for k, n := range d.Handshakes {
 		v.Handshakes[k] = n

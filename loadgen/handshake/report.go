@@ -86,6 +86,10 @@ type ServerView struct {
 	MessagesReceived uint64            `json:"messages_received"`
 	MessagesSent     uint64            `json:"messages_sent"`
 	Disconnects      map[string]uint64 `json:"disconnects"`
+	// Faults injected (-fault-*) and accepts failed over the run, by kind:
+	// the server's account of failures the client saw.
+	Faults       map[string]uint64 `json:"faults,omitempty"`
+	AcceptErrors map[string]uint64 `json:"accept_errors,omitempty"`
 }
 
 // WriteJSON writes the report as one JSON object and a newline.
@@ -151,6 +155,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if s != nil {
 		t.Row("disconnects", fmt.Sprintf("%d closed by the client", r.Connected), fmt.Sprint(s.Disconnects))
+	}
+	if s != nil && len(s.Faults) > 0 {
+		t.Row("injected faults", "", sidebyside.Counts(s.Faults))
+	}
+	if s != nil && len(s.AcceptErrors) > 0 {
+		t.Row("accept errors", "", sidebyside.Counts(s.AcceptErrors))
 	}
 	if err := t.Flush(); err != nil {
 		return err

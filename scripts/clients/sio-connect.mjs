@@ -46,6 +46,10 @@ function parse(argv) {
         echo: { type: "boolean", default: false },
         times: { type: "boolean", default: false },
         namespace: { type: "string", default: "/" },
+        // https/wss: accept any certificate (a self-signed test pair).
+        // engine.io-client's polling transport checks certificates itself
+        // (rejectUnauthorized), whatever NODE_TLS_REJECT_UNAUTHORIZED says.
+        insecure: { type: "boolean", default: false },
       },
     }));
   } catch (err) {
@@ -80,6 +84,7 @@ function parse(argv) {
     deadlineMs: intFlag("deadline-ms", 3600000),
     echo: values.echo,
     times: values.times,
+    insecure: values.insecure,
   };
 }
 
@@ -130,6 +135,7 @@ function connectAll(opts) {
         reconnection: false,
         timeout: opts.deadlineMs,
         transports: opts.transports,
+        rejectUnauthorized: !opts.insecure,
       });
       s.socket.once("connect", () => {
         if (s.state !== "pending") return;

@@ -64,6 +64,7 @@ def parse_args(argv):
     p.add_argument("--deadline-ms", type=positive_int(3600000), default=15000)
     p.add_argument("--echo", action="store_true")
     p.add_argument("--namespace", default="/")
+    p.add_argument("--insecure", action="store_true", help="https: accept any certificate (a self-signed test pair)")
     args = p.parse_args(argv)
     if not args.url.startswith(("http://", "https://", "ws://", "wss://")):
         p.error(f"argument --url: bad value {args.url!r}: want http://HOST:PORT")
@@ -94,6 +95,7 @@ class Conn:
             reconnection=False,
             handle_sigint=False,
             request_timeout=args.deadline_ms / 1000,
+            ssl_verify=not args.insecure,
         )
         self.connected_at = None
         self.latency_ms = None

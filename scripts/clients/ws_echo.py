@@ -21,6 +21,7 @@ Exit status: 0 when it ran (the cases tell the result), 2 on bad arguments.
 """
 
 import argparse
+import ssl
 import asyncio
 import json
 import sys
@@ -50,6 +51,7 @@ def parse_args(argv):
     p.add_argument("--timeout-ms", type=positive_int(3600000), default=10000)
     p.add_argument("--bad", action="store_true")
     p.add_argument("--compression", action="store_true")
+    p.add_argument("--insecure", action="store_true", help="wss: accept any certificate (a self-signed test pair)")
     args = p.parse_args(argv)
     if not args.url.startswith(("ws://", "wss://")):
         p.error(f"argument --url: bad value {args.url!r}: want ws://HOST:PORT/PATH")
@@ -79,7 +81,15 @@ def connect(args):
         open_timeout=args.timeout_ms / 1000,
         close_timeout=args.timeout_ms / 1000,
         ping_interval=None,
+        ssl=insecure_context() if args.insecure and args.url.startswith("wss:") else None,
     )
+
+
+def insecure_context():
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
 
 async def run(args):

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"knowngood/shared/config"
+	"knowngood/shared/faults"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
@@ -19,12 +20,13 @@ import (
 // goroutine and one buffer per connection. A "message" in its metrics is
 // one read.
 type tcpTarget struct {
-	cfg   config.Config
-	m     *metrics.Metrics
-	log   *slog.Logger
-	gate  *lifecycle.Gate
-	conns *lifecycle.Registry[net.Conn]
-	wg    sync.WaitGroup
+	cfg    config.Config
+	m      *metrics.Metrics
+	log    *slog.Logger
+	gate   *lifecycle.Gate
+	conns  *lifecycle.Registry[net.Conn]
+	faults *faults.Injector
+	wg     sync.WaitGroup
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -41,6 +43,7 @@ const (
 	reasonEOF      = "eof"
 	reasonError    = "error"
 	reasonShutdown = "shutdown"
+	reasonFault    = "fault_close_after" // -fault-close-after: no close code to send
 )
 
 func newTCPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) *tcpTarget {
@@ -48,6 +51,7 @@ func newTCPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) *tcpT
 		cfg: cfg, m: m, log: log,
 		gate:     lifecycle.NewGate(cfg.MaxConns),
 		conns:    lifecycle.NewRegistry[net.Conn](),
+		faults:   faults.New(cfg, m),
 		accepted: make(chan struct{}),
 	}
 }
@@ -69,13 +73,20 @@ func (t *tcpTarget) Serve(ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			t.m.AcceptError(lifecycle.AcceptErrorReason(err))
+			// Counted and logged by lifecycle.GuardedListener.
 			backoff = lifecycle.AcceptBackoff(backoff)
 			t.log.Debug("accept failed; retrying", "err", err, "in", backoff)
 			time.Sleep(backoff)
 			continue
 		}
 		backoff = 0
+		if t.faults.Reject() {
+			// No protocol to answer 503 in: closed at once, as over
+			// -max-conns.
+			t.m.Handshake(protocol.ResultRejected, "tcp", 0)
+			_ = c.Close()
+			continue
+		}
 		if !t.gate.TryAcquire() {
 			// No protocol to say why: the connection is closed at once.
 			t.m.Handshake(protocol.ResultRejected, "tcp", 0)
@@ -104,15 +115,25 @@ func (t *tcpTarget) serve(c net.Conn) {
 	}()
 	t.m.Opened()
 	buf := make([]byte, tcpBuffer)
-	for {
+	for reads := 1; ; reads++ {
 		n, err := c.Read(buf)
 		if n > 0 {
+			// The known-bad modes act on reads, echo-tcp's messages: the
+			// reader itself waits out -fault-delay.
 			t.m.Received(n)
-			if _, werr := c.Write(buf[:n]); werr != nil {
-				reason = t.ended(werr)
+			drop, closeAfter := t.faults.Message(reads)
+			if !drop {
+				time.Sleep(t.faults.Delay())
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					reason = t.ended(werr)
+					return
+				}
+				t.m.Sent(n)
+			}
+			if closeAfter {
+				reason = reasonFault
 				return
 			}
-			t.m.Sent(n)
 		}
 		if err != nil {
 			reason = t.ended(err)

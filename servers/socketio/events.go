@@ -2,6 +2,7 @@ package socketio
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
@@ -32,7 +33,8 @@ func (s *Server) onConnect(sock *socket.Socket) {
 
 	// echo: the arguments come back in the ack (or as an "echo" event when
 	// the client asked for no ack).
-	sock.On("echo", func(args ...any) {
+	on := s.withFaults(sock)
+	on("echo", func(args ...any) {
 		args, ack := splitAck(args)
 		if ack == nil {
 			s.emit(sock, "echo", args...)
@@ -40,14 +42,14 @@ func (s *Server) onConnect(sock *socket.Socket) {
 		}
 		s.ack(ack, args...)
 	})
-	sock.On("message", func(args ...any) {
+	on("message", func(args ...any) {
 		args, ack := splitAck(args)
 		s.emit(sock, "message-back", args...)
 		if ack != nil {
 			s.ack(ack)
 		}
 	})
-	sock.On("message-with-ack", func(args ...any) {
+	on("message-with-ack", func(args ...any) {
 		args, ack := splitAck(args)
 		if ack != nil {
 			s.ack(ack, args...)
@@ -55,7 +57,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 	})
 	// broadcast: the arguments go, as a "broadcast" event, to every socket
 	// of the namespace, the sender included; the ack carries the count.
-	sock.On("broadcast", func(args ...any) {
+	on("broadcast", func(args ...any) {
 		args, ack := splitAck(args)
 		listeners := sock.Nsp().Sockets().Len()
 		_ = sock.Nsp().Emit("broadcast", args...)
@@ -66,7 +68,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 	})
 	// join: the socket joins the room named by the first argument; the ack
 	// carries the room's name.
-	sock.On("join", func(args ...any) {
+	on("join", func(args ...any) {
 		args, ack := splitAck(args)
 		room := ""
 		if len(args) > 0 {
@@ -79,6 +81,39 @@ func (s *Server) onConnect(sock *socket.Socket) {
 			s.ack(ack, room)
 		}
 	})
+}
+
+// withFaults returns sock.On with the known-bad modes applied to every
+// event of the socket: -fault-drop leaves an event unanswered,
+// -fault-delay answers it that much later (on a timer: the library's
+// reader goes on), -fault-close-after disconnects the socket (a Socket.IO
+// DISCONNECT, then the Engine.IO session closes) after that many events.
+// Without them it is sock.On itself.
+func (s *Server) withFaults(sock *socket.Socket) func(string, func(...any)) {
+	if s.faults == nil {
+		return func(event string, h func(...any)) { _ = sock.On(event, h) }
+	}
+	var events atomic.Int64
+	return func(event string, h func(...any)) {
+		_ = sock.On(event, func(args ...any) {
+			drop, closeAfter := s.faults.Message(int(events.Add(1)))
+			run := func() {
+				if !drop {
+					h(args...)
+				}
+				if closeAfter {
+					sock.Disconnect(true)
+				}
+			}
+			if !drop {
+				if d := s.faults.Delay(); d > 0 {
+					time.AfterFunc(d, run)
+					return
+				}
+			}
+			run()
+		})
+	}
 }
 
 // emit sends an event to one socket and counts it.

@@ -24,6 +24,7 @@ import (
 	"github.com/zishang520/socket.io/v3/pkg/types"
 
 	"knowngood/shared/config"
+	"knowngood/shared/faults"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
@@ -47,6 +48,7 @@ type Server struct {
 	io     *socket.Server
 	http   *http.Server
 	gate   *lifecycle.Gate
+	faults *faults.Injector
 	loop   *loop // the blocking model's one shared loop; nil otherwise
 	closed atomic.Bool
 	// sessions maps an Engine.IO session id to its *session.
@@ -76,7 +78,7 @@ type sessionKey struct{}
 
 // New builds a Socket.IO target with the given connect model.
 func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
-	s := &Server{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns)}
+	s := &Server{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	if mode == Blocking {
 		s.loop = newLoop()
 	}
@@ -158,6 +160,11 @@ func (s *Server) track(eio http.Handler) http.Handler {
 		}
 		if s.closed.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if s.faults.Reject() {
+			s.m.Handshake(protocol.ResultRejected, transport, 0)
+			http.Error(w, "fault injected (-fault-reject)", http.StatusServiceUnavailable)
 			return
 		}
 		if !s.gate.TryAcquire() {

@@ -44,7 +44,7 @@ type target struct {
 }
 
 // start runs a target on 127.0.0.1:0 and shuts it down when the test ends.
-func start(t *testing.T, mode socketio.Mode, tweak func(*config.Config)) *target {
+func start(t testing.TB, mode socketio.Mode, tweak func(*config.Config)) *target {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Variant = string(mode)
@@ -67,7 +67,7 @@ func start(t *testing.T, mode socketio.Mode, tweak func(*config.Config)) *target
 	return tg
 }
 
-func (tg *target) shutdown(t *testing.T) {
+func (tg *target) shutdown(t testing.TB) {
 	if tg.srv == nil {
 		return
 	}

@@ -63,3 +63,23 @@ func TestMetricsOff(t *testing.T) {
 		t.Errorf("/health with -metrics=false: %d", code)
 	}
 }
+
+// TestPprofOnlyWithFlag: /debug/pprof/ is not served unless -pprof.
+func TestPprofOnlyWithFlag(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := config.Default()
+		cfg.Pprof = on
+		srv := httptest.NewServer(admin.Handler(cfg, metrics.New("empty")))
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/symbol"} {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; resp.StatusCode != want {
+				t.Errorf("-pprof=%v: %s answered %d, want %d", on, path, resp.StatusCode, want)
+			}
+		}
+		srv.Close()
+	}
+}

@@ -119,7 +119,8 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 			}
 			return c, ErrHelp
 		}
-		return c, &UsageError{Msg: err.Error()}
+		// One line, even for a flag name with a newline in it (the fuzzer's).
+		return c, &UsageError{Msg: strings.ReplaceAll(err.Error(), "\n", `\n`)}
 	}
 	if fs.NArg() > 0 {
 		return c, &UsageError{Msg: fmt.Sprintf("unexpected argument %q: every setting is a flag such as -variant NAME", fs.Arg(0))}
@@ -188,8 +189,8 @@ func newFlagSet(c *Config) *flag.FlagSet {
 
 	dur(&c.Delay, "delay", "Socket.IO: time the connect middleware takes (async, blocking)")
 	list(&c.Transports, "transports", "Socket.IO: allowed transports, comma-separated: polling, websocket")
-	dur(&c.PingInterval, "ping-interval", "Socket.IO: Engine.IO ping interval")
-	dur(&c.PingTimeout, "ping-timeout", "Socket.IO: Engine.IO ping timeout")
+	dur(&c.PingInterval, "ping-interval", "Socket.IO: Engine.IO ping interval; WebSocket targets: quiet time before the server pings")
+	dur(&c.PingTimeout, "ping-timeout", "Socket.IO: Engine.IO ping timeout; WebSocket targets: time to answer a ping before the connection is dropped (ping_timeout)")
 	size(&c.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
 	dur(&c.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
 	boolean(&c.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")

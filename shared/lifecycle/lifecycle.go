@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"knowngood/shared/config"
+	"knowngood/shared/metrics"
 )
 
 // Target is what a variant builds.
@@ -37,18 +38,22 @@ func SignalContext() (context.Context, context.CancelFunc) {
 
 // Run listens on cfg.Addr and cfg.AdminAddr, serves target and admin until
 // ctx is done, then shuts the target down within cfg.ShutdownTimeout.
-func Run(ctx context.Context, cfg config.Config, log *slog.Logger, target Target, admin http.Handler) error {
-	ln, backlog, err := Listen(cfg.Addr, cfg.Backlog)
+//
+// The target accepts from a GuardedListener (accept errors counted, logged
+// once a second, EMFILE refused cleanly), in TLS with -tls-cert.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Metrics, target Target, admin http.Handler) error {
+	tcp, backlog, err := Listen(cfg.Addr, cfg.Backlog)
 	if err != nil {
 		return fmt.Errorf("-addr %s: %w", cfg.Addr, err)
 	}
+	var ln net.Listener = Guard(tcp, m, log)
 	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		tc, err := TLSConfig(cfg)
 		if err != nil {
 			ln.Close()
-			return fmt.Errorf("-tls-cert/-tls-key: %w", err)
+			return err
 		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
+		ln = tls.NewListener(ln, tc)
 	}
 	adminAddr := "off"
 	var adminSrv *http.Server
@@ -88,6 +93,16 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, target Target
 		log.Info("stopped")
 	}
 	return err
+}
+
+// TLSConfig is the server side of -tls-cert/-tls-key: HTTP/1.1 only, since
+// WebSocket upgrades and Engine.IO ride on it.
+func TLSConfig(cfg config.Config) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("-tls-cert/-tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}, nil
 }
 
 // Listen opens a TCP listener with the given backlog (0 = the kernel's

@@ -103,7 +103,7 @@ func TestRunShutsDownWithinTimeout(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		go func() { done <- lifecycle.Run(ctx, cfg, log, target, http.NotFoundHandler()) }()
+		go func() { done <- lifecycle.Run(ctx, cfg, log, nil, target, http.NotFoundHandler()) }()
 		time.Sleep(50 * time.Millisecond)
 		began := time.Now()
 		cancel()
@@ -120,7 +120,7 @@ func TestRunShutsDownWithinTimeout(t *testing.T) {
 func TestRunReportsBadAddress(t *testing.T) {
 	cfg := config.Default()
 	cfg.Addr = "256.0.0.1:1"
-	err := lifecycle.Run(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &slowTarget{}, nil)
+	err := lifecycle.Run(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, &slowTarget{}, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "-addr 256.0.0.1:1") {
 		t.Errorf("err %v, want one that names -addr", err)
 	}

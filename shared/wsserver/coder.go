@@ -123,3 +123,10 @@ func (k *coderConn) close(code int) {
 		_ = k.c.Close(websocket.StatusCode(code), "")
 	}
 }
+
+// ping: coder's Ping waits for the pong, which the reader sees.
+func (k *coderConn) ping(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(background, timeout)
+	defer cancel()
+	return k.c.Ping(ctx)
+}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"knowngood/shared/config"
+	"knowngood/shared/faults"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
@@ -42,12 +43,13 @@ import (
 // nothing is told about.
 type gnetTarget struct {
 	gnet.BuiltinEventEngine
-	cfg   config.Config
-	m     *metrics.Metrics
-	log   *slog.Logger
-	opts  Options
-	gate  *lifecycle.Gate
-	conns *lifecycle.Registry[*gconn]
+	cfg    config.Config
+	m      *metrics.Metrics
+	log    *slog.Logger
+	opts   Options
+	gate   *lifecycle.Gate
+	conns  *lifecycle.Registry[*gconn]
+	faults *faults.Injector
 	// backlog is how many bytes of replies may wait for a client that does
 	// not read them: 16 messages of -max-message, at least 1 MiB.
 	backlog int
@@ -118,6 +120,18 @@ type gconn struct {
 
 	rx, tx counts // echoed in the current frames call, for the metrics
 
+	// The keepalive (see httpPeer.keepalive): reads counts OnTraffic
+	// calls, the sign of life; pingMark is its value when the ping went.
+	ka       *time.Timer
+	reads    uint32
+	pingMark uint32
+	pinged   bool
+
+	// -fault-delay: messages waiting for their time, in order, and the
+	// timer that wakes the loop for the first.
+	delayed    []delayed
+	delayTimer *time.Timer
+
 	rd  bytes.Reader         // over the buffered bytes, for ws.ReadHeaderBuffer
 	hdr [maxFrameHeader]byte // a frame header, read or written
 	iov [2][]byte            // header and payload for Writev
@@ -133,6 +147,7 @@ func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Op
 		cfg: cfg, m: m, log: log, opts: o,
 		gate:    lifecycle.NewGate(cfg.MaxConns),
 		conns:   lifecycle.NewRegistry[*gconn](),
+		faults:  faults.New(cfg, m),
 		ready:   make(chan struct{}),
 		backlog: int(max(16*min(cfg.MaxMessage, 1<<36), 1<<20)),
 	}, nil
@@ -206,7 +221,7 @@ func (g *gnetTarget) accept(ln net.Listener) {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			g.m.AcceptError(lifecycle.AcceptErrorReason(err))
+			// Counted and logged by lifecycle.GuardedListener.
 			backoff = lifecycle.AcceptBackoff(backoff)
 			g.log.Debug("accept failed; retrying", "err", err, "in", backoff)
 			time.Sleep(backoff)
@@ -318,6 +333,14 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if st.timer != nil {
 		st.timer.Stop()
 	}
+	if st.ka != nil {
+		st.ka.Stop()
+	}
+	if st.delayTimer != nil {
+		st.delayTimer.Stop()
+	}
+	clear(st.delayed)
+	st.delayed = nil
 	switch st.phase {
 	case phaseHandshake, phaseLinger:
 		if !st.counted && !st.first.IsZero() {
@@ -368,6 +391,7 @@ func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
 		}
 		return g.frames(c, st)
 	case phaseOpen, phaseClosing:
+		st.reads++
 		return g.frames(c, st)
 	default:
 		_, _ = c.Discard(-1)
@@ -412,7 +436,7 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	if req.ProtoAtLeast(1, 1) && req.Host == "" {
 		return g.refuse(c, st, malformed("missing required Host header")), false
 	}
-	if rf := admit(g.closing.Load(), req, g.cfg, g.gate); rf != nil {
+	if rf := admit(g.closing.Load(), req, g.cfg, g.gate, g.faults); rf != nil {
 		return g.refuse(c, st, rf), false
 	}
 	st.held = true
@@ -437,12 +461,79 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	st.counted = true
 	g.m.Handshake(protocol.ResultOK, transport, time.Since(st.first))
 	g.m.Opened()
-	st.session = g.opts.Handler.Open(st)
+	st.session = withFaults(g.opts.Handler.Open(st), st, g.faults, st)
+	st.ka = time.AfterFunc(g.cfg.PingInterval, func() { g.onLoop(st, g.keepalive) })
 	if !g.conns.Add(st) {
 		// Shutdown began during the upgrade.
 		st.Close(CloseGoingAway)
 	}
 	return gnet.None, true
+}
+
+// keepalive pings a connection that has been quiet for -ping-interval and
+// drops it, as ping_timeout, if it stays quiet for -ping-timeout.
+func (g *gnetTarget) keepalive(st *gconn) {
+	if st.phase != phaseOpen {
+		return
+	}
+	switch {
+	case !st.pinged && st.reads != st.pingMark:
+		st.pingMark = st.reads
+		st.ka.Reset(g.cfg.PingInterval)
+	case !st.pinged:
+		st.pinged = true
+		st.pingMark = st.reads
+		ping := appendFrame(nil, 0, 0x9, nil)
+		if _, _ = st.conn.Write(ping); st.phase == phaseClosed {
+			return
+		}
+		st.ka.Reset(g.cfg.PingTimeout)
+	case st.reads == st.pingMark:
+		st.reason = reasonPingTimeout
+		_ = st.conn.EventLoop().Close(st.conn)
+	default:
+		st.pinged = false
+		st.pingMark = st.reads
+		st.ka.Reset(g.cfg.PingInterval)
+	}
+}
+
+// after is -fault-delay on gnet: f runs on the loop once d has passed, in
+// order, with the replies it makes written as one; the loop never waits.
+func (st *gconn) after(d time.Duration, f func()) {
+	st.delayed = append(st.delayed, delayed{time.Now().Add(d), f})
+	if len(st.delayed) > 1 {
+		return // the timer is set for the first
+	}
+	if st.delayTimer == nil {
+		st.delayTimer = time.AfterFunc(d, func() { st.g.onLoop(st, st.g.runDelayed) })
+		return
+	}
+	st.delayTimer.Reset(d)
+}
+
+func (g *gnetTarget) runDelayed(st *gconn) {
+	out := getBuffer()
+	defer putBuffer(out)
+	st.out = out
+	now := time.Now()
+	i := 0
+	for ; i < len(st.delayed) && !st.delayed[i].due.After(now) && st.phase == phaseOpen; i++ {
+		st.delayed[i].f()
+	}
+	st.out = nil
+	if len(*out) > 0 && st.phase != phaseClosed {
+		_, _ = st.conn.Write(*out)
+	}
+	g.flushCounts(st)
+	if st.phase != phaseOpen {
+		return
+	}
+	clear(st.delayed[:i])
+	st.delayed = st.delayed[i:]
+	if len(st.delayed) > 0 {
+		st.delayTimer.Reset(time.Until(st.delayed[0].due))
+	}
 }
 
 func malformed(why string) *refusal {

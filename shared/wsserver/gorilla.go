@@ -146,3 +146,9 @@ func (g *gorillaConn) close(code int) {
 	_ = g.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(closeWait))
 	_ = g.raw.SetReadDeadline(time.Now().Add(closeWait))
 }
+
+// ping: gorilla's WriteControl may run alongside the writer; the pong is
+// seen by the keepalive as bytes read.
+func (g *gorillaConn) ping(timeout time.Duration) error {
+	return g.c.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout))
+}

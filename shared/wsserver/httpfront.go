@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"knowngood/shared/config"
+	"knowngood/shared/faults"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
@@ -24,6 +25,9 @@ type wsConn interface {
 	// write sends one message: from serve's goroutine (a reply) or from
 	// the connection's one writer (queue.go), never from both.
 	write(op Op, data []byte) error
+	// ping sends a ping; it may wait up to timeout (coder waits for the
+	// pong). Safe alongside the reader and the writer.
+	ping(timeout time.Duration) error
 	// close starts the server's close with code. It may be called from
 	// any goroutine and may block for a while.
 	close(code int)
@@ -46,6 +50,7 @@ type httpTarget struct {
 	upgrade upgrader
 	srv     *http.Server
 	conns   *lifecycle.Registry[*httpPeer]
+	faults  *faults.Injector
 	closers sync.WaitGroup // Peer.Close and Shutdown's goodbyes
 
 	mu      sync.Mutex
@@ -56,7 +61,7 @@ type httpTarget struct {
 type connKey struct{}
 
 func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options, up upgrader) *httpTarget {
-	t := &httpTarget{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns), opts: o, upgrade: up, conns: lifecycle.NewRegistry[*httpPeer]()}
+	t := &httpTarget{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns), opts: o, upgrade: up, conns: lifecycle.NewRegistry[*httpPeer](), faults: faults.New(cfg, m)}
 	t.srv = lifecycle.HTTPServer(cfg, t, log)
 	t.srv.MaxHeaderBytes = maxHeaderBytes
 	t.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
@@ -68,7 +73,7 @@ func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Op
 
 // Serve serves until Shutdown.
 func (t *httpTarget) Serve(ln net.Listener) error {
-	tl := &trackingListener{Listener: ln, m: t.m}
+	tl := &trackingListener{Listener: ln}
 	t.mu.Lock()
 	t.ln = tl
 	closing := t.closing.Load()
@@ -99,7 +104,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	raw.handled.Store(true)
-	if rf := admit(t.closing.Load(), r, t.cfg, t.gate); rf != nil {
+	if rf := admit(t.closing.Load(), r, t.cfg, t.gate, t.faults); rf != nil {
 		rf.write(w)
 		t.m.Handshake(rf.result, transport, 0)
 		return
@@ -117,6 +122,9 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reason := "1011" // kept only if a handler panics
 	defer func() {
 		p.end()
+		if p.halfOpen.Load() {
+			reason = reasonPingTimeout
+		}
 		t.m.Closed(reason)
 		// Last: Shutdown's wait ends when every read loop is done.
 		t.conns.Remove(p)
@@ -127,8 +135,14 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = raw.SetDeadline(time.Now().Add(closeWait))
 		ws.close(CloseGoingAway)
 	}
-	s := t.opts.Handler.Open(p)
+	var q *delayQueue
+	if t.faults.Delaying() {
+		q = newDelayQueue()
+		defer q.stop()
+	}
+	s := withFaults(t.opts.Handler.Open(p), p, t.faults, q)
 	defer s.Closed()
+	p.keepalive(t.cfg.PingInterval, t.cfg.PingTimeout)
 	reason = ws.serve(s)
 }
 
@@ -180,19 +194,15 @@ func (t *httpTarget) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// trackingListener counts failed accepts and wraps every connection in a
-// trackedConn.
+// trackingListener wraps every connection in a trackedConn. Failed
+// accepts are counted below it (lifecycle.GuardedListener).
 type trackingListener struct {
 	net.Listener
-	m *metrics.Metrics
 }
 
 func (l *trackingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
-		if !errors.Is(err, net.ErrClosed) {
-			l.m.AcceptError(lifecycle.AcceptErrorReason(err))
-		}
 		// Unwrapped, so that net/http sees a temporary error as one and
 		// retries.
 		return nil, err
@@ -205,15 +215,19 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 // ended, for the connections that never reach a handler.
 type trackedConn struct {
 	net.Conn
-	first   atomic.Int64 // unix nanoseconds of the first byte read; 0 before
-	left    atomic.Bool  // a read ended with EOF or a reset: the client went away
-	handled atomic.Bool  // a handler took a request from this connection
+	first   atomic.Int64  // unix nanoseconds of the first byte read; 0 before
+	read    atomic.Uint32 // reads that brought bytes: the keepalive's sign of life
+	left    atomic.Bool   // a read ended with EOF or a reset: the client went away
+	handled atomic.Bool   // a handler took a request from this connection
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && c.first.Load() == 0 {
-		c.first.Store(time.Now().UnixNano())
+	if n > 0 {
+		c.read.Add(1)
+		if c.first.Load() == 0 {
+			c.first.Store(time.Now().UnixNano())
+		}
 	}
 	if err != nil && lifecycle.ClientLeft(err) {
 		c.left.Store(true)

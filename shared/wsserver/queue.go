@@ -3,6 +3,7 @@ package wsserver
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"knowngood/shared/metrics"
 )
@@ -21,6 +22,9 @@ type httpPeer struct {
 	closed atomic.Bool    // Close was called or the connection ended
 	once   sync.Once
 	writer sync.WaitGroup
+
+	pinger   *time.Timer
+	halfOpen atomic.Bool // the client answered no ping: the connection was dropped
 }
 
 func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
@@ -91,7 +95,46 @@ func (p *httpPeer) Close(code int) {
 // read.
 func (p *httpPeer) end() {
 	p.closed.Store(true)
+	if p.pinger != nil {
+		p.pinger.Stop()
+	}
 	p.once.Do(func() { close(p.done) })
 	_ = p.raw.Close()
 	p.writer.Wait()
+}
+
+// keepalive finds half-open connections (a client whose machine died or
+// whose network went, which TCP alone notices only after many minutes):
+// every -ping-interval without a sign of life the server pings, and a
+// client that sends nothing at all, pong or message, within -ping-timeout
+// is dropped and counted as ping_timeout. Any byte read counts as a sign of
+// life, so a busy connection costs nothing but the timer.
+func (p *httpPeer) keepalive(interval, timeout time.Duration) {
+	var mark uint32
+	waiting := false
+	p.pinger = time.AfterFunc(time.Hour, func() {
+		if p.closed.Load() {
+			return
+		}
+		switch {
+		case !waiting && p.raw.read.Load() != mark:
+			// Alive since the last look: look again later.
+			mark = p.raw.read.Load()
+			p.pinger.Reset(interval)
+		case !waiting:
+			waiting = true
+			began := time.Now()
+			_ = p.ws.ping(timeout)
+			p.pinger.Reset(max(timeout-time.Since(began), 0))
+		case p.raw.read.Load() == mark:
+			p.halfOpen.Store(true)
+			_ = p.raw.Close()
+		default:
+			waiting = false
+			mark = p.raw.read.Load()
+			p.pinger.Reset(interval)
+		}
+	})
+	mark = p.raw.read.Load()
+	p.pinger.Reset(interval)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"knowngood/shared/config"
+	"knowngood/shared/faults"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/protocol"
 )
@@ -67,12 +68,17 @@ func checkUpgrade(r *http.Request, origins []string) *refusal {
 // (shutting down, a bad request, over -max-conns), or nil with a
 // -max-conns place taken, which the caller gives back when the connection
 // ends.
-func admit(closing bool, r *http.Request, cfg config.Config, gate *lifecycle.Gate) *refusal {
+func admit(closing bool, r *http.Request, cfg config.Config, gate *lifecycle.Gate, f *faults.Injector) *refusal {
 	if closing {
 		return shuttingDown()
 	}
 	if rf := checkUpgrade(r, cfg.Origins); rf != nil {
 		return rf
+	}
+	if f.Reject() {
+		// -fault-reject: a valid request, refused as an overloaded server
+		// would refuse it.
+		return faultReject()
 	}
 	if !gate.TryAcquire() {
 		return overCap(cfg.MaxConns)

@@ -146,9 +146,10 @@ const (
 // the client's when it closed, the server's when the server did, and 1006
 // when the TCP connection ended without a close frame.
 const (
-	reasonAbnormal = "1006"
-	reasonProtocol = "1002"
-	reasonTooBig   = "1009"
+	reasonPingTimeout = "ping_timeout" // no answer to a ping: half-open, dropped
+	reasonAbnormal    = "1006"
+	reasonProtocol    = "1002"
+	reasonTooBig      = "1009"
 )
 
 // codeReason is the disconnect reason for a close code.

@@ -56,7 +56,8 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 	if logTo == nil {
 		logTo = io.Discard
 	}
-	srv, err := b(cfg, m, slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: cfg.SlogLevel()})))
+	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: cfg.SlogLevel()}))
+	srv, err := b(cfg, m, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +71,7 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 		t.Cleanup(adm.Close)
 		tg.AdminURL = adm.URL
 	}
+	ln = lifecycle.Guard(ln, m, log)
 	if o.Wrap != nil {
 		ln = o.Wrap(ln)
 	}

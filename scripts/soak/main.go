@@ -1,0 +1,365 @@
+// Command soak runs every variant through rounds of connect, echo,
+// disconnect, and checks after each round that the target's goroutines are
+// back to where they were before the first (go_goroutines from /metrics)
+// and that its resident memory stays within 10% of round 1's. A leak of a
+// timer, a goroutine or a buffer per connection shows as a table row that
+// does not come back.
+//
+//	go run ./scripts/soak [-rounds 10] [-n 5000] [-variants echo-gnet,empty]
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+var allVariants = "empty,async,blocking,echo-gorilla,echo-coder,echo-gnet,echo-tcp,broadcast-gorilla,broadcast-coder,broadcast-gnet"
+
+func main() {
+	cfg := Config{}
+	flag.IntVar(&cfg.Rounds, "rounds", 10, "rounds per variant")
+	flag.IntVar(&cfg.N, "n", 5000, "connections per round (capped by the open-files limit)")
+	flag.StringVar(&cfg.Variants, "variants", allVariants, "comma-separated variants")
+	flag.DurationVar(&cfg.Settle, "settle", 30*time.Second, "how long a round may take to return to the baseline")
+	flag.Float64Var(&cfg.RSSSlackMiB, "rss-slack-mib", 0, "RSS growth allowed beyond 10% of round 1, in MiB (for short runs, where the heap's steps are larger than 10%)")
+	flag.Parse()
+	bin, cleanup, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(1)
+	}
+	defer cleanup()
+	cfg.Binary = bin
+	if err := Run(cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		cleanup()
+		os.Exit(1)
+	}
+}
+
+// Config is one soak run.
+type Config struct {
+	Binary   string
+	Rounds   int
+	N        int
+	Variants string
+	Settle   time.Duration
+	// RSSSlackMiB is allowed on top of 10% of round 1.
+	RSSSlackMiB float64
+}
+
+// Build compiles the knowngood binary into a temporary directory.
+func Build() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "knowngood-soak")
+	if err != nil {
+		return "", nil, err
+	}
+	bin := filepath.Join(dir, "knowngood")
+	root, err := moduleRoot()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command("go", "build", "-o", bin, "./servers")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, func() { os.RemoveAll(dir) }, nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}
+
+// Run soaks every variant and writes the table; the error lists the
+// rounds that did not come back.
+func Run(cfg Config, w io.Writer) error {
+	var lim syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	// The clients and the target share the machine's limit: each side
+	// holds n descriptors, plus room for the rest.
+	n := min(cfg.N, int(lim.Cur)-200)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tround\tconnections\techoed\tgoroutines\tbaseline\tRSS MiB\tvs round 1\t")
+	var problems []error
+	for _, v := range strings.Split(cfg.Variants, ",") {
+		if err := soak(cfg, v, n, tw, &problems); err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", v, err))
+		}
+	}
+	_ = tw.Flush()
+	return errors.Join(problems...)
+}
+
+func soak(cfg Config, variant string, n int, tw io.Writer, problems *[]error) error {
+	args := []string{"-variant", variant, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-format", "json", "-delay", "1ms"}
+	t, err := startTarget(cfg.Binary, args)
+	if err != nil {
+		return err
+	}
+	defer t.stop()
+	// A first round that is not counted: pools, the runtime's own
+	// goroutines and the libraries' lazily started ones are there after
+	// it. The baseline is the goroutine count once it holds still.
+	if _, err := roundTrip(variant, t.addr, min(n, 100)); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	// gnet's Register runs on an ants pool whose idle workers live 10 s:
+	// still means still for longer than that there.
+	still := time.Second
+	if strings.HasSuffix(variant, "-gnet") {
+		still = 12 * time.Second
+	}
+	baseline, err := t.steady(still, cfg.Settle)
+	if err != nil {
+		return err
+	}
+	var rss1 float64
+	for round := 1; round <= cfg.Rounds; round++ {
+		echoed, err := roundTrip(variant, t.addr, n)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
+		}
+		// Back to the baseline, or the deadline.
+		var g, rss float64
+		for end := time.Now().Add(cfg.Settle); ; time.Sleep(100 * time.Millisecond) {
+			if g, rss, err = t.gauges(); err != nil {
+				return err
+			}
+			if g <= baseline || time.Now().After(end) {
+				break
+			}
+		}
+		if round == 1 {
+			rss1 = rss
+		}
+		ratio := rss / rss1
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.1f\t%+.1f%%\t\n", variant, round, n, echoed, g, baseline, rss/(1<<20), 100*(ratio-1))
+		// Below the baseline is fine: a pool worker that the warm-up
+		// left has expired since.
+		if g > baseline {
+			*problems = append(*problems, fmt.Errorf("%s round %d: %.0f goroutines, baseline %.0f", variant, round, g, baseline))
+		}
+		if rss > rss1*1.10+cfg.RSSSlackMiB*(1<<20) {
+			*problems = append(*problems, fmt.Errorf("%s round %d: RSS %.1f MiB, %.0f%% over round 1", variant, round, rss/(1<<20), 100*(ratio-1)))
+		}
+		if echoed != n {
+			*problems = append(*problems, fmt.Errorf("%s round %d: %d of %d echoed", variant, round, echoed, n))
+		}
+	}
+	return nil
+}
+
+// roundTrip opens n connections (100 at a time), echoes once on each while
+// all are open, and closes them; it returns how many echoed.
+func roundTrip(variant, addr string, n int) (int, error) {
+	conns := make([]io.Closer, n)
+	var mu sync.Mutex
+	echoed := 0
+	var firstErr error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 100)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c, err := dialEcho(variant, addr)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				firstErr = cmpErr(firstErr, err)
+				return
+			}
+			conns[i] = c
+			echoed++
+		})
+	}
+	wg.Wait()
+	for _, c := range conns {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+	if echoed == 0 {
+		return 0, firstErr
+	}
+	return echoed, nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// dialEcho connects and echoes one message.
+func dialEcho(variant, addr string) (io.Closer, error) {
+	const timeout = 10 * time.Second
+	switch variant {
+	case "echo-tcp":
+		c, err := net.DialTimeout("tcp", addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		_, _ = c.Write([]byte("soak"))
+		if _, err := io.ReadFull(c, make([]byte, 4)); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	case "empty", "async", "blocking":
+		d := websocket.Dialer{HandshakeTimeout: timeout}
+		c, _, err := d.Dial("ws://"+addr+"/socket.io/?EIO=4&transport=websocket", nil)
+		if err != nil {
+			return nil, err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(timeout))
+		steps := []struct{ send, want string }{{"", "0{"}, {"40", "40{"}, {`421["echo","soak"]`, `431["soak"]`}}
+		for _, s := range steps {
+			if s.send != "" {
+				_ = c.WriteMessage(websocket.TextMessage, []byte(s.send))
+			}
+			_, msg, err := c.ReadMessage()
+			if err != nil || !strings.HasPrefix(string(msg), s.want) {
+				c.Close()
+				return nil, fmt.Errorf("socket.io: %q, %v", msg, err)
+			}
+		}
+		return c, nil
+	default:
+		d := websocket.Dialer{HandshakeTimeout: timeout}
+		c, _, err := d.Dial("ws://"+addr+"/", nil)
+		if err != nil {
+			return nil, err
+		}
+		msg := "soak"
+		if strings.HasPrefix(variant, "broadcast-") {
+			msg = `{"type":"echo","payload":"soak"}`
+		}
+		_ = c.SetReadDeadline(time.Now().Add(timeout))
+		_ = c.WriteMessage(websocket.TextMessage, []byte(msg))
+		if _, got, err := c.ReadMessage(); err != nil || string(got) != msg {
+			c.Close()
+			return nil, fmt.Errorf("echo: %q, %v", got, err)
+		}
+		return c, nil
+	}
+}
+
+type target struct {
+	cmd   *exec.Cmd
+	addr  string
+	admin string
+	done  chan struct{}
+}
+
+func startTarget(bin string, args []string) (*target, error) {
+	cmd := exec.Command(bin, args...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	t := &target{cmd: cmd, done: make(chan struct{})}
+	ready := make(chan map[string]any, 1)
+	go func() {
+		defer close(t.done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == "listening" {
+				ready <- line
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	select {
+	case line := <-ready:
+		t.addr, _ = line["addr"].(string)
+		admin, _ := line["admin_addr"].(string)
+		t.admin = "http://" + admin
+		return t, nil
+	case <-time.After(10 * time.Second):
+		t.stop()
+		return nil, errors.New("the target did not start")
+	}
+}
+
+func (t *target) stop() {
+	_ = t.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-t.done:
+	case <-time.After(10 * time.Second):
+		_ = t.cmd.Process.Kill()
+		<-t.done
+	}
+}
+
+// steady waits until go_goroutines holds still for the time still (or d
+// passes) and returns it.
+func (t *target) steady(still, d time.Duration) (float64, error) {
+	prev, since := -1.0, time.Now()
+	for end := time.Now().Add(max(d, still+time.Second)); ; time.Sleep(250 * time.Millisecond) {
+		g, _, err := t.gauges()
+		if err != nil || time.Now().After(end) {
+			return g, err
+		}
+		if g != prev {
+			prev, since = g, time.Now()
+		} else if time.Since(since) >= still {
+			return g, nil
+		}
+	}
+}
+
+// gauges reads go_goroutines and process_resident_memory_bytes.
+func (t *target) gauges() (goroutines, rss float64, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.admin+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "go_goroutines":
+			goroutines, _ = strconv.ParseFloat(value, 64)
+		case "process_resident_memory_bytes":
+			rss, _ = strconv.ParseFloat(value, 64)
+		}
+	}
+	return goroutines, rss, sc.Err()
+}

@@ -1,0 +1,106 @@
+package echo_test
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/gorilla/websocket"
+
+	"knowngood/shared/config"
+	"knowngood/shared/protocol"
+)
+
+// TestHalfOpen: a client that upgrades and then goes silent (a machine
+// that died, a network that went: nothing comes back, not even a pong) is
+// pinged after -ping-interval and dropped after -ping-timeout, counted as
+// ping_timeout; a client that answers pings but sends nothing stays.
+func TestHalfOpen(t *testing.T) {
+	forEach(t, func(t *testing.T, name string, b build) {
+		const interval, timeout = 200 * time.Millisecond, 300 * time.Millisecond
+		tg := start(t, name, b, func(c *config.Config) { c.PingInterval, c.PingTimeout = interval, timeout })
+		before := tg.stats()
+
+		healthy := dialWS(t, tg.url())
+		pongs := make(chan struct{}, 100)
+		healthy.SetPingHandler(func(data string) error {
+			pongs <- struct{}{}
+			return healthy.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+		})
+		echoes := make(chan string, 1)
+		go func() {
+			for {
+				_, msg, err := healthy.ReadMessage()
+				if err != nil {
+					return
+				}
+				echoes <- string(msg)
+			}
+		}()
+
+		dead := dialTCP(t, tg.Addr)
+		dead.write([]byte(upgradeRequest()))
+		if resp := dead.response(); resp.StatusCode != 101 {
+			t.Fatal(resp.Status)
+		}
+		began := time.Now()
+		waitFor(t, "the silent client dropped", func() bool {
+			return diff(before, tg.stats()).Disconnects["ping_timeout"] == 1
+		})
+		if took := time.Since(began); took < interval+timeout*8/10 {
+			t.Errorf("dropped after %v, want no sooner than -ping-interval + -ping-timeout (%v)", took, interval+timeout)
+		}
+		// The healthy one has answered pings meanwhile and is still here.
+		select {
+		case <-pongs:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the healthy client was never pinged")
+		}
+		time.Sleep(2 * (interval + timeout))
+		if st := tg.stats(); st.ConnectionsActive != 1 {
+			t.Errorf("%d connections active, want the healthy one", st.ConnectionsActive)
+		}
+		_ = healthy.WriteMessage(websocket.TextMessage, []byte("still here"))
+		select {
+		case got := <-echoes:
+			if got != "still here" {
+				t.Errorf("echo %q", got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("the healthy client got no echo")
+		}
+	})
+}
+
+// TestBrokenClients: clients that vanish mid-message, by reset (RST) or by
+// an abrupt close (a killed process: FIN with half a frame sent), are
+// cleaned up and counted as 1006, and the target goes on serving.
+func TestBrokenClients(t *testing.T) {
+	forEach(t, func(t *testing.T, name string, b build) {
+		tg := start(t, name, b, nil)
+		before := tg.stats()
+		const each = 5
+		for i := range 2 * each {
+			rc := dialTCP(t, tg.Addr)
+			rc.write([]byte(upgradeRequest()))
+			if resp := rc.response(); resp.StatusCode != 101 {
+				t.Fatal(resp.Status)
+			}
+			frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(payload(64 << 10))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc.write(frame[:len(frame)/2]) // half a message
+			if i%2 == 0 {
+				_ = rc.c.(*net.TCPConn).SetLinger(0) // RST
+			}
+			rc.c.Close()
+		}
+		st := tg.settled(t)
+		d := diff(before, st)
+		check(t, "disconnects 1006", d.Disconnects["1006"], 2*each)
+		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 2*each)
+		echoOnce(t, dialWS(t, tg.url()), "after the broken ones")
+	})
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestEMFILE: every variant under an open-files limit of 128 (prlimit on
+// the process), with 200 clients at once: the first ones connect and keep
+// echoing, the rest are refused promptly (not left to their timeout), the
+// target counts accept_errors{reason="EMFILE"} and logs about it at most
+// once a second, and once some clients leave, new ones get in.
+func TestEMFILE(t *testing.T) {
+	const limit, clients = 128, 200
+	for _, v := range allVariants {
+		t.Run(v, func(t *testing.T) {
+			s := startServerUnder(t, []string{"prlimit", "--nofile=128"}, variantArgs(v)...)
+			addr := strings.TrimPrefix(s.url, "http://")
+			began := time.Now()
+
+			var mu sync.Mutex
+			var held []peer
+			var slowest time.Duration
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 50)
+			for i := range clients {
+				wg.Go(func() {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					start := time.Now()
+					p, err := connect(v, addr, nil, 10*time.Second)
+					if err == nil {
+						if err = p.echo("first"); err != nil {
+							p.Close()
+						}
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						slowest = max(slowest, time.Since(start))
+						return
+					}
+					held = append(held, p)
+					_ = i
+				})
+			}
+			wg.Wait()
+			t.Logf("%s: %d of %d connected under %d open files; the slowest refusal took %v", v, len(held), clients, limit, slowest)
+			defer func() {
+				for _, p := range held {
+					p.Close()
+				}
+			}()
+			if len(held) < limit/2 || len(held) >= clients {
+				t.Fatalf("%d of %d connected; want most of the %d descriptors used, and some refused", len(held), clients, limit)
+			}
+			if slowest > 8*time.Second {
+				t.Errorf("a refused client waited %v: refusals should be prompt", slowest)
+			}
+			for i, p := range held {
+				if err := p.echo("still"); err != nil {
+					t.Fatalf("held connection %d stopped echoing: %v", i, err)
+				}
+			}
+
+			// Some leave: new clients get in again.
+			for _, p := range held[:40] {
+				p.Close()
+			}
+			held = held[40:]
+			for i := range 20 {
+				var p peer
+				var err error
+				for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+					if p, err = connect(v, addr, nil, 5*time.Second); err == nil {
+						if err = p.echo("again"); err == nil {
+							break
+						}
+						p.Close()
+					}
+				}
+				if err != nil {
+					t.Fatalf("new client %d after 40 left: %v", i, err)
+				}
+				held = append(held, p)
+			}
+
+			st := s.stats(t)
+			t.Logf("%s: accept errors %v", v, st.AcceptErrors)
+			if st.AcceptErrors["EMFILE"] == 0 {
+				t.Errorf("accept_errors %v, want EMFILE counted", st.AcceptErrors)
+			}
+			lines := strings.Count(s.log(), `"msg":"accept failed`)
+			if secs := time.Since(began).Seconds(); float64(lines) > secs+2 {
+				t.Errorf("%d accept-failure log lines in %.1fs: more than one a second", lines, secs)
+			}
+			if lines == 0 {
+				t.Errorf("no log line about the failed accepts:\n%s", s.log())
+			}
+		})
+	}
+}

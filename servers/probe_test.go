@@ -1,0 +1,209 @@
+package main
+
+// probe: one Go client per kind of target, enough to connect and echo, for
+// the tests that run the same steps against every variant (EMFILE, TLS,
+// the hostile mix, the soak).
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+var allVariants = []string{
+	"empty", "async", "blocking",
+	"echo-gorilla", "echo-coder", "echo-gnet", "echo-tcp",
+	"broadcast-gorilla", "broadcast-coder", "broadcast-gnet",
+}
+
+// variantArgs: a short connect delay for async and blocking, so that a
+// test of something else does not wait for the blocking loop.
+func variantArgs(v string) []string {
+	args := []string{"-variant", v}
+	if v == "async" || v == "blocking" {
+		args = append(args, "-delay", "1ms")
+	}
+	return args
+}
+
+func isSocketIO(v string) bool { return v == "empty" || v == "async" || v == "blocking" }
+
+// peer is one connection that echoes.
+type peer interface {
+	echo(msg string) error
+	Close() error
+}
+
+// connect opens a connection to variant at addr (TLS when tc is not nil)
+// and completes its handshake within timeout.
+func connect(variant, addr string, tc *tls.Config, timeout time.Duration) (peer, error) {
+	switch {
+	case variant == "echo-tcp":
+		d := &net.Dialer{Timeout: timeout}
+		var c net.Conn
+		var err error
+		if tc != nil {
+			c, err = tls.DialWithDialer(d, "tcp", addr, tc)
+		} else {
+			c, err = d.Dial("tcp", addr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &tcpPeer{c: c, timeout: timeout}, nil
+	case isSocketIO(variant):
+		c, err := dialWS(wsScheme(tc)+addr+"/socket.io/?EIO=4&transport=websocket", tc, timeout)
+		if err != nil {
+			return nil, err
+		}
+		p := &sioPeer{c: c, timeout: timeout}
+		if err := p.open(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return p, nil
+	default:
+		c, err := dialWS(wsScheme(tc)+addr+"/", tc, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &wsPeer{c: c, broadcast: strings.HasPrefix(variant, "broadcast-"), timeout: timeout}, nil
+	}
+}
+
+func wsScheme(tc *tls.Config) string {
+	if tc != nil {
+		return "wss://"
+	}
+	return "ws://"
+}
+
+func dialWS(url string, tc *tls.Config, timeout time.Duration) (*websocket.Conn, error) {
+	d := websocket.Dialer{HandshakeTimeout: timeout, TLSClientConfig: tc}
+	c, resp, err := d.Dial(url, nil)
+	if err != nil {
+		if resp != nil {
+			return nil, fmt.Errorf("%w (HTTP %d)", err, resp.StatusCode)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+type tcpPeer struct {
+	c       net.Conn
+	timeout time.Duration
+}
+
+func (p *tcpPeer) echo(msg string) error {
+	_ = p.c.SetDeadline(time.Now().Add(p.timeout))
+	if _, err := p.c.Write([]byte(msg)); err != nil {
+		return err
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(p.c, got); err != nil {
+		return err
+	}
+	if string(got) != msg {
+		return fmt.Errorf("echo %q, want %q", got, msg)
+	}
+	return nil
+}
+
+func (p *tcpPeer) Close() error { return p.c.Close() }
+
+// wsPeer: the echo targets send the message back; the broadcast targets
+// answer {"type":"echo","payload":...} with the same message.
+type wsPeer struct {
+	c         *websocket.Conn
+	broadcast bool
+	timeout   time.Duration
+}
+
+func (p *wsPeer) echo(msg string) error {
+	if p.broadcast {
+		msg = fmt.Sprintf(`{"type":"echo","payload":%q}`, msg)
+	}
+	_ = p.c.SetWriteDeadline(time.Now().Add(p.timeout))
+	if err := p.c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		return err
+	}
+	_ = p.c.SetReadDeadline(time.Now().Add(p.timeout))
+	_, got, err := p.c.ReadMessage()
+	if err != nil {
+		return err
+	}
+	if string(got) != msg {
+		return fmt.Errorf("echo %q, want %q", got, msg)
+	}
+	return nil
+}
+
+func (p *wsPeer) Close() error { return p.c.Close() }
+
+// sioPeer speaks Socket.IO v5 over Engine.IO v4's WebSocket transport by
+// hand: the open packet, CONNECT to /, and "echo" events with acks.
+type sioPeer struct {
+	c       *websocket.Conn
+	timeout time.Duration
+	ackID   int
+}
+
+func (p *sioPeer) read() (string, error) {
+	_ = p.c.SetReadDeadline(time.Now().Add(p.timeout))
+	for {
+		_, msg, err := p.c.ReadMessage()
+		if err != nil {
+			return "", err
+		}
+		if string(msg) == "2" { // Engine.IO ping
+			_ = p.c.WriteMessage(websocket.TextMessage, []byte("3"))
+			continue
+		}
+		return string(msg), nil
+	}
+}
+
+func (p *sioPeer) open() error {
+	msg, err := p.read()
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(msg, "0{") {
+		return fmt.Errorf("Engine.IO open: %q", msg)
+	}
+	_ = p.c.SetWriteDeadline(time.Now().Add(p.timeout))
+	if err := p.c.WriteMessage(websocket.TextMessage, []byte("40")); err != nil {
+		return err
+	}
+	if msg, err = p.read(); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(msg, "40{") {
+		return fmt.Errorf("Socket.IO CONNECT: %q", msg)
+	}
+	return nil
+}
+
+func (p *sioPeer) echo(msg string) error {
+	p.ackID++
+	_ = p.c.SetWriteDeadline(time.Now().Add(p.timeout))
+	if err := p.c.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `42%d["echo",%q]`, p.ackID, msg)); err != nil {
+		return err
+	}
+	got, err := p.read()
+	if err != nil {
+		return err
+	}
+	if want := fmt.Sprintf(`43%d[%q]`, p.ackID, msg); got != want {
+		return fmt.Errorf("ack %q, want %q", got, want)
+	}
+	return nil
+}
+
+func (p *sioPeer) Close() error { return p.c.Close() }

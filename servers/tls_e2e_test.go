@@ -1,0 +1,114 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testCert makes a self-signed pair with scripts/gen-cert.sh and returns
+// its paths and a client config that trusts it.
+func testCert(t *testing.T) (certFile, keyFile string, tc *tls.Config) {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("../scripts/gen-cert.sh", dir).CombinedOutput(); err != nil {
+		t.Fatalf("gen-cert.sh: %v\n%s", err, out)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	pem, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("gen-cert.sh made no PEM certificate")
+	}
+	return certFile, keyFile, &tls.Config{RootCAs: pool}
+}
+
+// gnetVariants read the socket themselves: no TLS (README: the one
+// exception).
+func isGnet(v string) bool { return strings.HasSuffix(v, "-gnet") }
+
+// TestTLS: with -tls-cert/-tls-key every variant but the gnet ones serves
+// wss:// (and https:// for Socket.IO polling), verified against the
+// certificate by the Go clients; the JavaScript and Python clients run
+// over TLS once each. The gnet variants refuse TLS at start with a line
+// that names the flag.
+func TestTLS(t *testing.T) {
+	cert, key, tc := testCert(t)
+	for _, v := range allVariants {
+		t.Run(v, func(t *testing.T) {
+			args := append(variantArgs(v), "-tls-cert", cert, "-tls-key", key)
+			if isGnet(v) {
+				out, err := exec.Command(binary, append(args, "-addr", "127.0.0.1:0", "-admin-addr", "")...).CombinedOutput()
+				if err == nil || !strings.Contains(string(out), "-tls-cert") {
+					t.Errorf("%s with -tls-cert: %v, %s; want exit 1 and a line naming -tls-cert", v, err, out)
+				}
+				return
+			}
+			s := startServer(t, args...)
+			addr := strings.TrimPrefix(s.url, "http://")
+			for i := range 3 {
+				p, err := connect(v, addr, tc, 5*time.Second)
+				if err != nil {
+					t.Fatalf("over TLS: %v", err)
+				}
+				if err := p.echo("over TLS"); err != nil {
+					t.Fatalf("echo %d over TLS: %v", i, err)
+				}
+				p.Close()
+			}
+			// A plain client on the TLS port fails, and the target goes on.
+			if p, err := connect(v, addr, nil, 2*time.Second); err == nil {
+				if p.echo("plain") == nil {
+					t.Errorf("a plain client got an echo from the TLS port")
+				}
+				p.Close()
+			}
+			if st := s.stats(t); v != "echo-tcp" && st.Handshakes["ok"] < 3 {
+				t.Errorf("handshakes %v, want 3 ok at least", st.Handshakes)
+			}
+		})
+	}
+}
+
+// TestTLSExternalClients: socket.io-client over https polling then wss,
+// python-socketio over wss, Node's ws and Python's websockets over wss.
+func TestTLSExternalClients(t *testing.T) {
+	need(t, "socket.io-client and ws (scripts/node_modules)", haveNodeClients() && haveNodeWSEcho())
+	need(t, "python3-socketio and python3-websockets", havePythonSocketIO() && havePythonWSEcho())
+	t.Setenv("NODE_TLS_REJECT_UNAUTHORIZED", "0") // the self-signed pair, for ws
+	cert, key, _ := testCert(t)
+	sio := startServer(t, "-variant", "empty", "-tls-cert", cert, "-tls-key", key)
+	https := "https://" + strings.TrimPrefix(sio.url, "http://")
+	for _, c := range []struct{ client, transports string }{{"js", "polling"}, {"js", "polling,websocket"}, {"python", "websocket"}} {
+		args := []string{"--url", https, "--n", "20", "--transports", c.transports, "--deadline-ms", "15000", "--echo", "--insecure"}
+		r := runClient(t, c.client, args...)
+		if r.Connected != 20 || r.Echoed != 20 {
+			t.Errorf("%s over %s (TLS): %d connected, %d echoed; errors %v", c.client, c.transports, r.Connected, r.Echoed, r.Errors)
+		}
+	}
+	ws := startServer(t, "-variant", "echo-coder", "-tls-cert", cert, "-tls-key", key)
+	wss := "wss://" + strings.TrimPrefix(ws.url, "http://") + "/echo"
+	for _, client := range []string{"ws", "websockets"} {
+		args := []string{"--url", wss}
+		if client == "websockets" {
+			args = append(args, "--insecure")
+		}
+		r := runWSClient(t, client, args...)
+		for c, result := range r.Cases {
+			if result != "ok" {
+				t.Errorf("%s over wss: %s: %s", client, c, result)
+			}
+		}
+		if len(r.Cases) == 0 {
+			t.Errorf("%s over wss ran no cases", client)
+		}
+	}
+}

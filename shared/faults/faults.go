@@ -1,0 +1,105 @@
+// Package faults is the known-bad modes (-fault-reject, -fault-delay,
+// -fault-close-after, -fault-drop): each target asks it what to do at the
+// points where a fault can strike, and it counts every fault it calls for
+// in knowngood_faults_total{kind}, so that a client's failures can be
+// reconciled with the faults the server injected.
+package faults
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"knowngood/shared/config"
+	"knowngood/shared/metrics"
+)
+
+// Kinds: the values of the kind label, and the keys of /stats "faults".
+const (
+	KindReject     = "reject"      // a handshake answered 503 (echo-tcp: the connection closed at once)
+	KindDelay      = "delay"       // a message or ack held -fault-delay before it was handled
+	KindCloseAfter = "close_after" // a connection closed (1011) after -fault-close-after messages
+	KindDrop       = "drop"        // a message silently dropped
+)
+
+// CloseCode is the WebSocket close code of -fault-close-after: 1011,
+// internal error, the code a server that fails sends.
+const CloseCode = 1011
+
+// Injector decides. A nil *Injector (every mode off) injects nothing, so a
+// target calls it without checking.
+type Injector struct {
+	reject, drop float64
+	delay        time.Duration
+	closeAfter   int
+	m            *metrics.Metrics
+}
+
+// New returns nil when every mode is off.
+func New(cfg config.Config, m *metrics.Metrics) *Injector {
+	if cfg.FaultReject == 0 && cfg.FaultDelay == 0 && cfg.FaultCloseAfter == 0 && cfg.FaultDrop == 0 {
+		return nil
+	}
+	return &Injector{reject: cfg.FaultReject, drop: cfg.FaultDrop, delay: cfg.FaultDelay, closeAfter: cfg.FaultCloseAfter, m: m}
+}
+
+// Reject reports whether this handshake is to be refused, and counts it.
+func (f *Injector) Reject() bool { return f.roll(f.rejectP(), KindReject) }
+
+// Drop reports whether this message is to be dropped, and counts it.
+func (f *Injector) Drop() bool { return f.roll(f.dropP(), KindDrop) }
+
+// Delay is how long to hold this message (0 = none), counted when not 0.
+func (f *Injector) Delay() time.Duration {
+	if f == nil || f.delay == 0 {
+		return 0
+	}
+	f.m.Fault(KindDelay)
+	return f.delay
+}
+
+// Delaying reports whether messages are delayed, without counting.
+func (f *Injector) Delaying() bool { return f != nil && f.delay > 0 }
+
+// CloseAfter reports whether a connection that has now handled n messages
+// is to be closed, and counts it (once per connection: it is true for n
+// equal to -fault-close-after only).
+func (f *Injector) CloseAfter(n int) bool {
+	if f == nil || f.closeAfter == 0 || n != f.closeAfter {
+		return false
+	}
+	f.m.Fault(KindCloseAfter)
+	return true
+}
+
+// Message is the fate of a connection's n-th message (from 1): dropped, or
+// handled and then, maybe, the connection closed. The order is fixed so that
+// every target agrees: a dropped message still counts towards
+// -fault-close-after.
+func (f *Injector) Message(n int) (drop, closeAfter bool) {
+	if f == nil {
+		return false, false
+	}
+	return f.Drop(), f.CloseAfter(n)
+}
+
+func (f *Injector) rejectP() float64 {
+	if f == nil {
+		return 0
+	}
+	return f.reject
+}
+
+func (f *Injector) dropP() float64 {
+	if f == nil {
+		return 0
+	}
+	return f.drop
+}
+
+func (f *Injector) roll(p float64, kind string) bool {
+	if p <= 0 || rand.Float64() >= p {
+		return false
+	}
+	f.m.Fault(kind)
+	return true
+}

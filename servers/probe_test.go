@@ -5,7 +5,9 @@ package main
 // the hostile mix, the soak).
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"knowngood/loadgen/sioclient"
 )
 
 var allVariants = []string{
@@ -57,16 +61,19 @@ func connect(variant, addr string, tc *tls.Config, timeout time.Duration) (peer,
 		}
 		return &tcpPeer{c: c, timeout: timeout}, nil
 	case isSocketIO(variant):
-		c, err := dialWS(wsScheme(tc)+addr+"/socket.io/?EIO=4&transport=websocket", tc, timeout)
+		if tc != nil {
+			// The zishang520 client's WebSocket transport takes no TLS
+			// settings: over TLS, the JS and Python clients check these
+			// targets (TestTLSExternalClients).
+			return nil, errSocketIOTLS
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		c, err := sioclient.Connect(ctx, sioclient.Options{URL: "http://" + addr, Transport: sioclient.WebSocket, OpenTimeout: timeout + time.Second})
 		if err != nil {
 			return nil, err
 		}
-		p := &sioPeer{c: c, timeout: timeout}
-		if err := p.open(); err != nil {
-			c.Close()
-			return nil, err
-		}
-		return p, nil
+		return &sioPeer{c: c, timeout: timeout}, nil
 	default:
 		c, err := dialWS(wsScheme(tc)+addr+"/", tc, timeout)
 		if err != nil {
@@ -146,64 +153,20 @@ func (p *wsPeer) echo(msg string) error {
 
 func (p *wsPeer) Close() error { return p.c.Close() }
 
-// sioPeer speaks Socket.IO v5 over Engine.IO v4's WebSocket transport by
-// hand: the open packet, CONNECT to /, and "echo" events with acks.
+// errSocketIOTLS: the Go Socket.IO client here does not do TLS.
+var errSocketIOTLS = errors.New("no Go Socket.IO client over TLS")
+
+// sioPeer is the zishang520 Socket.IO client (through loadgen/sioclient,
+// which works around its races): "echo" events and their acks.
 type sioPeer struct {
-	c       *websocket.Conn
+	c       *sioclient.Conn
 	timeout time.Duration
-	ackID   int
-}
-
-func (p *sioPeer) read() (string, error) {
-	_ = p.c.SetReadDeadline(time.Now().Add(p.timeout))
-	for {
-		_, msg, err := p.c.ReadMessage()
-		if err != nil {
-			return "", err
-		}
-		if string(msg) == "2" { // Engine.IO ping
-			_ = p.c.WriteMessage(websocket.TextMessage, []byte("3"))
-			continue
-		}
-		return string(msg), nil
-	}
-}
-
-func (p *sioPeer) open() error {
-	msg, err := p.read()
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(msg, "0{") {
-		return fmt.Errorf("Engine.IO open: %q", msg)
-	}
-	_ = p.c.SetWriteDeadline(time.Now().Add(p.timeout))
-	if err := p.c.WriteMessage(websocket.TextMessage, []byte("40")); err != nil {
-		return err
-	}
-	if msg, err = p.read(); err != nil {
-		return err
-	}
-	if !strings.HasPrefix(msg, "40{") {
-		return fmt.Errorf("Socket.IO CONNECT: %q", msg)
-	}
-	return nil
 }
 
 func (p *sioPeer) echo(msg string) error {
-	p.ackID++
-	_ = p.c.SetWriteDeadline(time.Now().Add(p.timeout))
-	if err := p.c.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `42%d["echo",%q]`, p.ackID, msg)); err != nil {
-		return err
-	}
-	got, err := p.read()
-	if err != nil {
-		return err
-	}
-	if want := fmt.Sprintf(`43%d[%q]`, p.ackID, msg); got != want {
-		return fmt.Errorf("ack %q, want %q", got, want)
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	return p.c.Echo(ctx, msg)
 }
 
 func (p *sioPeer) Close() error { return p.c.Close() }

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"knowngood/loadgen/sioclient"
 )
 
 var allVariants = "empty,async,blocking,echo-gorilla,echo-coder,echo-gnet,echo-tcp,broadcast-gorilla,broadcast-coder,broadcast-gnet"
@@ -232,22 +234,17 @@ func dialEcho(variant, addr string) (io.Closer, error) {
 		}
 		return c, nil
 	case "empty", "async", "blocking":
-		d := websocket.Dialer{HandshakeTimeout: timeout}
-		c, _, err := d.Dial("ws://"+addr+"/socket.io/?EIO=4&transport=websocket", nil)
+		// The zishang520 client, through loadgen/sioclient (which works
+		// around its races).
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		c, err := sioclient.Connect(ctx, sioclient.Options{URL: "http://" + addr, Transport: sioclient.WebSocket, OpenTimeout: timeout + time.Second})
 		if err != nil {
 			return nil, err
 		}
-		_ = c.SetReadDeadline(time.Now().Add(timeout))
-		steps := []struct{ send, want string }{{"", "0{"}, {"40", "40{"}, {`421["echo","soak"]`, `431["soak"]`}}
-		for _, s := range steps {
-			if s.send != "" {
-				_ = c.WriteMessage(websocket.TextMessage, []byte(s.send))
-			}
-			_, msg, err := c.ReadMessage()
-			if err != nil || !strings.HasPrefix(string(msg), s.want) {
-				c.Close()
-				return nil, fmt.Errorf("socket.io: %q, %v", msg, err)
-			}
+		if err := c.Echo(ctx, "soak"); err != nil {
+			c.Close()
+			return nil, err
 		}
 		return c, nil
 	default:

@@ -217,15 +217,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if s != nil && len(s.Invalid) > 0 {
 		t.Row("invalid messages", "", fmt.Sprint(s.Invalid))
 	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
-	tally.Write(w, "errors", r.Errors)
-	if r.ServerError != "" {
-		fmt.Fprintf(w, "server: %s\n", r.ServerError)
-	}
-	verdict.Write(w, r.Verdicts)
-	return nil
+	return t.Close(w, r.Errors, r.ServerError, r.Verdicts)
 }
 
 func latencyString(l *protocol.Latency) string {

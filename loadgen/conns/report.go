@@ -178,15 +178,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if kib := r.KiBPerConnection(); kib != nil {
 		t.Row("per connection", "", fmt.Sprintf("%.2f KiB", *kib))
 	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
-	tally.Write(w, "errors", r.Errors)
-	if r.ServerError != "" {
-		fmt.Fprintf(w, "server: %s\n", r.ServerError)
-	}
-	verdict.Write(w, r.Verdicts)
-	return nil
+	return t.Close(w, r.Errors, r.ServerError, r.Verdicts)
 }
 
 // batchSummary gives the batches' times: all of them when few, else the

@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/verdict"
 )
 
 // Table is a report table whose server column comes from a *V, the
@@ -117,4 +120,19 @@ func Counts(m map[string]uint64) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Close flushes the table, then writes under it the errors by kind, why
+// the server's view is missing (serverError, "" when it is not), and the
+// verdicts.
+func (t *Table[V]) Close(w io.Writer, errs map[string]tally.Count, serverError string, vs []verdict.Verdict) error {
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	tally.Write(w, "errors", errs)
+	if serverError != "" {
+		fmt.Fprintf(w, "server: %s\n", serverError)
+	}
+	verdict.Write(w, vs)
+	return nil
 }

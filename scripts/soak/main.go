@@ -116,7 +116,9 @@ func Run(cfg Config, w io.Writer) error {
 }
 
 func soak(cfg Config, variant string, n int, tw io.Writer, problems *[]error) error {
-	args := []string{"-variant", variant, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-format", "json", "-delay", "1ms"}
+	// -pprof for /debug/freeosmemory: RSS is read after a GC that returns
+	// the freed pages, so that rounds compare live memory, not garbage.
+	args := []string{"-variant", variant, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-format", "json", "-delay", "1ms", "-pprof"}
 	t, err := startTarget(cfg.Binary, args)
 	if err != nil {
 		return err
@@ -153,6 +155,9 @@ func soak(cfg Config, variant string, n int, tw io.Writer, problems *[]error) er
 			if g <= baseline || time.Now().After(end) {
 				break
 			}
+		}
+		if rss, err = t.rssAfterGC(); err != nil {
+			return err
 		}
 		if round == 1 {
 			rss1 = rss
@@ -333,6 +338,21 @@ func (t *target) steady(still, d time.Duration) (float64, error) {
 			return g, nil
 		}
 	}
+}
+
+// rssAfterGC asks the target to collect and return freed memory to the
+// system, then reads its resident memory.
+func (t *target) rssAfterGC() (float64, error) {
+	resp, err := http.Post(t.admin+"/debug/freeosmemory", "", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return 0, fmt.Errorf("POST /debug/freeosmemory: %s", resp.Status)
+	}
+	_, rss, err := t.gauges()
+	return rss, err
 }
 
 // gauges reads go_goroutines and process_resident_memory_bytes.

@@ -80,6 +80,14 @@ func TestPprofOnlyWithFlag(t *testing.T) {
 				t.Errorf("-pprof=%v: %s answered %d, want %d", on, path, resp.StatusCode, want)
 			}
 		}
+		resp, err := http.Post(srv.URL+"/debug/freeosmemory", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusNoContent}[on]; resp.StatusCode != want {
+			t.Errorf("-pprof=%v: POST /debug/freeosmemory answered %d, want %d", on, resp.StatusCode, want)
+		}
 		srv.Close()
 	}
 }

@@ -80,12 +80,7 @@ type row struct {
 	err     error
 }
 
-func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	bins, err := benchrun.Build(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	defer bins.Remove()
+func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return err

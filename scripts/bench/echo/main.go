@@ -140,12 +140,7 @@ type result struct {
 	err       error
 }
 
-func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	bins, err := benchrun.Build(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	defer bins.Remove()
+func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
 
 	results := map[cell][]result{}
 	for rep := 1; rep <= o.reps; rep++ {

@@ -123,12 +123,7 @@ type row struct {
 	err             error
 }
 
-func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	bins, err := benchrun.Build(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	defer bins.Remove()
+func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
 	var rows []row
 	for _, v := range o.variants {
 		for _, n := range o.ns {

@@ -92,12 +92,7 @@ type row struct {
 	err       error
 }
 
-func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	bins, err := benchrun.Build(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	defer bins.Remove()
+func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
 	server, loadgen := bins.Server, bins.Loadgen
 
 	// A fresh server for every run: on blocking, the connects a short

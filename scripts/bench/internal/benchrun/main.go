@@ -12,9 +12,9 @@ import (
 )
 
 // Main is the main of every benchmark program: parse the flags (exit 2 on a
-// bad one, 0 for -h), then run until done or interrupted (exit 1 on an
-// error), every message prefixed with name.
-func Main[O any](name string, parse func([]string) (O, error), run func(context.Context, O, io.Writer, io.Writer) error) {
+// bad one, 0 for -h), build knowngood and loadgen, then run until done or
+// interrupted (exit 1 on an error), every message prefixed with name.
+func Main[O any](name string, parse func([]string) (O, error), run func(context.Context, O, *Binaries, io.Writer, io.Writer) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts, err := parse(os.Args[1:])
@@ -26,7 +26,12 @@ func Main[O any](name string, parse func([]string) (O, error), run func(context.
 		stop()
 		os.Exit(2)
 	}
-	if err := run(ctx, opts, os.Stdout, os.Stderr); err != nil {
+	bins, err := Build(ctx, os.Stderr)
+	if err == nil {
+		err = run(ctx, opts, bins, os.Stdout, os.Stderr)
+		bins.Remove()
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		stop()
 		os.Exit(1)

@@ -153,7 +153,7 @@ func soak(cfg Config, variant string, n int, tw io.Writer, problems *[]error) er
 		// Back to the baseline, or the deadline.
 		var g, rss float64
 		for end := time.Now().Add(cfg.Settle); ; time.Sleep(100 * time.Millisecond) {
-			if g, rss, err = t.gauges(); err != nil {
+			if g, _, err = t.gauges(); err != nil {
 				return err
 			}
 			if g <= baseline || time.Now().After(end) {

@@ -87,7 +87,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 // event of the socket: -fault-drop leaves an event unanswered,
 // -fault-delay answers it that much later (on a timer: the library's
 // reader goes on), -fault-close-after disconnects the socket (a Socket.IO
-// DISCONNECT, then the Engine.IO session closes) after that many events.
+// DISCONNECT, after the answer to the last event) after that many events.
 // Without them it is sock.On itself.
 func (s *Server) withFaults(sock *socket.Socket) func(string, func(...any)) {
 	if s.faults == nil {
@@ -102,7 +102,10 @@ func (s *Server) withFaults(sock *socket.Socket) func(string, func(...any)) {
 					h(args...)
 				}
 				if closeAfter {
-					sock.Disconnect(true)
+					// Disconnect the socket: its DISCONNECT goes out after
+					// the answer above, on the same transport. Closing the
+					// transport itself (true) could lose that answer.
+					sock.Disconnect(false)
 				}
 			}
 			if !drop {

@@ -53,7 +53,11 @@ func (s *faultSession) Message(op Op, data []byte) {
 		}
 		if closeAfter {
 			// After the reply: a client sees n echoes, then 1011.
-			s.p.Close(faults.CloseCode)
+			if dc, ok := s.p.(drainCloser); ok {
+				dc.closeAfterQueue(faults.CloseCode)
+			} else {
+				s.p.Close(faults.CloseCode)
+			}
 		}
 	}
 	if !drop {

@@ -606,10 +606,19 @@ func (g *gnetTarget) negotiate(req *http.Request) (string, bool) {
 	return "", false
 }
 
-// Close starts the server's close with code, from any goroutine.
-func (st *gconn) Close(code int) {
+// Close starts the server's close with code, from any goroutine; what is
+// queued is dropped.
+func (st *gconn) Close(code int) { st.close(code, false) }
+
+// closeAfterQueue is Close once the queue is written.
+func (st *gconn) closeAfterQueue(code int) { st.close(code, true) }
+
+func (st *gconn) close(code int, drain bool) {
 	st.shut.Store(true)
 	st.g.onLoop(st, func(st *gconn) {
+		if drain {
+			st.flush()
+		}
 		if st.phase != phaseOpen {
 			return
 		}

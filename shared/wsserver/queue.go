@@ -70,6 +70,10 @@ func (p *httpPeer) write() {
 			if p.closed.Load() {
 				return
 			}
+			if o.closeCode != 0 {
+				p.Close(o.closeCode)
+				return
+			}
 			if err := p.ws.write(Text, o.Data); err != nil {
 				return
 			}
@@ -77,6 +81,20 @@ func (p *httpPeer) write() {
 		case <-p.done:
 			return
 		}
+	}
+}
+
+// closeAfterQueue closes with code once the writer has written what is
+// queued now; without a queue (replies are written by the reader) at once.
+func (p *httpPeer) closeAfterQueue(code int) {
+	if p.queue == nil {
+		p.Close(code)
+		return
+	}
+	select {
+	case p.queue <- &Outgoing{closeCode: code}:
+	default:
+		p.Close(code) // a full queue: the client is not reading anyway
 	}
 }
 

@@ -120,6 +120,17 @@ type Outgoing struct {
 
 	frameOnce, deflateOnce sync.Once
 	frame, deflated        []byte
+
+	// closeCode, when not 0, makes this no message but the order to close
+	// with that code once everything queued before it is written.
+	closeCode int
+}
+
+// drainCloser is a queued connection that can close after what it has
+// queued (-fault-close-after: the client sees its n replies, then 1011),
+// where Close drops the queue (a slow client).
+type drainCloser interface {
+	closeAfterQueue(code int)
 }
 
 // NewOutgoing wraps data, which must not change afterwards.

@@ -1,0 +1,112 @@
+package broadcast_test
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"knowngood/shared/config"
+	"knowngood/shared/faults"
+	"knowngood/shared/lifecycle/lifecycletest"
+)
+
+// TestFaultModes: each known-bad mode on every broadcast target against the
+// gorilla client, the client's count beside the server's faults_total.
+func TestFaultModes(t *testing.T) {
+	echo := []byte(`{"type":"echo","payload":"x"}`)
+	// answered sends n echoes, one at a time, and counts the answers that
+	// come within wait each.
+	answered := func(t *testing.T, c *websocket.Conn, n int, wait time.Duration) int {
+		got := 0
+		for range n {
+			if err := c.WriteMessage(websocket.TextMessage, echo); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(wait))
+			_, _, err := c.ReadMessage()
+			if err == nil {
+				got++
+				continue
+			}
+			var ne interface{ Timeout() bool }
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Fatal(err)
+			}
+			return got // a timed-out gorilla connection is done: count what came
+		}
+		return got
+	}
+	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
+		t.Run("reject", func(t *testing.T) {
+			tg := start(t, name, b, func(c *config.Config) { c.FaultReject = 0.3 })
+			const n = 60
+			refused := 0
+			for range n {
+				c, resp, err := dialer(0).Dial(tg.URL(), nil)
+				switch {
+				case err == nil:
+					c.Close()
+				case resp != nil && resp.StatusCode == http.StatusServiceUnavailable:
+					refused++
+				default:
+					t.Fatal(err)
+				}
+			}
+			if got := tg.Stats().Faults[faults.KindReject]; got != uint64(refused) || refused == 0 || refused == n {
+				t.Errorf("client: %d of %d refused with 503; server: %d reject faults", refused, n, got)
+			}
+		})
+		t.Run("delay", func(t *testing.T) {
+			const delay = 100 * time.Millisecond
+			tg := start(t, name, b, func(c *config.Config) { c.FaultDelay = delay })
+			c, _, err := dialer(0).Dial(tg.URL(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			began := time.Now()
+			if answered(t, c, 1, 5*time.Second) != 1 {
+				t.Fatal("no echo")
+			}
+			if took := time.Since(began); took < delay*9/10 {
+				t.Errorf("echo after %v, want at least -fault-delay %v", took, delay)
+			}
+		})
+		t.Run("close-after", func(t *testing.T) {
+			tg := start(t, name, b, func(c *config.Config) { c.FaultCloseAfter = 3 })
+			c, _, err := dialer(0).Dial(tg.URL(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if got := answered(t, c, 3, 5*time.Second); got != 3 {
+				t.Fatalf("%d of 3 echoes", got)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _, err = c.ReadMessage()
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != faults.CloseCode {
+				t.Errorf("after 3 messages: %v, want close %d", err, faults.CloseCode)
+			}
+			if got := tg.Stats().Faults[faults.KindCloseAfter]; got != 1 {
+				t.Errorf("close_after faults %d, want 1", got)
+			}
+		})
+		t.Run("drop", func(t *testing.T) {
+			tg := start(t, name, b, func(c *config.Config) { c.FaultDrop = 0.5 })
+			c, _, err := dialer(0).Dial(tg.URL(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// Until the first drop: its answer never comes.
+			got := answered(t, c, 50, 300*time.Millisecond)
+			if drops := tg.Stats().Faults[faults.KindDrop]; drops != 1 || got == 50 {
+				t.Errorf("%d answered before the first unanswered echo; server: %d drop faults, want 1", got, drops)
+			}
+		})
+	})
+}

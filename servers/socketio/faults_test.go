@@ -1,0 +1,100 @@
+package socketio_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"knowngood/loadgen/sioclient"
+	"knowngood/servers/socketio"
+	"knowngood/shared/config"
+	"knowngood/shared/faults"
+	"knowngood/shared/protocol"
+)
+
+// TestFaultModes: each known-bad mode on a Socket.IO target against the Go
+// client (through loadgen/sioclient), the client's count beside the
+// server's faults_total.
+func TestFaultModes(t *testing.T) {
+	t.Run("reject", func(t *testing.T) {
+		tg := start(t, socketio.Empty, func(c *config.Config) { c.FaultReject = 0.3 })
+		const n = 60
+		refused := 0
+		for range n {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c, err := sioclient.Connect(ctx, sioclient.Options{URL: tg.url, Transport: sioclient.WebSocket})
+			cancel()
+			if err != nil {
+				refused++
+				continue
+			}
+			_ = c.Close()
+		}
+		st := tg.metrics.Snapshot()
+		if got := st.Faults[faults.KindReject]; got != uint64(refused) || st.Handshakes[protocol.ResultRejected] != uint64(refused) || refused == 0 || refused == n {
+			t.Errorf("client refused %d of %d; server: %d reject faults, %d rejected handshakes", refused, n, got, st.Handshakes[protocol.ResultRejected])
+		}
+	})
+	t.Run("delay", func(t *testing.T) {
+		const delay = 100 * time.Millisecond
+		tg := start(t, socketio.Empty, func(c *config.Config) { c.FaultDelay = delay })
+		c := dial(t, tg.url, "/", []string{"websocket"}, nil)
+		for range 3 {
+			began := time.Now()
+			if got := c.emitAck(t, "echo", "x"); len(got) != 1 || got[0] != "x" {
+				t.Fatalf("ack %v", got)
+			}
+			if took := time.Since(began); took < delay*9/10 {
+				t.Errorf("ack after %v, want at least -fault-delay %v", took, delay)
+			}
+		}
+		if got := tg.metrics.Snapshot().Faults[faults.KindDelay]; got != 3 {
+			t.Errorf("delay faults %d, want 3", got)
+		}
+	})
+	t.Run("close-after", func(t *testing.T) {
+		tg := start(t, socketio.Empty, func(c *config.Config) { c.FaultCloseAfter = 3 })
+		c := dial(t, tg.url, "/", []string{"websocket"}, nil)
+		for range 3 {
+			c.emitAck(t, "echo", "x")
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for c.reason() == "" && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if c.reason() == "" {
+			t.Fatal("not disconnected after -fault-close-after 3 events")
+		}
+		if got := tg.metrics.Snapshot().Faults[faults.KindCloseAfter]; got != 1 {
+			t.Errorf("close_after faults %d, want 1", got)
+		}
+	})
+	t.Run("drop", func(t *testing.T) {
+		tg := start(t, socketio.Empty, func(c *config.Config) { c.FaultDrop = 0.5 })
+		const n = 20
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := sioclient.Connect(ctx, sioclient.Options{URL: tg.url, Transport: sioclient.WebSocket})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		unanswered := 0
+		for range n {
+			// An answered echo takes a millisecond or two here; a dropped
+			// one never comes.
+			ectx, ecancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			if err := conn.Echo(ectx, "x"); err != nil {
+				if !errors.Is(err, sioclient.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("echo: %v", err)
+				}
+				unanswered++
+			}
+			ecancel()
+		}
+		if got := tg.metrics.Snapshot().Faults[faults.KindDrop]; got != uint64(unanswered) || unanswered == 0 || unanswered == n {
+			t.Errorf("client: %d of %d echoes unanswered; server: %d drop faults", unanswered, n, got)
+		}
+	})
+}

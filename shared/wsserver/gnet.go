@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,6 +63,9 @@ type gnetTarget struct {
 	mu      sync.Mutex
 	ln      net.Listener
 	closing atomic.Bool
+
+	regMu   sync.Mutex     // one Register at a time
+	bridges sync.WaitGroup // the TLS bridges (gnettls.go)
 }
 
 // Connection phases; each gconn moves forward through them only.
@@ -140,9 +144,6 @@ type gconn struct {
 const maxFrameHeader = 14
 
 func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
-	if cfg.TLSCert != "" {
-		return nil, fmt.Errorf("%s serves plain TCP only (gnet reads the socket itself): drop -tls-cert/-tls-key or use a gorilla or coder variant", cfg.Variant)
-	}
 	return &gnetTarget{
 		cfg: cfg, m: m, log: log, opts: o,
 		gate:    lifecycle.NewGate(cfg.MaxConns),
@@ -228,18 +229,30 @@ func (g *gnetTarget) accept(ln net.Listener) {
 			continue
 		}
 		backoff = 0
-		st := &gconn{g: g, accepted: time.Now()}
-		ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), st), c)
-		// Register hands c to a worker that duplicates its descriptor for
-		// the loop and closes c; its result channel is buffered.
-		results, err := g.eng.Register(ctx)
-		if err != nil {
-			_ = c.Close()
-			g.m.AcceptError(lifecycle.AcceptErrorReason(err))
+		if tc, ok := c.(*tls.Conn); ok {
+			g.bridges.Go(func() { g.bridgeTLS(tc, time.Now()) })
 			continue
 		}
-		go g.countUnregistered(results)
+		g.register(c, time.Now())
 	}
+}
+
+// register hands c to an event loop. Register hands c to a worker that
+// duplicates its descriptor for the loop and closes c; its result channel
+// is buffered. One caller at a time: gnet's round-robin counter is not
+// synchronised, and the TLS bridges register from goroutines of their own.
+func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
+	g.regMu.Lock()
+	defer g.regMu.Unlock()
+	st := &gconn{g: g, accepted: accepted}
+	ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), st), c)
+	results, err := g.eng.Register(ctx)
+	if err != nil {
+		_ = c.Close()
+		g.m.AcceptError(lifecycle.AcceptErrorReason(err))
+		return
+	}
+	go g.countUnregistered(results)
 }
 
 // countUnregistered counts a connection that gnet could not take over: the
@@ -654,6 +667,17 @@ func (g *gnetTarget) Shutdown(ctx context.Context) error {
 	err := lifecycle.Drain(ctx, g.conns, goAway, func(st *gconn) { _ = st.conn.Close() })
 	if stopErr := g.eng.Stop(ctx); err == nil {
 		err = stopErr
+	}
+	// The engine has closed every loop's end: the TLS bridges are ending
+	// (one still in its TLS handshake ends at -handshake-timeout).
+	bridged := make(chan struct{})
+	go func() { g.bridges.Wait(); close(bridged) }()
+	select {
+	case <-bridged:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
 	}
 	return err
 }

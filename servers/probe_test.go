@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -61,15 +60,13 @@ func connect(variant, addr string, tc *tls.Config, timeout time.Duration) (peer,
 		}
 		return &tcpPeer{c: c, timeout: timeout}, nil
 	case isSocketIO(variant):
-		if tc != nil {
-			// The zishang520 client's WebSocket transport takes no TLS
-			// settings: over TLS, the JS and Python clients check these
-			// targets (TestTLSExternalClients).
-			return nil, errSocketIOTLS
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		c, err := sioclient.Connect(ctx, sioclient.Options{URL: "http://" + addr, Transport: sioclient.WebSocket, OpenTimeout: timeout + time.Second})
+		url := "http://" + addr
+		if tc != nil {
+			url = "https://" + addr
+		}
+		c, err := sioclient.Connect(ctx, sioclient.Options{URL: url, Transport: sioclient.WebSocket, OpenTimeout: timeout + time.Second, TLS: tc})
 		if err != nil {
 			return nil, err
 		}
@@ -152,9 +149,6 @@ func (p *wsPeer) echo(msg string) error {
 }
 
 func (p *wsPeer) Close() error { return p.c.Close() }
-
-// errSocketIOTLS: the Go Socket.IO client here does not do TLS.
-var errSocketIOTLS = errors.New("no Go Socket.IO client over TLS")
 
 // sioPeer is the zishang520 Socket.IO client (through loadgen/sioclient,
 // which works around its races): "echo" events and their acks.

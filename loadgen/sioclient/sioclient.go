@@ -36,6 +36,7 @@ package sioclient
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -88,6 +89,10 @@ type Options struct {
 	// transport. A long-poll lasts up to the server's ping interval (25 s
 	// by default): keep it above that. Zero means DefaultPollTimeout.
 	PollTimeout time.Duration
+
+	// TLS configures https:// and wss:// connections (the client's own
+	// defaults when nil).
+	TLS *tls.Config
 
 	// Auth is the auth object sent with the namespace CONNECT; nil for none.
 	Auth map[string]any
@@ -150,6 +155,9 @@ func Dial(o Options) (*Conn, error) {
 	}
 	if o.Auth != nil {
 		opts.SetAuth(o.Auth)
+	}
+	if o.TLS != nil {
+		opts.SetTLSClientConfig(o.TLS)
 	}
 	ns := o.Namespace
 	if ns == "" {

@@ -121,7 +121,8 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
 	})
-	s.http = lifecycle.HTTPServer(cfg, mux, log)
+	s.http = lifecycle.HTTPServer(cfg, nil, log)
+	s.http.Handler = (&unfinished{m: m}).install(s.http, mux)
 	return s, nil
 }
 

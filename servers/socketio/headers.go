@@ -1,0 +1,62 @@
+package socketio
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+)
+
+// unfinished counts the requests that began and never reached a handler:
+// headers cut short by -handshake-timeout (a client that sends its request
+// a byte a second), or garbage net/http answered 400 itself. Each is a
+// handshake that failed, as on the WebSocket targets; the transport label
+// is "unknown", since the request never said.
+type unfinished struct {
+	m     *metrics.Metrics
+	conns sync.Map // net.Conn -> *connSeen
+}
+
+type connSeen struct {
+	active  atomic.Bool // net/http read a byte of a request
+	handled atomic.Bool // a handler took a request
+}
+
+type connKey struct{}
+
+// install hooks u into srv, and returns h wrapped so that it marks its
+// connection handled.
+func (u *unfinished) install(srv *http.Server, h http.Handler) http.Handler {
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			u.conns.Store(c, &connSeen{})
+		case http.StateActive:
+			if v, ok := u.conns.Load(c); ok {
+				v.(*connSeen).active.Store(true)
+			}
+		case http.StateHijacked:
+			u.conns.Delete(c)
+		case http.StateClosed:
+			v, ok := u.conns.LoadAndDelete(c)
+			if seen, _ := v.(*connSeen); ok && seen.active.Load() && !seen.handled.Load() {
+				u.m.Handshake(protocol.ResultFailed, "unknown", 0)
+			}
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+			if v, ok := u.conns.Load(c); ok {
+				v.(*connSeen).handled.Store(true)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}

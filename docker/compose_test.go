@@ -136,13 +136,10 @@ func TestComposeHost(t *testing.T) {
 			if before.Variant != c.service {
 				t.Fatalf("%s's /stats says variant %q", c.admin, before.Variant)
 			}
-			if strings.HasPrefix(c.service, "broadcast-") {
-				// Healthy and answering /stats as its variant; loadgen has no
-				// broadcast scenario yet.
-				return
-			}
 			var args []string
 			switch {
+			case strings.HasPrefix(c.service, "broadcast-"):
+				args = []string{"load-broadcast", "broadcast", "-url", "ws://" + c.addr + "/", "-subscribers", "20", "-senders", "2", "-rate", "10", "-duration", "1s"}
 			case strings.HasPrefix(c.service, "echo-tcp"):
 				args = []string{"load-echo", "echo", "-url", "tcp://" + c.addr, "-c", "2", "-duration", "1s", "-warmup", "0s"}
 			case strings.HasPrefix(c.service, "echo-"):
@@ -157,7 +154,9 @@ func TestComposeHost(t *testing.T) {
 			}
 			var report struct {
 				Connected int            `json:"connected"`
-				Errors    map[string]int `json:"errors"`
+				Errors    map[string]any `json:"errors"`
+				Lost      uint64         `json:"lost"`
+				Received  uint64         `json:"received"`
 			}
 			if err := json.Unmarshal(lastJSON(out), &report); err != nil {
 				t.Fatalf("loadgen printed %q: %v", out, err)
@@ -169,6 +168,12 @@ func TestComposeHost(t *testing.T) {
 			d := protocol.Diff(before, after)
 			t.Logf("loadgen: connected %d, errors %v; server: %d connections, %d handshakes ok, %d messages in, %d bytes in, %d bytes out",
 				report.Connected, report.Errors, d.ConnectionsTotal, d.Handshakes[protocol.ResultOK], d.MessagesReceived, d.BytesReceived, d.BytesSent)
+			if strings.HasPrefix(c.service, "broadcast-") {
+				if report.Connected != 22 || d.ConnectionsTotal != 22 || report.Received == 0 || report.Lost != 0 {
+					t.Errorf("broadcast run: loadgen connected %d, received %d, lost %d; the server saw %d connections", report.Connected, report.Received, report.Lost, d.ConnectionsTotal)
+				}
+				return
+			}
 			if strings.HasPrefix(c.service, "echo-") {
 				if report.Connected != 2 || d.ConnectionsTotal != 2 || d.BytesReceived == 0 || d.BytesReceived < d.BytesSent {
 					t.Errorf("echo run: loadgen connected %d; the server saw %d connections, %d bytes in, %d out", report.Connected, d.ConnectionsTotal, d.BytesReceived, d.BytesSent)

@@ -261,10 +261,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return fmt.Sprintf("%.2f (%s)", *s.CPUSeconds, s.CPUSource)
 		}))
 	if s != nil && len(s.Faults) > 0 {
-		t.Row("injected faults", "", sidebyside.Counts(s.Faults))
+		t.Row("injected faults", "", tally.Line(s.Faults))
 	}
 	if s != nil && len(s.AcceptErrors) > 0 {
-		t.Row("accept errors", "", sidebyside.Counts(s.AcceptErrors))
+		t.Row("accept errors", "", tally.Line(s.AcceptErrors))
 	}
 	return t.Close(w, r.Errors, r.ServerError, r.Verdicts)
 }

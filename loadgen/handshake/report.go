@@ -11,6 +11,7 @@ import (
 
 	"knowngood/loadgen/htmlreport"
 	"knowngood/loadgen/internal/sidebyside"
+	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/verdict"
 	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
@@ -157,10 +158,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		t.Row("disconnects", fmt.Sprintf("%d closed by the client", r.Connected), fmt.Sprint(s.Disconnects))
 	}
 	if s != nil && len(s.Faults) > 0 {
-		t.Row("injected faults", "", sidebyside.Counts(s.Faults))
+		t.Row("injected faults", "", tally.Line(s.Faults))
 	}
 	if s != nil && len(s.AcceptErrors) > 0 {
-		t.Row("accept errors", "", sidebyside.Counts(s.AcceptErrors))
+		t.Row("accept errors", "", tally.Line(s.AcceptErrors))
 	}
 	if err := t.Flush(); err != nil {
 		return err

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"knowngood/loadgen/internal/tally"
@@ -106,20 +104,6 @@ func WriteJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
-}
-
-// Counts formats counts by kind on one line, kinds in order: "drop 3, reject 12".
-func Counts(m map[string]uint64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // Close flushes the table, then writes under it the errors by kind, why

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -70,4 +71,19 @@ func Write(w io.Writer, title string, counts map[string]Count) {
 	for _, k := range kinds {
 		fmt.Fprintf(w, "  %8d  %-*s  first: %s\n", counts[k].Count, width, k, counts[k].First)
 	}
+}
+
+// Line writes counts by kind on one line, the kinds in order: "drop 3,
+// reject 20".
+func Line(m map[string]uint64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -13,11 +13,11 @@ package verdict
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"knowngood/loadgen/internal/tally"
 	"knowngood/shared/protocol"
 )
 
@@ -96,7 +96,7 @@ func Judge(r Run) []Verdict {
 		connections(r, s, add)
 		messages(r, s, add)
 		if n := sum(s.Faults); n > 0 {
-			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design", n, counts(s.Faults))
+			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design", n, tally.Line(s.Faults))
 		}
 	}
 	saturation(r, add)
@@ -218,15 +218,6 @@ func sum(m map[string]uint64) uint64 {
 		n += v
 	}
 	return n
-}
-
-func counts(m map[string]uint64) string {
-	var parts []string
-	for k, v := range m {
-		parts = append(parts, k+" "+strconv.FormatUint(v, 10))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ", ")
 }
 
 func ms(seconds float64) string {

@@ -25,7 +25,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -36,6 +35,7 @@ import (
 	"knowngood/loadgen/handshake"
 	"knowngood/loadgen/htmlreport"
 	"knowngood/scripts/bench/internal/benchrun"
+	"knowngood/scripts/testtarget"
 	"knowngood/shared/protocol"
 )
 
@@ -199,7 +199,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 	}
 	defer p.Stop()
 	url, admin := "http://"+p.Addr, "http://"+p.AdminAddr
-	before, err := getStats(ctx, admin)
+	before, err := testtarget.GetStats(admin)
 	if err != nil {
 		r.err = err
 		return r
@@ -238,7 +238,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 	// The server's count, once the client's connections have gone (or
 	// after 5 s): its last handshakes and disconnects are counted then.
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		after, err := getStats(ctx, admin)
+		after, err := testtarget.GetStats(admin)
 		if err == nil && (after.ConnectionsActive <= before.ConnectionsActive || time.Now().After(end)) {
 			d := protocol.Diff(before, after)
 			r.server = &d
@@ -249,19 +249,6 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 		}
 	}
 	return r
-}
-
-func getStats(ctx context.Context, admin string) (protocol.Stats, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/stats", nil)
-	if err != nil {
-		return protocol.Stats{}, err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return protocol.Stats{}, err
-	}
-	defer res.Body.Close()
-	return protocol.DecodeStats(res.Body)
 }
 
 func writeTable(w io.Writer, o options, rows []row) {

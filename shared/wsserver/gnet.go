@@ -463,11 +463,10 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 		resp = append(resp, ext...)
 	}
 	resp = append(resp, "\r\n\r\n"...)
-	if _, _ = c.Write(resp); st.phase == phaseClosed {
-		return gnet.None, false // the write failed and gnet closed the connection
-	}
 	_, _ = c.Discard(n)
 
+	// Counted before the 101 goes out: a client that has read it may look
+	// at /stats at once, and must find its handshake there.
 	st.phase = phaseOpen
 	st.timer.Stop()
 	st.timer = nil
@@ -476,7 +475,11 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	g.m.Opened()
 	st.session = withFaults(g.opts.Handler.Open(st), st, g.faults, st)
 	st.ka = time.AfterFunc(g.cfg.PingInterval, func() { g.onLoop(st, g.keepalive) })
-	if !g.conns.Add(st) {
+	added := g.conns.Add(st)
+	if _, _ = c.Write(resp); st.phase == phaseClosed {
+		return gnet.None, false // the write failed: gnet closed the connection, and OnClose settled it
+	}
+	if !added {
 		// Shutdown began during the upgrade.
 		st.Close(CloseGoingAway)
 	}

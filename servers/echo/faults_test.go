@@ -37,6 +37,12 @@ func TestFaults(t *testing.T) {
 					t.Fatalf("dial: %v", err)
 				}
 			}
+			// gorilla and coder write the 101 before the target can count
+			// the handshake: wait until all n are counted.
+			waitFor(t, "every handshake counted", func() bool {
+				h := tg.stats().Handshakes
+				return h[protocol.ResultOK]+h[protocol.ResultRejected] >= n
+			})
 			st := tg.settled(t)
 			t.Logf("%d of %d refused with 503", refused, n)
 			check(t, "faults reject", st.Faults[faults.KindReject], uint64(refused))

@@ -69,6 +69,7 @@ func (k *coderConn) message(s Session, typ websocket.MessageType, r io.Reader) (
 		return k.fail(websocket.StatusInvalidFramePayloadData), true
 	}
 	k.m.Received(len(*buf))
+	k.raw.holdWrites()
 	s.Message(Op(typ), *buf)
 	return "", false
 }

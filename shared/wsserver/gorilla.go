@@ -75,6 +75,7 @@ func (g *gorillaConn) message(s Session, op int, r io.Reader) (string, bool) {
 	if g.sent.Load() != 0 {
 		return "", false // the server has sent its close: read on until the client answers
 	}
+	g.raw.holdWrites()
 	s.Message(Op(op), *buf)
 	return "", false
 }

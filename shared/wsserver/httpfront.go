@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"knowngood/shared/config"
 	"knowngood/shared/faults"
@@ -207,7 +210,11 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 		// retries.
 		return nil, err
 	}
-	return &trackedConn{Conn: c}, nil
+	tc := &trackedConn{Conn: c}
+	if sc, ok := c.(syscall.Conn); ok {
+		tc.raw, _ = sc.SyscallConn() // plain TCP; nil in TLS
+	}
+	return tc, nil
 }
 
 // trackedConn notes when the first byte of the upgrade request came (the
@@ -219,9 +226,137 @@ type trackedConn struct {
 	read    atomic.Uint32 // reads that brought bytes: the keepalive's sign of life
 	left    atomic.Bool   // a read ended with EOF or a reset: the client went away
 	handled atomic.Bool   // a handler took a request from this connection
+
+	// Replies held back (see holdWrites): on when the reader has begun a
+	// batch, off once what it held has gone out.
+	coalesce bool            // set once before serving: a connection without a queue
+	raw      syscall.RawConn // the socket, to ask whether input is waiting; nil in TLS
+	held     atomic.Bool
+	wmu      sync.Mutex
+	pending  *[]byte // under wmu; a pooled buffer while held
+	waiting  int     // bytes in the socket's receive queue, as inputWaiting found
+	probe    func(fd uintptr)
+}
+
+// holdWrites is called by the reader as it hands a message to the session:
+// the writes that follow (its replies) are held back until no more input
+// is waiting in the socket (or, in TLS, until the reader next reads), or
+// heldLimit bytes are held, and then go out in one write. So replies to the
+// messages that came together leave together, as they do from the TCP floor
+// (one write per read of up to 16 KiB) and from gnet (one write per loop
+// turn), instead of one write syscall each; a reply never waits for input
+// that has not arrived. Writes from other goroutines keep their order: the
+// libraries serialize their writes, and a write made while replies are held
+// is held with them.
+func (c *trackedConn) holdWrites() {
+	if c.coalesce && !c.held.Load() {
+		c.held.Store(true)
+	}
+}
+
+// heldLimit: past it, held replies are flushed at once; the TCP floor's
+// read buffer.
+const heldLimit = 16 << 10
+
+// inputWaiting reports whether the client's next bytes are in the socket
+// already, so that the next read will not wait for them.
+func (c *trackedConn) inputWaiting() bool {
+	if c.raw == nil {
+		return false
+	}
+	if c.probe == nil {
+		c.probe = func(fd uintptr) {
+			n, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ) // FIONREAD
+			if err != nil {
+				n = 0
+			}
+			c.waiting = n
+		}
+	}
+	if err := c.raw.Control(c.probe); err != nil {
+		return false
+	}
+	return c.waiting > 0
+}
+
+func (c *trackedConn) Write(p []byte) (int, error) {
+	if c.held.Load() {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		if c.held.Load() {
+			if c.pending == nil {
+				c.pending = getBuffer()
+			}
+			*c.pending = append(*c.pending, p...)
+			if len(*c.pending) >= heldLimit {
+				return len(p), c.writeHeldLocked()
+			}
+			return len(p), nil
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// flush writes what is held and ends the hold.
+func (c *trackedConn) flush() error {
+	if !c.held.Load() {
+		return nil
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.held.Store(false)
+	return c.writeHeldLocked()
+}
+
+func (c *trackedConn) writeHeldLocked() error {
+	if c.pending == nil {
+		return nil
+	}
+	b := c.pending
+	c.pending = nil
+	_, err := c.Conn.Write(*b)
+	putBuffer(b)
+	return err
+}
+
+// Close sends what is held first (coder closes the connection itself right
+// after it has answered a client's close frame), without waiting: what a
+// client that does not read has no room for is lost, as any write to it
+// would be. A writer stuck on such a client keeps the lock: Close then
+// closes at once, which unblocks it.
+func (c *trackedConn) Close() error {
+	if c.held.Load() && c.wmu.TryLock() {
+		c.held.Store(false)
+		if c.pending != nil {
+			c.writeNoWait(*c.pending)
+			putBuffer(c.pending)
+			c.pending = nil
+		}
+		c.wmu.Unlock()
+	}
+	return c.Conn.Close()
+}
+
+// writeNoWait writes what the socket takes at once.
+func (c *trackedConn) writeNoWait(b []byte) {
+	if c.raw == nil {
+		// TLS: a record cannot be written in part without waiting.
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = c.Conn.Write(b)
+		return
+	}
+	_ = c.raw.Write(func(fd uintptr) bool {
+		_, _ = unix.Write(int(fd), b)
+		return true // once, whatever it wrote
+	})
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.held.Load() && !c.inputWaiting() {
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.read.Add(1)
@@ -249,6 +384,7 @@ func (c *trackedConn) sinceFirstByte() time.Duration {
 // close frame) until the client closes or closeWait passes. Closing at once
 // with unread data would send RST, and the client could lose the close frame.
 func (c *trackedConn) linger() {
+	_ = c.flush()
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}

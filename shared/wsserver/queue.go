@@ -29,6 +29,9 @@ type httpPeer struct {
 
 func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
 	p := &httpPeer{t: t, ws: ws, raw: raw, m: t.m, done: make(chan struct{})}
+	// Replies from the reader are held back and sent together; a queued
+	// connection's writer sends as soon as it can.
+	raw.coalesce = t.opts.Queue == 0
 	if t.opts.Queue > 0 {
 		p.queue = make(chan *Outgoing, t.opts.Queue)
 		p.writer.Go(p.write)
@@ -117,6 +120,9 @@ func (p *httpPeer) end() {
 		p.pinger.Stop()
 	}
 	p.once.Do(func() { close(p.done) })
+	// The last replies and the answer to the client's close, if held.
+	_ = p.raw.SetWriteDeadline(time.Now().Add(closeWait))
+	_ = p.raw.flush()
 	_ = p.raw.Close()
 	p.writer.Wait()
 }

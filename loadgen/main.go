@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"knowngood/loadgen/broadcast"
@@ -55,9 +56,36 @@ func main() {
 	// The zishang520 engine.io client catches SIGINT and SIGTERM itself
 	// (and then does not exit): stop the run on them here.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile, err := startCPUProfile(os.Getenv("LOADGEN_CPUPROFILE"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// startCPUProfile writes a CPU profile of the whole run to path (the
+// LOADGEN_CPUPROFILE environment variable; go tool pprof reads it), to see
+// where the client's own CPU goes. An empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("LOADGEN_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("LOADGEN_CPUPROFILE: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

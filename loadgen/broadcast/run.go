@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
+	"github.com/panjf2000/gnet/v2"
 
 	"knowngood/loadgen/internal/proc"
 	"knowngood/loadgen/internal/progress"
@@ -71,6 +73,10 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	}
 	r := &run{cfg: cfg, u: u, errs: &tally.Errors{}, rtt: newShardedHist(nil)}
 	r.lat = newShardedHist(&r.timeline)
+	if r.subs, err = newListeners(r); err != nil {
+		return nil, fmt.Errorf("gnet client: %w", err)
+	}
+	defer r.subs.stop()
 	return r.run(ctx, notes), nil
 }
 
@@ -84,7 +90,8 @@ type run struct {
 	// sent in; set when the window starts.
 	timeline atomic.Pointer[timeline.Timeline]
 
-	members []*member // index < cfg.Senders: the senders
+	members []*member  // index < cfg.Senders: the senders
+	subs    *listeners // the subscribers' event loops
 
 	windowStart, windowEnd atomic.Int64 // unix nanoseconds; 0 before they are set
 	closing                atomic.Bool
@@ -97,9 +104,10 @@ type run struct {
 
 // member is one connection: a subscriber, or a sender (index < Senders).
 type member struct {
-	c      *websocket.Conn
-	shard  int           // of the latency histograms
-	joined chan struct{} // closed when its first echo came back
+	c      *websocket.Conn // a sender's; nil for a subscriber
+	g      gnet.Conn       // a subscriber's (listen.go); nil for a sender
+	shard  int             // of the latency histograms
+	joined chan struct{}   // closed when its first echo came back
 	once   sync.Once
 	done   chan struct{} // closed when its reader ends
 
@@ -128,11 +136,19 @@ func (r *run) run(ctx context.Context, notes io.Writer) *Report {
 	bar := progress.Count(notes, total, "connecting")
 	rep.Batches = target.Ramp(ctx, total, cfg.Batch, cfg.Sources, r.errs, func(ctx context.Context, i int, src netip.Addr) error {
 		defer bar.Add(1)
+		m := &member{shard: i % shards, joined: make(chan struct{}), done: make(chan struct{}), last: make([]uint64, tracks), got: make([]uint64, tracks)}
+		if i >= cfg.Senders || cfg.Push {
+			if err := r.subs.dial(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096}, m); err != nil {
+				return err
+			}
+			r.members[i] = m
+			return nil
+		}
 		c, err := target.DialWebSocket(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096, WriteBuffer: 1024, WriteBufferPool: pool})
 		if err != nil {
 			return err
 		}
-		m := &member{c: c, shard: i % shards, joined: make(chan struct{}), done: make(chan struct{}), last: make([]uint64, tracks), got: make([]uint64, tracks)}
+		m.c = c
 		r.members[i] = m
 		go r.read(m)
 		// The target joins a client before it reads its first message:
@@ -241,7 +257,7 @@ func (r *run) awaitJoins(ctx context.Context) {
 		case <-m.joined:
 		default:
 			r.errs.Add(kindJoin, 1, fmt.Errorf("no answer to an echo within %s of connecting", r.cfg.Timeout))
-			_ = m.c.Close()
+			m.drop()
 			r.members[i] = nil
 		}
 	}
@@ -279,7 +295,7 @@ func (r *run) send(ctx context.Context, i int, m *member) {
 	}
 }
 
-// read receives everything for one member until its connection ends.
+// read receives everything for a sender until its connection ends.
 func (r *run) read(m *member) {
 	defer close(m.done)
 	buf := make([]byte, 0, 4096)
@@ -290,67 +306,89 @@ func (r *run) read(m *member) {
 		}
 		if err != nil {
 			if !r.closing.Load() {
-				r.errs.Add(kindDropped, 1, err)
-				if tl := r.timeline.Load(); tl != nil {
-					tl.Error(time.Now())
-				}
+				r.dropped(err)
 			}
 			return
 		}
-		now := time.Now().UnixNano()
-		var msg protocol.BroadcastMessage
-		if err := json.Unmarshal(buf, &msg); err != nil {
-			r.errs.Add(kindUnknown, 1, fmt.Errorf("not JSON: %.80q", buf))
-			continue
+		r.handle(m, buf, time.Now().UnixNano())
+	}
+}
+
+// dropped counts a connection that ended before the run closed it.
+func (r *run) dropped(err error) {
+	r.errs.Add(kindDropped, 1, err)
+	if tl := r.timeline.Load(); tl != nil {
+		tl.Error(time.Now())
+	}
+}
+
+// handle takes one message that m received at now (unix nanoseconds).
+func (r *run) handle(m *member, buf []byte, now int64) {
+	// The two messages that come by the hundred thousand, first without
+	// encoding/json.
+	if seq, at, ok := protocol.ParsePush(buf); ok {
+		if r.cfg.Push {
+			r.push(m, seq, at, now)
 		}
-		switch msg.Type {
-		case protocol.TypePush:
-			if r.cfg.Push {
-				r.push(m, msg, now)
-			}
-		case protocol.TypeBroadcast:
-			var p sent
-			if err := json.Unmarshal(msg.Payload, &p); err != nil || p.S < 0 || p.S >= len(m.last) {
-				r.errs.Add(kindUnknown, 1, fmt.Errorf("a broadcast loadgen did not send: %.80q", buf))
-				continue
-			}
-			r.lat.record(m.shard, p.T, now)
-			m.track(p.S, p.N)
-		case protocol.TypeBroadcastResult:
-			var p sent
-			if json.Unmarshal(msg.Payload, &p) == nil {
-				r.rtt.record(m.shard, p.T, now)
-			}
-			r.results.Add(1)
-			if int64(msg.ListenerCount) != r.listeners.Load() {
-				r.mismatches.Add(1)
-			}
-		case protocol.TypeEcho:
-			m.once.Do(func() { close(m.joined) })
-		case protocol.TypeError:
-			r.errs.Add(kindServerErr, 1, errors.New(msg.Error))
-		default:
-			r.errs.Add(kindUnknown, 1, fmt.Errorf("type %q", msg.Type))
+		return
+	}
+	if p, ok := parseBroadcast(buf); ok && p.S < len(m.last) {
+		r.lat.record(m.shard, p.T, now)
+		m.track(p.S, p.N)
+		return
+	}
+	var msg protocol.BroadcastMessage
+	if err := json.Unmarshal(buf, &msg); err != nil {
+		r.errs.Add(kindUnknown, 1, fmt.Errorf("not JSON: %.80q", buf))
+		return
+	}
+	switch msg.Type {
+	case protocol.TypePush:
+		if r.cfg.Push {
+			r.push(m, msg.Seq, msg.SentAt, now)
 		}
+	case protocol.TypeBroadcast:
+		var p sent
+		if err := json.Unmarshal(msg.Payload, &p); err != nil || p.S < 0 || p.S >= len(m.last) {
+			r.errs.Add(kindUnknown, 1, fmt.Errorf("a broadcast loadgen did not send: %.80q", buf))
+			return
+		}
+		r.lat.record(m.shard, p.T, now)
+		m.track(p.S, p.N)
+	case protocol.TypeBroadcastResult:
+		var p sent
+		if json.Unmarshal(msg.Payload, &p) == nil {
+			r.rtt.record(m.shard, p.T, now)
+		}
+		r.results.Add(1)
+		if int64(msg.ListenerCount) != r.listeners.Load() {
+			r.mismatches.Add(1)
+		}
+	case protocol.TypeEcho:
+		m.once.Do(func() { close(m.joined) })
+	case protocol.TypeError:
+		r.errs.Add(kindServerErr, 1, errors.New(msg.Error))
+	default:
+		r.errs.Add(kindUnknown, 1, fmt.Errorf("type %q", msg.Type))
 	}
 }
 
 // push records a timed push sent within the window.
-func (r *run) push(m *member, msg protocol.BroadcastMessage, now int64) {
+func (r *run) push(m *member, seq uint64, sentAt, now int64) {
 	start, end := r.windowStart.Load(), r.windowEnd.Load()
-	if start == 0 || msg.SentAt < start || end != 0 && msg.SentAt >= end {
+	if start == 0 || sentAt < start || end != 0 && sentAt >= end {
 		return
 	}
-	r.lat.record(m.shard, msg.SentAt, now)
-	seen(&r.pushLo, msg.Seq, func(old, v uint64) bool { return old == 0 || v < old })
-	seen(&r.pushHi, msg.Seq, func(old, v uint64) bool { return v > old })
+	r.lat.record(m.shard, sentAt, now)
+	seen(&r.pushLo, seq, func(old, v uint64) bool { return old == 0 || v < old })
+	seen(&r.pushHi, seq, func(old, v uint64) bool { return v > old })
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if msg.Seq <= m.pushLast {
+	if seq <= m.pushLast {
 		m.dups++
 		return
 	}
-	m.pushLast = msg.Seq
+	m.pushLast = seq
 	m.pushGot++
 }
 
@@ -462,17 +500,35 @@ func (r *run) closeAll() {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
-			_ = m.c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+			m.goodbye()
 			select {
 			case <-m.done:
 			case <-time.After(2 * time.Second):
 			}
-			_ = m.c.Close()
+			m.drop()
 			<-m.done
 		})
 	}
 	wg.Wait()
+}
+
+// goodbye sends a close frame with 1000; the target answers and closes.
+func (m *member) goodbye() {
+	msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
+	if m.g != nil {
+		_ = m.g.AsyncWrite(clientFrame(ws.OpClose, msg), nil)
+		return
+	}
+	_ = m.c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+}
+
+// drop closes m's connection at once.
+func (m *member) drop() {
+	if m.g != nil {
+		_ = m.g.Close()
+		return
+	}
+	_ = m.c.Close()
 }
 
 // readAll appends all of rd to buf.

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // The broadcast protocol: JSON text frames, compatible with
@@ -76,4 +77,61 @@ func AppendPush(b []byte, seq uint64, sentAt int64, filler string) []byte {
 func ErrorMessage(text string) []byte {
 	b, _ := json.Marshal(BroadcastMessage{Type: TypeError, Error: text})
 	return b
+}
+
+// ParsePush reads a push in exactly the layout AppendPush writes, without
+// encoding/json's cost (a client at 100,000 pushes a second spends a
+// quarter of its CPU in it). ok is false for anything else, which a client
+// then decodes as JSON.
+func ParsePush(b []byte) (seq uint64, sentAt int64, ok bool) {
+	rest, ok := CutLiteral(b, `{"type":"push","seq":`)
+	if !ok {
+		return 0, 0, false
+	}
+	seq, rest, ok = CutUint(rest)
+	if !ok {
+		return 0, 0, false
+	}
+	if rest, ok = CutLiteral(rest, `,"sentAt":`); !ok {
+		return 0, 0, false
+	}
+	at, rest, ok := CutUint(rest)
+	if !ok || at > 1<<63-1 {
+		return 0, 0, false
+	}
+	if rest, ok = CutLiteral(rest, `,"payload":"`); !ok || len(rest) < 2 || string(rest[len(rest)-2:]) != `"}` {
+		return 0, 0, false
+	}
+	for _, c := range rest[:len(rest)-2] {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return 0, 0, false // escapes or another layout: encoding/json knows
+		}
+	}
+	if !utf8.Valid(rest) {
+		return 0, 0, false
+	}
+	return seq, int64(at), true
+}
+
+// CutLiteral removes prefix from b: ok is false when b does not start with
+// it. With CutUint, it reads messages of a fixed layout (ParsePush).
+func CutLiteral(b []byte, prefix string) (rest []byte, ok bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return b, false
+	}
+	return b[len(prefix):], true
+}
+
+// CutUint reads the decimal number b starts with, as strconv writes it (no
+// sign, no leading zero but for 0 itself).
+func CutUint(b []byte) (n uint64, rest []byte, ok bool) {
+	i := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 1 && b[0] == '0' {
+		return 0, b, false
+	}
+	n, err := strconv.ParseUint(string(b[:i]), 10, 64)
+	return n, b[i:], err == nil
 }

@@ -235,13 +235,14 @@ type trackedConn struct {
 	wmu      sync.Mutex
 	pending  *[]byte // under wmu; a pooled buffer while held
 	waiting  int     // bytes in the socket's receive queue, as inputWaiting found
+	heldRead int     // bytes read since replies began to be held; the reader's
 	probe    func(fd uintptr)
 }
 
 // holdWrites is called by the reader as it hands a message to the session:
 // the writes that follow (its replies) are held back until no more input
 // is waiting in the socket (or, in TLS, until the reader next reads), or
-// heldLimit bytes are held, and then go out in one write. So replies to the
+// heldLimit bytes are held or have been read, and then go out in one write. So replies to the
 // messages that came together leave together, as they do from the TCP floor
 // (one write per read of up to 16 KiB) and from gnet (one write per loop
 // turn), instead of one write syscall each; a reply never waits for input
@@ -352,12 +353,22 @@ func (c *trackedConn) writeNoWait(b []byte) {
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
-	if c.held.Load() && !c.inputWaiting() {
-		if err := c.flush(); err != nil {
-			return 0, err
+	if c.held.Load() {
+		// As the TCP floor writes once per read of up to 16 KiB: a long
+		// stream of input does not hold the replies to its start.
+		if c.heldRead >= heldLimit || !c.inputWaiting() {
+			c.heldRead = 0
+			if err := c.flush(); err != nil {
+				return 0, err
+			}
 		}
+	} else if c.heldRead != 0 {
+		c.heldRead = 0
 	}
 	n, err := c.Conn.Read(p)
+	if c.held.Load() {
+		c.heldRead += n
+	}
 	if n > 0 {
 		c.read.Add(1)
 		if c.first.Load() == 0 {

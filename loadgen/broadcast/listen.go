@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/gobwas/ws"
@@ -27,6 +28,10 @@ type listeners struct {
 	gnet.BuiltinEventEngine
 	r   *run
 	cli *gnet.Client
+	// One Enroll at a time: each duplicates its socket before it closes
+	// the original, so a batch of them at once would need a batch of
+	// descriptors beyond the connections the open-files check allowed for.
+	enrollMu sync.Mutex
 }
 
 // sub is a subscriber's state, in its gnet.Conn's context; touched only by
@@ -77,7 +82,9 @@ func (l *listeners) dial(ctx context.Context, u target.URL, o target.Options, m 
 		return err
 	}
 	// Enroll hands a duplicate of the socket to a loop and closes c.
+	l.enrollMu.Lock()
 	g, err := l.cli.EnrollContext(c, s)
+	l.enrollMu.Unlock()
 	if err != nil {
 		_ = c.Close()
 		return fmt.Errorf("gnet enroll: %w", err)

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"knowngood/servers/broadcast"
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle/lifecycletest"
+)
+
+// TestBroadcastAtOpenFilesLimit: loadgen broadcast holds as many
+// subscribers as its open-files check allows. Each subscriber's socket is
+// duplicated when it moves to the gnet loops; done for a whole batch at
+// once, that would need a batch of descriptors more than the check counted.
+func TestBroadcastAtOpenFilesLimit(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) is missing")
+	}
+	bin := filepath.Join(t.TempDir(), "loadgen")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tg := lifecycletest.Start(t, "broadcast-gnet", broadcast.NewGnet, lifecycletest.Options{Admin: true,
+		Tweak: func(c *config.Config) { c.PushInterval = 20 * time.Millisecond }})
+	// 200 descriptors: room for about 150 connections after loadgen's own
+	// and its margin; all 150 dialled in one batch.
+	out, err := exec.Command(prlimit, "--nofile=200:200", bin, "broadcast", "-url", "ws://"+tg.Addr+"/", "-admin", tg.AdminURL,
+		"-subscribers", "150", "-push", "-duration", "300ms", "-json", "-").Output()
+	if err != nil {
+		t.Fatalf("loadgen under prlimit: %v\n%s", err, out)
+	}
+	var r struct {
+		Connected int
+		Lost      uint64
+		Errors    map[string]any
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	if r.Connected != 150 || r.Lost != 0 || len(r.Errors) != 0 {
+		t.Errorf("connected %d of 150, lost %d, errors %v", r.Connected, r.Lost, r.Errors)
+	}
+}

@@ -235,20 +235,20 @@ type trackedConn struct {
 	wmu      sync.Mutex
 	pending  *[]byte // under wmu; a pooled buffer while held
 	waiting  int     // bytes in the socket's receive queue, as inputWaiting found
-	heldRead int     // bytes read since replies began to be held; the reader's
+	heldRead int     // bytes read since replies began to be held (the reader's alone)
 	probe    func(fd uintptr)
 }
 
 // holdWrites is called by the reader as it hands a message to the session:
 // the writes that follow (its replies) are held back until no more input
 // is waiting in the socket (or, in TLS, until the reader next reads), or
-// heldLimit bytes are held or have been read, and then go out in one write. So replies to the
-// messages that came together leave together, as they do from the TCP floor
-// (one write per read of up to 16 KiB) and from gnet (one write per loop
-// turn), instead of one write syscall each; a reply never waits for input
-// that has not arrived. Writes from other goroutines keep their order: the
-// libraries serialize their writes, and a write made while replies are held
-// is held with them.
+// heldLimit bytes are held or have been read, and then go out in one
+// write. So replies to the messages that came together leave together, as
+// they do from the TCP floor (one write per read of up to 16 KiB) and from
+// gnet (one write per loop turn), instead of one write syscall each; a
+// reply never waits for input that has not arrived. Writes from other
+// goroutines keep their order: the libraries serialize their writes, and a
+// write made while replies are held is held with them.
 func (c *trackedConn) holdWrites() {
 	if c.coalesce && !c.held.Load() {
 		c.held.Store(true)
@@ -395,7 +395,8 @@ func (c *trackedConn) sinceFirstByte() time.Duration {
 // close frame) until the client closes or closeWait passes. Closing at once
 // with unread data would send RST, and the client could lose the close frame.
 func (c *trackedConn) linger() {
-	_ = c.flush()
+	_ = c.SetWriteDeadline(time.Now().Add(closeWait))
+	_ = c.flush() // the close frame, if held
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}

@@ -46,9 +46,12 @@ type Config struct {
 	Timeout time.Duration // bounds each connection's dial and upgrade
 	Admin   string        // base URL of the target's admin listener; "" for none
 	PID     int           // the target's process id, for its RSS from /proc; 0 for none
-	JSON    string        // write the report as JSON to this file; "-" is stdout
-	CSV     string        // write the per-second samples as CSV to this file
-	HTML    string        // write the report as an HTML page to this file
+	// FreeOSMemory: after the hold, also read the RSS once the target has
+	// returned its free memory to the OS (POST /debug/freeosmemory).
+	FreeOSMemory bool
+	JSON         string // write the report as JSON to this file; "-" is stdout
+	CSV          string // write the per-second samples as CSV to this file
+	HTML         string // write the report as an HTML page to this file
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
@@ -95,6 +98,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 		cfg.PID = n
 		return nil
 	})
+	fs.BoolVar(&cfg.FreeOSMemory, "free-os-memory", false, "after the hold, also ask the target to collect its garbage and return free memory to the OS (POST /debug/freeosmemory on -admin; start a knowngood target with -pprof), and read its RSS again: what the connections hold live, without the garbage collector's slack")
 	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
 	flagset.Files(fs, &cfg.CSV, &cfg.HTML)
 	return fs
@@ -109,5 +113,8 @@ func (c *Config) normalize(adminSet bool) error {
 	c.URL = u.String
 	c.Batch = min(c.Batch, c.N)
 	c.Admin, err = statsclient.AdminURL(c.Admin, adminSet, u.Host)
+	if err == nil && c.FreeOSMemory && c.Admin == "" {
+		err = errors.New("flag -free-os-memory: needs the target's admin listener (-admin)")
+	}
 	return err
 }

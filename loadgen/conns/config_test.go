@@ -33,6 +33,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-sources", "127.0.0.9, 127.0.0.2-127.0.0.3,::1"}, func(c *Config) { c.Sources = addrs("127.0.0.9", "127.0.0.2", "127.0.0.3", "::1") }},
 		{[]string{"-sources", "127.0.0.255-127.0.1.0"}, func(c *Config) { c.Sources = addrs("127.0.0.255", "127.0.1.0") }},
 		{[]string{"-admin", ""}, func(c *Config) { c.Admin = "" }},
+		{[]string{"-free-os-memory"}, func(c *Config) { c.FreeOSMemory = true }},
 	} {
 		got, err := ParseFlags(tc.args)
 		if err != nil {
@@ -66,6 +67,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-timeout", "0"}, "flag -timeout: want a positive duration"},
 		{[]string{"-admin", "ftp://x:1"}, "flag -admin: want http://HOST:PORT"},
 		{[]string{"-pid", "x"}, "flag -pid: want a process id"},
+		{[]string{"-free-os-memory", "-admin", ""}, "flag -free-os-memory: needs the target's admin listener (-admin)"},
 		{[]string{"-json"}, "flag needs an argument: -json"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {

@@ -75,6 +75,11 @@ type ServerView struct {
 	RSSSource string   `json:"resident_source,omitempty"`
 	// BytesPerConnection is (after - before) / held.
 	BytesPerConnection *float64 `json:"bytes_per_connection"`
+	// With -free-os-memory: the RSS once the target had collected its
+	// garbage and returned free memory to the OS, and (that - before) /
+	// held.
+	RSSAfterFree                *float64 `json:"resident_bytes_after_free,omitempty"`
+	BytesPerConnectionAfterFree *float64 `json:"bytes_per_connection_after_free,omitempty"`
 	// From /stats: connections open at the end of the hold, and opened
 	// over the run.
 	ConnectionsActive *int64  `json:"connections_active"`
@@ -177,6 +182,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if kib := r.KiBPerConnection(); kib != nil {
 		t.Row("per connection", "", fmt.Sprintf("%.2f KiB", *kib))
+	}
+	if s != nil && s.RSSAfterFree != nil {
+		t.Row("after freeing", "", fmt.Sprintf("%.1f MiB, %.2f KiB per connection", *s.RSSAfterFree/(1<<20), *s.BytesPerConnectionAfterFree/1024))
 	}
 	return t.Close(w, r.Errors, r.ServerError, r.Verdicts)
 }

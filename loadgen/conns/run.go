@@ -175,6 +175,15 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	rep.Held = int(alive.Load())
 	after := takeSample(ctx, stats, cfg.PID)
 	rep.ClientCPUSeconds = proc.SelfCPUSeconds() - cpu0
+	var freed *sample
+	if cfg.FreeOSMemory && stats != nil {
+		if err := stats.FreeOSMemory(ctx); err != nil {
+			freed = &sample{procErr: err, serverErr: err}
+		} else {
+			s := takeSample(ctx, stats, cfg.PID)
+			freed = &s
+		}
+	}
 	rep.Dropped = rep.Established - rep.Held
 
 	closing.Store(true)
@@ -187,7 +196,7 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		fmt.Fprintf(notes, "loadgen: connections still closing after %s\n", closeWait)
 	}
 	rep.Errors = errs.Map()
-	rep.Server, rep.ServerError = serverView(cfg, before, after, rep.Held)
+	rep.Server, rep.ServerError = serverView(cfg, before, after, freed, rep.Held)
 	judge := verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Sent: -1, Received: -1,
 		ClientCPU: rep.ClientCPUSeconds, Window: time.Since(began), Cores: runtime.GOMAXPROCS(0), Config: config, ServerCPU: -1}
 	if b, a := before.server, after.server; b != nil && a != nil && before.serverErr == nil && after.serverErr == nil {
@@ -238,9 +247,24 @@ func takeSample(ctx context.Context, stats *statsclient.Client, pid int) sample 
 	return s
 }
 
-// serverView combines the two samples: RSS from /proc when -pid is given,
-// else from /stats. The string says what failed.
-func serverView(cfg Config, before, after sample, heldConns int) (*ServerView, string) {
+// rss is the sample's RSS from source ("proc" or "stats").
+func (s sample) rss(source string) (float64, error) {
+	if source == "proc" {
+		return s.procRSS, s.procErr
+	}
+	if s.serverErr != nil {
+		return 0, s.serverErr
+	}
+	if s.server == nil || s.server.ResidentBytes == nil {
+		return 0, errors.New("no resident memory in /stats")
+	}
+	return *s.server.ResidentBytes, nil
+}
+
+// serverView combines the samples: RSS from /proc when -pid is given, else
+// from /stats; freed (with -free-os-memory) is after the target returned
+// its free memory. The string says what failed.
+func serverView(cfg Config, before, after sample, freed *sample, heldConns int) (*ServerView, string) {
 	v := &ServerView{PID: cfg.PID}
 	var problems []error
 	if cfg.PID != 0 {
@@ -267,6 +291,15 @@ func serverView(cfg Config, before, after sample, heldConns int) (*ServerView, s
 	if v.RSSSource != "" && heldConns > 0 {
 		per := (*v.RSSAfter - *v.RSSBefore) / float64(heldConns)
 		v.BytesPerConnection = &per
+		if freed != nil {
+			if rss, err := freed.rss(v.RSSSource); err != nil {
+				problems = append(problems, fmt.Errorf("-free-os-memory: %w", err))
+			} else {
+				v.RSSAfterFree = &rss
+				perFree := (rss - *v.RSSBefore) / float64(heldConns)
+				v.BytesPerConnectionAfterFree = &perFree
+			}
+		}
 	}
 	problem := ""
 	if err := errors.Join(problems...); err != nil {

@@ -19,10 +19,18 @@ import (
 	"knowngood/loadgen/internal/proc"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/timeline"
+	"knowngood/servers/echo"
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle/lifecycletest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		// gnet's package-level worker pool (imported with the echo
+		// targets) starts its janitors at init and keeps idle workers 10 s.
+		goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
+	)
 }
 
 var twoSources = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}
@@ -147,5 +155,29 @@ func TestOpenFilesCheck(t *testing.T) {
 	}
 	if !strings.Contains(notes.String(), fmt.Sprintf("room for %d connections", n-1)) {
 		t.Errorf("notes %q do not say how many connections the limit allows", notes.String())
+	}
+}
+
+// TestRunFreeOSMemory: with -free-os-memory the RSS is read again once the
+// target has returned its free memory (a knowngood target with -pprof);
+// without -pprof the report says why there is no second reading.
+func TestRunFreeOSMemory(t *testing.T) {
+	for _, pprof := range []bool{true, false} {
+		tg := lifecycletest.Start(t, "echo-gorilla", echo.NewGorilla, lifecycletest.Options{Admin: true, Tweak: func(c *config.Config) { c.Pprof = pprof }})
+		cfg := Config{URL: "ws://" + tg.Addr + "/", N: 10, Batch: 10, Timeout: 5 * time.Second, Admin: tg.AdminURL, PID: os.Getpid(), FreeOSMemory: true}
+		rep, err := Run(context.Background(), cfg, new(strings.Builder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rep.Server
+		if s == nil || s.BytesPerConnection == nil {
+			t.Fatalf("-pprof=%v: server view %+v, error %q", pprof, s, rep.ServerError)
+		}
+		if pprof && (s.RSSAfterFree == nil || *s.RSSAfterFree <= 0 || s.BytesPerConnectionAfterFree == nil || rep.ServerError != "") {
+			t.Errorf("-pprof: after freeing %v, per connection %v, error %q", s.RSSAfterFree, s.BytesPerConnectionAfterFree, rep.ServerError)
+		}
+		if !pprof && (s.RSSAfterFree != nil || !strings.Contains(rep.ServerError, "-pprof")) {
+			t.Errorf("no -pprof: after freeing %v, error %q; want none, and an error naming -pprof", s.RSSAfterFree, rep.ServerError)
+		}
 	}
 }

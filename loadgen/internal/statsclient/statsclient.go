@@ -165,3 +165,26 @@ func (c *Client) Config(ctx context.Context) (map[string]string, error) {
 	}
 	return health.Config, nil
 }
+
+// FreeOSMemory asks the target to collect its garbage and return the free
+// memory to the OS (POST /debug/freeosmemory, served with -pprof), so that
+// its RSS next read is what it holds live plus the runtime's own.
+func (c *Client) FreeOSMemory(ctx context.Context) error {
+	url := c.base + "/debug/freeosmemory"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = res.Body.Close()
+	switch {
+	case res.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("POST %s: 404 (the target serves it with -pprof only)", url)
+	case res.StatusCode/100 != 2:
+		return fmt.Errorf("POST %s: %s", url, res.Status)
+	}
+	return nil
+}

@@ -91,7 +91,8 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 
 	var rows []row
 	for _, v := range o.variants {
-		p, url, admin, err := benchrun.StartEchoTarget(ctx, stderr, bins.Server, v)
+		// -pprof for POST /debug/freeosmemory: the second RSS reading.
+		p, url, admin, err := benchrun.StartEchoTarget(ctx, stderr, bins.Server, v, "-pprof")
 		if err != nil {
 			return err
 		}
@@ -154,6 +155,9 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, url, adm
 	defer cancel()
 	cmd := exec.CommandContext(ctx, loadgen, "conns", "-url", url, "-n", strconv.Itoa(n), "-batch", strconv.Itoa(o.batch),
 		"-sources", o.sources, "-hold", o.hold.String(), "-admin", admin, "-pid", strconv.Itoa(pid), "-json", "-")
+	if admin != "" { // a knowngood target: also the RSS once its free memory is returned
+		cmd.Args = append(cmd.Args, "-free-os-memory")
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
@@ -170,16 +174,16 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, url, adm
 }
 
 func writeTable(w io.Writer, o options, rows []row) {
-	fmt.Fprintf(w, "\nIdle connections with loadgen conns: batches of %d from %s, held %s; server RSS from /proc before the first dial and at the end of the hold.\n\n", o.batch, o.sources, o.hold)
-	fmt.Fprintln(w, "| target | connections | held | failed | establish s | conn/s | server RSS before MiB | after MiB | KiB per connection | goal KiB | met | bounded by |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+	fmt.Fprintf(w, "\nIdle connections with loadgen conns: batches of %d from %s, held %s; server RSS from /proc before the first dial and at the end of the hold (the goals are on this), and then once more after the target collected its garbage and returned free memory to the OS (-free-os-memory; knowngood targets only).\n\n", o.batch, o.sources, o.hold)
+	fmt.Fprintln(w, "| target | connections | held | failed | establish s | conn/s | server RSS before MiB | after MiB | KiB per connection | goal KiB | met | after freeing MiB | KiB per connection after freeing | bounded by |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|")
 	for _, r := range rows {
 		name := r.variant
 		if name == node {
 			name = "node ws"
 		}
 		if r.rep == nil || r.rep.Server == nil || r.rep.Server.BytesPerConnection == nil {
-			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | | |\n", name, r.n, r.err)
+			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | | | | |\n", name, r.n, r.err)
 			continue
 		}
 		rep, s := r.rep, r.rep.Server
@@ -196,7 +200,12 @@ func writeTable(w io.Writer, o options, rows []row) {
 		if rep.EstablishSeconds > 0 {
 			rate = float64(rep.Established) / rep.EstablishSeconds
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %.0f | %.1f | %.1f | %.2f | %s | %s | %s |\n",
-			name, r.n, rep.Held, rep.Failed, rep.EstablishSeconds, rate, *s.RSSBefore/(1<<20), *s.RSSAfter/(1<<20), kib, goal, met, r.limit)
+		freedMiB, freedKiB := "-", "-"
+		if s.RSSAfterFree != nil {
+			freedMiB = strconv.FormatFloat(*s.RSSAfterFree/(1<<20), 'f', 1, 64)
+			freedKiB = strconv.FormatFloat(*s.BytesPerConnectionAfterFree/1024, 'f', 2, 64)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %.0f | %.1f | %.1f | %.2f | %s | %s | %s | %s | %s |\n",
+			name, r.n, rep.Held, rep.Failed, rep.EstablishSeconds, rate, *s.RSSBefore/(1<<20), *s.RSSAfter/(1<<20), kib, goal, met, freedMiB, freedKiB, r.limit)
 	}
 }

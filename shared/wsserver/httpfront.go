@@ -92,8 +92,11 @@ func (t *httpTarget) Serve(ln net.Listener) error {
 }
 
 // ServeHTTP answers one request on a fresh connection: a refusal, or an
-// upgrade and the read loop, which runs on this goroutine until the
-// connection ends.
+// upgrade. An upgraded connection's read loop runs on a goroutine of its
+// own and ServeHTTP returns, so that net/http's state for the connection
+// (its conn, the request and its header, the response writer's buffer:
+// about 6 KiB) is garbage for the connection's whole life: a hijacked
+// connection is not net/http's any more.
 func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	raw, ok := r.Context().Value(connKey{}).(*trackedConn)
 	if !ok {
@@ -112,9 +115,9 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.m.Handshake(rf.result, transport, 0)
 		return
 	}
-	defer t.gate.Release()
 	ws, err := t.upgrade(w, r, raw, t.m)
 	if err != nil {
+		t.gate.Release()
 		t.m.Handshake(protocol.ResultFailed, transport, 0)
 		return
 	}
@@ -122,21 +125,35 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t.m.Opened()
 
 	p := newHTTPPeer(t, ws, raw)
+	// Added here, before ServeHTTP returns, so that a Shutdown that has
+	// begun waits for this connection's read loop too.
+	added := t.conns.Add(p)
+	go t.serve(p, added)
+}
+
+// serve runs one upgraded connection's read loop until it ends.
+func (t *httpTarget) serve(p *httpPeer, added bool) {
 	reason := "1011" // kept only if a handler panics
 	defer func() {
+		if v := recover(); v != nil {
+			lifecycle.LogPanic(t.log, t.cfg.Variant, v)
+		}
 		p.end()
 		if p.halfOpen.Load() {
 			reason = reasonPingTimeout
 		}
 		t.m.Closed(reason)
+		t.gate.Release()
 		// Last: Shutdown's wait ends when every read loop is done.
-		t.conns.Remove(p)
+		if added {
+			t.conns.Remove(p)
+		}
 	}()
-	if !t.conns.Add(p) {
+	if !added {
 		// Shutdown began during the upgrade and will not wait for this
 		// connection: say goodbye here, within the deadline.
-		_ = raw.SetDeadline(time.Now().Add(closeWait))
-		ws.close(CloseGoingAway)
+		_ = p.raw.SetDeadline(time.Now().Add(closeWait))
+		p.ws.close(CloseGoingAway)
 	}
 	var q *delayQueue
 	if t.faults.Delaying() {
@@ -146,7 +163,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := withFaults(t.opts.Handler.Open(p), p, t.faults, q)
 	defer s.Closed()
 	p.keepalive(t.cfg.PingInterval, t.cfg.PingTimeout)
-	reason = ws.serve(s)
+	reason = p.ws.serve(s)
 }
 
 // connState counts the handshakes that never reached ServeHTTP: the request

@@ -119,9 +119,9 @@ func TestFlags(t *testing.T) {
 
 // TestSubscribers: the subscribers (gnet loops, gobwas/ws frames) on every
 // target: they answer the target's pings (they send nothing else, so the
-// target pings them every -ping-interval and drops them if no pong comes),
-// and read pushes larger than one read of the loop (64 KiB), which arrive
-// in pieces.
+// target pings them every -ping-interval and drops them if no pong comes
+// within -ping-timeout: within the window, without pongs), and read pushes
+// larger than one read of the loop (64 KiB), which arrive in pieces.
 func TestSubscribers(t *testing.T) {
 	for _, tg := range []struct {
 		name  string
@@ -129,17 +129,17 @@ func TestSubscribers(t *testing.T) {
 	}{{"broadcast-gorilla", servers.NewGorilla}, {"broadcast-coder", servers.NewCoder}, {"broadcast-gnet", servers.NewGnet}} {
 		t.Run(tg.name, func(t *testing.T) {
 			url, adm := startTarget(t, tg.name, tg.build, func(c *config.Config) {
-				c.PushInterval = 50 * time.Millisecond
-				c.PushSize = 100 << 10
+				c.PushInterval = 100 * time.Millisecond
+				c.PushSize = 70 << 10
 				c.PingInterval = 100 * time.Millisecond
-				c.PingTimeout = 200 * time.Millisecond
+				c.PingTimeout = time.Second // room for a loaded machine
 			})
-			cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "20", "-push", "-duration", "1s")
+			cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "20", "-push", "-duration", "2s")
 			rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Pushes < 10 || rep.Received != rep.Expected || rep.Lost != 0 || rep.Duplicates != 0 || len(rep.Errors) != 0 {
+			if rep.Pushes < 15 || rep.Received != rep.Expected || rep.Lost != 0 || rep.Duplicates != 0 || len(rep.Errors) != 0 {
 				t.Fatalf("pushes %d, expected %d, received %d, lost %d, dups %d, errors %v", rep.Pushes, rep.Expected, rep.Received, rep.Lost, rep.Duplicates, rep.Errors)
 			}
 		})

@@ -68,7 +68,7 @@ func (k *coderConn) message(s Session, typ websocket.MessageType, r io.Reader) (
 		// coder does not check UTF-8 itself.
 		return k.fail(websocket.StatusInvalidFramePayloadData), true
 	}
-	k.m.Received(len(*buf))
+	k.raw.received(len(*buf))
 	k.raw.holdWrites()
 	s.Message(Op(typ), *buf)
 	return "", false

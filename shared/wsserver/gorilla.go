@@ -71,7 +71,7 @@ func (g *gorillaConn) message(s Session, op int, r io.Reader) (string, bool) {
 		// gorilla does not check UTF-8 itself.
 		return g.fail(websocket.CloseInvalidFramePayloadData), true
 	}
-	g.m.Received(len(*buf))
+	g.raw.received(len(*buf))
 	if g.sent.Load() != 0 {
 		return "", false // the server has sent its close: read on until the client answers
 	}

@@ -254,6 +254,49 @@ type trackedConn struct {
 	waiting  int     // bytes in the socket's receive queue, as inputWaiting found
 	heldRead int     // bytes read since replies began to be held (the reader's alone)
 	probe    func(fd uintptr)
+
+	// Messages and replies counted by the reader and not yet added to the
+	// metrics (batchCounts): added before each read, so once per batch, as
+	// gnet adds its counts once per loop turn, instead of four updates of
+	// counters that every connection shares for every echo; and always
+	// before the replies can reach the client. Atomic, since coder also
+	// reads from the goroutine that closes.
+	m               *metrics.Metrics
+	batchCounts     bool
+	rxMsgs, rxBytes atomic.Int64
+	txMsgs, txBytes atomic.Int64
+}
+
+// received counts a message from the client.
+func (c *trackedConn) received(n int) {
+	if !c.batchCounts {
+		c.m.Received(n)
+		return
+	}
+	c.rxMsgs.Add(1)
+	c.rxBytes.Add(int64(n))
+}
+
+// sent counts a reply.
+func (c *trackedConn) sent(n int) {
+	if !c.batchCounts {
+		c.m.Sent(n)
+		return
+	}
+	c.txMsgs.Add(1)
+	c.txBytes.Add(int64(n))
+}
+
+// flushCounts adds the batch's counts to the metrics.
+func (c *trackedConn) flushCounts() {
+	if c.rxMsgs.Load() > 0 {
+		c.m.ReceivedMessages(int(c.rxMsgs.Swap(0)))
+		c.m.ReceivedBytes(int(c.rxBytes.Swap(0)))
+	}
+	if c.txMsgs.Load() > 0 {
+		c.m.SentMessages(int(c.txMsgs.Swap(0)))
+		c.m.SentBytes(int(c.txBytes.Swap(0)))
+	}
 }
 
 // holdWrites is called by the reader as it hands a message to the session:
@@ -370,6 +413,7 @@ func (c *trackedConn) writeNoWait(b []byte) {
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
+	c.flushCounts()
 	if c.held.Load() {
 		// As the TCP floor writes once per read of up to 16 KiB: a long
 		// stream of input does not hold the replies to its start.

@@ -30,8 +30,11 @@ type httpPeer struct {
 func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
 	p := &httpPeer{t: t, ws: ws, raw: raw, m: t.m, done: make(chan struct{})}
 	// Replies from the reader are held back and sent together; a queued
-	// connection's writer sends as soon as it can.
+	// connection's writer sends as soon as it can. The reader counts its
+	// messages and replies in batches unless -fault-delay has another
+	// goroutine reply.
 	raw.coalesce = t.opts.Queue == 0
+	raw.m, raw.batchCounts = t.m, raw.coalesce && !t.faults.Delaying()
 	if t.opts.Queue > 0 {
 		p.queue = make(chan *Outgoing, t.opts.Queue)
 		p.writer.Go(p.write)
@@ -47,7 +50,7 @@ func (p *httpPeer) Reply(op Op, data []byte) {
 		return
 	}
 	if p.ws.write(op, data) == nil {
-		p.m.Sent(len(data))
+		p.raw.sent(len(data))
 	}
 	// A failed write ends the connection: the next read fails too.
 }
@@ -120,6 +123,7 @@ func (p *httpPeer) end() {
 		p.pinger.Stop()
 	}
 	p.once.Do(func() { close(p.done) })
+	p.raw.flushCounts()
 	// The last replies and the answer to the client's close, if held.
 	_ = p.raw.SetWriteDeadline(time.Now().Add(closeWait))
 	_ = p.raw.flush()

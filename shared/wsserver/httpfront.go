@@ -373,6 +373,7 @@ func (c *trackedConn) writeHeldLocked() error {
 	if c.pending == nil {
 		return nil
 	}
+	c.flushCounts() // counted before the client can see the replies
 	b := c.pending
 	c.pending = nil
 	_, err := c.Conn.Write(*b)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,14 +16,7 @@ import (
 // duplicated when it moves to the gnet loops; done for a whole batch at
 // once, that would need a batch of descriptors more than the check counted.
 func TestBroadcastAtOpenFilesLimit(t *testing.T) {
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Skip("prlimit (util-linux) is missing")
-	}
-	bin := filepath.Join(t.TempDir(), "loadgen")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	prlimit, bin := underPrlimit(t)
 	tg := lifecycletest.Start(t, "broadcast-gnet", broadcast.NewGnet, lifecycletest.Options{Admin: true,
 		Tweak: func(c *config.Config) { c.PushInterval = 20 * time.Millisecond }})
 	// 200 descriptors: room for about 150 connections after loadgen's own

@@ -110,14 +110,7 @@ func TestVerdictAgree(t *testing.T) {
 // TestVerdictNeverReached: loadgen under an open-files limit of 40 cannot
 // open most of its 80 sockets; the server sees only the others.
 func TestVerdictNeverReached(t *testing.T) {
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Skip("prlimit (util-linux) is missing")
-	}
-	bin := filepath.Join(t.TempDir(), "loadgen")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	prlimit, bin := underPrlimit(t)
 	tg := startSIO(t, socketio.Empty, nil)
 	out, err := exec.Command(prlimit, "--nofile=40:40", bin, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL,
 		"-n", "80", "-deadline", "5s", "-transport", "websocket", "-json", "-").Output()
@@ -129,6 +122,21 @@ func TestVerdictNeverReached(t *testing.T) {
 		t.Fatalf("%q: %v", out, err)
 	}
 	has(t, r.Verdicts, verdict.NeverReached, "never reached it (check the listen backlog, open-files limits, ephemeral ports)")
+}
+
+// underPrlimit finds prlimit (util-linux), or skips, and builds loadgen,
+// for a run under an open-files limit of the test's choosing.
+func underPrlimit(t *testing.T) (prlimit, loadgen string) {
+	t.Helper()
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) is missing")
+	}
+	loadgen = filepath.Join(t.TempDir(), "loadgen")
+	if out, err := exec.Command("go", "build", "-o", loadgen, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return prlimit, loadgen
 }
 
 // dropReplies is a client with a bug: it sends 100 echo messages and reads

@@ -93,11 +93,11 @@ func (l *listeners) dial(ctx context.Context, u target.URL, o target.Options, m 
 	return nil
 }
 
-// clientFrame is one masked frame, as a client must send (RFC 6455 5.3).
+// clientFrame is one masked frame, as a client must send (RFC 6455 5.3);
+// MaskFrame masks a copy of payload.
 func clientFrame(op ws.OpCode, payload []byte) []byte {
-	var b bytes.Buffer
-	_ = ws.WriteFrame(&b, ws.MaskFrame(ws.NewFrame(op, true, append([]byte(nil), payload...))))
-	return b.Bytes()
+	b, _ := ws.CompileFrame(ws.MaskFrame(ws.NewFrame(op, true, payload)))
+	return b
 }
 
 func (l *listeners) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {

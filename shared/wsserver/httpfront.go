@@ -261,10 +261,25 @@ type trackedConn struct {
 	// counters that every connection shares for every echo; and always
 	// before the replies can reach the client. Atomic, since coder also
 	// reads from the goroutine that closes.
-	m               *metrics.Metrics
-	batchCounts     bool
-	rxMsgs, rxBytes atomic.Int64
-	txMsgs, txBytes atomic.Int64
+	m           *metrics.Metrics
+	batchCounts bool
+	rx, tx      pendingCounts
+}
+
+// pendingCounts are messages and their bytes not yet added to the metrics.
+type pendingCounts struct{ msgs, bytes atomic.Int64 }
+
+func (p *pendingCounts) add(n int) {
+	p.msgs.Add(1)
+	p.bytes.Add(int64(n))
+}
+
+// take returns the counts and zeroes them.
+func (p *pendingCounts) take() (msgs, bytes int) {
+	if p.msgs.Load() == 0 {
+		return 0, 0
+	}
+	return int(p.msgs.Swap(0)), int(p.bytes.Swap(0))
 }
 
 // received counts a message from the client.
@@ -273,8 +288,7 @@ func (c *trackedConn) received(n int) {
 		c.m.Received(n)
 		return
 	}
-	c.rxMsgs.Add(1)
-	c.rxBytes.Add(int64(n))
+	c.rx.add(n)
 }
 
 // sent counts a reply.
@@ -283,32 +297,21 @@ func (c *trackedConn) sent(n int) {
 		c.m.Sent(n)
 		return
 	}
-	c.txMsgs.Add(1)
-	c.txBytes.Add(int64(n))
+	c.tx.add(n)
 }
 
 // flushCounts adds the batch's counts to the metrics.
 func (c *trackedConn) flushCounts() {
-	if c.rxMsgs.Load() > 0 {
-		c.m.ReceivedMessages(int(c.rxMsgs.Swap(0)))
-		c.m.ReceivedBytes(int(c.rxBytes.Swap(0)))
+	if msgs, bytes := c.rx.take(); msgs > 0 {
+		c.m.ReceivedMessages(msgs)
+		c.m.ReceivedBytes(bytes)
 	}
-	if c.txMsgs.Load() > 0 {
-		c.m.SentMessages(int(c.txMsgs.Swap(0)))
-		c.m.SentBytes(int(c.txBytes.Swap(0)))
+	if msgs, bytes := c.tx.take(); msgs > 0 {
+		c.m.SentMessages(msgs)
+		c.m.SentBytes(bytes)
 	}
 }
 
-// holdWrites is called by the reader as it hands a message to the session:
-// the writes that follow (its replies) are held back until no more input
-// is waiting in the socket (or, in TLS, until the reader next reads), or
-// heldLimit bytes are held or have been read, and then go out in one
-// write. So replies to the messages that came together leave together, as
-// they do from the TCP floor (one write per read of up to 16 KiB) and from
-// gnet (one write per loop turn), instead of one write syscall each; a
-// reply never waits for input that has not arrived. Writes from other
-// goroutines keep their order: the libraries serialize their writes, and a
-// write made while replies are held is held with them.
 func (c *trackedConn) holdWrites() {
 	if c.coalesce && !c.held.Load() {
 		c.held.Store(true)

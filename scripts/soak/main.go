@@ -11,7 +11,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +30,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"knowngood/loadgen/sioclient"
+	"knowngood/scripts/internal/benchrun"
 )
 
 var allVariants = "empty,async,blocking,echo-gorilla,echo-coder,echo-gnet,echo-tcp,broadcast-gorilla,broadcast-coder,broadcast-gnet"
@@ -127,11 +127,11 @@ func soak(cfg Config, variant string, n int, tw io.Writer, problems *[]error) er
 	if err != nil {
 		return err
 	}
-	defer t.stop()
+	defer t.Stop()
 	// A first round that is not counted: pools, the runtime's own
 	// goroutines and the libraries' lazily started ones are there after
 	// it. The baseline is the goroutine count once it holds still.
-	if _, err := roundTrip(variant, t.addr, min(n, 100)); err != nil {
+	if _, err := roundTrip(variant, t.Addr, min(n, 100)); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	// gnet's Register runs on an ants pool whose idle workers live 10 s:
@@ -146,7 +146,7 @@ func soak(cfg Config, variant string, n int, tw io.Writer, problems *[]error) er
 	}
 	var rss1 float64
 	for round := 1; round <= cfg.Rounds; round++ {
-		echoed, err := roundTrip(variant, t.addr, n)
+		echoed, err := roundTrip(variant, t.Addr, n)
 		if err != nil {
 			return fmt.Errorf("round %d: %w", round, err)
 		}
@@ -276,55 +276,18 @@ func dialEcho(variant, addr string) (io.Closer, error) {
 	}
 }
 
+// target is a running knowngood and its admin listener's base URL.
 type target struct {
-	cmd   *exec.Cmd
-	addr  string
+	*benchrun.Proc
 	admin string
-	done  chan struct{}
 }
 
 func startTarget(bin string, args []string) (*target, error) {
-	cmd := exec.Command(bin, args...)
-	pipe, err := cmd.StderrPipe()
+	p, err := benchrun.Start(context.Background(), io.Discard, bin, args, "knowngood "+strings.Join(args, " "))
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	t := &target{cmd: cmd, done: make(chan struct{})}
-	ready := make(chan map[string]any, 1)
-	go func() {
-		defer close(t.done)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			var line map[string]any
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == "listening" {
-				ready <- line
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	select {
-	case line := <-ready:
-		t.addr, _ = line["addr"].(string)
-		admin, _ := line["admin_addr"].(string)
-		t.admin = "http://" + admin
-		return t, nil
-	case <-time.After(10 * time.Second):
-		t.stop()
-		return nil, errors.New("the target did not start")
-	}
-}
-
-func (t *target) stop() {
-	_ = t.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-t.done:
-	case <-time.After(10 * time.Second):
-		_ = t.cmd.Process.Kill()
-		<-t.done
-	}
+	return &target{Proc: p, admin: "http://" + p.AdminAddr}, nil
 }
 
 // steady waits until go_goroutines holds still for the time still (or d

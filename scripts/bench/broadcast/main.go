@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/broadcast"
-	"knowngood/scripts/bench/internal/benchrun"
+	"knowngood/scripts/internal/benchrun"
 )
 
 var variants = []string{"broadcast-gorilla", "broadcast-coder", "broadcast-gnet"}

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/conns"
-	"knowngood/scripts/bench/internal/benchrun"
+	"knowngood/scripts/internal/benchrun"
 )
 
 const node = benchrun.Node

@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/echo"
-	"knowngood/scripts/bench/internal/benchrun"
+	"knowngood/scripts/internal/benchrun"
 )
 
 const node = benchrun.Node

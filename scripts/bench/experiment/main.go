@@ -34,7 +34,7 @@ import (
 
 	"knowngood/loadgen/handshake"
 	"knowngood/loadgen/htmlreport"
-	"knowngood/scripts/bench/internal/benchrun"
+	"knowngood/scripts/internal/benchrun"
 	"knowngood/scripts/testtarget"
 	"knowngood/shared/protocol"
 )

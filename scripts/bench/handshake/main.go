@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/handshake"
-	"knowngood/scripts/bench/internal/benchrun"
+	"knowngood/scripts/internal/benchrun"
 	"knowngood/shared/config"
 )
 

@@ -1,6 +1,7 @@
-// Package benchrun is what the benchmark programs under scripts/bench share:
-// building the binaries, starting a server and waiting for its "listening"
-// line, stopping it, and a few figures about processes (Linux /proc).
+// Package benchrun is what the benchmark programs under scripts/bench and
+// the soak (scripts/soak) share: building the binaries, starting a server
+// and waiting for its "listening" line, stopping it, and a few figures
+// about processes (Linux /proc).
 package benchrun
 
 import (

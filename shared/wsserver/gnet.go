@@ -64,8 +64,13 @@ type gnetTarget struct {
 	ln      net.Listener
 	closing atomic.Bool
 
-	regMu   sync.Mutex     // one Register at a time
-	bridges sync.WaitGroup // the TLS bridges (gnettls.go)
+	regMu sync.Mutex // one Register at a time
+	// registering has a place for each registration under way (register);
+	// quit is closed when no more will be made.
+	registering chan struct{}
+	quit        chan struct{}
+	quitOnce    sync.Once
+	bridges     sync.WaitGroup // the TLS bridges (gnettls.go)
 }
 
 // Connection phases; each gconn moves forward through them only.
@@ -81,21 +86,22 @@ const (
 )
 
 // gconn is one connection's state. Only its event loop touches it, except
-// g, conn and deflate (set before anyone else sees the gconn) and the
-// atomics that Enqueue reads.
+// g, conn, deflate and queue (set before anyone else sees the gconn) and
+// the atomics that Enqueue reads.
+//
+// An idle connection is mostly this struct, so what only some connections
+// or some moments need lives elsewhere: the upgrade's state until the
+// upgrade, the send queue on queued (broadcast) targets, -fault-delay's
+// state once a delay is made, and a frame's scratch (frameScratch) for the
+// length of one call.
 type gconn struct {
 	g        *gnetTarget
 	conn     gnet.Conn
 	session  Session
 	phase    int
-	accepted time.Time
-	first    time.Time // first byte of the upgrade request
+	hs       *handshakeState // nil once upgraded
 	timer    *time.Timer
 	deadline time.Time // of the handshake or of the close wait
-	lineOK   bool      // the request line has been checked
-	counted  bool      // the handshake's result has been recorded
-	held     bool      // holds a -max-conns place
-	deflate  bool      // permessage-deflate was negotiated
 	sent     int       // close code the server sent; 0 = none
 	reason   string    // disconnect reason once known
 
@@ -103,20 +109,18 @@ type gconn struct {
 	skip int64 // bytes of a dropped frame still to come (closing)
 
 	// The message being reassembled from fragments; op is 0 when none is.
+	msg        *[]byte
 	op         byte
 	compressed bool
-	msg        *[]byte
+
+	counted bool // the handshake's result has been recorded
+	held    bool // holds a -max-conns place
+	deflate bool // permessage-deflate was negotiated
+	pinged  bool // the keepalive's ping is out
 
 	out *[]byte // the replies of the OnTraffic call under way; nil between calls
 
-	// The send queue (Enqueue, flush): frames not handed to gnet yet, the
-	// payload bytes they carry, whether a flush is scheduled on the loop,
-	// and the slice the last flush used (reused, not reallocated).
-	qmu         sync.Mutex
-	queued      [][]byte
-	spare       [][]byte
-	queuedBytes int
-	flushing    bool
+	queue *sendQueue // nil unless the target queues (Options.Queue)
 	// Enqueue's view from other goroutines: bytes gnet holds for a client
 	// that does not read, and whether the server has begun to close.
 	outbound atomic.Int64
@@ -129,28 +133,59 @@ type gconn struct {
 	ka       *time.Timer
 	reads    uint32
 	pingMark uint32
-	pinged   bool
 
-	// -fault-delay: messages waiting for their time, in order, and the
-	// timer that wakes the loop for the first.
-	delayed    []delayed
-	delayTimer *time.Timer
+	delay *delayState // -fault-delay; nil until the first delay
+}
 
+// handshakeState is what a connection needs until its upgrade.
+type handshakeState struct {
+	accepted time.Time
+	first    time.Time // first byte of the upgrade request
+	lineOK   bool      // the request line has been checked
+}
+
+// sendQueue holds the frames not handed to gnet yet (Enqueue, flush), the
+// payload bytes they carry, whether a flush is scheduled on the loop, and
+// the slice the last flush used (reused, not reallocated).
+type sendQueue struct {
+	mu       sync.Mutex
+	frames   [][]byte
+	spare    [][]byte
+	bytes    int
+	flushing bool
+}
+
+// delayState is -fault-delay on one connection: messages waiting for
+// their time, in order, and the timer that wakes the loop for the first.
+type delayState struct {
+	due   []delayed
+	timer *time.Timer
+}
+
+// frameScratch is what parsing or writing a frame needs for the moment:
+// pooled, since one per busy loop is enough and idle connections far
+// outnumber busy loops.
+type frameScratch struct {
 	rd  bytes.Reader         // over the buffered bytes, for ws.ReadHeaderBuffer
 	hdr [maxFrameHeader]byte // a frame header, read or written
 	iov [2][]byte            // header and payload for Writev
 }
+
+var scratches = sync.Pool{New: func() any { return new(frameScratch) }}
 
 const maxFrameHeader = 14
 
 func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
 	return &gnetTarget{
 		cfg: cfg, m: m, log: log, opts: o,
-		gate:    lifecycle.NewGate(cfg.MaxConns),
-		conns:   lifecycle.NewRegistry[*gconn](),
-		faults:  faults.New(cfg, m),
-		ready:   make(chan struct{}),
-		backlog: int(max(16*min(cfg.MaxMessage, 1<<36), 1<<20)),
+		gate:   lifecycle.NewGate(cfg.MaxConns),
+		conns:  lifecycle.NewRegistry[*gconn](),
+		faults: faults.New(cfg, m),
+		ready:  make(chan struct{}),
+
+		registering: make(chan struct{}, maxRegistering),
+		quit:        make(chan struct{}),
+		backlog:     int(max(16*min(cfg.MaxMessage, 1<<36), 1<<20)),
 	}, nil
 }
 
@@ -198,6 +233,7 @@ func (g *gnetTarget) Serve(ln net.Listener) error {
 	stopped := make(chan error, 1)
 	go func() {
 		err := <-runErr
+		g.stop()
 		if !g.closing.Load() {
 			// The engine stopped on its own (gnet logged why): stop
 			// accepting, and let the process say so.
@@ -237,34 +273,57 @@ func (g *gnetTarget) accept(ln net.Listener) {
 	}
 }
 
+// maxRegistering bounds the registrations under way. Each holds one of
+// gnet's pool workers until the loop has opened the connection, and ants
+// keeps an idle worker, with its stack, for 10 s: unbounded, a burst of
+// 1,000 connections left ~450 idle workers behind, about 0.2 KiB for each
+// idle connection held (measured at 10,000). The accept loop waits for a
+// place instead; the kernel's backlog holds the connections meanwhile.
+const maxRegistering = 16
+
 // register hands c to an event loop. Register hands c to a worker that
 // duplicates its descriptor for the loop and closes c; its result channel
 // is buffered. One caller at a time: gnet's round-robin counter is not
 // synchronised, and the TLS bridges register from goroutines of their own.
 func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
+	select {
+	case g.registering <- struct{}{}:
+	case <-g.quit:
+		_ = c.Close()
+		return
+	}
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
-	st := &gconn{g: g, accepted: accepted}
+	st := &gconn{g: g, hs: &handshakeState{accepted: accepted}}
+	if g.opts.Queue > 0 {
+		st.queue = &sendQueue{}
+	}
 	ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), st), c)
 	results, err := g.eng.Register(ctx)
 	if err != nil {
+		<-g.registering
 		_ = c.Close()
 		g.m.AcceptError(lifecycle.AcceptErrorReason(err))
 		return
 	}
-	go g.countUnregistered(results)
+	go g.registered(results)
 }
 
-// countUnregistered counts a connection that gnet could not take over: the
-// duplicate descriptor costs one more, so near the open-files limit the dup
-// fails with EMFILE, and gnet closes the connection without telling anyone.
-// The worker closes the channel once it is done, so this never waits long.
-func (g *gnetTarget) countUnregistered(results <-chan gnet.RegisteredResult) {
+// registered frees a registration's place once gnet has the connection,
+// and counts one that gnet could not take over: the duplicate descriptor
+// costs one more, so near the open-files limit the dup fails with EMFILE,
+// and gnet closes the connection without telling anyone. The worker
+// closes the channel once it is done, so this never waits long.
+func (g *gnetTarget) registered(results <-chan gnet.RegisteredResult) {
+	defer func() { <-g.registering }()
 	if r := <-results; r.Err != nil {
 		g.m.AcceptError(lifecycle.AcceptErrorReason(r.Err))
 		g.log.Debug("gnet could not take a connection over", "err", r.Err)
 	}
 }
+
+// stop says that no more connections will be registered.
+func (g *gnetTarget) stop() { g.quitOnce.Do(func() { close(g.quit) }) }
 
 // OnBoot keeps the engine, for Register and Stop.
 func (g *gnetTarget) OnBoot(eng gnet.Engine) gnet.Action {
@@ -288,7 +347,7 @@ func (g *gnetTarget) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.Close
 	}
 	st.conn = c
-	st.arm(g, g.cfg.HandshakeTimeout-time.Since(st.accepted))
+	st.arm(g, g.cfg.HandshakeTimeout-time.Since(st.hs.accepted))
 	return nil, gnet.None
 }
 
@@ -325,7 +384,7 @@ func (g *gnetTarget) expire(st *gconn) {
 	if time.Now().Before(st.deadline) || st.phase == phaseOpen {
 		return // a timer that fired just before being re-armed or stopped
 	}
-	if st.phase == phaseHandshake && !st.first.IsZero() && !st.counted {
+	if st.phase == phaseHandshake && !st.hs.first.IsZero() && !st.counted {
 		st.counted = true
 		g.m.Handshake(protocol.ResultFailed, transport, 0)
 	}
@@ -349,14 +408,14 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if st.ka != nil {
 		st.ka.Stop()
 	}
-	if st.delayTimer != nil {
-		st.delayTimer.Stop()
+	if st.delay != nil {
+		st.delay.timer.Stop()
+		clear(st.delay.due)
+		st.delay = nil
 	}
-	clear(st.delayed)
-	st.delayed = nil
 	switch st.phase {
 	case phaseHandshake, phaseLinger:
-		if !st.counted && !st.first.IsZero() {
+		if !st.counted && !st.hs.first.IsZero() {
 			result := protocol.ResultAbandoned
 			if g.closing.Load() {
 				result = protocol.ResultFailed
@@ -417,8 +476,9 @@ var headerEnd = []byte("\r\n\r\n")
 // handshake reads the upgrade request once all of it has arrived, however
 // many pieces it came in, checks it as the other targets do, and answers.
 func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
-	if st.first.IsZero() {
-		st.first = time.Now()
+	hs := st.hs
+	if hs.first.IsZero() {
+		hs.first = time.Now()
 	}
 	buf, err := c.Peek(-1)
 	if err != nil {
@@ -428,12 +488,12 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	if end < 0 {
 		// As net/http: a bad request line is answered as soon as it is in,
 		// a header that never ends once it is too large.
-		if !st.lineOK {
+		if !hs.lineOK {
 			if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 				if !validRequestLine(buf[:i]) {
 					return g.refuse(c, st, malformed("malformed request line")), false
 				}
-				st.lineOK = true
+				hs.lineOK = true
 			}
 		}
 		if len(buf) > maxHeaderBytes+4096 {
@@ -470,8 +530,9 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	st.phase = phaseOpen
 	st.timer.Stop()
 	st.timer = nil
+	st.hs = nil
 	st.counted = true
-	g.m.Handshake(protocol.ResultOK, transport, time.Since(st.first))
+	g.m.Handshake(protocol.ResultOK, transport, time.Since(hs.first))
 	g.m.Opened()
 	st.session = withFaults(g.opts.Handler.Open(st), st, g.faults, st)
 	st.ka = time.AfterFunc(g.cfg.PingInterval, func() { g.onLoop(st, g.keepalive) })
@@ -517,25 +578,33 @@ func (g *gnetTarget) keepalive(st *gconn) {
 // after is -fault-delay on gnet: f runs on the loop once d has passed, in
 // order, with the replies it makes written as one; the loop never waits.
 func (st *gconn) after(d time.Duration, f func()) {
-	st.delayed = append(st.delayed, delayed{time.Now().Add(d), f})
-	if len(st.delayed) > 1 {
+	if st.delay == nil {
+		st.delay = &delayState{}
+	}
+	dl := st.delay
+	dl.due = append(dl.due, delayed{time.Now().Add(d), f})
+	if len(dl.due) > 1 {
 		return // the timer is set for the first
 	}
-	if st.delayTimer == nil {
-		st.delayTimer = time.AfterFunc(d, func() { st.g.onLoop(st, st.g.runDelayed) })
+	if dl.timer == nil {
+		dl.timer = time.AfterFunc(d, func() { st.g.onLoop(st, st.g.runDelayed) })
 		return
 	}
-	st.delayTimer.Reset(d)
+	dl.timer.Reset(d)
 }
 
 func (g *gnetTarget) runDelayed(st *gconn) {
+	dl := st.delay
+	if dl == nil {
+		return // closed: OnClose dropped them
+	}
 	out := getBuffer()
 	defer putBuffer(out)
 	st.out = out
 	now := time.Now()
 	i := 0
-	for ; i < len(st.delayed) && !st.delayed[i].due.After(now) && st.phase == phaseOpen; i++ {
-		st.delayed[i].f()
+	for ; i < len(dl.due) && !dl.due[i].due.After(now) && st.phase == phaseOpen; i++ {
+		dl.due[i].f()
 	}
 	st.out = nil
 	if len(*out) > 0 && st.phase != phaseClosed {
@@ -545,10 +614,10 @@ func (g *gnetTarget) runDelayed(st *gconn) {
 	if st.phase != phaseOpen {
 		return
 	}
-	clear(st.delayed[:i])
-	st.delayed = st.delayed[i:]
-	if len(st.delayed) > 0 {
-		st.delayTimer.Reset(time.Until(st.delayed[0].due))
+	clear(dl.due[:i])
+	dl.due = dl.due[i:]
+	if len(dl.due) > 0 {
+		dl.timer.Reset(time.Until(dl.due[0].due))
 	}
 }
 
@@ -654,6 +723,7 @@ func (g *gnetTarget) Shutdown(ctx context.Context) error {
 	g.closing.Store(true)
 	ln := g.ln
 	g.mu.Unlock()
+	g.stop()
 	if ln == nil {
 		return nil
 	}

@@ -62,6 +62,8 @@ func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
 // parse handles the frames in buf and returns how many bytes it used.
 // Replies are appended to out.
 func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gnet.Action, int) {
+	sc := scratches.Get().(*frameScratch)
+	defer scratches.Put(sc)
 	used := 0
 	for used < len(buf) && st.phase != phaseClosed {
 		if st.phase == phaseOpen && c.OutboundBuffered()+len(*out) > g.backlog {
@@ -70,8 +72,8 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 			// buffer without end the server closes.
 			g.fail(st, out, ws.StatusPolicyViolation)
 		}
-		st.rd.Reset(buf[used:])
-		h, err := ws.ReadHeaderBuffer(&st.rd, st.hdr[:])
+		sc.rd.Reset(buf[used:])
+		h, err := ws.ReadHeaderBuffer(&sc.rd, sc.hdr[:])
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			st.need = len(buf) - used + 1
 			return gnet.None, used
@@ -80,7 +82,7 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 			return g.fail(st, out, ws.StatusProtocolError), len(buf)
 		}
 		st.need = 0
-		hlen := len(buf) - used - st.rd.Len()
+		hlen := len(buf) - used - sc.rd.Len()
 		avail := int64(len(buf) - used - hlen)
 
 		if st.phase == phaseClosing {
@@ -257,10 +259,12 @@ func (st *gconn) Reply(op Op, data []byte) {
 				return
 			}
 		}
-		st.iov[0] = appendHeader(st.hdr[:0], rsv, ws.OpCode(op), len(data))
-		st.iov[1] = data
-		_, _ = c.Writev(st.iov[:])
-		st.iov = [2][]byte{}
+		sc := scratches.Get().(*frameScratch)
+		sc.iov[0] = appendHeader(sc.hdr[:0], rsv, ws.OpCode(op), len(data))
+		sc.iov[1] = data
+		_, _ = c.Writev(sc.iov[:])
+		sc.iov = [2][]byte{}
+		scratches.Put(sc)
 		if st.phase == phaseClosed {
 			return
 		}
@@ -274,22 +278,26 @@ func (st *gconn) Reply(op Op, data []byte) {
 // gnet's outbound buffer, which grows without end for a client that does
 // not read, counts against the bound too, in messages of this size.
 func (st *gconn) Enqueue(o *Outgoing) error {
+	sq := st.queue
+	if sq == nil {
+		return ErrClosing // not a queued target
+	}
 	q := st.g.opts.Queue
 	frame := o.frameFor(st.deflate)
-	st.qmu.Lock()
+	sq.mu.Lock()
 	switch {
-	case q == 0 || st.shut.Load():
-		st.qmu.Unlock()
+	case st.shut.Load():
+		sq.mu.Unlock()
 		return ErrClosing
-	case len(st.queued) >= q || st.outbound.Load() > int64(q)*int64(len(frame)):
-		st.qmu.Unlock()
+	case len(sq.frames) >= q || st.outbound.Load() > int64(q)*int64(len(frame)):
+		sq.mu.Unlock()
 		return ErrQueueFull
 	}
-	st.queued = append(st.queued, frame)
-	st.queuedBytes += len(o.Data)
-	schedule := !st.flushing
-	st.flushing = true
-	st.qmu.Unlock()
+	sq.frames = append(sq.frames, frame)
+	sq.bytes += len(o.Data)
+	schedule := !sq.flushing
+	sq.flushing = true
+	sq.mu.Unlock()
 	if !schedule {
 		return nil
 	}
@@ -310,12 +318,16 @@ const maxIovec = 1024
 // flush writes everything queued, in order, on the loop: one writev per
 // 1,024 messages.
 func (st *gconn) flush() {
-	st.qmu.Lock()
-	frames, n, bytes := st.queued, len(st.queued), st.queuedBytes
-	st.queued, st.spare = st.spare[:0], frames
-	st.queuedBytes = 0
-	st.flushing = false
-	st.qmu.Unlock()
+	sq := st.queue
+	if sq == nil {
+		return
+	}
+	sq.mu.Lock()
+	frames, n, bytes := sq.frames, len(sq.frames), sq.bytes
+	sq.frames, sq.spare = sq.spare[:0], frames
+	sq.bytes = 0
+	sq.flushing = false
+	sq.mu.Unlock()
 	defer clear(frames) // the frames belong to their Outgoing, not to us
 	if st.phase != phaseOpen {
 		return // closing or closed: nothing may follow the close frame

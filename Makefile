@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go test-docker docker fuzz soak bench-handshake bench-blocking bench-echo bench-conns bench-broadcast experiment-handshake experiment-echo build clean \
+.PHONY: run-server list deps test lint test-go test-docker docker fuzz soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast experiment-handshake experiment-echo build clean \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
@@ -65,6 +65,10 @@ bench-echo: deps
 ## bench-conns: server RSS per idle connection at the highest count the open-files limits allow (not a test)
 bench-conns: deps
 	go run ./scripts/bench/conns
+
+## bench-instr: the instrumentation's cost on every echo target, in instructions per message under valgrind's callgrind (not a test)
+bench-instr:
+	go run ./scripts/bench/instr
 
 ## bench-broadcast: every broadcast variant at 1,000 and 10,000 subscribers, timed push and 10 senders (not a test)
 bench-broadcast:

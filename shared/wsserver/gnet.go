@@ -178,11 +178,10 @@ const maxFrameHeader = 14
 func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
 	return &gnetTarget{
 		cfg: cfg, m: m, log: log, opts: o,
-		gate:   lifecycle.NewGate(cfg.MaxConns),
-		conns:  lifecycle.NewRegistry[*gconn](),
-		faults: faults.New(cfg, m),
-		ready:  make(chan struct{}),
-
+		gate:        lifecycle.NewGate(cfg.MaxConns),
+		conns:       lifecycle.NewRegistry[*gconn](),
+		faults:      faults.New(cfg, m),
+		ready:       make(chan struct{}),
 		registering: make(chan struct{}, maxRegistering),
 		quit:        make(chan struct{}),
 		backlog:     int(max(16*min(cfg.MaxMessage, 1<<36), 1<<20)),

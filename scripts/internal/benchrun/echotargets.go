@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -40,7 +41,18 @@ func ParseEchoTargets(list string) ([]string, error) {
 // extra flags) or Node's, and returns the URL that loadgen uses and its
 // admin address ("" for Node, which has none).
 func StartEchoTarget(ctx context.Context, stderr io.Writer, server, variant string, extra ...string) (p *Proc, url, admin string, err error) {
+	return StartEchoTargetUnder(ctx, stderr, nil, server, variant, extra...)
+}
+
+// StartEchoTargetUnder is StartEchoTarget with knowngood run by a wrapper
+// command (valgrind, say): wrapper's words, then the server and its flags.
+// The wrapper must run the server in its own process, so that PID is the
+// server's, and pass its output through.
+func StartEchoTargetUnder(ctx context.Context, stderr io.Writer, wrapper []string, server, variant string, extra ...string) (p *Proc, url, admin string, err error) {
 	if variant == Node {
+		if len(wrapper) > 0 {
+			return nil, "", "", errors.New("no wrapper for the Node server")
+		}
 		p, err := Start(ctx, stderr, "node", []string{"scripts/node/ws-echo-server.mjs", "0"}, "node ws")
 		if err != nil {
 			return nil, "", "", fmt.Errorf("%w (npm install in scripts/ first?)", err)
@@ -48,7 +60,11 @@ func StartEchoTarget(ctx context.Context, stderr io.Writer, server, variant stri
 		return p, "ws://" + p.Addr + "/", "", nil
 	}
 	args := append([]string{"-variant", variant, "-addr", FreeAddr(), "-admin-addr", FreeAddr(), "-log-format", "json"}, extra...)
-	p, err = Start(ctx, stderr, server, args, strings.TrimSpace("knowngood "+variant+" "+strings.Join(extra, " ")))
+	bin := server
+	if len(wrapper) > 0 {
+		bin, args = wrapper[0], append(append(slices.Clone(wrapper[1:]), server), args...)
+	}
+	p, err = Start(ctx, stderr, bin, args, strings.TrimSpace("knowngood "+variant+" "+strings.Join(extra, " ")))
 	if err != nil {
 		return nil, "", "", err
 	}

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,18 +59,12 @@ func parseFlags(args []string) (options, error) {
 		return options{}, err
 	}
 	o := options{senders: *senders, rate: *rate, duration: *duration, sources: *sources}
-	for s := range strings.SplitSeq(*subs, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return options{}, fmt.Errorf("invalid value %q for flag -subscribers: want counts such as 1000,10000", *subs)
-		}
-		o.subscribers = append(o.subscribers, n)
+	var err error
+	if o.subscribers, err = benchrun.Counts("subscribers", *subs); err != nil {
+		return options{}, err
 	}
-	for v := range strings.SplitSeq(*list, ",") {
-		if !slices.Contains(variants, strings.TrimSpace(v)) {
-			return options{}, fmt.Errorf("invalid value %q for flag -variants: want a list of %s", *list, strings.Join(variants, ", "))
-		}
-		o.variants = append(o.variants, strings.TrimSpace(v))
+	if o.variants, err = benchrun.Pick("variants", *list, variants); err != nil {
+		return options{}, err
 	}
 	if o.senders < 1 || o.rate < 1 || o.duration <= 0 {
 		return options{}, errors.New("invalid -senders, -rate or -duration: want positive values")

@@ -30,7 +30,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"knowngood/loadgen/echo"
@@ -74,20 +73,13 @@ func parseFlags(args []string) (options, error) {
 	if o.reps < 1 {
 		return options{}, fmt.Errorf("invalid value %d for flag -reps: want 1 or more", o.reps)
 	}
-	for s := range strings.SplitSeq(*conns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return options{}, fmt.Errorf("invalid value %q for flag -conns: want a comma-separated list of positive integers", *conns)
-		}
-		o.conns = append(o.conns, n)
-	}
-	for m := range strings.SplitSeq(*modes, ",") {
-		if m = strings.TrimSpace(m); !slices.Contains(echo.Modes, m) {
-			return options{}, fmt.Errorf("invalid value %q for flag -modes: want a list of %s", *modes, strings.Join(echo.Modes, ", "))
-		}
-		o.modes = append(o.modes, m)
-	}
 	var err error
+	if o.conns, err = benchrun.Counts("conns", *conns); err != nil {
+		return options{}, err
+	}
+	if o.modes, err = benchrun.Pick("modes", *modes, echo.Modes); err != nil {
+		return options{}, err
+	}
 	if o.variants, err = benchrun.ParseEchoTargets(*variants); err != nil {
 		return options{}, err
 	}

@@ -27,7 +27,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,35 +70,20 @@ func parseFlags(args []string) (options, error) {
 		return options{}, err
 	}
 	o := options{deadline: *deadline, out: *out, html: *htmlOut}
-	for s := range strings.SplitSeq(*ns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return options{}, fmt.Errorf("invalid value %q for flag -n: want a comma-separated list of positive integers", *ns)
-		}
-		o.ns = append(o.ns, n)
-	}
 	var err error
-	if o.variants, err = pick("variants", *variants, allVariants); err != nil {
+	if o.ns, err = benchrun.Counts("n", *ns); err != nil {
 		return options{}, err
 	}
-	if o.clients, err = pick("clients", *clients, allClients); err != nil {
+	if o.variants, err = benchrun.Pick("variants", *variants, allVariants); err != nil {
+		return options{}, err
+	}
+	if o.clients, err = benchrun.Pick("clients", *clients, allClients); err != nil {
 		return options{}, err
 	}
 	if o.deadline <= 0 {
 		return options{}, errors.New("invalid value for flag -deadline: want a positive duration")
 	}
 	return o, nil
-}
-
-func pick(name, list string, valid []string) ([]string, error) {
-	var out []string
-	for v := range strings.SplitSeq(list, ",") {
-		if v = strings.TrimSpace(v); !slices.Contains(valid, v) {
-			return nil, fmt.Errorf("invalid value %q for flag -%s: want a list of %s", list, name, strings.Join(valid, ", "))
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 // result is what each client prints (loadgen's JSON and the scripts' share

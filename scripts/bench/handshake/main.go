@@ -63,12 +63,9 @@ func parseFlags(args []string) (options, error) {
 	if _, err := time.ParseDuration(o.delay); o.delay != "" && err != nil {
 		return options{}, fmt.Errorf("invalid value %q for flag -delay: want a duration such as 50ms", o.delay)
 	}
-	for _, s := range strings.Split(*ns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return options{}, fmt.Errorf("invalid value %q for flag -n: want a comma-separated list of positive integers", *ns)
-		}
-		o.ns = append(o.ns, n)
+	var err error
+	if o.ns, err = benchrun.Counts("n", *ns); err != nil {
+		return options{}, err
 	}
 	for _, v := range strings.Split(*variants, ",") {
 		if v = strings.TrimSpace(v); v != "" {

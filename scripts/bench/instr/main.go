@@ -78,24 +78,15 @@ func parseFlags(args []string) (options, error) {
 	if o.reps < 1 {
 		return options{}, fmt.Errorf("invalid value %d for flag -reps: want 1 or more", o.reps)
 	}
-	for s := range strings.SplitSeq(*conns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return options{}, fmt.Errorf("invalid value %q for flag -conns: want a comma-separated list of positive integers", *conns)
-		}
-		o.conns = append(o.conns, n)
+	var err error
+	if o.conns, err = benchrun.Counts("conns", *conns); err != nil {
+		return options{}, err
 	}
-	for m := range strings.SplitSeq(*modes, ",") {
-		if m = strings.TrimSpace(m); m != echo.Sync && m != echo.Pipelined {
-			return options{}, fmt.Errorf("invalid value %q for flag -modes: want a list of %s, %s", *modes, echo.Sync, echo.Pipelined)
-		}
-		o.modes = append(o.modes, m)
+	if o.modes, err = benchrun.Pick("modes", *modes, []string{echo.Sync, echo.Pipelined}); err != nil {
+		return options{}, err
 	}
-	for v := range strings.SplitSeq(*variants, ",") {
-		if v = strings.TrimSpace(v); !slices.Contains(benchrun.EchoVariants, v) {
-			return options{}, fmt.Errorf("invalid value %q for flag -variants: want a list of %s", *variants, strings.Join(benchrun.EchoVariants, ", "))
-		}
-		o.variants = append(o.variants, v)
+	if o.variants, err = benchrun.Pick("variants", *variants, benchrun.EchoVariants); err != nil {
+		return options{}, err
 	}
 	return o, nil
 }

@@ -27,14 +27,7 @@ func EchoTargetsFlag(fs interface {
 
 // ParseEchoTargets checks a -variants list, keeping its order.
 func ParseEchoTargets(list string) ([]string, error) {
-	var out []string
-	for v := range strings.SplitSeq(list, ",") {
-		if v = strings.TrimSpace(v); v != Node && !slices.Contains(EchoVariants, v) {
-			return nil, fmt.Errorf("invalid value %q for flag -variants: want a list of %s, %s", list, strings.Join(EchoVariants, ", "), Node)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return Pick("variants", list, append(slices.Clone(EchoVariants), Node))
 }
 
 // StartEchoTarget starts a fresh echo server, knowngood's variant (with

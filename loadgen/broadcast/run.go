@@ -97,9 +97,18 @@ type run struct {
 	closing                atomic.Bool
 	sentCount              []atomic.Uint64 // per sender: broadcasts written in the window
 	pushLo, pushHi         atomic.Uint64   // push seqs seen in the window, over everyone
-	listeners              atomic.Int64    // the listenerCount every broadcastResult should carry
-	mismatches             atomic.Int64    // broadcastResults that carried another
-	results                atomic.Int64
+	// pushBooks: push keeps its accounting under its shard's read lock;
+	// awaitDeliveries takes every shard's write lock to check it and, once
+	// everything expected has come (or the wait is over), to close the
+	// books (pushClosed). A push sent just before the window's end and
+	// first seen after that counts neither as expected nor as received:
+	// seen by some members only by the time fill reads the figures, it
+	// would show as lost for the others.
+	pushBooks  [shards]sync.RWMutex
+	pushClosed bool
+	listeners  atomic.Int64 // the listenerCount every broadcastResult should carry
+	mismatches atomic.Int64 // broadcastResults that carried another
+	results    atomic.Int64
 }
 
 // member is one connection: a subscriber, or a sender (index < Senders).
@@ -379,6 +388,12 @@ func (r *run) push(m *member, seq uint64, sentAt, now int64) {
 	if start == 0 || sentAt < start || end != 0 && sentAt >= end {
 		return
 	}
+	books := &r.pushBooks[m.shard]
+	books.RLock()
+	defer books.RUnlock()
+	if r.pushClosed {
+		return
+	}
 	r.lat.record(m.shard, sentAt, now)
 	seen(&r.pushLo, seq, func(old, v uint64) bool { return old == 0 || v < old })
 	seen(&r.pushHi, seq, func(old, v uint64) bool { return v > old })
@@ -419,14 +434,37 @@ func (m *member) track(s int, n uint64) {
 // awaitDeliveries waits, for up to cfg.Timeout, until every member has
 // everything sent in the window.
 func (r *run) awaitDeliveries(ctx context.Context) {
+	defer r.closeBooks(func() bool { return true })
 	deadline := time.Now().Add(r.cfg.Timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		expected, received, _ := r.deliveries()
-		if received >= expected {
+		complete := func() bool {
+			expected, received, _ := r.deliveries()
+			return received >= expected
+		}
+		if r.closeBooks(complete) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// closeBooks closes the push accounting if ready says so, with every push
+// held off meanwhile, and reports whether it did. (Broadcasts need no
+// books: what is expected of them is what the senders sent, known once
+// they have stopped.)
+func (r *run) closeBooks(ready func() bool) bool {
+	for i := range r.pushBooks {
+		r.pushBooks[i].Lock()
+	}
+	defer func() {
+		for i := range r.pushBooks {
+			r.pushBooks[i].Unlock()
+		}
+	}()
+	if !r.pushClosed && ready() {
+		r.pushClosed = true
+	}
+	return r.pushClosed
 }
 
 // deliveries counts what every member should have received in the window,

@@ -247,6 +247,7 @@ type trackedConn struct {
 	// Replies held back (see holdWrites): on when the reader has begun a
 	// batch, off once what it held has gone out.
 	coalesce bool            // set once before serving: a connection without a queue
+	ordered  bool            // set once before serving: a queued connection (see batch)
 	raw      syscall.RawConn // the socket, to ask whether input is waiting; nil in TLS
 	held     atomic.Bool
 	wmu      sync.Mutex
@@ -318,6 +319,12 @@ func (c *trackedConn) holdWrites() {
 	}
 }
 
+// batch holds a queued connection's writes until flush: its writer has
+// more messages queued behind the one it writes, and sends them together.
+// Every write takes wmu on such a connection, so that the library's own
+// frames (a pong, the close) stay in order with the batch.
+func (c *trackedConn) batch() { c.held.Store(true) }
+
 // heldLimit: past it, held replies are flushed at once; the TCP floor's
 // read buffer.
 const heldLimit = 16 << 10
@@ -344,7 +351,7 @@ func (c *trackedConn) inputWaiting() bool {
 }
 
 func (c *trackedConn) Write(p []byte) (int, error) {
-	if c.held.Load() {
+	if c.held.Load() || c.ordered {
 		c.wmu.Lock()
 		defer c.wmu.Unlock()
 		if c.held.Load() {

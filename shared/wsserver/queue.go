@@ -33,7 +33,7 @@ func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
 	// connection's writer sends as soon as it can. The reader counts its
 	// messages and replies in batches unless -fault-delay has another
 	// goroutine reply.
-	raw.coalesce = t.opts.Queue == 0
+	raw.coalesce, raw.ordered = t.opts.Queue == 0, t.opts.Queue > 0
 	raw.m, raw.batchCounts = t.m, raw.coalesce && !t.faults.Delaying()
 	if t.opts.Queue > 0 {
 		p.queue = make(chan *Outgoing, t.opts.Queue)
@@ -68,8 +68,12 @@ func (p *httpPeer) Enqueue(o *Outgoing) error {
 }
 
 // write is the connection's one writer. It stops at the first failed
-// write, when the server closes, or when the connection ends.
+// write, when the server closes, or when the connection ends. The messages
+// it finds queued behind the one it takes go out together, as gnet's
+// flush writes its queue with one writev: a connection that has fallen
+// behind catches up with a write per batch, not one per message.
 func (p *httpPeer) write() {
+	defer p.raw.flush() // a batch cut short, before the close frame
 	for {
 		select {
 		case o := <-p.queue:
@@ -77,13 +81,20 @@ func (p *httpPeer) write() {
 				return
 			}
 			if o.closeCode != 0 {
+				_ = p.raw.flush()
 				p.Close(o.closeCode)
 				return
+			}
+			if len(p.queue) > 0 {
+				p.raw.batch()
 			}
 			if err := p.ws.write(Text, o.Data); err != nil {
 				return
 			}
 			p.m.Sent(len(o.Data))
+			if len(p.queue) == 0 && p.raw.flush() != nil {
+				return
+			}
 		case <-p.done:
 			return
 		}

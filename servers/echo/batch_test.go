@@ -5,43 +5,14 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
+
+	"knowngood/shared/lifecycle/lifecycletest"
 )
-
-// countingListener counts the writes the target makes on its connections.
-type countingListener struct {
-	net.Listener
-	writes atomic.Int64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return nil, fmt.Errorf("accepted a %T, not a TCP connection", c)
-	}
-	return &countedConn{TCPConn: tc, writes: &l.writes}, nil
-}
-
-// countedConn keeps *net.TCPConn's SyscallConn, as the target's own
-// connections have it.
-type countedConn struct {
-	*net.TCPConn
-	writes *atomic.Int64
-}
-
-func (c *countedConn) Write(p []byte) (int, error) {
-	c.writes.Add(1)
-	return c.TCPConn.Write(p)
-}
 
 // TestRepliesTogether: gorilla and coder send the echoes of messages that
 // came in one segment in one write, as the TCP floor and gnet do, instead
@@ -58,11 +29,10 @@ func TestRepliesTogether(t *testing.T) {
 	}
 	for _, tgt := range wsTargets[:2] { // gnet writes from its loop, unseen by a listener wrapper
 		t.Run(tgt.name, func(t *testing.T) {
-			var counter *countingListener
-			wrap := func(ln net.Listener) net.Listener { counter = &countingListener{Listener: ln}; return counter }
-			tg := startOn(t, tgt.name, tgt.build, nil, nil, wrap)
+			writes := lifecycletest.NewWrites()
+			tg := startOn(t, tgt.name, tgt.build, nil, nil, writes.Wrap)
 			rc := rawDial(t, tg.Addr)
-			before := counter.writes.Load() // the 101
+			before := writes.Count() // the 101
 			rc.write(batch.Bytes())
 			for i := range n {
 				h, p := rc.read()
@@ -72,7 +42,7 @@ func TestRepliesTogether(t *testing.T) {
 			}
 			// One write when the segment arrives whole, as it does on
 			// loopback; a few if the kernel split it.
-			if w := counter.writes.Load() - before; w > 3 {
+			if w := writes.Count() - before; w > 3 {
 				t.Errorf("%d echoes took %d writes; want them together (1, at most 3)", n, w)
 			}
 		})

@@ -177,21 +177,29 @@ func (m *Metrics) Handshake(result, transport string, d time.Duration) {
 }
 
 // Received records one message of n payload bytes from a client.
-func (m *Metrics) Received(n int) {
-	if m == nil {
-		return
-	}
-	m.messagesReceived.Inc()
-	m.receivedBytes.Add(float64(n))
-}
+func (m *Metrics) Received(n int) { m.ReceivedBatch(1, n) }
 
 // Sent records one message of n payload bytes to a client.
-func (m *Metrics) Sent(n int) {
-	if m == nil {
+func (m *Metrics) Sent(n int) { m.SentBatch(1, n) }
+
+// ReceivedBatch records msgs messages from clients with bytes payload
+// bytes in all, counted by a target that adds them up before it records
+// them; nothing when msgs is 0.
+func (m *Metrics) ReceivedBatch(msgs, bytes int) {
+	if m == nil || msgs == 0 {
 		return
 	}
-	m.messagesSent.Inc()
-	m.sentBytes.Add(float64(n))
+	m.messagesReceived.Add(float64(msgs))
+	m.receivedBytes.Add(float64(bytes))
+}
+
+// SentBatch: see ReceivedBatch.
+func (m *Metrics) SentBatch(msgs, bytes int) {
+	if m == nil || msgs == 0 {
+		return
+	}
+	m.messagesSent.Add(float64(msgs))
+	m.sentBytes.Add(float64(bytes))
 }
 
 // ReceivedMessages and SentMessages count messages whose bytes are counted

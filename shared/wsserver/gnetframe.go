@@ -339,8 +339,7 @@ func (st *gconn) flush() {
 		}
 		rest = rest[k:]
 	}
-	st.g.m.SentMessages(n)
-	st.g.m.SentBytes(bytes)
+	st.g.m.SentBatch(n, bytes)
 	st.outbound.Store(int64(st.conn.OutboundBuffered()))
 }
 
@@ -494,13 +493,7 @@ type counts struct{ msgs, bytes int }
 func (c *counts) add(n int) { c.msgs, c.bytes = c.msgs+1, c.bytes+n }
 
 func (g *gnetTarget) flushCounts(st *gconn) {
-	if st.rx.msgs > 0 {
-		g.m.ReceivedMessages(st.rx.msgs)
-		g.m.ReceivedBytes(st.rx.bytes)
-	}
-	if st.tx.msgs > 0 {
-		g.m.SentMessages(st.tx.msgs)
-		g.m.SentBytes(st.tx.bytes)
-	}
+	g.m.ReceivedBatch(st.rx.msgs, st.rx.bytes)
+	g.m.SentBatch(st.tx.msgs, st.tx.bytes)
 	st.rx, st.tx = counts{}, counts{}
 }

@@ -247,7 +247,6 @@ type trackedConn struct {
 	// Replies held back (see holdWrites): on when the reader has begun a
 	// batch, off once what it held has gone out.
 	coalesce bool            // set once before serving: a connection without a queue
-	ordered  bool            // set once before serving: a queued connection (see batch)
 	raw      syscall.RawConn // the socket, to ask whether input is waiting; nil in TLS
 	held     atomic.Bool
 	wmu      sync.Mutex
@@ -303,14 +302,8 @@ func (c *trackedConn) sent(n int) {
 
 // flushCounts adds the batch's counts to the metrics.
 func (c *trackedConn) flushCounts() {
-	if msgs, bytes := c.rx.take(); msgs > 0 {
-		c.m.ReceivedMessages(msgs)
-		c.m.ReceivedBytes(bytes)
-	}
-	if msgs, bytes := c.tx.take(); msgs > 0 {
-		c.m.SentMessages(msgs)
-		c.m.SentBytes(bytes)
-	}
+	c.m.ReceivedBatch(c.rx.take())
+	c.m.SentBatch(c.tx.take())
 }
 
 func (c *trackedConn) holdWrites() {
@@ -321,8 +314,9 @@ func (c *trackedConn) holdWrites() {
 
 // batch holds a queued connection's writes until flush: its writer has
 // more messages queued behind the one it writes, and sends them together.
-// Every write takes wmu on such a connection, so that the library's own
-// frames (a pong, the close) stay in order with the batch.
+// Every write takes wmu on such a connection (one without coalesce), so
+// that the library's own frames (a pong, the close) stay in order with the
+// batch.
 func (c *trackedConn) batch() { c.held.Store(true) }
 
 // heldLimit: past it, held replies are flushed at once; the TCP floor's
@@ -351,7 +345,7 @@ func (c *trackedConn) inputWaiting() bool {
 }
 
 func (c *trackedConn) Write(p []byte) (int, error) {
-	if c.held.Load() || c.ordered {
+	if c.held.Load() || !c.coalesce {
 		c.wmu.Lock()
 		defer c.wmu.Unlock()
 		if c.held.Load() {

@@ -33,7 +33,7 @@ func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
 	// connection's writer sends as soon as it can. The reader counts its
 	// messages and replies in batches unless -fault-delay has another
 	// goroutine reply.
-	raw.coalesce, raw.ordered = t.opts.Queue == 0, t.opts.Queue > 0
+	raw.coalesce = t.opts.Queue == 0
 	raw.m, raw.batchCounts = t.m, raw.coalesce && !t.faults.Delaying()
 	if t.opts.Queue > 0 {
 		p.queue = make(chan *Outgoing, t.opts.Queue)

@@ -171,7 +171,7 @@ func soak(cfg Config, variant string, n int, tw io.Writer, problems *[]error) er
 		// Below the baseline is fine: a pool worker that the warm-up
 		// left has expired since.
 		if g > baseline {
-			*problems = append(*problems, fmt.Errorf("%s round %d: %.0f goroutines, baseline %.0f", variant, round, g, baseline))
+			*problems = append(*problems, fmt.Errorf("%s round %d: %.0f goroutines, baseline %.0f; the target's goroutines now:\n%s", variant, round, g, baseline, t.goroutines()))
 		}
 		if rss > rss1*1.10+cfg.RSSSlackMiB*(1<<20) {
 			*problems = append(*problems, fmt.Errorf("%s round %d: RSS %.1f MiB, %.0f%% over round 1", variant, round, rss/(1<<20), 100*(ratio-1)))
@@ -320,6 +320,25 @@ func (t *target) rssAfterGC() (float64, error) {
 	}
 	_, rss, err := t.gauges()
 	return rss, err
+}
+
+// goroutines is the target's goroutine profile, grouped by stack
+// (/debug/pprof/goroutine?debug=1), or why it could not be read: what a
+// goroutine left over after a round is doing.
+func (t *target) goroutines() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.admin+"/debug/pprof/goroutine?debug=1", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // gauges reads go_goroutines and process_resident_memory_bytes.

@@ -117,31 +117,67 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// TestSubscribers: the subscribers (gnet loops, gobwas/ws frames) on every
-// target: they answer the target's pings (they send nothing else, so the
-// target pings them every -ping-interval and drops them if no pong comes
-// within -ping-timeout: within the window, without pongs), and read pushes
-// larger than one read of the loop (64 KiB), which arrive in pieces.
-func TestSubscribers(t *testing.T) {
-	for _, tg := range []struct {
-		name  string
-		build lifecycletest.Build
-	}{{"broadcast-gorilla", servers.NewGorilla}, {"broadcast-coder", servers.NewCoder}, {"broadcast-gnet", servers.NewGnet}} {
+// The broadcast targets, for the subscriber tests.
+var broadcastTargets = []struct {
+	name  string
+	build lifecycletest.Build
+}{{"broadcast-gorilla", servers.NewGorilla}, {"broadcast-coder", servers.NewCoder}, {"broadcast-gnet", servers.NewGnet}}
+
+// TestSubscribersAnswerPings: the subscribers (gnet loops, gobwas/ws
+// frames) answer the target's pings. They send nothing else, so the target
+// pings them every -ping-interval and drops any that has not answered
+// within -ping-timeout, well inside the window. The pushes are small, so
+// that a loop answers a ping within milliseconds even on a contended
+// machine: the 2 s timeout is margin for a starved process, not for a
+// backlog.
+func TestSubscribersAnswerPings(t *testing.T) {
+	for _, tg := range broadcastTargets {
+		t.Run(tg.name, func(t *testing.T) {
+			url, adm := startTarget(t, tg.name, tg.build, func(c *config.Config) {
+				c.PushInterval = 100 * time.Millisecond
+				c.PingInterval = 50 * time.Millisecond
+				c.PingTimeout = 2 * time.Second
+			})
+			cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "20", "-push", "-duration", "3s")
+			rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPushes(t, rep, 20)
+			if s := rep.Server; s == nil || s.Disconnects["ping_timeout"] != 0 {
+				t.Errorf("server view %+v (error %q): want no ping timeouts", s, rep.ServerError)
+			}
+		})
+	}
+}
+
+// TestSubscribersReadLargePushes: pushes larger than one read of a
+// subscriber's loop (64 KiB) arrive in pieces and are read whole. The
+// target does not ping within the window: a loop busy with 70 KiB pushes
+// on a contended machine may answer late, which is not what this checks.
+func TestSubscribersReadLargePushes(t *testing.T) {
+	for _, tg := range broadcastTargets {
 		t.Run(tg.name, func(t *testing.T) {
 			url, adm := startTarget(t, tg.name, tg.build, func(c *config.Config) {
 				c.PushInterval = 100 * time.Millisecond
 				c.PushSize = 70 << 10
-				c.PingInterval = 100 * time.Millisecond
-				c.PingTimeout = time.Second // room for a loaded machine
 			})
 			cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "20", "-push", "-duration", "2s")
 			rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Pushes < 15 || rep.Received != rep.Expected || rep.Lost != 0 || rep.Duplicates != 0 || len(rep.Errors) != 0 {
-				t.Fatalf("pushes %d, expected %d, received %d, lost %d, dups %d, errors %v", rep.Pushes, rep.Expected, rep.Received, rep.Lost, rep.Duplicates, rep.Errors)
-			}
+			checkPushes(t, rep, 20)
 		})
+	}
+}
+
+// checkPushes: every push of the window reached every subscriber once. A
+// few pushes are enough to show it; how many the target managed in the
+// window depends on the machine, so it is not checked.
+func checkPushes(t *testing.T, rep *broadcast.Report, subscribers int) {
+	t.Helper()
+	if rep.Pushes < 3 || rep.Expected != uint64(subscribers)*rep.Pushes || rep.Received != rep.Expected || rep.Lost != 0 || rep.Duplicates != 0 || len(rep.Errors) != 0 {
+		t.Fatalf("pushes %d, expected %d, received %d, lost %d, dups %d, errors %v", rep.Pushes, rep.Expected, rep.Received, rep.Lost, rep.Duplicates, rep.Errors)
 	}
 }

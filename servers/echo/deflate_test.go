@@ -3,11 +3,17 @@ package echo_test
 import (
 	"bytes"
 	"compress/flate"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gobwas/ws"
 
@@ -140,4 +146,70 @@ func inflate(t *testing.T, p []byte) []byte {
 		t.Fatalf("inflating %d bytes: %v", len(p), err)
 	}
 	return plain
+}
+
+// nodeDeflateClient connects with Node's ws and the perMessageDeflate
+// options in argv[2] (JSON), echoes one 64 KiB compressible text message,
+// closes with 1000, and prints the server's Sec-WebSocket-Extensions
+// answer and the result as one JSON line.
+const nodeDeflateClient = `
+const WebSocket = require("ws");
+const [url, opts] = process.argv.slice(1);
+const out = { version: require("ws/package.json").version, extensions: "", echo: "" };
+const msg = "knowngood deflate ".repeat(3641).slice(0, 65536);
+const ws = new WebSocket(url, { perMessageDeflate: { ...JSON.parse(opts), threshold: 0 }, handshakeTimeout: 10000 });
+const timer = setTimeout(() => { out.echo = "timeout"; ws.terminate(); }, 20000);
+ws.on("upgrade", (res) => { out.extensions = res.headers["sec-websocket-extensions"] || ""; });
+ws.on("open", () => ws.send(msg));
+ws.on("message", (data, isBinary) => {
+  out.echo = !isBinary && data.toString() === msg ? "ok" : "wrong echo: " + data.length + " bytes";
+  ws.close(1000);
+});
+ws.on("error", (err) => { out.echo = "error: " + err.message; });
+ws.on("close", (code) => {
+  clearTimeout(timer);
+  if (out.echo === "ok" && code !== 1000) out.echo = "close " + code;
+  console.log(JSON.stringify(out));
+});
+`
+
+// TestDeflateNodeClient: Node's ws, a client that checks the answer to its
+// offer, negotiates with every target and gets its message back.
+func TestDeflateNodeClient(t *testing.T) {
+	nodeModules, err := filepath.Abs("../../scripts/node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(nodeModules, "ws", "package.json")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ws (scripts/node_modules) is missing; .ci/run should have installed it (make deps)")
+		}
+		t.Skip("ws (scripts/node_modules) is missing: run make deps")
+	}
+	forEach(t, func(t *testing.T, name string, b build) {
+		tg := start(t, name, b, func(c *config.Config) { c.Compression = true })
+		for _, tc := range []struct{ opts, want string }{
+			{`{}`, deflateBase}, // offers permessage-deflate; client_max_window_bits
+			{`{"serverNoContextTakeover":true,"clientNoContextTakeover":true,"serverMaxWindowBits":15,"clientMaxWindowBits":10}`, deflateW15},
+			{`{"serverMaxWindowBits":10}`, ""}, // declined: the echo goes uncompressed
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			cmd := exec.CommandContext(ctx, "node", "-e", nodeDeflateClient, tg.url(), tc.opts)
+			cmd.Env = append(os.Environ(), "NODE_PATH="+nodeModules)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			cancel()
+			if err != nil {
+				t.Fatalf("node, options %s: %v\n%s", tc.opts, err, stderr.String())
+			}
+			var r struct{ Version, Extensions, Echo string }
+			if err := json.Unmarshal(bytes.TrimSpace(out), &r); err != nil {
+				t.Fatalf("node printed %q: %v", out, err)
+			}
+			if r.Extensions != tc.want || r.Echo != "ok" {
+				t.Errorf("ws %s, options %s: answer %q, echo %s; want answer %q, echo ok", r.Version, tc.opts, r.Extensions, r.Echo, tc.want)
+			}
+		}
+	})
 }

@@ -24,6 +24,11 @@ func coderUpgrader(cfg config.Config) upgrader {
 		opts.CompressionMode = websocket.CompressionNoContextTakeover
 	}
 	return func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *metrics.Metrics) (wsConn, error) {
+		if cfg.Compression {
+			if answer, ok := chooseDeflate(r); ok {
+				w = &answerOnWriteHeader{ResponseWriter: w, answer: answer}
+			}
+		}
 		c, err := websocket.Accept(w, r, opts)
 		if err != nil {
 			return nil, err

@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gobwas/httphead"
-	"github.com/gobwas/ws/wsflate"
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 
@@ -660,34 +658,13 @@ func validRequestLine(line []byte) bool {
 	return ok
 }
 
-// negotiate accepts the first permessage-deflate offer it can honour, with
-// no context takeover either way (as gorilla and coder are set up here),
-// and returns the Sec-WebSocket-Extensions value of the answer.
+// negotiate returns the Sec-WebSocket-Extensions value of the answer, if
+// a permessage-deflate offer is accepted (see negotiateDeflate).
 func (g *gnetTarget) negotiate(req *http.Request) (string, bool) {
 	if !g.cfg.Compression {
 		return "", false
 	}
-	ext := wsflate.Extension{Parameters: wsflate.Parameters{ServerNoContextTakeover: true, ClientNoContextTakeover: true}}
-	for _, v := range req.Header.Values("Sec-WebSocket-Extensions") {
-		offers, ok := httphead.ParseOptions([]byte(v), nil)
-		if !ok {
-			continue
-		}
-		for _, offer := range offers {
-			accept, err := ext.Negotiate(offer)
-			if err != nil || accept.Size() == 0 {
-				// A bad offer is declined, not fatal: try the next one.
-				ext.Reset()
-				continue
-			}
-			var b bytes.Buffer
-			if _, err := httphead.WriteOptions(&b, []httphead.Option{accept}); err != nil {
-				return "", false
-			}
-			return b.String(), true
-		}
-	}
-	return "", false
+	return negotiateDeflate(req.Header)
 }
 
 // Close starts the server's close with code, from any goroutine; what is

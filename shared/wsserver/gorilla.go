@@ -27,6 +27,13 @@ func gorillaUpgrader(cfg config.Config) upgrader {
 		wire = wireLimit(cfg.MaxMessage)
 	}
 	return func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *metrics.Metrics) (wsConn, error) {
+		if cfg.Compression {
+			// gorilla's own answer (deflateAnswer) is right unless the offer
+			// named server_max_window_bits.
+			if answer, ok := chooseDeflate(r); ok && answer != deflateAnswer {
+				w = &answerOnHijack{ResponseWriter: w, answer: answer}
+			}
+		}
 		c, err := u.Upgrade(w, r, nil)
 		if err != nil {
 			return nil, err

@@ -43,7 +43,8 @@ lint:
 ## fuzz: every fuzz target for FUZZTIME each (make test runs their seed corpora)
 FUZZTIME ?= 20s
 FUZZ_TARGETS := ./shared/config:FuzzParse ./shared/protocol:FuzzDecodeStats ./servers/broadcast:FuzzSessionMessage \
-	./servers/echo:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets
+	./servers/echo:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets \
+	./shared/wsserver:FuzzFrameGuard ./shared/wsserver:FuzzGnetFrames
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \

@@ -29,14 +29,16 @@ func coderUpgrader(cfg config.Config) upgrader {
 				w = &answerOnWriteHeader{ResponseWriter: w, answer: answer}
 			}
 		}
-		c, err := websocket.Accept(w, r, opts)
+		c, err := websocket.Accept(guard(w, raw, cfg.MaxMessage, false), r, opts)
 		if err != nil {
 			return nil, err
 		}
-		// coder counts the decompressed bytes, closes with 1009 past the
-		// limit, and would otherwise stop at 32 KiB.
-		c.SetReadLimit(cfg.MaxMessage)
-		return &coderConn{c: c, raw: raw, m: m}, nil
+		// The guard in front of coder checks sizes on the wire, and
+		// message reads the decompressed size: coder's own limit (which
+		// would stop at 32 KiB) would send its error text as the close
+		// reason.
+		c.SetReadLimit(-1)
+		return &coderConn{c: c, raw: raw, m: m, max: cfg.MaxMessage}, nil
 	}
 }
 
@@ -44,6 +46,7 @@ type coderConn struct {
 	c    *websocket.Conn
 	raw  *trackedConn
 	m    *metrics.Metrics
+	max  int64
 	sent atomic.Int32 // close code the server sent; 0 = none
 }
 
@@ -66,7 +69,10 @@ func (k *coderConn) serve(s Session) string {
 func (k *coderConn) message(s Session, typ websocket.MessageType, r io.Reader) (string, bool) {
 	buf := getBuffer()
 	defer putBuffer(buf)
-	if err := readMessage(r, buf, -1); err != nil {
+	switch err := readMessage(r, buf, k.max); {
+	case errors.Is(err, errTooBig):
+		return k.fail(websocket.StatusMessageTooBig), true
+	case err != nil:
 		return k.ended(err), true
 	}
 	if typ == websocket.MessageText && !utf8.Valid(*buf) {
@@ -92,14 +98,18 @@ func (k *coderConn) ended(err error) string {
 	if code := k.sent.Load(); code != 0 {
 		return codeReason(int(code))
 	}
+	var fe *frameError
+	if errors.As(err, &fe) {
+		// A frame the rules refuse, which coder has not seen: Close sends
+		// the code, and its wait for the client's close reads through the
+		// guard, which drops everything up to it.
+		return k.fail(websocket.StatusCode(fe.code))
+	}
 	if code := websocket.CloseStatus(err); code != -1 {
 		// The client's close: coder has answered with its code and closed.
 		return codeReason(int(code))
 	}
 	switch {
-	case errors.Is(err, websocket.ErrMessageTooBig):
-		// coder has sent 1009; Close waits for the client's answer.
-		return k.fail(websocket.StatusMessageTooBig)
 	case netFailure(err):
 		_ = k.c.CloseNow()
 		return reasonAbnormal

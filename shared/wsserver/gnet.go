@@ -105,6 +105,9 @@ type gconn struct {
 
 	need int   // bytes that must be buffered before the next parse
 	skip int64 // bytes of a dropped frame still to come (closing)
+	// lingering: closing, and the client's frames cannot be read on; what
+	// comes is dropped until the client closes (failLost).
+	lingering bool
 
 	// The message being reassembled from fragments; op is 0 when none is.
 	msg        *[]byte
@@ -164,8 +167,7 @@ type delayState struct {
 // pooled, since one per busy loop is enough and idle connections far
 // outnumber busy loops.
 type frameScratch struct {
-	rd  bytes.Reader         // over the buffered bytes, for ws.ReadHeaderBuffer
-	hdr [maxFrameHeader]byte // a frame header, read or written
+	hdr [maxFrameHeader]byte // a frame header, written
 	iov [2][]byte            // header and payload for Writev
 }
 

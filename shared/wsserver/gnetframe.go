@@ -13,6 +13,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsflate"
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 )
 
 // directWrite is the payload size from which a reply is written with its
@@ -23,6 +24,10 @@ const directWrite = 16 << 10
 // replies of one call go out in one write: a pipelining client gets one
 // syscall per read, not one per message.
 func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
+	if st.lingering {
+		_, _ = c.Discard(-1)
+		return gnet.None
+	}
 	if st.skip > 0 {
 		n := int(min(st.skip, int64(c.InboundBuffered())))
 		if n > 0 {
@@ -53,6 +58,15 @@ func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
 	if st.phase == phaseClosed {
 		return gnet.None
 	}
+	if st.lingering {
+		// The close frame is out (unless the client does not read: then
+		// the close wait ends it): FIN, as Node's ws ends the socket.
+		if c.OutboundBuffered() == 0 {
+			_ = unix.Shutdown(c.Fd(), unix.SHUT_WR)
+		}
+		_, _ = c.Discard(-1)
+		return gnet.None
+	}
 	if used > 0 {
 		_, _ = c.Discard(used)
 	}
@@ -62,8 +76,6 @@ func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
 // parse handles the frames in buf and returns how many bytes it used.
 // Replies are appended to out.
 func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gnet.Action, int) {
-	sc := scratches.Get().(*frameScratch)
-	defer scratches.Put(sc)
 	used := 0
 	for used < len(buf) && st.phase != phaseClosed {
 		if st.phase == phaseOpen && c.OutboundBuffered()+len(*out) > g.backlog {
@@ -72,17 +84,16 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 			// buffer without end the server closes.
 			g.fail(st, out, ws.StatusPolicyViolation)
 		}
-		sc.rd.Reset(buf[used:])
-		h, err := ws.ReadHeaderBuffer(&sc.rd, sc.hdr[:])
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		h, hlen, err := parseHeader(buf[used:])
+		if err == nil && hlen == 0 {
 			st.need = len(buf) - used + 1
 			return gnet.None, used
 		}
 		if err != nil || st.phase == phaseClosing && !h.Masked {
-			return g.fail(st, out, ws.StatusProtocolError), len(buf)
+			// No length to skip by: the framing is lost.
+			return g.failLost(st, out, ws.StatusProtocolError), len(buf)
 		}
 		st.need = 0
-		hlen := len(buf) - used - sc.rd.Len()
 		avail := int64(len(buf) - used - hlen)
 
 		if st.phase == phaseClosing {
@@ -99,6 +110,11 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 		}
 
 		if code := st.check(h, g.cfg.MaxMessage); code != 0 {
+			if h.OpCode == ws.OpClose {
+				// The client's close, bad as it is: it sends nothing
+				// after it, so there is no answer to wait for.
+				return g.failLost(st, out, code), len(buf)
+			}
 			g.fail(st, out, code)
 			// The header parsed, so the framing holds: skip this frame and
 			// look for the client's close frame.
@@ -128,41 +144,11 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 
 // check returns the close code that a frame header calls for, 0 if none.
 func (st *gconn) check(h ws.Header, max int64) ws.StatusCode {
-	if !h.Masked || h.Rsv2() || h.Rsv3() {
-		return ws.StatusProtocolError
+	m := inMessage{op: ws.OpCode(st.op), compressed: st.compressed}
+	if st.msg != nil {
+		m.held = int64(len(*st.msg))
 	}
-	switch h.OpCode {
-	case ws.OpClose, ws.OpPing, ws.OpPong:
-		if !h.Fin || h.Length > ws.MaxControlFramePayloadSize || h.Rsv1() {
-			return ws.StatusProtocolError
-		}
-	case ws.OpText, ws.OpBinary:
-		if st.op != 0 || h.Rsv1() && !st.deflate {
-			return ws.StatusProtocolError
-		}
-		if h.Length > messageLimit(h.Rsv1(), max) {
-			return ws.StatusMessageTooBig
-		}
-	case ws.OpContinuation:
-		if st.op == 0 || h.Rsv1() {
-			return ws.StatusProtocolError
-		}
-		if int64(len(*st.msg))+h.Length > messageLimit(st.compressed, max) {
-			return ws.StatusMessageTooBig
-		}
-	default:
-		return ws.StatusProtocolError // reserved opcodes
-	}
-	return 0
-}
-
-// messageLimit is the largest message on the wire: compressed messages are
-// checked again once inflated.
-func messageLimit(compressed bool, max int64) int64 {
-	if compressed {
-		return wireLimit(max)
-	}
-	return max
+	return ws.StatusCode(headerCode(h, m, st.deflate, max))
 }
 
 // frame handles one complete, unmasked frame.
@@ -364,24 +350,20 @@ func (o *Outgoing) frameFor(deflate bool) []byte {
 	return o.deflated
 }
 
-// closeFrame answers the client's close frame with its code (RFC 6455
-// 5.5.1), or with 1002 if the frame is invalid, and closes the connection
-// once the answer is written.
+// closeFrame answers the client's close frame with its code and reason
+// (RFC 6455 5.5.1), as Node's ws does, or with the code closeFrameCode
+// gives an invalid one, and closes the connection once the answer is
+// written.
 func (g *gnetTarget) closeFrame(st *gconn, payload []byte, out *[]byte) gnet.Action {
-	code := int(ws.StatusNoStatusRcvd)
-	if len(payload) >= 2 {
-		code = int(binary.BigEndian.Uint16(payload))
-	}
-	if len(payload) == 1 || len(payload) >= 2 && (!validCloseCode(code) || !utf8.Valid(payload[2:])) {
-		code = int(ws.StatusProtocolError)
+	code, fail := closeFrameCode(payload)
+	st.phase = phaseClosing
+	if fail != 0 {
+		st.reason = codeReason(fail)
+		*out = appendClose(*out, fail)
+		return gnet.Close
 	}
 	st.reason = codeReason(code)
-	st.phase = phaseClosing
-	if code == int(ws.StatusNoStatusRcvd) {
-		*out = appendFrame(*out, 0, ws.OpClose, nil)
-	} else {
-		*out = appendClose(*out, code)
-	}
+	*out = appendFrame(*out, 0, ws.OpClose, payload)
 	return gnet.Close
 }
 
@@ -405,6 +387,19 @@ func (st *gconn) closing(g *gnetTarget, code int) {
 	st.need = 0
 	st.dropMessage()
 	st.arm(g, closeWait)
+}
+
+// failLost is fail when the client's frames cannot be read on (its close
+// frame was bad, or a length unusable): after the close frame the server
+// sends FIN and drops what comes until the client closes or the close wait
+// ends.
+func (g *gnetTarget) failLost(st *gconn, out *[]byte, code ws.StatusCode) gnet.Action {
+	if st.phase != phaseOpen {
+		return gnet.Close
+	}
+	g.fail(st, out, code)
+	st.lingering = true
+	return gnet.None
 }
 
 func appendClose(b []byte, code int) []byte {

@@ -20,8 +20,9 @@ func gorillaUpgrader(cfg config.Config) upgrader {
 		CheckOrigin:       func(*http.Request) bool { return true }, // checkUpgrade has checked -origin
 		EnableCompression: cfg.Compression,
 	}
-	// gorilla's read limit counts bytes on the wire, compressed or not; the
-	// decompressed size is checked while reading.
+	// The frame headers are checked by the guard in front of gorilla,
+	// sizes on the wire included; gorilla's own limit stays as a second
+	// line. The decompressed size is checked while reading.
 	wire := cfg.MaxMessage
 	if cfg.Compression {
 		wire = wireLimit(cfg.MaxMessage)
@@ -34,21 +35,23 @@ func gorillaUpgrader(cfg config.Config) upgrader {
 				w = &answerOnHijack{ResponseWriter: w, answer: answer}
 			}
 		}
-		c, err := u.Upgrade(w, r, nil)
+		gw := guard(w, raw, cfg.MaxMessage, true)
+		c, err := u.Upgrade(gw, r, nil)
 		if err != nil {
 			return nil, err
 		}
 		c.SetReadLimit(wire)
-		return &gorillaConn{c: c, raw: raw, m: m, max: cfg.MaxMessage}, nil
+		return &gorillaConn{c: c, raw: raw, m: m, max: cfg.MaxMessage, guard: gw.conn.guard}, nil
 	}
 }
 
 type gorillaConn struct {
-	c    *websocket.Conn
-	raw  *trackedConn
-	m    *metrics.Metrics
-	max  int64
-	sent atomic.Int32 // close code the server sent; 0 = none
+	c     *websocket.Conn
+	raw   *trackedConn
+	m     *metrics.Metrics
+	max   int64
+	guard *frameGuard
+	sent  atomic.Int32 // close code the server sent; 0 = none
 }
 
 func (g *gorillaConn) serve(s Session) string {
@@ -105,7 +108,21 @@ func (g *gorillaConn) ended(err error) string {
 		return codeReason(int(code))
 	}
 	var ce *websocket.CloseError
+	var fe *frameError
 	switch {
+	case errors.As(err, &fe) && fe.echo != nil:
+		// The client's close, which the guard has taken from gorilla:
+		// answered with its code and reason, as Node's ws does.
+		_ = g.c.WriteControl(websocket.CloseMessage, fe.echo, time.Now().Add(closeWait))
+		return codeReason(fe.code)
+	case errors.As(err, &fe):
+		// A frame the rules refuse, which gorilla has not seen: send the
+		// close, then wait for the client's (the guard drops the rest).
+		g.sent.CompareAndSwap(0, int32(fe.code))
+		_ = g.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(fe.code, ""), time.Now().Add(closeWait))
+		_ = g.raw.SetReadDeadline(time.Now().Add(closeWait))
+		_, _ = g.guard.Read(nil)
+		return codeReason(int(g.sent.Load()))
 	case errors.As(err, &ce):
 		// The client's close (gorilla has answered with its code), or 1006
 		// when the TCP connection ended without one.

@@ -7,6 +7,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// gnet's package-level worker pool starts its janitors at init.
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+	goleak.VerifyTestMain(m,
+		// gnet's package-level worker pool (Engine.Register runs on it)
+		// keeps idle workers for 10 s and its janitors for good.
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
+		goleak.IgnoreCurrent(),
+	)
 }

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -169,8 +170,15 @@ func codeReason(code int) string { return strconv.Itoa(code) }
 // wireLimit is the largest compressed message accepted on the wire when the
 // decompressed limit is max: incompressible data grows a little when
 // deflated (a few bytes per block; max/64 is ample), and the decompressed
-// size is checked on its own.
-func wireLimit(max int64) int64 { return max + max/64 + 1024 }
+// size is checked on its own. It saturates rather than overflow when max
+// is near the largest int64.
+func wireLimit(max int64) int64 {
+	extra := max/64 + 1024
+	if max > math.MaxInt64-extra {
+		return math.MaxInt64
+	}
+	return max + extra
+}
 
 // buffers holds message buffers, so that handling a message allocates
 // nothing once the pool is warm, and an idle connection holds no buffer.

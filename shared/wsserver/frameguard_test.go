@@ -1,0 +1,220 @@
+package wsserver
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"testing"
+
+	"github.com/gobwas/ws"
+)
+
+var testMask = [4]byte{1, 2, 3, 4}
+
+// masked is one masked client frame.
+func masked(b0 byte, payload []byte) []byte {
+	b := maskedHeader(b0, uint64(len(payload)))
+	for i, c := range payload {
+		b = append(b, c^testMask[i%4])
+	}
+	return b
+}
+
+func maskedHeader(b0 byte, n uint64) []byte {
+	b := []byte{b0}
+	switch {
+	case n <= 125:
+		b = append(b, 0x80|byte(n))
+	case n <= 0xffff:
+		b = binary.BigEndian.AppendUint16(append(b, 0x80|126), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint64(append(b, 0x80|127), n)
+	}
+	return append(b, testMask[:]...)
+}
+
+func closeBody(code int, reason string) []byte {
+	return append(binary.BigEndian.AppendUint16(nil, uint16(code)), reason...)
+}
+
+// TestHeaderCode: the lengths that would overflow a sum are refused with
+// 1009 at the header, on a first frame and on a continuation.
+func TestHeaderCode(t *testing.T) {
+	const max = 1000
+	open := inMessage{op: ws.OpText, held: 10}
+	for _, c := range []struct {
+		name string
+		h    ws.Header
+		m    inMessage
+		want int
+	}{
+		{"2^63-1 first", ws.Header{Fin: true, OpCode: ws.OpBinary, Masked: true, Length: math.MaxInt64}, inMessage{}, 1009},
+		{"2^63-1 continuation", ws.Header{Fin: true, OpCode: ws.OpContinuation, Masked: true, Length: math.MaxInt64}, open, 1009},
+		{"2^63-10 continuation", ws.Header{Fin: true, OpCode: ws.OpContinuation, Masked: true, Length: math.MaxInt64 - 9}, open, 1009},
+		{"exactly the rest", ws.Header{Fin: true, OpCode: ws.OpContinuation, Masked: true, Length: max - 10}, open, 0},
+		{"one over the rest", ws.Header{Fin: true, OpCode: ws.OpContinuation, Masked: true, Length: max - 9}, open, 1009},
+		{"compressed 2^63-1 continuation", ws.Header{Fin: true, OpCode: ws.OpContinuation, Masked: true, Length: math.MaxInt64}, inMessage{op: ws.OpText, compressed: true, held: 10}, 1009},
+		{"unmasked", ws.Header{Fin: true, OpCode: ws.OpText}, inMessage{}, 1002},
+		{"close over 125", ws.Header{Fin: true, OpCode: ws.OpClose, Masked: true, Length: 126}, inMessage{}, 1002},
+	} {
+		if got := headerCode(c.h, c.m, true, max); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	if got := wireLimit(math.MaxInt64); got != math.MaxInt64 {
+		t.Errorf("wireLimit(MaxInt64) = %d, want it saturated", got)
+	}
+}
+
+func TestParseHeader(t *testing.T) {
+	full := maskedHeader(0x82, 1<<40)
+	for n := range len(full) {
+		if _, hlen, err := parseHeader(full[:n]); hlen != 0 || err != nil {
+			t.Fatalf("%d of %d bytes: %d, %v; want incomplete", n, len(full), hlen, err)
+		}
+	}
+	h, hlen, err := parseHeader(full)
+	if err != nil || hlen != 14 || h.Length != 1<<40 || h.Mask != testMask || h.OpCode != ws.OpBinary || !h.Fin {
+		t.Fatalf("%+v %d %v", h, hlen, err)
+	}
+	if _, _, err := parseHeader(maskedHeader(0x82, 1<<63)); !errors.Is(err, errLengthMSB) {
+		t.Fatalf("top bit set: %v", err)
+	}
+}
+
+func TestCloseFrameCode(t *testing.T) {
+	for _, c := range []struct {
+		payload    []byte
+		code, fail int
+	}{
+		{nil, 1005, 0},
+		{[]byte{3}, 0, 1002},
+		{closeBody(1000, "ok"), 1000, 0},
+		{closeBody(1014, ""), 1014, 0},
+		{closeBody(1000, "\xff"), 1000, 1007},
+		{closeBody(1005, ""), 1005, 1002},
+		{closeBody(1016, ""), 1016, 1002},
+		{closeBody(2999, ""), 2999, 1002},
+		{closeBody(5000, ""), 5000, 1002},
+	} {
+		if code, fail := closeFrameCode(c.payload); code != c.code || fail != c.fail {
+			t.Errorf("% x: %d %d, want %d %d", c.payload, code, fail, c.code, c.fail)
+		}
+	}
+}
+
+// pieces reads src in pieces of the sizes in cuts (then what is left).
+type pieces struct {
+	src  []byte
+	cuts []byte
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(p.src) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(b), len(p.src))
+	if len(p.cuts) > 0 {
+		n = min(n, int(p.cuts[0])+1)
+		p.cuts = p.cuts[1:]
+	}
+	copy(b, p.src[:n])
+	p.src = p.src[n:]
+	return n, nil
+}
+
+// guardRead reads in through a frameGuard, with reads of the sizes in
+// sizes, as a library's buffered reader would, and returns what the guard
+// let through and how it ended; it checks what the guard holds on the way.
+func guardRead(t *testing.T, in, cuts, sizes []byte, limit int64) ([]byte, error) {
+	fg := &frameGuard{src: &pieces{src: in, cuts: cuts}, max: limit}
+	var out []byte
+	biggest := 0
+	for i := 0; ; i++ {
+		size := 4096
+		if len(sizes) > 0 {
+			size = int(sizes[i%len(sizes)]) + 1
+		}
+		biggest = max(biggest, size)
+		p := make([]byte, size)
+		n, err := fg.Read(p)
+		out = append(out, p[:n]...)
+		if fg.held > len(fg.hold) || len(fg.rest) > max(biggest, holdSize) {
+			t.Fatalf("the guard holds %d bytes and %d after a bad frame", fg.held, len(fg.rest))
+		}
+		if err != nil {
+			return out, err
+		}
+		if n == 0 {
+			t.Fatal("a read of nothing without an error")
+		}
+	}
+}
+
+// TestFrameGuard: what the guard lets through before a bad frame, and the
+// close code it gives, do not depend on how the bytes come in.
+func TestFrameGuard(t *testing.T) {
+	good := append(masked(0x01, []byte("Hel")), masked(0x89, []byte("ping"))...)
+	good = append(good, masked(0x80, []byte("lo"))...)
+	good = append(good, masked(0x88, closeBody(1000, "bye"))...)
+	for _, c := range []struct {
+		name string
+		bad  []byte
+		code int
+	}{
+		{"overflowing continuation", append(masked(0x01, payload10()), maskedHeader(0x80, math.MaxInt64-9)...), 1009},
+		{"top bit", maskedHeader(0x82, 1<<63), 1002},
+		{"close of 1 byte", masked(0x88, []byte{1}), 1002},
+		{"close reason not UTF-8", masked(0x88, closeBody(1000, "\xce")), 1007},
+		{"fragmented close", masked(0x08, nil), 1002},
+	} {
+		in := append(append([]byte(nil), good...), c.bad...)
+		in = append(in, masked(0x81, []byte("never read"))...)
+		want := len(good)
+		if c.name == "overflowing continuation" {
+			want += len(masked(0x01, payload10()))
+		}
+		for _, sizes := range [][]byte{nil, {0}, {2, 13}, {200}} {
+			out, err := guardRead(t, in, []byte{0, 5, 1, 30}, sizes, 1000)
+			var fe *frameError
+			if !errors.As(err, &fe) || fe.code != c.code || !bytes.Equal(out, in[:want]) {
+				t.Errorf("%s, reads of %v: %d bytes through, %v; want %d, close %d", c.name, sizes, len(out), err, want, c.code)
+			}
+		}
+	}
+}
+
+func payload10() []byte { return []byte("0123456789") }
+
+// FuzzFrameGuard: whatever the bytes and however they are cut, the guard
+// in front of gorilla and coder lets through the same bytes as when it
+// judges them all at once, gives the same close code, and holds at most
+// holdSize bytes (and, after a bad frame, what the read had brought past
+// it): with -max-message 1000, no frame it passes announces more than the
+// message has left.
+func FuzzFrameGuard(f *testing.F) {
+	f.Add(append(masked(0x01, payload10()), maskedHeader(0x80, math.MaxInt64-9)...), []byte{3, 7}, []byte{0})
+	f.Add(append(masked(0x01, payload10()), maskedHeader(0x80, math.MaxInt64-10)...), []byte{}, []byte{})
+	f.Add(maskedHeader(0x82, 1<<63), []byte{1}, []byte{5})
+	f.Add(masked(0x88, closeBody(1000, "\xce\xba")), []byte{2, 2}, []byte{1})
+	f.Add(append(masked(0x81, []byte("hi")), masked(0x88, closeBody(1000, "bye"))...), []byte{}, []byte{40})
+	f.Fuzz(func(t *testing.T, in, cuts, sizes []byte) {
+		if len(sizes) > 8 {
+			sizes = sizes[:8]
+		}
+		whole := &frameGuard{max: 1000}
+		ok := whole.judge(in)
+		out, err := guardRead(t, in, cuts, sizes, 1000)
+		var fe *frameError
+		switch {
+		case whole.failed != nil && (!errors.As(err, &fe) || fe.code != whole.failed.code):
+			t.Fatalf("at once: close %d; in pieces: %v", whole.failed.code, err)
+		case whole.failed == nil && !errors.Is(err, io.EOF):
+			t.Fatalf("at once: no bad frame; in pieces: %v", err)
+		case !bytes.Equal(out, in[:ok]):
+			t.Fatalf("at once %d bytes through, in pieces %d", ok, len(out))
+		}
+	})
+}

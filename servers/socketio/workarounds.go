@@ -1,0 +1,193 @@
+package socketio
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
+	"github.com/zishang520/socket.io/servers/engine/v3/transports"
+	"github.com/zishang520/socket.io/v3/pkg/types"
+)
+
+// The places where github.com/zishang520/socket.io v3.0.6 answers
+// differently from Node's engine.io 6 / socket.io 4, and what corrects each:
+//
+//   - holdUntilRegistered: an event sent right after a namespace CONNECT
+//     could close the whole session.
+//   - closeAfterPoll: a long-poll GET sent before a POSTed close packet
+//     could be answered 400 instead of a noop.
+//   - pollAfterUpgrade: a long-poll GET sent after the upgrade packet could
+//     be answered as if the session were still polling.
+//   - closingWebSocket: a WebSocket the server closed ended without a close
+//     frame.
+//
+// Node reads every connection on one thread, in the order the bytes
+// arrived; the library serves each connection on its own goroutine, so two
+// requests of one session that a client sent one after the other can be
+// handled in either order. Each correction waits, for at most raceWait, for
+// the event that Node would have seen first.
+
+// raceWait bounds each wait below. Node's engine.io checks an upgrading
+// session's long-poll every 100 ms; a client that does what these waits
+// cover is kept no longer than that.
+const raceWait = 100 * time.Millisecond
+
+// serveInOrder serves a request of an existing session (sid) after the
+// request of the same session that the client sent before it.
+func (s *Server) serveInOrder(eio http.Handler, w http.ResponseWriter, r *http.Request, sid string) {
+	v, ok := s.sessions.Load(sid)
+	if !ok {
+		eio.ServeHTTP(w, r)
+		return
+	}
+	sess := v.(*session)
+	polling := r.URL.Query().Get("transport") == transports.POLLING
+	switch {
+	case websocket.IsWebSocketUpgrade(r):
+		sess.upgrades.Add(1)
+		defer sess.upgrades.Add(-1)
+	case polling && r.Method == http.MethodGet:
+		sess.pollAfterUpgrade()
+	case polling && r.Method == http.MethodPost && hasClosePacket(r, s.cfg.MaxPayload):
+		sess.closeAfterPoll()
+	}
+	eio.ServeHTTP(w, r)
+}
+
+// closeAfterPoll: a client with a long-poll GET outstanding that POSTs a
+// close packet gets a noop on the GET from Node (its polling transport's
+// onClose answers the pending request) and a 400 on any GET after. Here
+// the GET and the POST race, and a POST handled first closes the session:
+// the GET is then answered 400 "Session ID unknown", or, caught between
+// the engine's checks, is left waiting. So a close packet waits until a
+// long-poll is pending.
+func (sess *session) closeAfterPoll() {
+	spinUntil(raceWait, func() bool {
+		t := sess.conn.Transport()
+		return sess.conn.ReadyState() != "open" || t.Name() != transports.POLLING || t.Writable()
+	})
+}
+
+// pollAfterUpgrade: once a client has sent the upgrade packet (5) over
+// the new WebSocket, Node answers a long-poll GET of that session 400
+// "Bad request" (the session is on WebSocket now). Here the GET can be
+// handled before the WebSocket's reader has read the 5: the GET then
+// becomes the pending poll and is answered 200 with the close packet the
+// upgrade writes to the old transport. So a GET that arrives while an
+// upgrade is under way waits for it to end, either way. The library clears
+// its "upgrading" flag before it switches transports, so the end is the
+// switch itself once the WebSocket has read the upgrade packet.
+func (sess *session) pollAfterUpgrade() {
+	spinUntil(raceWait, func() bool {
+		switch {
+		case sess.conn.ReadyState() != "open" || sess.conn.Transport().Name() != transports.POLLING:
+			return true
+		case sess.upgradeRead.Load():
+			return false // the switch is under way
+		}
+		return sess.upgrades.Load() == 0 && !sess.conn.Upgrading()
+	})
+}
+
+// hasClosePacket reports whether a POSTed Engine.IO v4 payload holds a close
+// packet ("1"; packets are separated by 0x1e). It reads at most what the
+// engine would (maxPayload bytes) and puts it back in front of the rest of
+// the body. A body over maxPayload is left to the engine, which answers
+// 413.
+func hasClosePacket(r *http.Request, maxPayload int64) bool {
+	if r.Body == nil || r.ContentLength > maxPayload {
+		return false
+	}
+	payload, err := io.ReadAll(io.LimitReader(r.Body, maxPayload))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(payload), r.Body), r.Body}
+	if err != nil {
+		return false
+	}
+	for packet := range bytes.SplitSeq(payload, []byte{0x1e}) {
+		if len(packet) > 0 && packet[0] == '1' {
+			return true
+		}
+	}
+	return false
+}
+
+// holdUntilRegistered works around a race in zishang520/socket.io v3.0.6:
+// it writes a namespace's CONNECT ack before it registers the socket that
+// will receive that namespace's packets, and a packet decoded in between
+// closes the whole session ("invalid state"). A client that emits as soon
+// as it is connected (most load clients) loses a few percent of its
+// sessions that way. The engine hands us each incoming packet before the
+// library decodes it, so an event that arrives in that window waits here,
+// on the reader goroutine, until onConnect says the socket is registered.
+// The window is a few microseconds; the bound is for a socket that never
+// gets there.
+func (sess *session) holdUntilRegistered() {
+	spinUntil(raceWait, func() bool { return sess.registering.Load() <= 0 })
+}
+
+// webSocketTransport builds the engine's WebSocket transport with two
+// corrections: closingWebSocket, and it tells an upgrading session when
+// the client's upgrade packet arrives (pollAfterUpgrade).
+type webSocketTransport struct{ s *Server }
+
+func (b webSocketTransport) New(ctx *types.HttpContext) transports.Transport {
+	t := &closingWebSocket{Websocket: transports.NewWebSocket(ctx), conn: ctx.Websocket}
+	// The transport closes through its prototype's DoClose.
+	t.Prototype(t)
+	if v, ok := b.s.sessions.Load(ctx.Query().Peek("sid")); ok {
+		sess := v.(*session)
+		// Registered before the engine's own upgrade listener, so it runs
+		// first.
+		_ = t.On("packet", func(args ...any) {
+			if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.UPGRADE {
+				sess.upgradeRead.Store(true)
+			}
+		})
+	}
+	return t
+}
+
+func (webSocketTransport) Name() string          { return transports.WEBSOCKET }
+func (webSocketTransport) HandlesUpgrades() bool { return true }
+func (webSocketTransport) UpgradesTo() []string  { return nil }
+
+// closingWebSocket: Node's engine.io closes a WebSocket it ends (the
+// connect timeout, a ping timeout, a parse error, shutdown) with ws's
+// close(), which sends a close frame without a status code: the client sees
+// 1005. The library closes the TCP connection at once, and the client sees
+// 1006 (abnormal closure). This sends the frame first; gorilla lets it go
+// out between two messages of the transport's writer.
+type closingWebSocket struct {
+	transports.Websocket
+	conn *types.WebSocketConn
+}
+
+// closeFrameWait bounds the close frame's write to a client that does not
+// read.
+const closeFrameWait = time.Second
+
+func (t *closingWebSocket) DoClose(fn types.Callable) {
+	if t.conn != nil && t.conn.Conn != nil {
+		_ = t.conn.WriteControl(websocket.CloseMessage, []byte{}, time.Now().Add(closeFrameWait))
+	}
+	t.Websocket.DoClose(fn)
+}
+
+// spinUntil waits until cond holds or limit has passed: first by yielding
+// (the event it waits for is usually one scheduler turn away), then by
+// polling every 100 µs.
+func spinUntil(limit time.Duration, cond func() bool) {
+	for i := 0; i < 10 && !cond(); i++ {
+		runtime.Gosched()
+	}
+	for end := time.Now().Add(limit); !cond() && time.Now().Before(end); {
+		time.Sleep(100 * time.Microsecond)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"knowngood/servers/socketio"
+	"knowngood/shared/protocol"
 )
 
 // Requests that race on the wire: the client sends one before the other,
@@ -121,4 +122,57 @@ func TestUpgradeRace(t *testing.T) {
 		ws.Close()
 		poll.conn.Close()
 	}
+}
+
+// TestHeartbeatRace is the suite's "should send ping/pong packets" over
+// WebSocket, for sessions that never join a namespace: three pings, each
+// answered at once, come before the connect timeout (1 s against pings at
+// 300, 600 and 900 ms), which then ends the session with a close frame
+// (Node's ws sends one without a status code: 1005 at the client). A pong
+// the server handled before arming its ping timeout used to close the
+// session with "ping timeout" a ping later.
+func TestHeartbeatRace(t *testing.T) {
+	const sessions = 10
+	tg := start(t, socketio.Async, suiteConfig)
+	errs := make(chan error, sessions)
+	for range sessions {
+		conn, _ := rawOpen(t, tg)
+		go func() { errs <- pingPongThenClose(conn) }()
+	}
+	for range sessions {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	want := map[string]uint64{protocol.ResultFailed: sessions}
+	t.Cleanup(func() {
+		if t.Failed() {
+			st := tg.metrics.Snapshot()
+			t.Logf("handshakes %v, disconnects %v", st.Handshakes, st.Disconnects)
+		}
+	})
+	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(tg.metrics.Snapshot().Handshakes, want) })
+	if got := tg.metrics.Snapshot().Disconnects; got["forced close"] != sessions {
+		t.Errorf("disconnects %v, want %d forced close (the connect timeout)", got, sessions)
+	}
+}
+
+// pingPongThenClose answers three pings, then reads until the server
+// closes, and says what differed from that.
+func pingPongThenClose(conn *websocket.Conn) error {
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i := range 3 {
+		_, data, err := conn.ReadMessage()
+		if err != nil || string(data) != "2" {
+			return fmt.Errorf("ping %d: %q, %v", i+1, data, err)
+		}
+		if err := conn.WriteMessage(websocket.TextMessage, []byte("3")); err != nil {
+			return err
+		}
+	}
+	_, data, err := conn.ReadMessage()
+	if !websocket.IsCloseError(err, websocket.CloseNoStatusReceived) {
+		return fmt.Errorf("after three pings: %q, %v; want a close frame without a status (1005)", data, err)
+	}
+	return nil
 }

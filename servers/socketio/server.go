@@ -21,6 +21,7 @@ import (
 	"github.com/zishang520/socket.io/servers/engine/v3/transports"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
+	"github.com/zishang520/socket.io/v3/pkg/utils"
 
 	"knowngood/shared/config"
 	"knowngood/shared/faults"
@@ -76,6 +77,12 @@ type session struct {
 	// packet has been read (see pollAfterUpgrade).
 	upgrades    atomic.Int32
 	upgradeRead atomic.Bool
+	// pingTimeoutTimer reads the engine's ping timeout timer; pingPending
+	// and timerBeforePing follow the ping the client has to answer (see
+	// pongAfterPing).
+	pingTimeoutTimer func() *utils.Timer
+	pingPending      atomic.Bool
+	timerBeforePing  atomic.Pointer[utils.Timer]
 }
 
 type sessionKey struct{}
@@ -202,7 +209,11 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	}
 	sess.claimed.Store(true)
 	s.m.Opened()
+	sess.pingTimeoutTimer = pingTimeoutTimerOf(conn)
 	conn.On("packet", func(args ...any) {
+		if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.PONG {
+			sess.pongAfterPing()
+		}
 		data, text := messageData(args)
 		s.m.ReceivedBytes(len(data))
 		if len(data) > 0 && !(text && data[0] == socketIOConnect) {
@@ -216,6 +227,9 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	})
 	conn.On("packetCreate", func(args ...any) {
 		sess.queued.Add(1)
+		if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.PING {
+			sess.pingCreated()
+		}
 		data, text := messageData(args)
 		s.m.SentBytes(len(data))
 		switch {

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"reflect"
 	"runtime"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gorilla/websocket"
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
+	"github.com/zishang520/socket.io/servers/engine/v3"
 	"github.com/zishang520/socket.io/servers/engine/v3/transports"
 	"github.com/zishang520/socket.io/v3/pkg/types"
+	"github.com/zishang520/socket.io/v3/pkg/utils"
 )
 
 // The places where github.com/zishang520/socket.io v3.0.6 answers
@@ -22,6 +27,8 @@ import (
 //     could be answered 400 instead of a noop.
 //   - pollAfterUpgrade: a long-poll GET sent after the upgrade packet could
 //     be answered as if the session were still polling.
+//   - pongAfterPing: a pong that came back quickly could close the session
+//     with "ping timeout".
 //   - closingWebSocket: a WebSocket the server closed ended without a close
 //     frame.
 //
@@ -118,6 +125,48 @@ func hasClosePacket(r *http.Request, maxPayload int64) bool {
 	return false
 }
 
+// pongAfterPing: the library's ping timer sends the ping and only then
+// arms the ping timeout (Node does both in one turn of its loop, before any
+// answer can be read). When that goroutine is held up in between (a busy
+// machine), the client's pong is handled first and clears the previous
+// timeout, then the new one is armed and closes a live session pingTimeout
+// later with "ping timeout". So a pong waits, on the reader goroutine,
+// until the timeout of the ping it answers is armed.
+func (sess *session) pongAfterPing() {
+	if sess.pingTimeoutTimer == nil || !sess.pingPending.CompareAndSwap(true, false) {
+		return
+	}
+	before := sess.timerBeforePing.Load()
+	spinUntil(raceWait, func() bool {
+		return sess.pingTimeoutTimer() != before || sess.conn.ReadyState() != "open"
+	})
+}
+
+// pingCreated runs on the ping timer's goroutine as it creates a ping,
+// before it arms that ping's timeout.
+func (sess *session) pingCreated() {
+	if sess.pingTimeoutTimer != nil {
+		sess.timerBeforePing.Store(sess.pingTimeoutTimer())
+		sess.pingPending.Store(true)
+	}
+}
+
+// pingTimeoutTimerOf returns a reader of the engine socket's ping timeout
+// timer, which the library keeps private; nil (and pongAfterPing does
+// nothing) if the socket is not laid out as in v3.0.6.
+func pingTimeoutTimerOf(conn engine.Socket) func() *utils.Timer {
+	v := reflect.ValueOf(conn)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("pingTimeoutTimer")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[atomic.Pointer[utils.Timer]]() {
+		return nil
+	}
+	timer := (*atomic.Pointer[utils.Timer])(unsafe.Pointer(f.UnsafeAddr()))
+	return timer.Load
+}
+
 // holdUntilRegistered works around a race in zishang520/socket.io v3.0.6:
 // it writes a namespace's CONNECT ack before it registers the socket that
 // will receive that namespace's packets, and a packet decoded in between
@@ -174,10 +223,18 @@ type closingWebSocket struct {
 const closeFrameWait = time.Second
 
 func (t *closingWebSocket) DoClose(fn types.Callable) {
-	if t.conn != nil && t.conn.Conn != nil {
-		_ = t.conn.WriteControl(websocket.CloseMessage, []byte{}, time.Now().Add(closeFrameWait))
-	}
-	t.Websocket.DoClose(fn)
+	// The library runs fn (which ends the session, with its reason) before
+	// it closes the connection; the frame goes in between, so that the
+	// client's answer to it cannot end the session first with another
+	// reason, as in Node, where both happen in one turn of the loop.
+	t.Websocket.DoClose(func() {
+		if fn != nil {
+			fn()
+		}
+		if t.conn != nil && t.conn.Conn != nil {
+			_ = t.conn.WriteControl(websocket.CloseMessage, []byte{}, time.Now().Add(closeFrameWait))
+		}
+	})
 }
 
 // spinUntil waits until cond holds or limit has passed: first by yielding

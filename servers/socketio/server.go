@@ -83,6 +83,9 @@ type session struct {
 	pingTimeoutTimer func() *utils.Timer
 	pingPending      atomic.Bool
 	timerBeforePing  atomic.Pointer[utils.Timer]
+	// turns holds the blocking model's pending connects, by namespace.
+	mu    sync.Mutex
+	turns map[string]*connectTurn
 }
 
 type sessionKey struct{}

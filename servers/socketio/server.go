@@ -83,6 +83,9 @@ type session struct {
 	pingTimeoutTimer func() *utils.Timer
 	pingPending      atomic.Bool
 	timerBeforePing  atomic.Pointer[utils.Timer]
+	// serverClosed is set when the server began to close the session
+	// (see closingPolling).
+	serverClosed atomic.Bool
 	// turns holds the blocking model's pending connects, by namespace.
 	mu    sync.Mutex
 	turns map[string]*connectTurn
@@ -145,7 +148,7 @@ func (s *Server) transportSet(names []string) *types.Set[transports.TransportCto
 	for _, name := range names {
 		switch name {
 		case transports.POLLING:
-			set.Add(engine.Polling)
+			set.Add(pollingTransport{s})
 		case transports.WEBSOCKET:
 			set.Add(webSocketTransport{s})
 		}
@@ -249,6 +252,9 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		s.m.Closed(reason)
 		if sess.settled.CompareAndSwap(false, true) {
 			result := unfinishedResult(reason)
+			if sess.serverClosed.Load() {
+				result = protocol.ResultFailed
+			}
 			if sess.refused.Load() {
 				result = protocol.ResultRejected
 			}

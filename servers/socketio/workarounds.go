@@ -31,6 +31,10 @@ import (
 //     with "ping timeout".
 //   - closingWebSocket: a WebSocket the server closed ended without a close
 //     frame.
+//   - closingPolling: a polling session the server closed with no GET
+//     pending (the connect timeout) counted as abandoned by the client.
+//   - dataRequestAborted: a POST under way when its session closed (as
+//     after a malformed packet) was answered 429.
 //
 // Node reads every connection on one thread, in the order the bytes
 // arrived; the library serves each connection on its own goroutine, so two
@@ -59,10 +63,29 @@ func (s *Server) serveInOrder(eio http.Handler, w http.ResponseWriter, r *http.R
 		defer sess.upgrades.Add(-1)
 	case polling && r.Method == http.MethodGet:
 		sess.pollAfterUpgrade()
-	case polling && r.Method == http.MethodPost && hasClosePacket(r, s.cfg.MaxPayload):
-		sess.closeAfterPoll()
+	case polling && r.Method == http.MethodPost:
+		if hasClosePacket(r, s.cfg.MaxPayload) {
+			sess.closeAfterPoll()
+		}
+		w = dataRequestAborted{w}
 	}
 	eio.ServeHTTP(w, r)
+}
+
+// dataRequestAborted: when a polling session closes while a POST of it is
+// being read (a malformed Socket.IO packet in it, the connect or ping
+// timeout), the library answers that POST 429 Too Many Requests. Node's
+// engine.io destroys the request's connection instead, without an answer,
+// which a client cannot tell from a network fault; the request was not
+// too many, so it gets 400 Bad Request (and the library's
+// "Connection: close").
+type dataRequestAborted struct{ http.ResponseWriter }
+
+func (w dataRequestAborted) WriteHeader(code int) {
+	if code == http.StatusTooManyRequests {
+		code = http.StatusBadRequest
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // closeAfterPoll: a client with a long-poll GET outstanding that POSTs a
@@ -181,6 +204,57 @@ func (sess *session) holdUntilRegistered() {
 	spinUntil(raceWait, func() bool { return sess.registering.Load() <= 0 })
 }
 
+// sessionOf finds the session of the request a transport is made for: an
+// open request carries it in its context (track), an upgrade names it.
+func (s *Server) sessionOf(ctx *types.HttpContext) *session {
+	if sess, ok := ctx.Request().Context().Value(sessionKey{}).(*session); ok {
+		return sess
+	}
+	if v, ok := s.sessions.Load(ctx.Query().Peek("sid")); ok {
+		return v.(*session)
+	}
+	return nil
+}
+
+// pollingTransport builds the engine's polling transport with
+// closingPolling.
+type pollingTransport struct{ s *Server }
+
+func (b pollingTransport) New(ctx *types.HttpContext) transports.Transport {
+	inner, _ := engine.Polling.New(ctx).(transports.Polling)
+	t := &closingPolling{Polling: inner, sess: b.s.sessionOf(ctx)}
+	// The transport closes, reads and writes through its prototype.
+	t.Prototype(t)
+	return t
+}
+
+func (pollingTransport) Name() string          { return transports.POLLING }
+func (pollingTransport) HandlesUpgrades() bool { return false }
+func (pollingTransport) UpgradesTo() []string  { return engine.Polling.UpgradesTo() }
+
+// closingPolling: socket.io's connect timeout closes a session that has
+// joined no namespace, whatever its transport (Node and the library
+// alike). Over WebSocket it ends at once ("forced close": the server gave
+// up, counted failed). Over polling with no GET pending, the close waits
+// for the client's next GET, and a client that never sends one leaves by
+// ping timeout, which alone would count as abandoned. This marks the
+// session closed by the server when the close begins, so that both count
+// failed.
+type closingPolling struct {
+	transports.Polling
+	sess *session
+}
+
+func (t *closingPolling) DoClose(fn types.Callable) {
+	// Only the engine socket's own Close passes a callback (it ends the
+	// session with "forced close"); a close that follows the session's end
+	// passes none.
+	if fn != nil && t.sess != nil {
+		t.sess.serverClosed.Store(true)
+	}
+	t.Polling.DoClose(fn)
+}
+
 // webSocketTransport builds the engine's WebSocket transport with two
 // corrections: closingWebSocket, and it tells an upgrading session when
 // the client's upgrade packet arrives (pollAfterUpgrade).
@@ -190,15 +264,16 @@ func (b webSocketTransport) New(ctx *types.HttpContext) transports.Transport {
 	t := &closingWebSocket{Websocket: transports.NewWebSocket(ctx), conn: ctx.Websocket}
 	// The transport closes through its prototype's DoClose.
 	t.Prototype(t)
-	if v, ok := b.s.sessions.Load(ctx.Query().Peek("sid")); ok {
-		sess := v.(*session)
-		// Registered before the engine's own upgrade listener, so it runs
-		// first.
-		_ = t.On("packet", func(args ...any) {
-			if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.UPGRADE {
-				sess.upgradeRead.Store(true)
-			}
-		})
+	if ctx.Query().Has("sid") {
+		if sess := b.s.sessionOf(ctx); sess != nil {
+			// Registered before the engine's own upgrade listener, so it runs
+			// first.
+			_ = t.On("packet", func(args ...any) {
+				if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.UPGRADE {
+					sess.upgradeRead.Store(true)
+				}
+			})
+		}
 	}
 	return t
 }

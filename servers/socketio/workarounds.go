@@ -32,15 +32,16 @@ import (
 //   - closingWebSocket: a WebSocket the server closed ended without a close
 //     frame.
 //   - closingPolling: a polling session the server closed with no GET
-//     pending (the connect timeout) counted as abandoned by the client.
+//     pending (the connect timeout) was counted abandoned, as if the
+//     client had left.
 //   - dataRequestAborted: a POST under way when its session closed (as
 //     after a malformed packet) was answered 429.
 //
 // Node reads every connection on one thread, in the order the bytes
 // arrived; the library serves each connection on its own goroutine, so two
 // requests of one session that a client sent one after the other can be
-// handled in either order. Each correction waits, for at most raceWait, for
-// the event that Node would have seen first.
+// handled in either order. Each of the first four corrections waits, for
+// at most raceWait, for the event that Node would have seen first.
 
 // raceWait bounds each wait below. Node's engine.io checks an upgrading
 // session's long-poll every 100 ms; a client that does what these waits

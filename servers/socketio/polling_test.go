@@ -1,6 +1,7 @@
 package socketio_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"knowngood/servers/socketio"
 	"knowngood/shared/config"
+	"knowngood/shared/protocol"
 )
 
 // The Engine.IO cases of the socket.io-protocol suite over HTTP long-polling
@@ -139,5 +141,45 @@ func TestPollingUpgrade(t *testing.T) {
 	if err == nil {
 		defer second.Close()
 		waitClosed(t, second)
+	}
+}
+
+// TestConnectTimeoutAnyTransport: socket.io's connect timeout closes a
+// session that has joined no namespace whatever its transport, and each
+// counts as failed (the server gave up): over WebSocket at once, over
+// polling with a GET pending at once (it gets the close packet), and over
+// polling with none pending when the close can go out, here by ping
+// timeout since the client never polls again (as in Node).
+func TestConnectTimeoutAnyTransport(t *testing.T) {
+	tg := start(t, socketio.Empty, func(c *config.Config) {
+		suiteConfig(c)
+		c.ConnectTimeout = 200 * time.Millisecond // before the first ping (300 ms)
+	})
+	ws, _ := rawOpen(t, tg)
+	pending := pollingSession(t, tg)
+	idle := pollingSession(t, tg)
+	if code, body := httpDo(t, http.MethodGet, pollURL(tg, pending), ""); code != 200 || body != "1" {
+		t.Errorf("GET pending at the connect timeout: %d %q, want the close packet (1)", code, body)
+	}
+	waitClosed(t, ws)
+	want := map[string]uint64{protocol.ResultFailed: 3, protocol.ResultAbandoned: 0}
+	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(tg.metrics.Snapshot().Handshakes, want) })
+	if code, _ := httpDo(t, http.MethodGet, pollURL(tg, idle), ""); code != http.StatusBadRequest {
+		t.Errorf("GET after the connect timeout closed the session: %d, want 400", code)
+	}
+}
+
+// TestPollingMalformedPacket: a POST with a packet that is not Socket.IO
+// closes the session (as over WebSocket) and is answered 400, not the
+// library's 429 Too Many Requests.
+func TestPollingMalformedPacket(t *testing.T) {
+	tg := start(t, socketio.Empty, suiteConfig)
+	sid := pollingSession(t, tg)
+	if code, _ := httpDo(t, http.MethodPost, pollURL(tg, sid), "4abc"); code != http.StatusBadRequest {
+		t.Errorf("malformed packet: %d, want 400", code)
+	}
+	waitFor(t, "one failed handshake", func() bool { return tg.metrics.Snapshot().Handshakes[protocol.ResultFailed] == 1 })
+	if code, _ := httpDo(t, http.MethodGet, pollURL(tg, sid), ""); code != http.StatusBadRequest {
+		t.Errorf("GET after the malformed packet: %d, want 400", code)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,7 @@ import (
 	"github.com/zishang520/socket.io/servers/engine/v3/transports"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
+	"github.com/zishang520/socket.io/v3/pkg/utils"
 
 	"knowngood/shared/config"
 	"knowngood/shared/faults"
@@ -72,6 +72,23 @@ type session struct {
 	// refused is set when the server answered a CONNECT with CONNECT_ERROR
 	// (an unknown namespace, a middleware error).
 	refused atomic.Bool
+	// upgrades counts WebSocket upgrade requests of this session that the
+	// engine is handling, and upgradeRead is set once the client's upgrade
+	// packet has been read (see pollAfterUpgrade).
+	upgrades    atomic.Int32
+	upgradeRead atomic.Bool
+	// pingTimeoutTimer reads the engine's ping timeout timer; pingPending
+	// and timerBeforePing follow the ping the client has to answer (see
+	// pongAfterPing).
+	pingTimeoutTimer func() *utils.Timer
+	pingPending      atomic.Bool
+	timerBeforePing  atomic.Pointer[utils.Timer]
+	// serverClosed is set when the server began to close the session
+	// (see closingPolling).
+	serverClosed atomic.Bool
+	// turns holds the blocking model's pending connects, by namespace.
+	mu    sync.Mutex
+	turns map[string]*connectTurn
 }
 
 type sessionKey struct{}
@@ -93,7 +110,7 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	opts.SetMaxHttpBufferSize(cfg.MaxPayload)
 	opts.SetConnectTimeout(cfg.ConnectTimeout)
 	opts.SetServeClient(false)
-	opts.SetTransports(transportSet(cfg.Transports))
+	opts.SetTransports(s.transportSet(cfg.Transports))
 	opts.SetCors(&types.Cors{Origin: corsOrigin(cfg.Origins), Credentials: true})
 	if len(cfg.Origins) > 0 {
 		opts.SetAllowRequest(func(ctx *types.HttpContext) error {
@@ -126,14 +143,14 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	return s, nil
 }
 
-func transportSet(names []string) *types.Set[transports.TransportCtor] {
+func (s *Server) transportSet(names []string) *types.Set[transports.TransportCtor] {
 	set := types.NewSet[transports.TransportCtor]()
 	for _, name := range names {
 		switch name {
 		case transports.POLLING:
-			set.Add(engine.Polling)
+			set.Add(pollingTransport{s})
 		case transports.WEBSOCKET:
-			set.Add(engine.WebSocket)
+			set.Add(webSocketTransport{s})
 		}
 	}
 	return set
@@ -151,7 +168,11 @@ func corsOrigin(origins []string) any {
 // starts the handshake clock.
 func (s *Server) track(eio http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Has("sid") || r.Method == http.MethodOptions {
+		if sid := r.URL.Query().Get("sid"); sid != "" {
+			s.serveInOrder(eio, w, r, sid)
+			return
+		}
+		if r.Method == http.MethodOptions {
 			eio.ServeHTTP(w, r)
 			return
 		}
@@ -194,7 +215,11 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	}
 	sess.claimed.Store(true)
 	s.m.Opened()
+	sess.pingTimeoutTimer = pingTimeoutTimerOf(conn)
 	conn.On("packet", func(args ...any) {
+		if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.PONG {
+			sess.pongAfterPing()
+		}
 		data, text := messageData(args)
 		s.m.ReceivedBytes(len(data))
 		if len(data) > 0 && !(text && data[0] == socketIOConnect) {
@@ -208,6 +233,9 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	})
 	conn.On("packetCreate", func(args ...any) {
 		sess.queued.Add(1)
+		if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.PING {
+			sess.pingCreated()
+		}
 		data, text := messageData(args)
 		s.m.SentBytes(len(data))
 		switch {
@@ -224,6 +252,9 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		s.m.Closed(reason)
 		if sess.settled.CompareAndSwap(false, true) {
 			result := unfinishedResult(reason)
+			if sess.serverClosed.Load() {
+				result = protocol.ResultFailed
+			}
 			if sess.refused.Load() {
 				result = protocol.ResultRejected
 			}
@@ -268,26 +299,6 @@ func messageData(args []any) (data []byte, text bool) {
 		return buf.Bytes(), text
 	}
 	return nil, false
-}
-
-// holdUntilRegistered works around a race in zishang520/socket.io v3.0.6:
-// it writes a namespace's CONNECT ack before it registers the socket that
-// will receive that namespace's packets, and a packet decoded in between
-// closes the whole session ("invalid state"). A client that emits as soon
-// as it is connected (most load clients) loses a few percent of its
-// sessions that way. The engine hands us each incoming packet before the
-// library decodes it, so an event that arrives in that window waits here,
-// on the reader goroutine, until onConnect says the socket is registered.
-// The window is a few microseconds; the bound is for a socket that never
-// gets there.
-func (sess *session) holdUntilRegistered() {
-	for i := 0; sess.registering.Load() > 0 && i < 1000; i++ {
-		if i < 10 {
-			runtime.Gosched()
-		} else {
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
 }
 
 // Serve serves until Shutdown.

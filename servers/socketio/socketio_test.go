@@ -232,15 +232,15 @@ func TestEvents(t *testing.T) {
 }
 
 // TestBlockingContract checks the curve the README promises: with N
-// simultaneous connects on the blocking variant, the k-th completes about
-// (k-1) x delay after the first, while on async they all complete within a
-// few delays. Only ratios inside the run are compared: a slow machine
-// stretches both.
+// simultaneous connects on the blocking variant, the k-th completes after
+// k x delay at the earliest, while on async they all complete within a few
+// delays. Only bounds that a slow machine cannot break are used.
 //
-// The band: the loop completes one connect per delay at the least, so at
-// the server the k-th comes >= (k-1) x delay after the first; the client
-// adds only its receive jitter, which does not add up from one connect to
-// the next. Half a delay covers it.
+// The bound: the loop holds every connect for a whole delay before it acks
+// it, one at a time, and the client sees an ack after the server wrote it,
+// so the k-th ack the client sees comes k x delay or more after the connects
+// began, however late the client reads. (Gaps between acks, as the client
+// sees them, shrink when the client reads one ack late: 1 in 35 runs here.)
 func TestBlockingContract(t *testing.T) {
 	const n, delay = 20, 50 * time.Millisecond
 	blocking, blockingMax := completions(t, socketio.Blocking, n, delay)
@@ -248,10 +248,9 @@ func TestBlockingContract(t *testing.T) {
 	t.Logf("blocking: first %v, last %v, longest on the server %v; async: first %v, last %v, longest %v",
 		blocking[0], blocking[n-1], blockingMax, async[0], async[n-1], asyncMax)
 
-	for k := 1; k < n; k++ {
-		gap := blocking[k] - blocking[0]
-		if want := time.Duration(k)*delay - delay/2; gap < want {
-			t.Errorf("blocking: connect %d completed %v after the first, want >= %v", k+1, gap, want)
+	for k := 1; k <= n; k++ {
+		if got, want := blocking[k-1], time.Duration(k)*delay; got < want {
+			t.Errorf("blocking: connect %d completed %v after the connects began, want >= %v", k, got, want)
 		}
 	}
 	// On async nothing waits for anything else: the longest handshake the

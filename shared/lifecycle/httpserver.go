@@ -183,6 +183,11 @@ func (b *httpBounds) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 	cb.mu.Lock()
 	cb.bodyDue = due
 	cb.mu.Unlock()
+	// A shallow copy: net/http's own request must keep its own body, by
+	// which it tells that a body closed before its end leaves bytes on the
+	// wire, and closes the connection instead of reading them as the
+	// next request.
+	r = r.WithContext(r.Context())
 	r.Body = &boundedBody{ReadCloser: r.Body, read: func() {
 		// net/http's read that watches for the client leaving starts at
 		// the end of the body: it must not inherit the deadline.

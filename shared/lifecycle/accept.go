@@ -99,11 +99,13 @@ func (g *GuardedListener) failed(err error) {
 			break
 		}
 		_ = c.Close()
+		// Counted as it is refused: the loop may wait out its deadline
+		// long after the client has seen its connection end.
+		g.m.AcceptError(reason)
 	}
 	_ = dl.SetDeadline(time.Time{})
 	g.reserve, _ = os.Open(os.DevNull)
 	g.refused += refused
-	g.m.AcceptErrors(reason, refused)
 }
 
 // Close closes the listener and gives the reserve back.

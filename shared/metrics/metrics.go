@@ -267,12 +267,9 @@ func (m *Metrics) Fault(kind string) {
 }
 
 // AcceptError records a connection refused because an accept failed.
-func (m *Metrics) AcceptError(reason string) { m.AcceptErrors(reason, 1) }
-
-// AcceptErrors records n connections refused for the same reason.
-func (m *Metrics) AcceptErrors(reason string, n int) {
-	if m != nil && n > 0 {
-		m.acceptErrors.WithLabelValues(reason).Add(float64(n))
+func (m *Metrics) AcceptError(reason string) {
+	if m != nil {
+		m.acceptErrors.WithLabelValues(reason).Inc()
 	}
 }
 

@@ -85,12 +85,12 @@ func (s *boundedServer) timeouts(t *testing.T, n int, stage string) uint64 {
 // it fails the test if the server keeps it open for closedWithin.
 func closedBy(t *testing.T, addr string, sends ...string) (string, time.Duration) {
 	t.Helper()
+	began := time.Now() // before the server can have accepted
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	began := time.Now()
 	_ = c.SetReadDeadline(time.Now().Add(closedWithin))
 	r := bufio.NewReader(c)
 	var got strings.Builder

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -205,6 +206,10 @@ func TestRunExitStatus(t *testing.T) {
 	}{
 		{[]string{"-list"}, 0, "blocking", ""},
 		{[]string{"-h"}, 0, "KG_VARIANT", ""},
+		{[]string{"-h"}, 0, "SIGHUP", ""},
+		{[]string{"-h"}, 0, "KG_IDLE_TIMEOUT", ""},
+		{[]string{"-idle-timeout", "0s"}, 2, "", "invalid value for -idle-timeout: 0s"},
+		{[]string{"-body-timeout", "soon"}, 2, "", "-body-timeout: want a duration"},
 		{[]string{"-variant", "nope"}, 2, "", `invalid value for -variant: "nope"; want one of empty, async, blocking`},
 		{[]string{"-delay", "soon"}, 2, "", `-delay: want a duration`},
 		{[]string{"-variant", "empty", "-addr", "127.0.0.1:99999"}, 1, "", ""},
@@ -241,6 +246,34 @@ func TestSIGTERM(t *testing.T) {
 		t.Errorf("after SIGTERM the client got %q, %v; want a DISCONNECT (41)", msg, err)
 	}
 	s.exitsWithin(t, began, 3*time.Second)
+}
+
+// TestSIGHUP: SIGHUP (the terminal that started the target went away) is
+// a graceful shutdown like SIGTERM: a WebSocket client gets 1001, the
+// process logs the signal by name and exits with status 0 within
+// -shutdown-timeout.
+func TestSIGHUP(t *testing.T) {
+	s := startServer(t, "-variant", "echo-gorilla", "-shutdown-timeout", "3s")
+	conn, _, err := websocket.DefaultDialer.Dial(echoURL(s), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	gone := make(chan error, 1)
+	go func() { _, _, err := conn.ReadMessage(); gone <- err }()
+	echoSettle(t, s, func(st protocol.Stats) bool { return st.ConnectionsActive == 1 })
+
+	began := time.Now()
+	_ = s.cmd.Process.Signal(syscall.SIGHUP)
+	var ce *websocket.CloseError
+	if err := <-gone; !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
+		t.Errorf("after SIGHUP the client got %v, want close 1001", err)
+	}
+	s.exitsWithin(t, began, 3*time.Second)
+	if !strings.Contains(s.log(), `"msg":"shutting down"`) || !strings.Contains(s.log(), `"signal":"SIGHUP"`) {
+		t.Errorf("no log line naming SIGHUP:\n%s", s.log())
+	}
 }
 
 // exitsWithin checks that the process, sent SIGTERM at began, exited with

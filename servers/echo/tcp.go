@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,7 @@ const (
 	reasonError    = "error"
 	reasonShutdown = "shutdown"
 	reasonFault    = "fault_close_after" // -fault-close-after: no close code to send
+	reasonIdle     = "idle_timeout"      // quiet for -ping-interval plus -ping-timeout
 )
 
 func newTCPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) *tcpTarget {
@@ -115,7 +117,19 @@ func (t *tcpTarget) serve(c net.Conn) {
 	}()
 	t.m.Opened()
 	buf := make([]byte, tcpBuffer)
+	// A connection quiet for as long as a WebSocket target waits for an
+	// answer to its ping (-ping-interval plus -ping-timeout) is closed: raw
+	// TCP has no ping to ask whether the client is still there. The read
+	// deadline is moved on at most every idle/16 rather than on each read,
+	// which keeps it off the floor's per-read cost; a quiet client is
+	// closed after between 15/16 of idle and idle.
+	idle := t.cfg.PingInterval + t.cfg.PingTimeout
+	var armed time.Time
 	for reads := 1; ; reads++ {
+		if now := time.Now(); now.Sub(armed) >= idle/16 {
+			armed = now
+			_ = c.SetReadDeadline(now.Add(idle))
+		}
 		n, err := c.Read(buf)
 		if n > 0 {
 			// The known-bad modes act on reads, echo-tcp's messages: the
@@ -148,6 +162,9 @@ func (t *tcpTarget) ended(err error) string {
 		return reasonShutdown
 	case lifecycle.ClientLeft(err):
 		return reasonEOF
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		t.m.Timeout(metrics.ListenerTarget, metrics.StageIdle)
+		return reasonIdle
 	}
 	return reasonError
 }

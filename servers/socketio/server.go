@@ -303,7 +303,7 @@ func messageData(args []any) (data []byte, text bool) {
 
 // Serve serves until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	if err := lifecycle.ServeHTTP(s.http, ln, s.cfg.BodyTimeout, s.m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

@@ -34,6 +34,8 @@ type Config struct {
 	TLSCert          string        `json:"tls_cert"`
 	TLSKey           string        `json:"tls_key"`
 	HandshakeTimeout time.Duration `json:"handshake_timeout"`
+	IdleTimeout      time.Duration `json:"idle_timeout"`
+	BodyTimeout      time.Duration `json:"body_timeout"`
 	Metrics          bool          `json:"metrics"`
 	Pprof            bool          `json:"pprof"`
 
@@ -75,7 +77,11 @@ func Default() Config {
 		MaxMessage:       1 << 20,
 		Origins:          nil,
 		HandshakeTimeout: 10 * time.Second,
-		Metrics:          true,
+		// Node's http server: keepAliveTimeout 5 s; requestTimeout 300 s
+		// for the header and the body together.
+		IdleTimeout: 5 * time.Second,
+		BodyTimeout: 300 * time.Second,
+		Metrics:     true,
 
 		Delay:          50 * time.Millisecond,
 		Transports:     []string{"polling", "websocket"},
@@ -173,13 +179,15 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	str(&c.LogLevel, "log-level", "log level: debug, info, warn or error")
 	num(&c.Backlog, "backlog", "listen backlog; 0 = the kernel's net.core.somaxconn, which also caps any larger value")
 	num(&c.MaxConns, "max-conns", "connections held at once; over it, HTTP 503 before any upgrade (0 = no cap)")
-	dur(&c.ShutdownTimeout, "shutdown-timeout", "on SIGINT/SIGTERM, time to tell every client and exit")
+	dur(&c.ShutdownTimeout, "shutdown-timeout", "on SIGINT, SIGTERM or SIGHUP (each a graceful shutdown), time to tell every client and exit")
 	size(&c.MaxMessage, "max-message", "largest WebSocket message in bytes (echo and broadcast)")
 	boolean(&c.Compression, "compression", "permessage-deflate")
 	list(&c.Origins, "origin", "allowed Origin values, comma-separated (empty = any)")
 	str(&c.TLSCert, "tls-cert", "TLS certificate file (with -tls-key)")
 	str(&c.TLSKey, "tls-key", "TLS key file (with -tls-cert)")
-	dur(&c.HandshakeTimeout, "handshake-timeout", "time a client has to send its upgrade/open request")
+	dur(&c.HandshakeTimeout, "handshake-timeout", "time a client has to send an HTTP request's header (its upgrade/open request), on the target and admin listeners")
+	dur(&c.IdleTimeout, "idle-timeout", "HTTP keep-alive: time a connection may wait for its next request before it is closed (target and admin listeners)")
+	dur(&c.BodyTimeout, "body-timeout", "time a client has to send an HTTP request's body once its header is in (target and admin listeners)")
 	boolean(&c.Metrics, "metrics", "instrument the target (false measures the cost of instrumentation)")
 	boolean(&c.Pprof, "pprof", "serve /debug/pprof on the admin listener")
 	frac(&c.FaultReject, "fault-reject", "known-bad: fraction of handshakes answered with 503 (0 to 1)")
@@ -189,7 +197,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 
 	dur(&c.Delay, "delay", "Socket.IO: time the connect middleware takes (async, blocking)")
 	list(&c.Transports, "transports", "Socket.IO: allowed transports, comma-separated: polling, websocket")
-	dur(&c.PingInterval, "ping-interval", "Socket.IO: Engine.IO ping interval; WebSocket targets: quiet time before the server pings")
+	dur(&c.PingInterval, "ping-interval", "Socket.IO: Engine.IO ping interval; WebSocket targets: quiet time before the server pings; echo-tcp: a connection quiet for -ping-interval plus -ping-timeout is closed")
 	dur(&c.PingTimeout, "ping-timeout", "Socket.IO: Engine.IO ping timeout; WebSocket targets: time to answer a ping before the connection is dropped (ping_timeout)")
 	size(&c.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
 	dur(&c.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
@@ -229,6 +237,10 @@ func (c Config) Validate() error {
 		return bad("tls-cert", "-tls-cert and -tls-key go together; give both or neither")
 	case c.HandshakeTimeout <= 0:
 		return bad("handshake-timeout", "%s; want a positive duration such as 10s", c.HandshakeTimeout)
+	case c.IdleTimeout <= 0:
+		return bad("idle-timeout", "%s; want a positive duration such as 5s", c.IdleTimeout)
+	case c.BodyTimeout <= 0:
+		return bad("body-timeout", "%s; want a positive duration such as 300s", c.BodyTimeout)
 	case c.FaultDelay < 0:
 		return bad("fault-delay", "%s; want 0 or a positive duration", c.FaultDelay)
 	case c.FaultCloseAfter < 0:

@@ -21,6 +21,11 @@ func TestDefaults(t *testing.T) {
 	if c.Addr != ":8080" || c.AdminAddr != ":9100" || c.Delay != 50*time.Millisecond || c.ShutdownTimeout != 5*time.Second || !c.Metrics || c.Pprof {
 		t.Errorf("defaults: %+v", c)
 	}
+	// No stricter than Node's http server (keepAliveTimeout 5 s,
+	// requestTimeout 300 s).
+	if c.IdleTimeout != 5*time.Second || c.BodyTimeout != 300*time.Second {
+		t.Errorf("idle timeout %v, body timeout %v; want 5s and 300s", c.IdleTimeout, c.BodyTimeout)
+	}
 	if strings.Join(c.Transports, ",") != "polling,websocket" {
 		t.Errorf("transports default %v", c.Transports)
 	}
@@ -67,6 +72,10 @@ func TestBadValues(t *testing.T) {
 		{[]string{"stray"}, nil, `unexpected argument "stray"`},
 		{nil, map[string]string{"KG_PING_TIMEOUT": "soon"}, `KG_PING_TIMEOUT (flag -ping-timeout): want a duration`},
 		{nil, map[string]string{"KG_MAX_PAYLOAD": "0"}, `-max-payload: 0; want a positive number`},
+		{[]string{"-idle-timeout", "0s"}, nil, `-idle-timeout: 0s; want a positive duration`},
+		{[]string{"-idle-timeout", "forever"}, nil, `-idle-timeout: want a duration`},
+		{[]string{"-body-timeout", "-1s"}, nil, `-body-timeout: -1s; want a positive duration`},
+		{nil, map[string]string{"KG_BODY_TIMEOUT": "slow"}, `KG_BODY_TIMEOUT (flag -body-timeout): want a duration`},
 	}
 	for _, c := range cases {
 		_, err := config.Parse(c.args, env(c.env), nil)

@@ -13,16 +13,24 @@ import (
 )
 
 // GuardedListener is the listener every target accepts from. A failed
-// accept is counted (knowngood_accept_errors_total{reason}) and logged at
-// most once a second, whoever accepts (net/http, gnet's accept loop,
-// echo-tcp's). Out of descriptors (EMFILE, ENFILE), it refuses the oldest
-// waiting connection cleanly: it frees a descriptor it keeps in reserve,
-// accepts with it, closes the connection at once (the client sees the
-// connection end, not a hang until its own timeout), and takes the reserve
-// back. That is the way nginx and libuv get out of EMFILE: without it, the
-// clients in the accept queue wait for a descriptor that only their own
-// timeout frees. The error is returned as it came, so that the caller backs
-// off; the connections already open are never touched.
+// accept is logged at most once a second, whoever accepts (net/http, gnet's
+// accept loop, echo-tcp's). Out of descriptors (EMFILE, ENFILE), it refuses
+// the waiting connections cleanly: it frees a descriptor it keeps in
+// reserve, accepts with it, closes the connection at once (the client sees
+// the connection end, not a hang until its own timeout), and so on for
+// each one waiting, then takes the reserve back. That is the way nginx and
+// libuv get out of EMFILE: without it, the clients in the accept queue wait
+// for a descriptor that only their own timeout frees. The error is returned
+// as it came, so that the caller backs off; the connections already open
+// are never touched.
+//
+// knowngood_accept_errors_total{reason} counts connections, each refused
+// one once, when it is refused: not failed accept calls. At the descriptor
+// limit accept(2) fails whether or not a client waits (Linux allocates the
+// descriptor first), so the accept loop's retries fail with EMFILE for as
+// long as the limit is reached, with nobody refused; counting them would
+// make the count grow while no client is turned away. An accept that fails
+// for another reason counts once: it cost the connection it was for.
 type GuardedListener struct {
 	net.Listener
 	m   *metrics.Metrics
@@ -31,7 +39,7 @@ type GuardedListener struct {
 	mu      sync.Mutex
 	reserve *os.File // nil when it could not be had back
 	logged  time.Time
-	missed  int // failures since the last log line
+	missed  int // failed accept calls since the last log line
 	refused int // connections refused since the last log line
 }
 
@@ -52,11 +60,10 @@ func (g *GuardedListener) Accept() (net.Conn, error) {
 	return nil, err
 }
 
-// failed counts and logs one failed accept, and refuses a waiting
-// connection when descriptors ran out.
+// failed logs one failed accept, refuses the waiting connections when
+// descriptors ran out, and counts the connections refused.
 func (g *GuardedListener) failed(err error) {
 	reason := AcceptErrorReason(err)
-	g.m.AcceptError(reason)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.missed++
@@ -68,8 +75,12 @@ func (g *GuardedListener) failed(err error) {
 			"err", err, "reason", reason, "failures", g.missed, "refused", g.refused)
 		g.logged, g.missed, g.refused = now, 0, 0
 	}
-	if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) || g.reserve == nil {
+	if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) {
+		g.m.AcceptError(reason)
 		return
+	}
+	if g.reserve == nil {
+		return // the waiting clients wait: none is refused
 	}
 	dl, ok := g.Listener.(interface{ SetDeadline(time.Time) error })
 	if !ok {
@@ -88,6 +99,9 @@ func (g *GuardedListener) failed(err error) {
 			break
 		}
 		_ = c.Close()
+		// Counted as it is refused: the loop may wait out its deadline
+		// long after the client has seen its connection end.
+		g.m.AcceptError(reason)
 	}
 	_ = dl.SetDeadline(time.Time{})
 	g.reserve, _ = os.Open(os.DevNull)

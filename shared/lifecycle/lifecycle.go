@@ -1,5 +1,6 @@
 // Package lifecycle is the one way a target listens, caps its connections,
-// and shuts down on SIGINT/SIGTERM.
+// bounds them in time (HTTPServer), and shuts down on SIGINT, SIGTERM or
+// SIGHUP.
 package lifecycle
 
 import (
@@ -14,8 +15,10 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
-	"time"
+
+	"golang.org/x/sys/unix"
 
 	"knowngood/shared/config"
 	"knowngood/shared/metrics"
@@ -31,9 +34,50 @@ type Target interface {
 	Shutdown(ctx context.Context) error
 }
 
-// SignalContext is cancelled by the first SIGINT or SIGTERM.
-func SignalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// ShutdownSignals start a graceful shutdown. SIGHUP is one of them: a
+// target started from a terminal or under nohup-less supervision gets it
+// when its session ends, and its default action would kill the process
+// without a log line or a goodbye to its clients.
+var ShutdownSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// SignalError is the cause of a SignalContext's end: the signal received.
+type SignalError struct{ Signal os.Signal }
+
+func (e *SignalError) Error() string { return "received " + SignalName(e.Signal) }
+
+// SignalName is a signal's conventional name: SIGTERM, SIGHUP, ...
+func SignalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		if name := unix.SignalName(s); name != "" {
+			return name
+		}
+	}
+	return sig.String()
+}
+
+// SignalContext is cancelled by the first of ShutdownSignals, with a
+// *SignalError as its cause. Later signals are caught too, until stop is
+// called: a second SIGTERM does not cut the shutdown short.
+func SignalContext() (ctx context.Context, stop context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, ShutdownSignals...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(&SignalError{Signal: sig})
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel(context.Canceled)
+		})
+	}
 }
 
 // Run listens on cfg.Addr and cfg.AdminAddr, serves target and admin until
@@ -64,8 +108,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 			return fmt.Errorf("-admin-addr %s: %w", cfg.AdminAddr, err)
 		}
 		adminAddr = adminLn.Addr().String()
-		adminSrv = &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-		go func() { _ = adminSrv.Serve(adminLn) }()
+		adminSrv = HTTPServer(cfg, admin, log)
+		go func() { _ = ServeHTTP(adminSrv, adminLn, cfg.BodyTimeout, m, metrics.ListenerAdmin) }()
 		defer adminSrv.Close()
 	}
 
@@ -79,7 +123,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 		return fmt.Errorf("serving %s: %w", cfg.Variant, err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	attrs := []any{"timeout", cfg.ShutdownTimeout.String()}
+	var sig *SignalError
+	if errors.As(context.Cause(ctx), &sig) {
+		attrs = append(attrs, "signal", SignalName(sig.Signal))
+	}
+	log.Info("shutting down", attrs...)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	err = target.Shutdown(sctx)
@@ -143,16 +192,4 @@ func Somaxconn() int {
 		return 4096
 	}
 	return n
-}
-
-// HTTPServer returns the http.Server every HTTP-based target uses: the
-// header read deadline is -handshake-timeout, and net/http's own per-
-// connection error lines go to the debug level, since a target logs nothing
-// per connection by default.
-func HTTPServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: cfg.HandshakeTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
 }

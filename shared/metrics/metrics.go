@@ -39,6 +39,7 @@ type Metrics struct {
 	invalid           *prometheus.CounterVec
 	faults            *prometheus.CounterVec
 	acceptErrors      *prometheus.CounterVec
+	timeouts          *prometheus.CounterVec
 
 	// handshakeHist keeps exact percentiles for /stats, which the
 	// Prometheus histogram's buckets cannot give.
@@ -75,8 +76,14 @@ func New(variant string) *Metrics {
 		dropped: f.counter("broadcast_dropped_total", "Broadcast messages dropped for slow clients."),
 		invalid: f.counterVec("invalid_messages_total",
 			"Messages the target could not act on and answered with an error, by reason (broadcast: malformed_json, unknown_type).", "reason"),
-		faults:       f.counterVec("faults_total", "Known-bad faults injected, by kind.", "kind"),
-		acceptErrors: f.counterVec("accept_errors_total", "Failed accepts, by reason (EMFILE, ENFILE, ...).", "reason"),
+		faults: f.counterVec("faults_total", "Known-bad faults injected, by kind.", "kind"),
+		acceptErrors: f.counterVec("accept_errors_total",
+			"Connections refused because accepting them failed, by reason (EMFILE, ENFILE, ...): each refused connection once.", "reason"),
+		timeouts: f.counterVec("timeouts_total",
+			"Connections the server closed because the client was too slow or too quiet, by listener (target, admin) and stage: "+
+				"header (-handshake-timeout), body (-body-timeout), idle (-idle-timeout between HTTP requests; echo-tcp: -ping-interval plus -ping-timeout). "+
+				"WebSocket and Engine.IO ping timeouts are disconnects_total reasons.",
+			"listener", "stage"),
 
 		handshakeHist: protocol.NewHistogram(),
 	}
@@ -259,9 +266,27 @@ func (m *Metrics) Fault(kind string) {
 	}
 }
 
-// AcceptError records a failed accept.
+// AcceptError records a connection refused because an accept failed.
 func (m *Metrics) AcceptError(reason string) {
 	if m != nil {
 		m.acceptErrors.WithLabelValues(reason).Inc()
+	}
+}
+
+// Listeners and stages of Timeout.
+const (
+	ListenerTarget = "target"
+	ListenerAdmin  = "admin"
+
+	StageHeader = "header"
+	StageBody   = "body"
+	StageIdle   = "idle"
+)
+
+// Timeout records a connection the server closed because a time bound of
+// the given stage passed on the given listener.
+func (m *Metrics) Timeout(listener, stage string) {
+	if m != nil {
+		m.timeouts.WithLabelValues(listener, stage).Inc()
 	}
 }

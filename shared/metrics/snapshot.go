@@ -20,6 +20,7 @@ func (m *Metrics) Snapshot() protocol.Stats {
 		Faults:                map[string]uint64{},
 		InvalidMessages:       map[string]uint64{},
 		AcceptErrors:          map[string]uint64{},
+		Timeouts:              map[string]map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
@@ -59,6 +60,12 @@ func (m *Metrics) Snapshot() protocol.Stats {
 				s.Faults[label(metric, "kind")] = n
 			case "knowngood_accept_errors_total":
 				s.AcceptErrors[label(metric, "reason")] = n
+			case "knowngood_timeouts_total":
+				listener := label(metric, "listener")
+				if s.Timeouts[listener] == nil {
+					s.Timeouts[listener] = map[string]uint64{}
+				}
+				s.Timeouts[listener][label(metric, "stage")] = n
 			case "process_cpu_seconds_total":
 				s.CPUSeconds = value
 			case "process_resident_memory_bytes":

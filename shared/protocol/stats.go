@@ -51,7 +51,12 @@ type Stats struct {
 	// InvalidMessages counts messages answered with an error, by reason.
 	InvalidMessages map[string]uint64 `json:"invalid_messages"`
 	Faults          map[string]uint64 `json:"faults"`
-	AcceptErrors    map[string]uint64 `json:"accept_errors"`
+	// AcceptErrors counts connections refused because accepting them
+	// failed, by reason (EMFILE, ...).
+	AcceptErrors map[string]uint64 `json:"accept_errors"`
+	// Timeouts counts connections closed for a client too slow or too
+	// quiet, by listener (target, admin), then stage (header, body, idle).
+	Timeouts map[string]map[string]uint64 `json:"timeouts"`
 
 	// CPUSeconds is the process's user+system CPU time; ResidentBytes its
 	// resident memory. A diff gives the CPU the run cost the server.
@@ -161,6 +166,12 @@ func Diff(before, after Stats) Stats {
 	d.InvalidMessages = diffMap(before.InvalidMessages, after.InvalidMessages)
 	d.Faults = diffMap(before.Faults, after.Faults)
 	d.AcceptErrors = diffMap(before.AcceptErrors, after.AcceptErrors)
+	d.Timeouts = map[string]map[string]uint64{}
+	for listener, counts := range after.Timeouts {
+		if diff := diffMap(before.Timeouts[listener], counts); len(diff) > 0 {
+			d.Timeouts[listener] = diff
+		}
+	}
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	return d
 }

@@ -383,9 +383,12 @@ func (g *gnetTarget) expire(st *gconn) {
 	if time.Now().Before(st.deadline) || st.phase == phaseOpen {
 		return // a timer that fired just before being re-armed or stopped
 	}
-	if st.phase == phaseHandshake && !st.hs.first.IsZero() && !st.counted {
-		st.counted = true
-		g.m.Handshake(protocol.ResultFailed, transport, 0)
+	if st.phase == phaseHandshake {
+		g.m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
+		if !st.hs.first.IsZero() && !st.counted {
+			st.counted = true
+			g.m.Handshake(protocol.ResultFailed, transport, 0)
+		}
 	}
 	_ = st.conn.EventLoop().Close(st.conn)
 }

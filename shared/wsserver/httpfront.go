@@ -84,7 +84,7 @@ func (t *httpTarget) Serve(ln net.Listener) error {
 	if closing {
 		return tl.Close()
 	}
-	err := t.srv.Serve(tl)
+	err := lifecycle.ServeHTTP(t.srv, tl, t.cfg.BodyTimeout, t.m, metrics.ListenerTarget)
 	if t.closing.Load() || errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -52,7 +52,8 @@ type server struct {
 	admin  string // http://127.0.0.1:PORT
 	mu     sync.Mutex
 	stderr bytes.Buffer
-	exited chan error
+	exited chan struct{} // closed once the process has exited
+	exit   error         // Wait's answer, set before exited is closed
 }
 
 // startServer runs the binary on free loopback ports and stops it (SIGTERM,
@@ -67,7 +68,7 @@ func startServerUnder(t *testing.T, wrapper []string, args ...string) *server {
 	t.Helper()
 	args = append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-format", "json"}, args...)
 	argv := append(append(append([]string{}, wrapper...), binary), args...)
-	s := &server{cmd: exec.Command(argv[0], argv[1:]...), exited: make(chan error, 1)}
+	s := &server{cmd: exec.Command(argv[0], argv[1:]...), exited: make(chan struct{})}
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,8 @@ func startServerUnder(t *testing.T, wrapper []string, args ...string) *server {
 				listening <- line
 			}
 		}
-		s.exited <- s.cmd.Wait()
+		s.exit = s.cmd.Wait()
+		close(s.exited)
 	}()
 	t.Cleanup(func() { s.stop(t) })
 	select {
@@ -107,8 +109,10 @@ func (s *server) log() string {
 }
 
 func (s *server) stop(t *testing.T) {
-	if s.cmd.ProcessState != nil {
+	select {
+	case <-s.exited:
 		return
+	default:
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -281,9 +285,9 @@ func TestSIGHUP(t *testing.T) {
 func (s *server) exitsWithin(t *testing.T, began time.Time, timeout time.Duration) {
 	t.Helper()
 	select {
-	case err := <-s.exited:
-		if err != nil {
-			t.Errorf("exit: %v\n%s", err, s.log())
+	case <-s.exited:
+		if s.exit != nil {
+			t.Errorf("exit: %v\n%s", s.exit, s.log())
 		}
 	case <-time.After(timeout + 2*time.Second):
 		t.Fatalf("still running %v after SIGTERM (-shutdown-timeout %v)", timeout+2*time.Second, timeout)

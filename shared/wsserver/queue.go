@@ -37,9 +37,16 @@ func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
 	raw.m, raw.batchCounts = t.m, raw.coalesce && !t.faults.Delaying()
 	if t.opts.Queue > 0 {
 		p.queue = make(chan *Outgoing, t.opts.Queue)
-		p.writer.Go(p.write)
 	}
 	return p
+}
+
+// startWriter starts the connection's one writer, once the 101 is out:
+// what was queued before waits for it.
+func (p *httpPeer) startWriter() {
+	if p.queue != nil {
+		p.writer.Go(p.write)
+	}
 }
 
 // Reply writes from the reader, or through the queue when there is one

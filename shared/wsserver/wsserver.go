@@ -54,8 +54,10 @@ const (
 
 // Handler gives each new connection its behaviour.
 type Handler interface {
-	// Open is called once a connection is upgraded, before its first
-	// message. On gnet it runs on the connection's event loop, as do
+	// Open is called once a connection is upgraded, before the client
+	// can have read its 101 and before its first message: a client that
+	// has seen its 101 finds whatever Open did done (the broadcast hub's
+	// join). What Open queues goes out after the 101. On gnet it runs on the connection's event loop, as do
 	// Message and Closed: none of them may block.
 	Open(p Peer) Session
 }

@@ -146,11 +146,13 @@ type handshakeState struct {
 }
 
 // sendQueue holds the frames not handed to gnet yet (Enqueue, flush), the
+// queue entries they make (a Pair is one entry of two frames), the
 // payload bytes they carry, whether a flush is scheduled on the loop, and
 // the slice the last flush used (reused, not reallocated).
 type sendQueue struct {
 	mu       sync.Mutex
 	frames   [][]byte
+	entries  int
 	spare    [][]byte
 	bytes    int
 	flushing bool

@@ -92,13 +92,15 @@ func (p *httpPeer) write() {
 				p.Close(o.closeCode)
 				return
 			}
-			if len(p.queue) > 0 {
+			if len(p.queue) > 0 || o.then != nil {
 				p.raw.batch()
 			}
-			if err := p.ws.write(Text, o.Data); err != nil {
-				return
+			for m := o; m != nil; m = m.then {
+				if err := p.ws.write(Text, m.Data); err != nil {
+					return
+				}
+				p.m.Sent(len(m.Data))
 			}
-			p.m.Sent(len(o.Data))
 			if len(p.queue) == 0 && p.raw.flush() != nil {
 				return
 			}

@@ -33,9 +33,9 @@ func TestSlowCloseFindsTheNonReader(t *testing.T) {
 		sender.joined(t)
 		lifecycletest.WaitFor(t, "two connections", func() bool { return tg.Stats().ConnectionsActive == 2 })
 
-		// Broadcasts of 1 KiB, two in flight, until the non-reader's
-		// queue is full: its socket buffers hold a few dozen.
-		pad := strings.Repeat("p", 1<<10)
+		// Broadcasts of 8 KiB, two in flight, until the non-reader's
+		// queue is full: its socket buffers hold a few hundred.
+		pad := strings.Repeat("p", 8<<10)
 		sent := 0
 		broadcast := func() {
 			for sender.resultCount() < sent-window+1 {

@@ -57,13 +57,28 @@ func (h *Hub) Leave(c Client) {
 	h.members.Store(&next)
 }
 
-// Send hands o to every member's queue and returns how many took it: the
-// listenerCount. A member whose queue is full gets the slow policy; one
-// that is closing is left out.
-func (h *Hub) Send(o *wsserver.Outgoing) int {
+// Send hands o to every member's queue and returns how many took it. A
+// member whose queue is full gets the slow policy; one that is closing is
+// left out.
+func (h *Hub) Send(o *wsserver.Outgoing) int { return h.send(o, nil) }
+
+// Broadcast sends o to every member but from, then o and from's result
+// (made with the listenerCount, from counted) to from as one queue entry
+// (wsserver.Pair): every member is charged one entry per broadcast, the
+// sender too, so that with a small -send-queue the slow policy finds the
+// client that does not read, not the one that sends.
+func (h *Hub) Broadcast(o *wsserver.Outgoing, from Client, result func(listeners int) *wsserver.Outgoing) {
+	n := h.send(o, from) + 1
+	h.SendTo(from, wsserver.Pair(o, result(n)))
+}
+
+func (h *Hub) send(o *wsserver.Outgoing, skip Client) int {
 	start := time.Now()
 	sent, dropped := 0, 0
 	for _, c := range *h.members.Load() {
+		if c == skip {
+			continue
+		}
 		switch err := c.Enqueue(o); {
 		case err == nil:
 			sent++

@@ -49,8 +49,9 @@ func (s *session) Message(_ wsserver.Op, data []byte) {
 		if payload == nil {
 			payload = json.RawMessage("null")
 		}
-		n := s.hub.Send(wsserver.NewOutgoing(protocol.AppendBroadcast(nil, payload)))
-		s.hub.SendTo(s.p, wsserver.NewOutgoing(protocol.AppendBroadcastResult(nil, payload, n)))
+		s.hub.Broadcast(wsserver.NewOutgoing(protocol.AppendBroadcast(nil, payload)), s.p, func(n int) *wsserver.Outgoing {
+			return wsserver.NewOutgoing(protocol.AppendBroadcastResult(nil, payload, n))
+		})
 	default:
 		s.invalid(protocol.InvalidType, fmt.Sprintf("unknown message type %q; want %q or %q", req.Type, protocol.TypeEcho, protocol.TypeBroadcast))
 	}

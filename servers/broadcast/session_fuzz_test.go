@@ -14,8 +14,13 @@ type fakePeer struct{ sent [][]byte }
 func (p *fakePeer) Reply(_ wsserver.Op, data []byte) {
 	p.sent = append(p.sent, append([]byte(nil), data...))
 }
-func (p *fakePeer) Enqueue(o *wsserver.Outgoing) error { p.sent = append(p.sent, o.Data); return nil }
-func (p *fakePeer) Close(int)                          {}
+func (p *fakePeer) Enqueue(o *wsserver.Outgoing) error {
+	for m := o; m != nil; m = m.Then() {
+		p.sent = append(p.sent, m.Data)
+	}
+	return nil
+}
+func (p *fakePeer) Close(int) {}
 
 // FuzzSessionMessage: whatever a client sends, the session answers it
 // with valid JSON (an echo of the message itself, a broadcast and its

@@ -146,11 +146,13 @@ type handshakeState struct {
 }
 
 // sendQueue holds the frames not handed to gnet yet (Enqueue, flush), the
+// queue entries they make (a Pair is one entry of two frames), the
 // payload bytes they carry, whether a flush is scheduled on the loop, and
 // the slice the last flush used (reused, not reallocated).
 type sendQueue struct {
 	mu       sync.Mutex
 	frames   [][]byte
+	entries  int
 	spare    [][]byte
 	bytes    int
 	flushing bool
@@ -536,6 +538,9 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	st.counted = true
 	g.m.Handshake(protocol.ResultOK, transport, time.Since(hs.first))
 	g.m.Opened()
+	// Opened before the 101 is written: a client that has read it is a
+	// member. What is enqueued meanwhile is flushed by a task that runs on
+	// this loop after this call, so after the 101.
 	st.session = withFaults(g.opts.Handler.Open(st), st, g.faults, st)
 	st.ka = time.AfterFunc(g.cfg.PingInterval, func() { g.onLoop(st, g.keepalive) })
 	added := g.conns.Add(st)

@@ -270,17 +270,26 @@ func (st *gconn) Enqueue(o *Outgoing) error {
 	}
 	q := st.g.opts.Queue
 	frame := o.frameFor(st.deflate)
+	var then []byte
+	if o.then != nil {
+		then = o.then.frameFor(st.deflate)
+	}
 	sq.mu.Lock()
 	switch {
 	case st.shut.Load():
 		sq.mu.Unlock()
 		return ErrClosing
-	case len(sq.frames) >= q || st.outbound.Load() > int64(q)*int64(len(frame)):
+	case sq.entries >= q || st.outbound.Load() > int64(q)*int64(len(frame)+len(then)):
 		sq.mu.Unlock()
 		return ErrQueueFull
 	}
+	sq.entries++
 	sq.frames = append(sq.frames, frame)
 	sq.bytes += len(o.Data)
+	if then != nil {
+		sq.frames = append(sq.frames, then)
+		sq.bytes += len(o.then.Data)
+	}
 	schedule := !sq.flushing
 	sq.flushing = true
 	sq.mu.Unlock()
@@ -311,7 +320,7 @@ func (st *gconn) flush() {
 	sq.mu.Lock()
 	frames, n, bytes := sq.frames, len(sq.frames), sq.bytes
 	sq.frames, sq.spare = sq.spare[:0], frames
-	sq.bytes = 0
+	sq.bytes, sq.entries = 0, 0
 	sq.flushing = false
 	sq.mu.Unlock()
 	defer clear(frames) // the frames belong to their Outgoing, not to us

@@ -115,8 +115,12 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.m.Handshake(rf.result, transport, 0)
 		return
 	}
+	// The 101 is held until the handler has opened the session (serve):
+	// a client that has read it is a member already.
+	raw.holdOpening()
 	ws, err := t.upgrade(w, r, raw, t.m)
 	if err != nil {
+		_ = raw.openDone() // the library's answer goes out as it is written
 		t.gate.Release()
 		t.m.Handshake(protocol.ResultFailed, transport, 0)
 		return
@@ -149,12 +153,6 @@ func (t *httpTarget) serve(p *httpPeer, added bool) {
 			t.conns.Remove(p)
 		}
 	}()
-	if !added {
-		// Shutdown began during the upgrade and will not wait for this
-		// connection: say goodbye here, within the deadline.
-		_ = p.raw.SetDeadline(time.Now().Add(closeWait))
-		p.ws.close(CloseGoingAway)
-	}
 	var q *delayQueue
 	if t.faults.Delaying() {
 		q = newDelayQueue()
@@ -162,6 +160,16 @@ func (t *httpTarget) serve(p *httpPeer, added bool) {
 	}
 	s := withFaults(t.opts.Handler.Open(p), p, t.faults, q)
 	defer s.Closed()
+	// Only now the 101 goes out, with whatever was written behind it (a
+	// close); then the writer sends what was queued since Open.
+	_ = p.raw.openDone() // a failed write fails the first read too
+	p.startWriter()
+	if !added {
+		// Shutdown began during the upgrade and will not wait for this
+		// connection: say goodbye here, within the deadline.
+		_ = p.raw.SetDeadline(time.Now().Add(closeWait))
+		p.ws.close(CloseGoingAway)
+	}
 	p.keepalive(t.cfg.PingInterval, t.cfg.PingTimeout)
 	reason = p.ws.serve(s)
 }
@@ -249,6 +257,7 @@ type trackedConn struct {
 	coalesce bool            // set once before serving: a connection without a queue
 	raw      syscall.RawConn // the socket, to ask whether input is waiting; nil in TLS
 	held     atomic.Bool
+	opening  atomic.Bool // held from the upgrade until the session is open
 	wmu      sync.Mutex
 	pending  *[]byte // under wmu; a pooled buffer while held
 	waiting  int     // bytes in the socket's receive queue, as inputWaiting found
@@ -304,6 +313,22 @@ func (c *trackedConn) sent(n int) {
 func (c *trackedConn) flushCounts() {
 	c.m.ReceivedBatch(c.rx.take())
 	c.m.SentBatch(c.tx.take())
+}
+
+// holdOpening holds every write, the 101 first, until openDone, so that
+// the handler opens the session before the client can read its 101.
+// Unlike a batch, a read does not end it: net/http's background read may
+// still be running.
+func (c *trackedConn) holdOpening() {
+	c.opening.Store(true)
+	c.held.Store(true)
+}
+
+// openDone writes the 101 and what was written behind it, and ends the
+// hold.
+func (c *trackedConn) openDone() error {
+	c.opening.Store(false)
+	return c.flush()
 }
 
 func (c *trackedConn) holdWrites() {
@@ -419,7 +444,7 @@ func (c *trackedConn) writeNoWait(b []byte) {
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	c.flushCounts()
-	if c.held.Load() {
+	if c.held.Load() && !c.opening.Load() {
 		// As the TCP floor writes once per read of up to 16 KiB: a long
 		// stream of input does not hold the replies to its start.
 		if c.heldRead >= heldLimit || !c.inputWaiting() {

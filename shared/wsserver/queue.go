@@ -37,9 +37,16 @@ func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
 	raw.m, raw.batchCounts = t.m, raw.coalesce && !t.faults.Delaying()
 	if t.opts.Queue > 0 {
 		p.queue = make(chan *Outgoing, t.opts.Queue)
-		p.writer.Go(p.write)
 	}
 	return p
+}
+
+// startWriter starts the connection's one writer, once the 101 is out:
+// what was queued before waits for it.
+func (p *httpPeer) startWriter() {
+	if p.queue != nil {
+		p.writer.Go(p.write)
+	}
 }
 
 // Reply writes from the reader, or through the queue when there is one
@@ -85,13 +92,15 @@ func (p *httpPeer) write() {
 				p.Close(o.closeCode)
 				return
 			}
-			if len(p.queue) > 0 {
+			if len(p.queue) > 0 || o.then != nil {
 				p.raw.batch()
 			}
-			if err := p.ws.write(Text, o.Data); err != nil {
-				return
+			for m := o; m != nil; m = m.then {
+				if err := p.ws.write(Text, m.Data); err != nil {
+					return
+				}
+				p.m.Sent(len(m.Data))
 			}
-			p.m.Sent(len(o.Data))
 			if len(p.queue) == 0 && p.raw.flush() != nil {
 				return
 			}

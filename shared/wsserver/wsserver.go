@@ -54,8 +54,10 @@ const (
 
 // Handler gives each new connection its behaviour.
 type Handler interface {
-	// Open is called once a connection is upgraded, before its first
-	// message. On gnet it runs on the connection's event loop, as do
+	// Open is called once a connection is upgraded, before the client
+	// can have read its 101 and before its first message: a client that
+	// has seen its 101 finds whatever Open did done (the broadcast hub's
+	// join). What Open queues goes out after the 101. On gnet it runs on the connection's event loop, as do
 	// Message and Closed: none of them may block.
 	Open(p Peer) Session
 }
@@ -74,9 +76,9 @@ type Peer interface {
 	// Reply writes a message from within Message. On a queued connection
 	// (Options.Queue > 0) it goes through the queue like Enqueue.
 	Reply(op Op, data []byte)
-	// Enqueue hands a text message to the connection's one writer without
-	// waiting. It returns ErrQueueFull when Options.Queue messages are
-	// waiting already, ErrClosing once the server or the client has begun
+	// Enqueue hands a text message (or a Pair) to the connection's one
+	// writer without waiting. It returns ErrQueueFull when Options.Queue
+	// entries are waiting already, ErrClosing once the server or the client has begun
 	// to close; either way nothing is sent.
 	Enqueue(o *Outgoing) error
 	// Close starts the server's close with code: whatever is queued is
@@ -125,7 +127,25 @@ type Outgoing struct {
 	// closeCode, when not 0, makes this no message but the order to close
 	// with that code once everything queued before it is written.
 	closeCode int
+
+	// then goes out right after Data as part of the same queue entry
+	// (Pair).
+	then *Outgoing
 }
+
+// Pair is one queue entry of two messages that go out one after the
+// other: a broadcast's copy for its sender and the sender's result. The
+// send queue counts it as one, so that a sender is charged one entry per
+// broadcast, as every other member is, and a full queue points at a client
+// that does not read rather than at the one that sends. second must be a
+// single message.
+func Pair(first, second *Outgoing) *Outgoing {
+	return &Outgoing{Data: first.Data, then: second}
+}
+
+// Then is the message that goes out right after o in the same queue entry,
+// nil unless o is a Pair.
+func (o *Outgoing) Then() *Outgoing { return o.then }
 
 // drainCloser is a queued connection that can close after what it has
 // queued (-fault-close-after: the client sees its n replies, then 1011),

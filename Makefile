@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go test-docker docker fuzz stress soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast experiment-handshake experiment-echo build clean \
+.PHONY: run-server list deps test lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast experiment-handshake experiment-echo build clean \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
@@ -53,9 +53,19 @@ fuzz:
 
 ## stress: the timing-sensitive tests STRESSN times each beside a busy loop on every core; pass counts per test
 STRESSN ?= 20
-STRESS_TESTS ?= ./loadgen/broadcast:TestSubscribers ./servers/socketio:TestPolling ./servers/broadcast:TestBacklogGoesOutTogether
+STRESS_RACES := ./servers/socketio:'^(TestPollingCloseRace|TestUpgradeRace|TestHeartbeatRace)$$'
+STRESS_TESTS ?= $(STRESS_RACES) \
+	./servers/socketio:'^(TestBlockingContract|TestBlockingRepeatedConnects|TestBlockingLeaversGiveUpTheirTurn|TestFaultModes|TestPolling)' \
+	./servers/broadcast:'^(TestMemberOnceUpgraded|TestSlowCloseFindsTheNonReader|TestBacklogGoesOutTogether)$$' \
+	./servers/echo:'^(TestFrameBytes|TestOverflowBounded)$$' \
+	./servers:'^(TestTimeBounds|TestLongPollOutlivesBounds|TestSIGHUP)$$' \
+	./loadgen/broadcast:'^TestSubscribers'
 stress:
 	flock /tmp/knowngood-bench.lock go run ./scripts/stress -n $(STRESSN) $(STRESS_TESTS)
+
+## stress-races: the Socket.IO race tests 200 times each beside the busy loop
+stress-races:
+	flock /tmp/knowngood-bench.lock go run ./scripts/stress -n 200 $(STRESS_RACES)
 
 ## soak: 10 rounds of 5,000 connect/echo/disconnect on every variant; goroutines back to baseline, RSS within 10% of round 1
 soak:

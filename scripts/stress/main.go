@@ -3,7 +3,7 @@
 // A test that depends on timing must pass there every time: this is the
 // loaded machine that CI and the users' own runs can be.
 //
-//	go run ./scripts/stress -n 200 ./servers/socketio:TestPollingClose ./loadgen/broadcast:TestSubscribers
+//	go run ./scripts/stress -n 200 ./servers/socketio:TestPollingCloseRace ./loadgen/broadcast:TestSubscribers
 //
 // Each PKG:REGEX is built once with -race (go test -c) and its binary run n
 // times, one process a run, in the package's directory, with -test.run
@@ -86,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	for _, a := range fs.Args() {
 		pkg, re, ok := strings.Cut(a, ":")
 		if !ok || pkg == "" || re == "" {
-			return o, fmt.Errorf("%q: want PKG:REGEX, e.g. ./servers/socketio:TestPollingClose", a)
+			return o, fmt.Errorf("%q: want PKG:REGEX, e.g. ./servers/socketio:TestPollingCloseRace", a)
 		}
 		if _, err := regexp.Compile(re); err != nil {
 			return o, fmt.Errorf("%q: %v", a, err)

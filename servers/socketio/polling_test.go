@@ -82,30 +82,6 @@ func TestPollingHeartbeat(t *testing.T) {
 	// orderly-close timer, which goleak would take for a leak.
 }
 
-func TestPollingClose(t *testing.T) {
-	tg := start(t, socketio.Empty, suiteConfig)
-	sid := pollingSession(t, tg)
-	type result struct {
-		code int
-		body string
-	}
-	pending := make(chan result, 1)
-	go func() {
-		code, body := httpDo(t, http.MethodGet, pollURL(tg, sid), "")
-		pending <- result{code, body}
-	}()
-	time.Sleep(50 * time.Millisecond) // let the GET be the pending one
-	if code, _ := httpDo(t, http.MethodPost, pollURL(tg, sid), "1"); code != 200 {
-		t.Errorf("close packet: %d", code)
-	}
-	if r := <-pending; r.code != 200 || r.body != "6" {
-		t.Errorf("pending poll on close: %d %q, want a noop (6)", r.code, r.body)
-	}
-	if code, _ := httpDo(t, http.MethodGet, pollURL(tg, sid), ""); code != http.StatusBadRequest {
-		t.Errorf("poll after close: %d, want 400", code)
-	}
-}
-
 func TestPollingUpgrade(t *testing.T) {
 	tg := start(t, socketio.Empty, suiteConfig)
 	upgrade := func(sid string) *websocket.Conn {
@@ -132,7 +108,7 @@ func TestPollingUpgrade(t *testing.T) {
 	send(t, conn, "2probe")
 	readText(t, conn)
 	send(t, conn, "5")
-	time.Sleep(50 * time.Millisecond)
+	// The upgrade was sent first: the GET waits for it (TestUpgradeRace).
 	if code, _ := httpDo(t, http.MethodGet, pollURL(tg, sid), ""); code != http.StatusBadRequest {
 		t.Errorf("poll after the upgrade: %d, want 400", code)
 	}

@@ -102,9 +102,14 @@ func TestRunShutsDownWithinTimeout(t *testing.T) {
 		target := &slowTarget{srv: &http.Server{}, stop: c.stop}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		listening := &lineWatch{want: "msg=listening", seen: make(chan struct{})}
+		log := slog.New(slog.NewTextHandler(listening, nil))
 		go func() { done <- lifecycle.Run(ctx, cfg, log, nil, target, http.NotFoundHandler()) }()
-		time.Sleep(50 * time.Millisecond)
+		select { // serving: the cancel below is a shutdown
+		case <-listening.seen:
+		case err := <-done:
+			t.Fatalf("Run ended before it listened: %v", err)
+		}
 		began := time.Now()
 		cancel()
 		err := <-done
@@ -124,4 +129,18 @@ func TestRunReportsBadAddress(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "-addr 256.0.0.1:1") {
 		t.Errorf("err %v, want one that names -addr", err)
 	}
+}
+
+// lineWatch closes seen at the first log line that contains want.
+type lineWatch struct {
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
 }

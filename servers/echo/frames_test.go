@@ -13,36 +13,8 @@ import (
 	"time"
 
 	"knowngood/shared/config"
+	"knowngood/shared/wsserver/wstest"
 )
-
-// maskKey is the mask of every frame the byte-level tests write.
-var maskKey = [4]byte{0x37, 0xfa, 0x21, 0x3d}
-
-// clientFrame is one masked frame: first byte b0 (FIN, RSV, opcode), the
-// payload masked with maskKey.
-func clientFrame(b0 byte, payload []byte) []byte {
-	b := clientHeader(b0, uint64(len(payload)))
-	for i, c := range payload {
-		b = append(b, c^maskKey[i%4])
-	}
-	return b
-}
-
-// clientHeader is a masked frame header announcing n payload bytes, in the
-// shortest length encoding; n past 2^63-1 sets the top bit RFC 6455 5.2
-// forbids.
-func clientHeader(b0 byte, n uint64) []byte {
-	b := []byte{b0}
-	switch {
-	case n <= 125:
-		b = append(b, 0x80|byte(n))
-	case n <= 0xffff:
-		b = binary.BigEndian.AppendUint16(append(b, 0x80|126), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint64(append(b, 0x80|127), n)
-	}
-	return append(b, maskKey[:]...)
-}
 
 // serverClose is the server's close frame with code and no reason, as
 // Node's ws sends it.
@@ -97,42 +69,42 @@ func frameCases() []frameCase {
 	const max = 1000 // -max-message
 	text := func(fin bool, p []byte) []byte {
 		if fin {
-			return clientFrame(0x81, p)
+			return wstest.Frame(0x81, p)
 		}
-		return clientFrame(0x01, p)
+		return wstest.Frame(0x01, p)
 	}
 	closeWith := func(code int, reason string) []byte {
-		return clientFrame(0x88, closePayload(code, reason))
+		return wstest.Frame(0x88, closePayload(code, reason))
 	}
 	cases := []frameCase{
 		{name: "overflowing continuation 2^63-1",
-			send: append(text(false, payload(10)), clientHeader(0x80, math.MaxInt64)...),
+			send: append(text(false, payload(10)), wstest.Header(0x80, math.MaxInt64)...),
 			want: serverClose(1009)},
 		{name: "overflowing continuation 2^63-10",
-			send: append(text(false, payload(10)), clientHeader(0x80, math.MaxInt64-9)...),
+			send: append(text(false, payload(10)), wstest.Header(0x80, math.MaxInt64-9)...),
 			want: serverClose(1009)},
 		{name: "overflowing continuation 2^63-11",
-			send: append(text(false, payload(10)), clientHeader(0x80, math.MaxInt64-10)...),
+			send: append(text(false, payload(10)), wstest.Header(0x80, math.MaxInt64-10)...),
 			want: serverClose(1009)},
-		{name: "header announcing 2^63-1", send: clientHeader(0x82, math.MaxInt64), want: serverClose(1009)},
-		{name: "length with the top bit set", send: clientHeader(0x82, lengthTop+5), want: serverClose(1002), quick: true},
-		{name: "close frame with 1 byte", send: clientFrame(0x88, []byte{3}), want: serverClose(1002), quick: true},
+		{name: "header announcing 2^63-1", send: wstest.Header(0x82, math.MaxInt64), want: serverClose(1009)},
+		{name: "length with the top bit set", send: wstest.Header(0x82, lengthTop+5), want: serverClose(1002), quick: true},
+		{name: "close frame with 1 byte", send: wstest.Frame(0x88, []byte{3}), want: serverClose(1002), quick: true},
 		{name: "close reason not UTF-8", send: closeWith(1000, "\xce\xba\xff"), want: serverClose(1007), quick: true},
-		{name: "close frame of 126 bytes", send: clientFrame(0x88, closePayload(1000, string(payload(124)))), want: serverClose(1002), quick: true},
-		{name: "fragmented close", send: clientFrame(0x08, closePayload(1000, "")), want: serverClose(1002), quick: true},
-		{name: "empty close", send: clientFrame(0x88, nil), want: serverFrame(0x88, nil), quick: true},
-		{name: "oversize message", send: clientFrame(0x82, payload(max+1)), want: serverClose(1009), answer: true},
-		{name: "oversize in fragments", send: append(text(false, payload(600)), clientFrame(0x80, payload(401))...), want: serverClose(1009), answer: true},
+		{name: "close frame of 126 bytes", send: wstest.Frame(0x88, closePayload(1000, string(payload(124)))), want: serverClose(1002), quick: true},
+		{name: "fragmented close", send: wstest.Frame(0x08, closePayload(1000, "")), want: serverClose(1002), quick: true},
+		{name: "empty close", send: wstest.Frame(0x88, nil), want: serverFrame(0x88, nil), quick: true},
+		{name: "oversize message", send: wstest.Frame(0x82, payload(max+1)), want: serverClose(1009), answer: true},
+		{name: "oversize in fragments", send: append(text(false, payload(600)), wstest.Frame(0x80, payload(401))...), want: serverClose(1009), answer: true},
 		{name: "a message, then a bad opcode",
-			send: append(text(true, []byte("hi")), clientFrame(0x83, nil)...),
+			send: append(text(true, []byte("hi")), wstest.Frame(0x83, nil)...),
 			want: append(serverFrame(0x81, []byte("hi")), serverClose(1002)...), answer: true},
-		{name: "RSV1 without compression", send: clientFrame(0xc1, []byte("x")), want: serverClose(1002), answer: true},
+		{name: "RSV1 without compression", send: wstest.Frame(0xc1, []byte("x")), want: serverClose(1002), answer: true},
 	}
 	// Autobahn 7.7.x and 7.9.x: valid codes are echoed with their reason,
 	// as Node's ws does; invalid ones get 1002.
 	for _, code := range []int{1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 3000, 3999, 4000, 4999} {
 		p := closePayload(code, "bye")
-		cases = append(cases, frameCase{name: fmt.Sprintf("close %d", code), send: clientFrame(0x88, p), want: serverFrame(0x88, p), quick: true})
+		cases = append(cases, frameCase{name: fmt.Sprintf("close %d", code), send: wstest.Frame(0x88, p), want: serverFrame(0x88, p), quick: true})
 	}
 	for _, code := range []int{0, 999, 1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000, 65535} {
 		cases = append(cases, frameCase{name: fmt.Sprintf("close %d", code), send: closeWith(code, ""), want: serverClose(1002), quick: true})
@@ -154,7 +126,7 @@ func TestFrameBytes(t *testing.T) {
 		// The reference: the server's close wait, for a client that
 		// does not answer.
 		rc := rawDial(t, tg.Addr)
-		rc.write(clientFrame(0x82, payload(1001)))
+		rc.write(wstest.Frame(0x82, payload(1001)))
 		if got := rc.readExactly(4); !bytes.Equal(got, serverClose(1009)) {
 			t.Fatalf("got % x, want % x", got, serverClose(1009))
 		}
@@ -170,7 +142,7 @@ func TestFrameBytes(t *testing.T) {
 					t.Fatalf("got % x, want % x", got, c.want)
 				}
 				if c.answer {
-					rc.write(clientFrame(0x88, got[len(got)-2:]))
+					rc.write(wstest.Frame(0x88, got[len(got)-2:]))
 				}
 				rest, took := rc.untilEOF()
 				if len(rest) > 0 {
@@ -191,8 +163,8 @@ func TestOverflowBounded(t *testing.T) {
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
 		rc := rawDial(t, tg.Addr)
-		rc.write(clientFrame(0x01, payload(10)))
-		rc.write(clientHeader(0x80, math.MaxInt64-9))
+		rc.write(wstest.Frame(0x01, payload(10)))
+		rc.write(wstest.Header(0x80, math.MaxInt64-9))
 		if got := rc.readExactly(4); !bytes.Equal(got, serverClose(1009)) {
 			t.Fatalf("got % x, want 1009 at once", got)
 		}

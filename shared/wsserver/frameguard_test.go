@@ -9,31 +9,9 @@ import (
 	"testing"
 
 	"github.com/gobwas/ws"
+
+	"knowngood/shared/wsserver/wstest"
 )
-
-var testMask = [4]byte{1, 2, 3, 4}
-
-// masked is one masked client frame.
-func masked(b0 byte, payload []byte) []byte {
-	b := maskedHeader(b0, uint64(len(payload)))
-	for i, c := range payload {
-		b = append(b, c^testMask[i%4])
-	}
-	return b
-}
-
-func maskedHeader(b0 byte, n uint64) []byte {
-	b := []byte{b0}
-	switch {
-	case n <= 125:
-		b = append(b, 0x80|byte(n))
-	case n <= 0xffff:
-		b = binary.BigEndian.AppendUint16(append(b, 0x80|126), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint64(append(b, 0x80|127), n)
-	}
-	return append(b, testMask[:]...)
-}
 
 func closeBody(code int, reason string) []byte {
 	return append(binary.BigEndian.AppendUint16(nil, uint16(code)), reason...)
@@ -69,17 +47,17 @@ func TestHeaderCode(t *testing.T) {
 }
 
 func TestParseHeader(t *testing.T) {
-	full := maskedHeader(0x82, 1<<40)
+	full := wstest.Header(0x82, 1<<40)
 	for n := range len(full) {
 		if _, hlen, err := parseHeader(full[:n]); hlen != 0 || err != nil {
 			t.Fatalf("%d of %d bytes: %d, %v; want incomplete", n, len(full), hlen, err)
 		}
 	}
 	h, hlen, err := parseHeader(full)
-	if err != nil || hlen != 14 || h.Length != 1<<40 || h.Mask != testMask || h.OpCode != ws.OpBinary || !h.Fin {
+	if err != nil || hlen != 14 || h.Length != 1<<40 || h.Mask != wstest.Mask || h.OpCode != ws.OpBinary || !h.Fin {
 		t.Fatalf("%+v %d %v", h, hlen, err)
 	}
-	if _, _, err := parseHeader(maskedHeader(0x82, 1<<63)); !errors.Is(err, errLengthMSB) {
+	if _, _, err := parseHeader(wstest.Header(0x82, 1<<63)); !errors.Is(err, errLengthMSB) {
 		t.Fatalf("top bit set: %v", err)
 	}
 }
@@ -156,25 +134,25 @@ func guardRead(t *testing.T, in, cuts, sizes []byte, limit int64) ([]byte, error
 // TestFrameGuard: what the guard lets through before a bad frame, and the
 // close code it gives, do not depend on how the bytes come in.
 func TestFrameGuard(t *testing.T) {
-	good := append(masked(0x01, []byte("Hel")), masked(0x89, []byte("ping"))...)
-	good = append(good, masked(0x80, []byte("lo"))...)
-	good = append(good, masked(0x88, closeBody(1000, "bye"))...)
+	good := append(wstest.Frame(0x01, []byte("Hel")), wstest.Frame(0x89, []byte("ping"))...)
+	good = append(good, wstest.Frame(0x80, []byte("lo"))...)
+	good = append(good, wstest.Frame(0x88, closeBody(1000, "bye"))...)
 	for _, c := range []struct {
 		name string
 		bad  []byte
 		code int
 	}{
-		{"overflowing continuation", append(masked(0x01, payload10()), maskedHeader(0x80, math.MaxInt64-9)...), 1009},
-		{"top bit", maskedHeader(0x82, 1<<63), 1002},
-		{"close of 1 byte", masked(0x88, []byte{1}), 1002},
-		{"close reason not UTF-8", masked(0x88, closeBody(1000, "\xce")), 1007},
-		{"fragmented close", masked(0x08, nil), 1002},
+		{"overflowing continuation", append(wstest.Frame(0x01, payload10()), wstest.Header(0x80, math.MaxInt64-9)...), 1009},
+		{"top bit", wstest.Header(0x82, 1<<63), 1002},
+		{"close of 1 byte", wstest.Frame(0x88, []byte{1}), 1002},
+		{"close reason not UTF-8", wstest.Frame(0x88, closeBody(1000, "\xce")), 1007},
+		{"fragmented close", wstest.Frame(0x08, nil), 1002},
 	} {
 		in := append(append([]byte(nil), good...), c.bad...)
-		in = append(in, masked(0x81, []byte("never read"))...)
+		in = append(in, wstest.Frame(0x81, []byte("never read"))...)
 		want := len(good)
 		if c.name == "overflowing continuation" {
-			want += len(masked(0x01, payload10()))
+			want += len(wstest.Frame(0x01, payload10()))
 		}
 		for _, sizes := range [][]byte{nil, {0}, {2, 13}, {200}} {
 			out, err := guardRead(t, in, []byte{0, 5, 1, 30}, sizes, 1000)
@@ -195,11 +173,11 @@ func payload10() []byte { return []byte("0123456789") }
 // it): with -max-message 1000, no frame it passes announces more than the
 // message has left.
 func FuzzFrameGuard(f *testing.F) {
-	f.Add(append(masked(0x01, payload10()), maskedHeader(0x80, math.MaxInt64-9)...), []byte{3, 7}, []byte{0})
-	f.Add(append(masked(0x01, payload10()), maskedHeader(0x80, math.MaxInt64-10)...), []byte{}, []byte{})
-	f.Add(maskedHeader(0x82, 1<<63), []byte{1}, []byte{5})
-	f.Add(masked(0x88, closeBody(1000, "\xce\xba")), []byte{2, 2}, []byte{1})
-	f.Add(append(masked(0x81, []byte("hi")), masked(0x88, closeBody(1000, "bye"))...), []byte{}, []byte{40})
+	f.Add(append(wstest.Frame(0x01, payload10()), wstest.Header(0x80, math.MaxInt64-9)...), []byte{3, 7}, []byte{0})
+	f.Add(append(wstest.Frame(0x01, payload10()), wstest.Header(0x80, math.MaxInt64-10)...), []byte{}, []byte{})
+	f.Add(wstest.Header(0x82, 1<<63), []byte{1}, []byte{5})
+	f.Add(wstest.Frame(0x88, closeBody(1000, "\xce\xba")), []byte{2, 2}, []byte{1})
+	f.Add(append(wstest.Frame(0x81, []byte("hi")), wstest.Frame(0x88, closeBody(1000, "bye"))...), []byte{}, []byte{40})
 	f.Fuzz(func(t *testing.T, in, cuts, sizes []byte) {
 		if len(sizes) > 8 {
 			sizes = sizes[:8]

@@ -18,6 +18,7 @@ import (
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/lifecycle/lifecycletest"
 	"knowngood/shared/metrics"
+	"knowngood/shared/wsserver/wstest"
 )
 
 // echoing sends every message back: the echo target's handler.
@@ -41,13 +42,13 @@ const fuzzMax = 1000
 // -max-message plus a frame header, whatever the bytes: a length that
 // would overflow a sum included.
 func FuzzGnetFrames(f *testing.F) {
-	f.Add(append(masked(0x01, payload10()), maskedHeader(0x80, math.MaxInt64-9)...), []byte{9, 3})
-	f.Add(append(masked(0x01, payload10()), maskedHeader(0x80, math.MaxInt64-10)...), []byte{})
-	f.Add(maskedHeader(0x82, math.MaxInt64), []byte{1})
-	f.Add(maskedHeader(0x82, 1<<63), []byte{})
-	f.Add(append(masked(0x01, make([]byte, 600)), masked(0x80, make([]byte, 399))...), []byte{100, 200})
-	f.Add(masked(0x88, closeBody(1000, "\xce")), []byte{})
-	f.Add(append(masked(0x81, []byte("hi")), masked(0x88, closeBody(1000, "bye"))...), []byte{2})
+	f.Add(append(wstest.Frame(0x01, payload10()), wstest.Header(0x80, math.MaxInt64-9)...), []byte{9, 3})
+	f.Add(append(wstest.Frame(0x01, payload10()), wstest.Header(0x80, math.MaxInt64-10)...), []byte{})
+	f.Add(wstest.Header(0x82, math.MaxInt64), []byte{1})
+	f.Add(wstest.Header(0x82, 1<<63), []byte{})
+	f.Add(append(wstest.Frame(0x01, make([]byte, 600)), wstest.Frame(0x80, make([]byte, 399))...), []byte{100, 200})
+	f.Add(wstest.Frame(0x88, closeBody(1000, "\xce")), []byte{})
+	f.Add(append(wstest.Frame(0x81, []byte("hi")), wstest.Frame(0x88, closeBody(1000, "bye"))...), []byte{2})
 
 	var g *gnetTarget
 	build := func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {

@@ -54,7 +54,7 @@ func httpDo(t *testing.T, method, url, body string) (int, string) {
 }
 
 func TestPollingHeartbeat(t *testing.T) {
-	// A longer connect timeout than the suite's: this session never joins
+	// A longer connect timeout than the suite's: the Engine.IO session here never joins
 	// a namespace, and a polling session the server closes while no GET is
 	// pending keeps the library's 30 s orderly-close timer (as Node's
 	// engine.io does), which goleak would take for a leak.

@@ -72,7 +72,7 @@ type session struct {
 	// refused is set when the server answered a CONNECT with CONNECT_ERROR
 	// (an unknown namespace, a middleware error).
 	refused atomic.Bool
-	// upgrades counts WebSocket upgrade requests of this session that the
+	// upgrades counts WebSocket upgrade requests of the session that the
 	// engine is handling, and upgradeRead is set once the client's upgrade
 	// packet has been read (see pollAfterUpgrade).
 	upgrades    atomic.Int32

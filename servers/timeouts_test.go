@@ -323,7 +323,6 @@ func reached(got, want map[string]map[string]uint64) bool {
 	return true
 }
 
-
 // TestLongPollOutlivesBounds: with every HTTP bound shorter than the ping
 // interval, an Engine.IO long-polling GET is held until the ping, as it
 // should be, and a WebSocket client that answers pings stays.

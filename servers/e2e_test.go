@@ -124,13 +124,9 @@ func (s *server) stop(t *testing.T) {
 	}
 }
 
-// stats reads /stats on a connection of its own, closed after: a kept-alive
-// one would be closed by -idle-timeout and counted in the figures a test
-// checks.
 func (s *server) stats(t *testing.T) protocol.Stats {
 	t.Helper()
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	resp, err := client.Get(s.admin + "/stats")
+	resp, err := http.Get(s.admin + "/stats")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,9 +124,17 @@ func (s *server) stop(t *testing.T) {
 	}
 }
 
+// stats reads /stats on a kept-alive connection: at its open-files limit a
+// target may not accept a new one (TestEMFILE).
 func (s *server) stats(t *testing.T) protocol.Stats {
 	t.Helper()
-	resp, err := http.Get(s.admin + "/stats")
+	return s.statsWith(t, http.DefaultClient)
+}
+
+// statsWith reads /stats through client.
+func (s *server) statsWith(t *testing.T, client *http.Client) protocol.Stats {
+	t.Helper()
+	resp, err := client.Get(s.admin + "/stats")
 	if err != nil {
 		t.Fatal(err)
 	}

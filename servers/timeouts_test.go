@@ -327,17 +327,7 @@ func reached(got, want map[string]map[string]uint64) bool {
 // a kept-alive one would be closed by -idle-timeout and counted.
 func statsNoKeepAlive(t *testing.T, s *server) protocol.Stats {
 	t.Helper()
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: outlives}
-	resp, err := client.Get(s.admin + "/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	st, err := protocol.DecodeStats(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return s.statsWith(t, &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: outlives})
 }
 
 // TestLongPollOutlivesBounds: with every HTTP bound shorter than the ping

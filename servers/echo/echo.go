@@ -3,9 +3,9 @@
 // measured against (echo-tcp).
 //
 // The WebSocket serving itself, the same on the three libraries, is
-// shared/wsserver's (see DESIGN.md and issue 3): the upgrade on any path,
-// 426/400/403/503 refusals, reassembly, 1009 over -max-message, 1007 for
-// invalid UTF-8, the close handshake, 1001 on Shutdown, the accounting.
+// shared/wsserver's: the upgrade on any path, 426/400/403/503 refusals,
+// reassembly, 1009 over -max-message, 1007 for invalid UTF-8, the close
+// handshake, 1001 on Shutdown, the accounting (its tests are beside it).
 // What is this package's: every message comes back as it came, written by
 // the reader that read it.
 package echo
@@ -47,9 +47,12 @@ var options = wsserver.Options{Handler: echoHandler{}}
 // one session serves every connection.
 type echoHandler struct{}
 
-func (echoHandler) Open(p wsserver.Peer) wsserver.Session { return echoSession{p} }
+func (echoHandler) Open(p wsserver.Peer) wsserver.Session { return echoSession{p: p} }
 
-type echoSession struct{ p wsserver.Peer }
+// echoSession writes each message back from the reader that read it.
+type echoSession struct {
+	wsserver.NopSession
+	p wsserver.Peer
+}
 
 func (s echoSession) Message(op wsserver.Op, data []byte) { s.p.Reply(op, data) }
-func (echoSession) Closed()                               {}

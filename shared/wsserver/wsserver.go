@@ -1,26 +1,3 @@
-// Package wsserver serves WebSocket connections on three libraries
-// (gorilla/websocket, coder/websocket, and gnet with gobwas/ws framing) with
-// one behaviour, so that a target built on it (the echo and broadcast
-// variants) differs only in what it does with each message.
-//
-// What every connection gets, whatever the library: the upgrade on any path;
-// 426 for a request that is not an upgrade, 400 for garbage, 403 for a
-// forbidden Origin, 503 over -max-conns; fragmented messages reassembled;
-// a message over -max-message closed with 1009, invalid UTF-8 text with 1007
-// (gorilla and coder do not check it); the close handshake answered with the
-// client's code; 1001 on Shutdown; handshakes, messages and disconnects
-// counted. What the libraries do not do alike is done here: the request
-// checks (upgrade.go), the UTF-8 check, the size check on decompressed
-// messages, and the accounting.
-//
-// A Handler gives each connection its Session. Two ways to write, and a
-// handler uses one of them: Peer.Reply from within Session.Message (the
-// reader writes: echo), or Peer.Enqueue from anywhere, with one writer per
-// connection behind a bounded queue (broadcast, Options.Queue > 0).
-//
-// Files: upgrade.go (the request checks), httpfront.go (net/http under
-// gorilla and coder), gorilla.go, coder.go, queue.go (the one writer of
-// gorilla and coder), gnet.go and gnetframe.go (gnet with gobwas/ws).
 package wsserver
 
 import (
@@ -70,6 +47,17 @@ type Session interface {
 	// Closed is called once, when the connection has ended.
 	Closed()
 }
+
+// NopSession is a Session that does nothing. Embed it in a session to write
+// only the hooks it needs: a hook added to Session later then breaks no
+// target.
+type NopSession struct{}
+
+// Message drops the message.
+func (NopSession) Message(Op, []byte) {}
+
+// Closed does nothing.
+func (NopSession) Closed() {}
 
 // Peer is the server's side of one connection.
 type Peer interface {

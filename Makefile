@@ -43,7 +43,7 @@ lint:
 ## fuzz: every fuzz target for FUZZTIME each (make test runs their seed corpora)
 FUZZTIME ?= 20s
 FUZZ_TARGETS := ./shared/config:FuzzParse ./shared/protocol:FuzzDecodeStats ./servers/broadcast:FuzzSessionMessage \
-	./servers/echo:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets \
+	./shared/wsserver:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets \
 	./shared/wsserver:FuzzFrameGuard ./shared/wsserver:FuzzGnetFrames
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
@@ -57,7 +57,7 @@ STRESS_RACES := ./servers/socketio:'^(TestPollingCloseRace|TestUpgradeRace|TestH
 STRESS_TESTS ?= $(STRESS_RACES) \
 	./servers/socketio:'^(TestBlockingContract|TestBlockingRepeatedConnects|TestBlockingLeaversGiveUpTheirTurn|TestFaultModes|TestPolling(Heartbeat|Upgrade|MalformedPacket))$$' \
 	./servers/broadcast:'^(TestMemberOnceUpgraded|TestSlowCloseFindsTheNonReader|TestBacklogGoesOutTogether)$$' \
-	./servers/echo:'^(TestFrameBytes|TestOverflowBounded)$$' \
+	./shared/wsserver:'^(TestFrameBytes|TestOverflowBounded)$$' \
 	./servers:'^(TestTimeBounds|TestLongPollOutlivesBounds|TestSIGHUP)$$' \
 	./loadgen/broadcast:'^TestSubscribers'
 stress:

@@ -10,10 +10,8 @@ import (
 	"time"
 
 	coder "github.com/coder/websocket"
-	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
 	"knowngood/shared/protocol"
 )
 
@@ -208,103 +206,5 @@ func TestCoderClient(t *testing.T) {
 			t.Fatalf("close: %v", err)
 		}
 		checkStats(t, diff(before, tg.settled(t)), tl, "1000")
-	})
-}
-
-// TestCompression: with -compression every target negotiates
-// permessage-deflate, echoes compressed messages, and checks -max-message
-// against the inflated size (a small compressed frame can inflate past it).
-func TestCompression(t *testing.T) {
-	forEach(t, func(t *testing.T, name string, b build) {
-		tg := start(t, name, b, func(c *config.Config) { c.Compression = true; c.MaxMessage = 64 << 10 })
-		dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second, EnableCompression: true}
-		conn, resp, err := dialer.Dial(tg.url(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if ext := resp.Header.Get("Sec-WebSocket-Extensions"); !strings.HasPrefix(ext, "permessage-deflate") {
-			t.Fatalf("Sec-WebSocket-Extensions %q, want permessage-deflate", ext)
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		for _, m := range []struct {
-			op int
-			p  []byte
-		}{
-			{websocket.TextMessage, []byte("hi")},
-			{websocket.TextMessage, nil},
-			{websocket.TextMessage, bytes.Repeat([]byte("compressible "), 3000)},
-			{websocket.BinaryMessage, payload(64 << 10)},
-		} {
-			if err := conn.WriteMessage(m.op, m.p); err != nil {
-				t.Fatal(err)
-			}
-			op, got, err := conn.ReadMessage()
-			if err != nil || op != m.op || !bytes.Equal(got, m.p) {
-				t.Fatalf("echo of %d bytes: type %d, %d bytes, %v", len(m.p), op, len(got), err)
-			}
-		}
-		if err := conn.WriteMessage(websocket.TextMessage, bytes.Repeat([]byte("a"), 100<<10)); err != nil {
-			t.Fatal(err)
-		}
-		_, _, err = conn.ReadMessage()
-		var ce *websocket.CloseError
-		if !errors.As(err, &ce) || ce.Code != websocket.CloseMessageTooBig {
-			t.Fatalf("100 KiB inflated over -max-message 64 KiB: %v; want close 1009", err)
-		}
-
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c, resp, err := coder.Dial(ctx, tg.url(), &coder.DialOptions{CompressionMode: coder.CompressionContextTakeover})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.CloseNow()
-		if ext := resp.Header.Get("Sec-WebSocket-Extensions"); !strings.HasPrefix(ext, "permessage-deflate") {
-			t.Fatalf("coder client: Sec-WebSocket-Extensions %q, want permessage-deflate", ext)
-		}
-		c.SetReadLimit(1 << 20)
-		for _, p := range [][]byte{bytes.Repeat([]byte("again and again "), 2000), []byte("x")} {
-			if err := c.Write(ctx, coder.MessageText, p); err != nil {
-				t.Fatal(err)
-			}
-			if _, got, err := c.Read(ctx); err != nil || !bytes.Equal(got, p) {
-				t.Fatalf("coder client: %d bytes back, %v", len(got), err)
-			}
-		}
-		if err := c.Close(coder.StatusNormalClosure, ""); err != nil {
-			t.Fatal(err)
-		}
-
-		// Data that does not inflate is a protocol error.
-		rc := dialTCP(t, tg.Addr)
-		rc.write([]byte(upgradeRequest("Sec-WebSocket-Extensions: permessage-deflate\r\n")))
-		if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
-			t.Fatal(resp.Status)
-		}
-		f := ws.NewTextFrame([]byte{0xff, 0xff, 0xff}) // BTYPE 11 is reserved
-		f.Header.Rsv = ws.Rsv(true, false, false)
-		rc.sendFrame(ws.MaskFrame(f))
-		rc.expectClose(1002)
-	})
-}
-
-// TestMetricsOff: -metrics=false builds the same target with no
-// instrumentation.
-func TestMetricsOff(t *testing.T) {
-	forEach(t, func(t *testing.T, name string, b build) {
-		tg := start(t, name, b, func(c *config.Config) { c.Metrics = false })
-		conn, _, err := websocket.DefaultDialer.Dial(tg.url(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if err := conn.WriteMessage(websocket.TextMessage, []byte("uncounted")); err != nil {
-			t.Fatal(err)
-		}
-		if _, got, err := conn.ReadMessage(); err != nil || string(got) != "uncounted" {
-			t.Fatalf("%q, %v", got, err)
-		}
 	})
 }

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/binary"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -14,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gobwas/ws"
 	"go.uber.org/goleak"
 
 	"knowngood/servers/echo"
@@ -75,8 +72,6 @@ func (tg *target) url() string                          { return tg.URL() }
 func (tg *target) stats() protocol.Stats                { return tg.Stats() }
 func (tg *target) settled(t *testing.T) protocol.Stats  { return tg.Settled(t) }
 
-func waitFor(t *testing.T, what string, cond func() bool) { lifecycletest.WaitFor(t, what, cond) }
-
 // rawConn is a WebSocket client written frame by frame, for what real
 // clients never send.
 type rawConn struct {
@@ -135,75 +130,6 @@ func (rc *rawConn) response() *http.Response {
 		resp.Body = io.NopCloser(strings.NewReader(string(body)))
 	}
 	return resp
-}
-
-// send writes one masked frame.
-func (rc *rawConn) send(op ws.OpCode, fin bool, payload []byte) {
-	rc.t.Helper()
-	rc.sendFrame(ws.MaskFrame(ws.NewFrame(op, fin, payload)))
-}
-
-func (rc *rawConn) sendFrame(f ws.Frame) {
-	rc.t.Helper()
-	if err := ws.WriteFrame(rc.c, f); err != nil {
-		rc.t.Fatal(err)
-	}
-}
-
-// read reads one frame.
-func (rc *rawConn) read() (ws.Header, []byte) {
-	rc.t.Helper()
-	h, err := ws.ReadHeader(rc.br)
-	if err != nil {
-		rc.t.Fatalf("reading a frame: %v", err)
-	}
-	p := make([]byte, h.Length)
-	if _, err := io.ReadFull(rc.br, p); err != nil {
-		rc.t.Fatalf("reading a payload: %v", err)
-	}
-	return h, p
-}
-
-// expectClose reads frames until a close frame, checks its code, answers
-// it and checks that the server then closes the TCP connection.
-func (rc *rawConn) expectClose(code int) {
-	rc.t.Helper()
-	for {
-		h, p := rc.read()
-		if h.OpCode != ws.OpClose {
-			continue
-		}
-		if got := closeCode(p); got != code {
-			rc.t.Fatalf("close code %d, want %d", got, code)
-		}
-		// The server may have closed already (it answers a bad close
-		// frame with its own and goes): a failed write is fine.
-		_ = ws.WriteFrame(rc.c, ws.MaskFrame(ws.NewCloseFrame(p[:min(len(p), 2)])))
-		rc.expectEOF()
-		return
-	}
-}
-
-// expectEOF checks that the server closes the connection.
-func (rc *rawConn) expectEOF() {
-	rc.t.Helper()
-	_, err := io.Copy(io.Discard, rc.br)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		rc.t.Fatalf("the server did not close the connection: %v", err)
-	}
-	rc.c.Close()
-}
-
-func closeCode(p []byte) int {
-	if len(p) < 2 {
-		return 1005
-	}
-	return int(binary.BigEndian.Uint16(p))
-}
-
-func closePayload(code int, reason string) []byte {
-	return append(binary.BigEndian.AppendUint16(nil, uint16(code)), reason...)
 }
 
 // diff returns the stats change since before.

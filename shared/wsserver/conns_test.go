@@ -1,6 +1,7 @@
-package echo_test
+package wsserver_test
 
 import (
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -102,5 +103,68 @@ func TestBrokenClients(t *testing.T) {
 		check(t, "disconnects 1006", d.Disconnects["1006"], 2*each)
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 2*each)
 		echoOnce(t, dialWS(t, tg.url()), "after the broken ones")
+	})
+}
+
+// TestShutdown: Shutdown sends every client 1001; a client that answers is
+// gone at once, one that never answers is dropped when half the time is up,
+// and Shutdown returns within its deadline either way.
+func TestShutdown(t *testing.T) {
+	forEach(t, func(t *testing.T, name string, b build) {
+		tg := start(t, name, b, nil)
+		before := tg.stats()
+		conn, _, err := websocket.DefaultDialer.Dial(tg.url(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		closed := make(chan error, 1)
+		go func() {
+			_, _, err := conn.ReadMessage() // answers the close as gorilla does by default
+			closed <- err
+		}()
+		deaf := rawDial(t, tg.Addr) // reads nothing until Shutdown is over
+		waitFor(t, "both connections open", func() bool { return tg.stats().ConnectionsActive == 2 })
+
+		const timeout = 2 * time.Second
+		began := time.Now()
+		if err := tg.shutdown(timeout); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if took := time.Since(began); took > timeout+500*time.Millisecond {
+			t.Errorf("Shutdown took %v, want at most its %v deadline", took, timeout)
+		}
+		var ce *websocket.CloseError
+		if err := <-closed; !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
+			t.Errorf("gorilla client: %v, want close 1001", err)
+		}
+		if h, p := deaf.read(); h.OpCode != ws.OpClose || closeCode(p) != 1001 {
+			t.Errorf("the deaf client got %v %v, want close 1001", h.OpCode, p)
+		}
+		deaf.expectEOF()
+		d := diff(before, tg.stats())
+		check(t, "disconnects 1001", d.Disconnects["1001"], 2)
+		check(t, "connections_active", uint64(d.ConnectionsActive), 0)
+	})
+}
+
+// TestMetricsOff: -metrics=false builds the same target with no
+// instrumentation.
+func TestMetricsOff(t *testing.T) {
+	forEach(t, func(t *testing.T, name string, b build) {
+		tg := start(t, name, b, func(c *config.Config) { c.Metrics = false })
+		conn, _, err := websocket.DefaultDialer.Dial(tg.url(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := conn.WriteMessage(websocket.TextMessage, []byte("uncounted")); err != nil {
+			t.Fatal(err)
+		}
+		if _, got, err := conn.ReadMessage(); err != nil || string(got) != "uncounted" {
+			t.Fatalf("%q, %v", got, err)
+		}
 	})
 }

@@ -1,16 +1,10 @@
-package echo_test
+package wsserver_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"io"
-	"math/big"
 	"net"
+	"net/http"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -19,10 +13,52 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
 
-	"knowngood/servers/echo"
 	"knowngood/shared/config"
-	"knowngood/shared/protocol"
 )
+
+// TestGnetBurstLeavesFewWorkers: a burst of connections to gnet all
+// upgrade, and leave at most a few of gnet's pool workers behind. Each
+// registration holds a worker until the loop has opened its connection,
+// and the pool keeps an idle worker, with its stack, for 10 s: with the
+// registrations unbounded, a burst left one idle worker per connection
+// still waiting, hundreds of them, a large part of an idle connection's
+// memory (README, bench-conns).
+func TestGnetBurstLeavesFewWorkers(t *testing.T) {
+	const (
+		burst = 400
+		// The target allows 16 registrations at once; the pool may start a
+		// few more while its idle ones are being handed back.
+		most = 24
+	)
+	before := antsWorkers(t) // idle ones from other tests, which the burst may reuse
+	tg := start(t, "gnet", gnetEcho, nil)
+	conns := make([]*rawConn, burst)
+	for i := range conns { // all requests out before any answer is read
+		conns[i] = dialTCP(t, tg.Addr)
+		conns[i].write([]byte(upgradeRequest()))
+	}
+	for i, rc := range conns {
+		if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("connection %d: %s", i, resp.Status)
+		}
+	}
+	if n := tg.stats().ConnectionsActive; n != burst {
+		t.Fatalf("%d connections active, want %d", n, burst)
+	}
+	if n := antsWorkers(t); n-before > most {
+		t.Errorf("%d of gnet's pool workers after a burst of %d connections (%d before), want at most %d more", n, burst, before, most)
+	}
+}
+
+// antsWorkers counts the goroutines of gnet's worker pool, busy or idle.
+func antsWorkers(t *testing.T) int {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(b.String(), "ants/v2.(*goWorker).run.func1(")
+}
 
 // syncBuffer is a log destination safe for the target's goroutines.
 type syncBuffer struct {
@@ -47,7 +83,7 @@ func (s *syncBuffer) String() string {
 // logger at debug level.
 func TestGnetLoops(t *testing.T) {
 	var log syncBuffer
-	tg := startOn(t, "echo-gnet", echo.NewGnet, func(c *config.Config) { c.Loops = 3; c.LogLevel = "debug" }, &log, nil)
+	tg := startOn(t, "gnet", gnetEcho, func(c *config.Config) { c.Loops = 3; c.LogLevel = "debug" }, &log, nil)
 	var conns []*websocket.Conn
 	for range 7 {
 		conn, _, err := websocket.DefaultDialer.Dial(tg.url(), nil)
@@ -72,64 +108,12 @@ func TestGnetLoops(t *testing.T) {
 	}
 }
 
-// TestTLS: with -tls-cert (lifecycle wraps the listener in TLS) gorilla and
-// coder serve wss, and the handshake clock still starts at the first byte
-// of the upgrade request; gnet, which reads the socket itself, refuses
-// -tls-cert when it is built.
-func TestTLS(t *testing.T) {
-	cert := selfSigned(t)
-	wrap := func(ln net.Listener) net.Listener {
-		return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
-	}
-	for _, tgt := range wsTargets { // gnet through its TLS bridge
-		t.Run(tgt.name, func(t *testing.T) {
-			tg := startOn(t, tgt.name, tgt.build, nil, io.Discard, wrap)
-			dialer := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 5 * time.Second}
-			conn, _, err := dialer.Dial("wss://"+tg.Addr+"/", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			if err := conn.WriteMessage(websocket.TextMessage, []byte("over TLS")); err != nil {
-				t.Fatal(err)
-			}
-			if _, got, err := conn.ReadMessage(); err != nil || string(got) != "over TLS" {
-				t.Fatalf("%q, %v", got, err)
-			}
-			if st := tg.stats(); st.Handshakes[protocol.ResultOK] != 1 || st.HandshakeLatency.Count != 1 {
-				t.Errorf("handshakes %v, latency count %d; want 1 ok, timed", st.Handshakes, st.HandshakeLatency.Count)
-			}
-		})
-	}
-}
-
-func selfSigned(t *testing.T) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 // TestGnetSlowReader: gnet cannot stop reading from a client that does not
 // read its echoes (gorilla and coder do, and TCP pushes back); past 16
 // messages of -max-message waiting (at least 1 MiB) it closes with 1008
 // rather than buffer without end.
 func TestGnetSlowReader(t *testing.T) {
-	tg := start(t, "echo-gnet", echo.NewGnet, func(c *config.Config) { c.MaxMessage = 64 << 10 })
+	tg := start(t, "gnet", gnetEcho, func(c *config.Config) { c.MaxMessage = 64 << 10 })
 	before := tg.stats()
 	rc := dialTCP(t, tg.Addr)
 	_ = rc.c.(*net.TCPConn).SetReadBuffer(64 << 10)

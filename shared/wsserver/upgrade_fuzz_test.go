@@ -1,4 +1,4 @@
-package echo_test
+package wsserver_test
 
 import (
 	"bufio"
@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/servers/echo"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle/lifecycletest"
 )
 
-// FuzzGnetUpgradeSplits: echo-gnet buffers an upgrade request that arrives
+// FuzzGnetUpgradeSplits: gnet buffers an upgrade request that arrives
 // in pieces, wherever they are cut; with garbage=true the same bytes with
 // one flipped go in instead, and the answer is any HTTP status or a close,
 // never a crash. Either way the target still upgrades a clean request
@@ -23,7 +22,7 @@ func FuzzGnetUpgradeSplits(f *testing.F) {
 	f.Add([]byte{0}, true, uint16(3))
 	f.Add([]byte{17, 4}, true, uint16(40))
 	// One target for every input, shut down when the fuzz test ends.
-	tg := lifecycletest.Start(f, "echo-gnet", echo.NewGnet, lifecycletest.Options{Tweak: func(c *config.Config) { c.HandshakeTimeout = 2 * time.Second }})
+	tg := lifecycletest.Start(f, "gnet", lifecycletest.Build(gnetEcho), lifecycletest.Options{Tweak: func(c *config.Config) { c.HandshakeTimeout = 2 * time.Second }})
 	clean := []byte(upgradeRequest())
 	f.Fuzz(func(t *testing.T, cuts []byte, garbage bool, flip uint16) {
 		if len(cuts) > 64 {

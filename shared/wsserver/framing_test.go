@@ -1,4 +1,4 @@
-package echo_test
+package wsserver_test
 
 import (
 	"bytes"

@@ -1,0 +1,244 @@
+package wsserver_test
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/lifecycle/lifecycletest"
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+	"knowngood/shared/wsserver"
+)
+
+// echoHandler sends every message back as it came, from the reader that
+// read it: the least a handler can do, so that what the tests here see is
+// the layer's behaviour.
+type echoHandler struct{}
+
+func (echoHandler) Open(p wsserver.Peer) wsserver.Session { return echoSession{p: p} }
+
+type echoSession struct {
+	wsserver.NopSession
+	p wsserver.Peer
+}
+
+func (s echoSession) Message(op wsserver.Op, data []byte) { s.p.Reply(op, data) }
+
+type build func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error)
+
+// on builds an echo on one library's constructor.
+func on(newTarget func(config.Config, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)) build {
+	return func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+		return newTarget(cfg, m, log, wsserver.Options{Handler: echoHandler{}})
+	}
+}
+
+var (
+	gorillaEcho = on(wsserver.NewGorilla)
+	coderEcho   = on(wsserver.NewCoder)
+	gnetEcho    = on(wsserver.NewGnet)
+)
+
+// libraries are the layer's three adapters, which every behaviour test
+// runs against. netHTTP: the library sits on net/http and writes through
+// the listener's connections (gnet writes from its own loop).
+var libraries = []struct {
+	name    string
+	build   build
+	netHTTP bool
+}{
+	{"gorilla", gorillaEcho, true},
+	{"coder", coderEcho, true},
+	{"gnet", gnetEcho, false},
+}
+
+// forEach runs f as a subtest for every library.
+func forEach(t *testing.T, f func(t *testing.T, name string, b build)) {
+	for _, lib := range libraries {
+		t.Run(lib.name, func(t *testing.T) { f(t, lib.name, lib.build) })
+	}
+}
+
+// target is an echo target serving on 127.0.0.1 in the test process.
+type target struct{ *lifecycletest.Target }
+
+// start runs a target and shuts it down when the test ends.
+func start(t *testing.T, name string, b build, tweak func(*config.Config)) *target {
+	t.Helper()
+	return startOn(t, name, b, tweak, nil, nil)
+}
+
+// startOn is start with the target's log going to logTo, and its listener
+// wrapped by wrap (TLS) if not nil.
+func startOn(t *testing.T, name string, b build, tweak func(*config.Config), logTo io.Writer, wrap func(net.Listener) net.Listener) *target {
+	t.Helper()
+	return &target{lifecycletest.Start(t, name, lifecycletest.Build(b), lifecycletest.Options{Tweak: tweak, Log: logTo, Wrap: wrap})}
+}
+
+func (tg *target) shutdown(timeout time.Duration) error { return tg.Shutdown(timeout) }
+func (tg *target) url() string                          { return tg.URL() }
+func (tg *target) stats() protocol.Stats                { return tg.Stats() }
+func (tg *target) settled(t *testing.T) protocol.Stats  { return tg.Settled(t) }
+
+func waitFor(t *testing.T, what string, cond func() bool) { lifecycletest.WaitFor(t, what, cond) }
+
+// rawConn is a WebSocket client written frame by frame, for what real
+// clients never send.
+type rawConn struct {
+	t  *testing.T
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialTCP(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(15 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+// upgradeRequest is a valid upgrade request with extra header lines.
+func upgradeRequest(extra ...string) string {
+	key := make([]byte, 16)
+	_, _ = rand.Read(key)
+	return "GET /chat?room=1 HTTP/1.1\r\nHost: example.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: " + base64.StdEncoding.EncodeToString(key) + "\r\nSec-WebSocket-Version: 13\r\n" +
+		strings.Join(extra, "") + "\r\n"
+}
+
+// rawDial connects and upgrades.
+func rawDial(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	rc := dialTCP(t, addr)
+	rc.write([]byte(upgradeRequest()))
+	if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %s", resp.Status)
+	}
+	return rc
+}
+
+func (rc *rawConn) write(b []byte) {
+	rc.t.Helper()
+	if _, err := rc.c.Write(b); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+// response reads an HTTP response and its body.
+func (rc *rawConn) response() *http.Response {
+	rc.t.Helper()
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		rc.t.Fatalf("reading the response: %v", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(strings.NewReader(string(body)))
+	}
+	return resp
+}
+
+// send writes one masked frame.
+func (rc *rawConn) send(op ws.OpCode, fin bool, payload []byte) {
+	rc.t.Helper()
+	rc.sendFrame(ws.MaskFrame(ws.NewFrame(op, fin, payload)))
+}
+
+func (rc *rawConn) sendFrame(f ws.Frame) {
+	rc.t.Helper()
+	if err := ws.WriteFrame(rc.c, f); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+// read reads one frame.
+func (rc *rawConn) read() (ws.Header, []byte) {
+	rc.t.Helper()
+	h, err := ws.ReadHeader(rc.br)
+	if err != nil {
+		rc.t.Fatalf("reading a frame: %v", err)
+	}
+	p := make([]byte, h.Length)
+	if _, err := io.ReadFull(rc.br, p); err != nil {
+		rc.t.Fatalf("reading a payload: %v", err)
+	}
+	return h, p
+}
+
+// expectClose reads frames until a close frame, checks its code, answers
+// it and checks that the server then closes the TCP connection.
+func (rc *rawConn) expectClose(code int) {
+	rc.t.Helper()
+	for {
+		h, p := rc.read()
+		if h.OpCode != ws.OpClose {
+			continue
+		}
+		if got := closeCode(p); got != code {
+			rc.t.Fatalf("close code %d, want %d", got, code)
+		}
+		// The server may have closed already (it answers a bad close
+		// frame with its own and goes): a failed write is fine.
+		_ = ws.WriteFrame(rc.c, ws.MaskFrame(ws.NewCloseFrame(p[:min(len(p), 2)])))
+		rc.expectEOF()
+		return
+	}
+}
+
+// expectEOF checks that the server closes the connection.
+func (rc *rawConn) expectEOF() {
+	rc.t.Helper()
+	_, err := io.Copy(io.Discard, rc.br)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		rc.t.Fatalf("the server did not close the connection: %v", err)
+	}
+	rc.c.Close()
+}
+
+func closeCode(p []byte) int {
+	if len(p) < 2 {
+		return 1005
+	}
+	return int(binary.BigEndian.Uint16(p))
+}
+
+func closePayload(code int, reason string) []byte {
+	return append(binary.BigEndian.AppendUint16(nil, uint16(code)), reason...)
+}
+
+// diff returns the stats change since before.
+func diff(before, after protocol.Stats) protocol.Stats { return protocol.Diff(before, after) }
+
+func check(t *testing.T, what string, got, want uint64) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s: got %d, want %d", what, got, want)
+	}
+}
+
+func payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	return b
+}

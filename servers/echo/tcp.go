@@ -134,7 +134,7 @@ func (t *tcpTarget) serve(c net.Conn) {
 		if n > 0 {
 			// The known-bad modes act on reads, echo-tcp's messages: the
 			// reader itself waits out -fault-delay.
-			t.m.Received(n)
+			t.m.Received(1, n)
 			drop, closeAfter := t.faults.Message(reads)
 			if !drop {
 				time.Sleep(t.faults.Delay())
@@ -142,7 +142,7 @@ func (t *tcpTarget) serve(c net.Conn) {
 					reason = t.ended(werr)
 					return
 				}
-				t.m.Sent(n)
+				t.m.Sent(1, n)
 			}
 			if closeAfter {
 				reason = reasonFault

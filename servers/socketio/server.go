@@ -221,7 +221,7 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.pongAfterPing()
 		}
 		data, text := messageData(args)
-		s.m.ReceivedBytes(len(data))
+		s.m.Received(0, len(data))
 		if len(data) > 0 && !(text && data[0] == socketIOConnect) {
 			sess.holdUntilRegistered()
 		}
@@ -237,7 +237,7 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.pingCreated()
 		}
 		data, text := messageData(args)
-		s.m.SentBytes(len(data))
+		s.m.Sent(0, len(data))
 		switch {
 		case len(data) == 0 || !text: // a binary attachment may start with any byte
 		case data[0] == socketIOConnect:

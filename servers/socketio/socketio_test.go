@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	csocket "github.com/zishang520/socket.io/clients/socket/v3"
 	"go.uber.org/goleak"
 
@@ -51,7 +52,7 @@ func start(t testing.TB, mode socketio.Mode, tweak func(*config.Config)) *target
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	m := metrics.New(cfg.Variant)
+	m := metrics.New(prometheus.NewRegistry(), cfg.Variant)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := socketio.New(mode, cfg, m, log)
 	if err != nil {

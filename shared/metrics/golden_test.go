@@ -19,12 +19,13 @@ var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
 // text and labels. Dashboards, alerts and scripts read these names, so a
 // change here is a change users see.
 func TestGolden(t *testing.T) {
-	m := metrics.New("empty")
+	reg := processRegistry()
+	m := metrics.New(reg, "empty")
 	// A vector shows up only once it has a child: record one of each.
 	m.Opened()
 	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
-	m.Received(1)
-	m.Sent(1)
+	m.Received(1, 1)
+	m.Sent(1, 1)
 	m.Closed("1000")
 	m.Fanout(time.Millisecond)
 	m.Dropped(1)
@@ -32,7 +33,7 @@ func TestGolden(t *testing.T) {
 	m.Fault("drop")
 	m.AcceptError("EMFILE")
 	m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
-	families, err := m.Registry.Gather()
+	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -294,7 +294,7 @@ func (p *pendingCounts) take() (msgs, bytes int) {
 // received counts a message from the client.
 func (c *trackedConn) received(n int) {
 	if !c.batchCounts {
-		c.m.Received(n)
+		c.m.Received(1, n)
 		return
 	}
 	c.rx.add(n)
@@ -303,7 +303,7 @@ func (c *trackedConn) received(n int) {
 // sent counts a reply.
 func (c *trackedConn) sent(n int) {
 	if !c.batchCounts {
-		c.m.Sent(n)
+		c.m.Sent(1, n)
 		return
 	}
 	c.tx.add(n)
@@ -311,8 +311,8 @@ func (c *trackedConn) sent(n int) {
 
 // flushCounts adds the batch's counts to the metrics.
 func (c *trackedConn) flushCounts() {
-	c.m.ReceivedBatch(c.rx.take())
-	c.m.SentBatch(c.tx.take())
+	c.m.Received(c.rx.take())
+	c.m.Sent(c.tx.take())
 }
 
 // holdOpening holds every write, the 101 first, until openDone, so that

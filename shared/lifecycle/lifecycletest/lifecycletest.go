@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"knowngood/shared/admin"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle"
@@ -48,9 +51,15 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 	if o.Tweak != nil {
 		o.Tweak(&cfg)
 	}
-	var m *metrics.Metrics
+	var (
+		reg *prometheus.Registry
+		m   *metrics.Metrics
+	)
 	if cfg.Metrics {
-		m = metrics.New(name)
+		// As servers/main.go builds it.
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m = metrics.New(reg, name)
 	}
 	logTo := o.Log
 	if logTo == nil {
@@ -67,7 +76,7 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 	}
 	tg := &Target{Addr: ln.Addr().String(), Metrics: m, srv: srv, done: make(chan error, 1)}
 	if o.Admin {
-		adm := httptest.NewServer(admin.Handler(cfg, m))
+		adm := httptest.NewServer(admin.Handler(cfg, reg, m))
 		t.Cleanup(adm.Close)
 		tg.AdminURL = adm.URL
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/zishang520/socket.io/v3/pkg/utils"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/faults"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
@@ -47,7 +48,7 @@ type Server struct {
 	log    *slog.Logger
 	io     *socket.Server
 	http   *http.Server
-	gate   *lifecycle.Gate
+	gate   *conns.Gate
 	faults *faults.Injector
 	loop   *loop // the blocking model's one shared loop; nil otherwise
 	closed atomic.Bool
@@ -95,7 +96,7 @@ type sessionKey struct{}
 
 // New builds a Socket.IO target with the given connect model.
 func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
-	s := &Server{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
+	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	if mode == Blocking {
 		s.loop = newLoop()
 	}

@@ -1,6 +1,7 @@
-// Package lifecycle is the one way a target listens, caps its connections,
-// bounds them in time (HTTPServer), and shuts down on SIGINT, SIGTERM or
-// SIGHUP.
+// Package lifecycle is the one way a target process listens (with a
+// backlog, behind conns.Guard), serves HTTP with its connections bounded in
+// time (HTTPServer), and shuts down on SIGINT, SIGTERM or SIGHUP (Run).
+// What a target does with each connection it holds is package conns.
 package lifecycle
 
 import (
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/metrics"
 )
 
@@ -90,7 +92,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 	if err != nil {
 		return fmt.Errorf("-addr %s: %w", cfg.Addr, err)
 	}
-	var ln net.Listener = Guard(tcp, m, log)
+	var ln net.Listener = conns.Guard(tcp, m, log)
 	if cfg.TLSCert != "" {
 		tc, err := TLSConfig(cfg)
 		if err != nil {

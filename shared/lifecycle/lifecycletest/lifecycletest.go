@@ -16,6 +16,7 @@ import (
 
 	"knowngood/shared/admin"
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
@@ -80,7 +81,7 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 		t.Cleanup(adm.Close)
 		tg.AdminURL = adm.URL
 	}
-	ln = lifecycle.Guard(ln, m, log)
+	ln = conns.Guard(ln, m, log)
 	if o.Wrap != nil {
 		ln = o.Wrap(ln)
 	}

@@ -20,7 +20,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 			s.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
 		}
 	}
-	if s.cfg.EmitAuth {
+	if s.cfg.SocketIO.EmitAuth {
 		auth := sock.Handshake().Auth
 		if auth == nil {
 			auth = map[string]any{}

@@ -108,10 +108,10 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	opts := socket.DefaultServerOptions()
 	opts.SetPingInterval(cfg.PingInterval)
 	opts.SetPingTimeout(cfg.PingTimeout)
-	opts.SetMaxHttpBufferSize(cfg.MaxPayload)
-	opts.SetConnectTimeout(cfg.ConnectTimeout)
+	opts.SetMaxHttpBufferSize(cfg.SocketIO.MaxPayload)
+	opts.SetConnectTimeout(cfg.SocketIO.ConnectTimeout)
 	opts.SetServeClient(false)
-	opts.SetTransports(s.transportSet(cfg.Transports))
+	opts.SetTransports(s.transportSet(cfg.SocketIO.Transports))
 	opts.SetCors(&types.Cors{Origin: corsOrigin(cfg.Origins), Credentials: true})
 	if len(cfg.Origins) > 0 {
 		opts.SetAllowRequest(func(ctx *types.HttpContext) error {
@@ -178,7 +178,7 @@ func (s *Server) track(eio http.Handler) http.Handler {
 			return
 		}
 		transport := r.URL.Query().Get("transport")
-		if !slices.Contains(s.cfg.Transports, transport) {
+		if !slices.Contains(s.cfg.SocketIO.Transports, transport) {
 			transport = "invalid"
 		}
 		if s.closed.Load() {

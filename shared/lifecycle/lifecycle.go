@@ -93,7 +93,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 		return fmt.Errorf("-addr %s: %w", cfg.Addr, err)
 	}
 	var ln net.Listener = conns.Guard(tcp, m, log)
-	if cfg.TLSCert != "" {
+	if cfg.TLS.Cert != "" {
 		tc, err := TLSConfig(cfg)
 		if err != nil {
 			ln.Close()
@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 	errc := make(chan error, 1)
 	go func() { errc <- target.Serve(ln) }()
 	log.Info("listening", "variant", cfg.Variant, "addr", ln.Addr().String(), "admin_addr", adminAddr,
-		"backlog", backlog, "backlog_requested", cfg.Backlog, "somaxconn", Somaxconn(), "tls", cfg.TLSCert != "")
+		"backlog", backlog, "backlog_requested", cfg.Backlog, "somaxconn", Somaxconn(), "tls", cfg.TLS.Cert != "")
 
 	select {
 	case err := <-errc:
@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 // TLSConfig is the server side of -tls-cert/-tls-key: HTTP/1.1 only, since
 // WebSocket upgrades and Engine.IO ride on it.
 func TLSConfig(cfg config.Config) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
 	if err != nil {
 		return nil, fmt.Errorf("-tls-cert/-tls-key: %w", err)
 	}

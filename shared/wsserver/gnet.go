@@ -195,8 +195,8 @@ func (g *gnetTarget) options() []gnet.Option {
 		gnet.WithTicker(true), // its first tick says that the engine is up
 		gnet.WithLogger(gnetLogger{g.log}),
 	}
-	if g.cfg.Loops > 0 {
-		opts = append(opts, gnet.WithNumEventLoop(g.cfg.Loops))
+	if g.cfg.Gnet.Loops > 0 {
+		opts = append(opts, gnet.WithNumEventLoop(g.cfg.Gnet.Loops))
 	} else {
 		opts = append(opts, gnet.WithMulticore(true))
 	}

@@ -33,7 +33,7 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestNames pins the metric names that DESIGN.md and the README promise.
+// TestNames pins the metric names that the README and dashboards promise.
 func TestNames(t *testing.T) {
 	reg := processRegistry()
 	m := metrics.New(reg, "empty")

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
 )
@@ -18,18 +21,20 @@ import (
 // registryNames is every metric name a knowngood target exposes, with each
 // histogram's _bucket, _sum and _count series.
 func registryNames(t *testing.T) map[string]bool {
-	m := metrics.New("empty")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg, "empty")
 	// A vector shows up only once it has a child: record one of each.
 	m.Opened()
 	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
-	m.Received(1)
-	m.Sent(1)
+	m.Received(1, 1)
+	m.Sent(1, 1)
 	m.Closed("1000")
 	m.Fanout(time.Millisecond)
 	m.Dropped(1)
 	m.Fault("drop")
 	m.AcceptError("EMFILE")
-	families, err := m.Registry.Gather()
+	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 func TestBroadcastAtOpenFilesLimit(t *testing.T) {
 	prlimit, bin := underPrlimit(t)
 	tg := lifecycletest.Start(t, "broadcast-gnet", broadcast.NewGnet, lifecycletest.Options{Admin: true,
-		Tweak: func(c *config.Config) { c.PushInterval = 20 * time.Millisecond }})
+		Tweak: func(c *config.Config) { c.Broadcast.PushInterval = 20 * time.Millisecond }})
 	// 200 descriptors: room for about 150 connections after loadgen's own
 	// and its margin; all 150 dialled in one batch.
 	out, err := exec.Command(prlimit, "--nofile=200:200", bin, "broadcast", "-url", "ws://"+tg.Addr+"/", "-admin", tg.AdminURL,

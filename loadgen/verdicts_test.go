@@ -86,7 +86,7 @@ func has(t *testing.T, vs []verdict.Verdict, kind, text string) {
 }
 
 func TestVerdictQueuedConnect(t *testing.T) {
-	tg := startSIO(t, socketio.Blocking, func(c *config.Config) { c.Delay = 50 * time.Millisecond })
+	tg := startSIO(t, socketio.Blocking, func(c *config.Config) { c.SocketIO.Delay = 50 * time.Millisecond })
 	vs := loadgen(t, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL, "-n", "60", "-deadline", "1s", "-transport", "websocket")
 	has(t, vs, verdict.Queued, "the server held each connect 50ms in one queue: 60 connects need 3s, the client's deadline was 1s")
 	has(t, vs, verdict.Abandoned, "the client left")

@@ -9,6 +9,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"knowngood/servers/broadcast"
 	"knowngood/servers/echo"
 	"knowngood/servers/socketio"
@@ -78,9 +81,15 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 	log := newLogger(cfg, stderr)
 	log.Info("config", "settings", cfg.Effective())
-	var m *metrics.Metrics
+	var (
+		reg *prometheus.Registry
+		m   *metrics.Metrics
+	)
 	if cfg.Metrics {
-		m = metrics.New(cfg.Variant)
+		// The process's own registry, never the global one.
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m = metrics.New(reg, cfg.Variant)
 	}
 	target, err := v.build(cfg, m, log)
 	if err != nil {
@@ -89,7 +98,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := lifecycle.SignalContext()
 	defer stop()
-	if err := lifecycle.Run(ctx, cfg, log, m, target, admin.Handler(cfg, m)); err != nil {
+	if err := lifecycle.Run(ctx, cfg, log, m, target, admin.Handler(cfg, reg, m)); err != nil {
 		log.Error("exiting", "err", err)
 		return 1
 	}

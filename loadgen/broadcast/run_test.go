@@ -74,7 +74,7 @@ func TestBroadcastMode(t *testing.T) {
 
 // TestPushMode: the server's push reaches everyone, in order, none lost.
 func TestPushMode(t *testing.T) {
-	url, adm := startTarget(t, "broadcast-gnet", servers.NewGnet, func(c *config.Config) { c.PushInterval = 20 * time.Millisecond })
+	url, adm := startTarget(t, "broadcast-gnet", servers.NewGnet, func(c *config.Config) { c.Broadcast.PushInterval = 20 * time.Millisecond })
 	cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "100", "-push", "-duration", "500ms")
 	rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
 	if err != nil {
@@ -134,7 +134,7 @@ func TestSubscribersAnswerPings(t *testing.T) {
 	for _, tg := range broadcastTargets {
 		t.Run(tg.name, func(t *testing.T) {
 			url, adm := startTarget(t, tg.name, tg.build, func(c *config.Config) {
-				c.PushInterval = 100 * time.Millisecond
+				c.Broadcast.PushInterval = 100 * time.Millisecond
 				c.PingInterval = 50 * time.Millisecond
 				c.PingTimeout = 2 * time.Second
 			})
@@ -159,8 +159,8 @@ func TestSubscribersReadLargePushes(t *testing.T) {
 	for _, tg := range broadcastTargets {
 		t.Run(tg.name, func(t *testing.T) {
 			url, adm := startTarget(t, tg.name, tg.build, func(c *config.Config) {
-				c.PushInterval = 100 * time.Millisecond
-				c.PushSize = 70 << 10
+				c.Broadcast.PushInterval = 100 * time.Millisecond
+				c.Broadcast.PushSize = 70 << 10
 			})
 			cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "20", "-push", "-duration", "2s")
 			rep, err := broadcast.Run(context.Background(), cfg, io.Discard)

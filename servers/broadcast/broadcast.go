@@ -55,8 +55,8 @@ type target struct {
 }
 
 func newTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, serve serveFunc) (lifecycle.Target, error) {
-	hub := NewHub(cfg.Slow, m)
-	inner, err := serve(cfg, m, log, wsserver.Options{Handler: handler{hub: hub, m: m}, Queue: cfg.SendQueue})
+	hub := NewHub(cfg.Broadcast.Slow, m)
+	inner, err := serve(cfg, m, log, wsserver.Options{Handler: handler{hub: hub, m: m}, Queue: cfg.Broadcast.SendQueue})
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func newTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, serve se
 // Serve starts the push (with -push-interval) and serves until Shutdown.
 func (t *target) Serve(ln net.Listener) error {
 	t.mu.Lock()
-	if !t.stopped && t.cfg.PushInterval > 0 {
+	if !t.stopped && t.cfg.Broadcast.PushInterval > 0 {
 		t.pusher.Go(func() { t.push(t.ctx) })
 	}
 	t.mu.Unlock()
@@ -89,9 +89,9 @@ func (t *target) Shutdown(ctx context.Context) error {
 // client that sees a gap in seq has lost messages (-slow drop). A tick
 // missed because a fan-out ran long is skipped, not made up.
 func (t *target) push(ctx context.Context) {
-	ticker := time.NewTicker(t.cfg.PushInterval)
+	ticker := time.NewTicker(t.cfg.Broadcast.PushInterval)
 	defer ticker.Stop()
-	filler := strings.Repeat("x", t.cfg.PushSize)
+	filler := strings.Repeat("x", t.cfg.Broadcast.PushSize)
 	var buf []byte
 	for seq := uint64(1); ; seq++ {
 		select {

@@ -20,7 +20,7 @@ import (
 func TestFanOut(t *testing.T) {
 	const n, senders, each = 1000, 10, 3
 	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
-		tg := start(t, name, b, func(c *config.Config) { c.PushInterval = 50 * time.Millisecond })
+		tg := start(t, name, b, func(c *config.Config) { c.Broadcast.PushInterval = 50 * time.Millisecond })
 		clients := dialMany(t, tg.URL(), n)
 
 		for s := range senders {
@@ -150,8 +150,8 @@ func TestProtocolErrors(t *testing.T) {
 // client that sends a blast of large broadcasts and reads everything.
 func slowSetup(t *testing.T, name string, b lifecycletest.Build, slow string) (tg *lifecycletest.Target, slowc, healthy *client, resume chan struct{}, blast int) {
 	tg = start(t, name, b, func(c *config.Config) {
-		c.SendQueue = 16
-		c.Slow = slow
+		c.Broadcast.SendQueue = 16
+		c.Broadcast.Slow = slow
 	})
 	resume = make(chan struct{})
 	c, _, err := dialer(4096).Dial(tg.URL(), nil)
@@ -286,7 +286,7 @@ func TestSlowClose(t *testing.T) {
 func TestChurn(t *testing.T) {
 	const stay, churners, rounds, broadcasts = 20, 4, 25, 100
 	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
-		tg := start(t, name, b, func(c *config.Config) { c.PushInterval = 10 * time.Millisecond })
+		tg := start(t, name, b, func(c *config.Config) { c.Broadcast.PushInterval = 10 * time.Millisecond })
 		clients := dialMany(t, tg.URL(), stay)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup

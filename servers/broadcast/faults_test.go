@@ -41,7 +41,7 @@ func TestFaultModes(t *testing.T) {
 	}
 	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
 		t.Run("reject", func(t *testing.T) {
-			tg := start(t, name, b, func(c *config.Config) { c.FaultReject = 0.3 })
+			tg := start(t, name, b, func(c *config.Config) { c.Faults.Reject = 0.3 })
 			const n = 60
 			refused := 0
 			for range n {
@@ -61,7 +61,7 @@ func TestFaultModes(t *testing.T) {
 		})
 		t.Run("delay", func(t *testing.T) {
 			const delay = 100 * time.Millisecond
-			tg := start(t, name, b, func(c *config.Config) { c.FaultDelay = delay })
+			tg := start(t, name, b, func(c *config.Config) { c.Faults.Delay = delay })
 			c, _, err := dialer(0).Dial(tg.URL(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -76,7 +76,7 @@ func TestFaultModes(t *testing.T) {
 			}
 		})
 		t.Run("close-after", func(t *testing.T) {
-			tg := start(t, name, b, func(c *config.Config) { c.FaultCloseAfter = 3 })
+			tg := start(t, name, b, func(c *config.Config) { c.Faults.CloseAfter = 3 })
 			c, _, err := dialer(0).Dial(tg.URL(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -96,7 +96,7 @@ func TestFaultModes(t *testing.T) {
 			}
 		})
 		t.Run("drop", func(t *testing.T) {
-			tg := start(t, name, b, func(c *config.Config) { c.FaultDrop = 0.5 })
+			tg := start(t, name, b, func(c *config.Config) { c.Faults.Drop = 0.5 })
 			c, _, err := dialer(0).Dial(tg.URL(), nil)
 			if err != nil {
 				t.Fatal(err)

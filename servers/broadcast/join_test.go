@@ -34,7 +34,7 @@ import (
 func TestMemberOnceUpgraded(t *testing.T) {
 	const rounds = 1000
 	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
-		tg := start(t, name, b, func(c *config.Config) { c.PushInterval = time.Millisecond })
+		tg := start(t, name, b, func(c *config.Config) { c.Broadcast.PushInterval = time.Millisecond })
 		sender, _, err := dialer(0).Dial(tg.URL(), nil)
 		if err != nil {
 			t.Fatal(err)

@@ -21,8 +21,8 @@ func TestSlowCloseFindsTheNonReader(t *testing.T) {
 	const window, most = 2, 20000
 	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
 		tg := start(t, name, b, func(c *config.Config) {
-			c.SendQueue = 2
-			c.Slow = "close"
+			c.Broadcast.SendQueue = 2
+			c.Broadcast.Slow = "close"
 		})
 		c, _, err := dialer(4096).Dial(tg.URL(), nil)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 // rejected connection is closed at once, and a read is a message.
 func TestTCPFaults(t *testing.T) {
 	t.Run("reject", func(t *testing.T) {
-		tg := start(t, "echo-tcp", echo.NewTCP, func(c *config.Config) { c.FaultReject = 0.2 })
+		tg := start(t, "echo-tcp", echo.NewTCP, func(c *config.Config) { c.Faults.Reject = 0.2 })
 		const n = 100
 		refused := 0
 		for range n {
@@ -36,7 +36,7 @@ func TestTCPFaults(t *testing.T) {
 	})
 	t.Run("close-after and delay", func(t *testing.T) {
 		const delay = 50 * time.Millisecond
-		tg := start(t, "echo-tcp", echo.NewTCP, func(c *config.Config) { c.FaultCloseAfter = 3; c.FaultDelay = delay })
+		tg := start(t, "echo-tcp", echo.NewTCP, func(c *config.Config) { c.Faults.CloseAfter = 3; c.Faults.Delay = delay })
 		c, err := net.Dial("tcp", tg.Addr)
 		if err != nil {
 			t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/faults"
-	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
 )
@@ -24,8 +24,8 @@ type tcpTarget struct {
 	cfg    config.Config
 	m      *metrics.Metrics
 	log    *slog.Logger
-	gate   *lifecycle.Gate
-	conns  *lifecycle.Registry[net.Conn]
+	gate   *conns.Gate
+	conns  *conns.Registry[net.Conn]
 	faults *faults.Injector
 	wg     sync.WaitGroup
 
@@ -51,8 +51,8 @@ const (
 func newTCPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) *tcpTarget {
 	return &tcpTarget{
 		cfg: cfg, m: m, log: log,
-		gate:     lifecycle.NewGate(cfg.MaxConns),
-		conns:    lifecycle.NewRegistry[net.Conn](),
+		gate:     conns.NewGate(cfg.MaxConns),
+		conns:    conns.NewRegistry[net.Conn](),
 		faults:   faults.New(cfg, m),
 		accepted: make(chan struct{}),
 	}
@@ -75,8 +75,8 @@ func (t *tcpTarget) Serve(ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			// Counted and logged by lifecycle.GuardedListener.
-			backoff = lifecycle.AcceptBackoff(backoff)
+			// Counted and logged by conns.GuardedListener.
+			backoff = conns.AcceptBackoff(backoff)
 			t.log.Debug("accept failed; retrying", "err", err, "in", backoff)
 			time.Sleep(backoff)
 			continue
@@ -108,7 +108,7 @@ func (t *tcpTarget) serve(c net.Conn) {
 	reason := reasonError
 	defer func() {
 		if v := recover(); v != nil {
-			lifecycle.LogPanic(t.log, "echo-tcp", v)
+			conns.LogPanic(t.log, "echo-tcp", v)
 		}
 		_ = c.Close()
 		t.gate.Release()
@@ -134,7 +134,7 @@ func (t *tcpTarget) serve(c net.Conn) {
 		if n > 0 {
 			// The known-bad modes act on reads, echo-tcp's messages: the
 			// reader itself waits out -fault-delay.
-			t.m.Received(n)
+			t.m.Received(1, n)
 			drop, closeAfter := t.faults.Message(reads)
 			if !drop {
 				time.Sleep(t.faults.Delay())
@@ -142,7 +142,7 @@ func (t *tcpTarget) serve(c net.Conn) {
 					reason = t.ended(werr)
 					return
 				}
-				t.m.Sent(n)
+				t.m.Sent(1, n)
 			}
 			if closeAfter {
 				reason = reasonFault
@@ -160,7 +160,7 @@ func (t *tcpTarget) ended(err error) string {
 	switch {
 	case t.closing.Load():
 		return reasonShutdown
-	case lifecycle.ClientLeft(err):
+	case conns.ClientLeft(err):
 		return reasonEOF
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		t.m.Timeout(metrics.ListenerTarget, metrics.StageIdle)
@@ -181,7 +181,7 @@ func (t *tcpTarget) Shutdown(ctx context.Context) error {
 		<-t.accepted // no connection is added to wg after this
 	}
 	closeConn := func(c net.Conn) { _ = c.Close() }
-	err := lifecycle.Drain(ctx, t.conns, closeConn, closeConn)
+	err := conns.Drain(ctx, t.conns, closeConn, closeConn)
 	t.wg.Wait()
 	return err
 }

@@ -32,7 +32,7 @@ func timedConnect(t *testing.T, tg *target) time.Duration {
 // after a few repeats, and the next client connects in a few delays.
 func TestBlockingRepeatedConnects(t *testing.T) {
 	const delay = 50 * time.Millisecond
-	tg := start(t, socketio.Blocking, func(c *config.Config) { c.Delay = delay })
+	tg := start(t, socketio.Blocking, func(c *config.Config) { c.SocketIO.Delay = delay })
 
 	attacker, _ := rawOpen(t, tg)
 	for range 400 {
@@ -66,7 +66,7 @@ func TestBlockingRepeatedConnects(t *testing.T) {
 // theirs.
 func TestBlockingLeaversGiveUpTheirTurn(t *testing.T) {
 	const delay, leavers = 200 * time.Millisecond, 10
-	tg := start(t, socketio.Blocking, func(c *config.Config) { c.Delay = delay })
+	tg := start(t, socketio.Blocking, func(c *config.Config) { c.SocketIO.Delay = delay })
 	for range leavers {
 		conn, _ := rawOpen(t, tg)
 		send(t, conn, "40")

@@ -14,7 +14,7 @@ import (
 // CONNECT ack before io.On("connection") fires: a delay placed there would
 // never be seen by a client.
 func (s *Server) connectMiddleware(mode Mode) (socket.NamespaceMiddleware, error) {
-	delay := s.cfg.Delay
+	delay := s.cfg.SocketIO.Delay
 	switch mode {
 	case Empty:
 		return func(_ *socket.Socket, next func(*socket.ExtendedError)) { next(nil) }, nil
@@ -95,7 +95,7 @@ func (s *Server) takeTurn(sock *socket.Socket, next func(*socket.ExtendedError))
 // hold is one turn of the loop: -delay, unless the session has gone.
 func (s *Server) hold(conn engine.Socket, next func(*socket.ExtendedError)) {
 	if conn.ReadyState() == "open" {
-		time.Sleep(s.cfg.Delay)
+		time.Sleep(s.cfg.SocketIO.Delay)
 	}
 	next(nil)
 }

@@ -20,7 +20,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 			s.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
 		}
 	}
-	if s.cfg.EmitAuth {
+	if s.cfg.SocketIO.EmitAuth {
 		auth := sock.Handshake().Auth
 		if auth == nil {
 			auth = map[string]any{}
@@ -29,7 +29,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 	}
 
 	// Every event a client sends counts as received, handled or not.
-	sock.OnAny(func(...any) { s.m.ReceivedMessages(1) })
+	sock.OnAny(func(...any) { s.m.Received(1, 0) })
 
 	// echo: the arguments come back in the ack (or as an "echo" event when
 	// the client asked for no ack).
@@ -61,7 +61,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 		args, ack := splitAck(args)
 		listeners := sock.Nsp().Sockets().Len()
 		_ = sock.Nsp().Emit("broadcast", args...)
-		s.m.SentMessages(listeners)
+		s.m.Sent(listeners, 0)
 		if ack != nil {
 			s.ack(ack, listeners)
 		}
@@ -122,7 +122,7 @@ func (s *Server) withFaults(sock *socket.Socket) func(string, func(...any)) {
 // emit sends an event to one socket and counts it.
 func (s *Server) emit(sock *socket.Socket, event string, args ...any) {
 	if err := sock.Emit(event, args...); err == nil {
-		s.m.SentMessages(1)
+		s.m.Sent(1, 0)
 	}
 }
 
@@ -132,7 +132,7 @@ func (s *Server) ack(ack socket.Ack, args ...any) {
 		args = []any{}
 	}
 	ack(args, nil)
-	s.m.SentMessages(1)
+	s.m.Sent(1, 0)
 }
 
 // splitAck separates the acknowledgement callback, which the library

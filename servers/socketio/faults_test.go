@@ -17,7 +17,7 @@ import (
 // server's faults_total.
 func TestFaultModes(t *testing.T) {
 	t.Run("reject", func(t *testing.T) {
-		tg := start(t, socketio.Empty, func(c *config.Config) { c.FaultReject = 0.3 })
+		tg := start(t, socketio.Empty, func(c *config.Config) { c.Faults.Reject = 0.3 })
 		const n = 60
 		refused := 0
 		for range n {
@@ -37,7 +37,7 @@ func TestFaultModes(t *testing.T) {
 	})
 	t.Run("delay", func(t *testing.T) {
 		const delay = 100 * time.Millisecond
-		tg := start(t, socketio.Empty, func(c *config.Config) { c.FaultDelay = delay })
+		tg := start(t, socketio.Empty, func(c *config.Config) { c.Faults.Delay = delay })
 		c := dial(t, tg.url, "/", []string{"websocket"}, nil)
 		for range 3 {
 			began := time.Now()
@@ -53,7 +53,7 @@ func TestFaultModes(t *testing.T) {
 		}
 	})
 	t.Run("close-after", func(t *testing.T) {
-		tg := start(t, socketio.Empty, func(c *config.Config) { c.FaultCloseAfter = 3 })
+		tg := start(t, socketio.Empty, func(c *config.Config) { c.Faults.CloseAfter = 3 })
 		c := dial(t, tg.url, "/", []string{"websocket"}, nil)
 		for range 3 {
 			c.emitAck(t, "echo", "x")
@@ -70,7 +70,7 @@ func TestFaultModes(t *testing.T) {
 		}
 	})
 	t.Run("drop", func(t *testing.T) {
-		tg := start(t, socketio.Empty, func(c *config.Config) { c.FaultDrop = 0.5 })
+		tg := start(t, socketio.Empty, func(c *config.Config) { c.Faults.Drop = 0.5 })
 		const n = 20
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -62,7 +62,7 @@ func TestPollingHeartbeat(t *testing.T) {
 	// machine is not taken for a dead client.
 	tg := start(t, socketio.Empty, func(c *config.Config) {
 		suiteConfig(c)
-		c.ConnectTimeout = time.Minute
+		c.SocketIO.ConnectTimeout = time.Minute
 		c.PingTimeout = 5 * time.Second
 	})
 	sid := pollingSession(t, tg)
@@ -129,7 +129,7 @@ func TestPollingUpgrade(t *testing.T) {
 func TestConnectTimeoutAnyTransport(t *testing.T) {
 	tg := start(t, socketio.Empty, func(c *config.Config) {
 		suiteConfig(c)
-		c.ConnectTimeout = 200 * time.Millisecond // before the first ping (300 ms)
+		c.SocketIO.ConnectTimeout = 200 * time.Millisecond // before the first ping (300 ms)
 	})
 	ws, _ := rawOpen(t, tg)
 	pending := pollingSession(t, tg)

@@ -24,6 +24,7 @@ import (
 	"github.com/zishang520/socket.io/v3/pkg/utils"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/faults"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
@@ -47,7 +48,7 @@ type Server struct {
 	log    *slog.Logger
 	io     *socket.Server
 	http   *http.Server
-	gate   *lifecycle.Gate
+	gate   *conns.Gate
 	faults *faults.Injector
 	loop   *loop // the blocking model's one shared loop; nil otherwise
 	closed atomic.Bool
@@ -95,7 +96,7 @@ type sessionKey struct{}
 
 // New builds a Socket.IO target with the given connect model.
 func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
-	s := &Server{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
+	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	if mode == Blocking {
 		s.loop = newLoop()
 	}
@@ -107,10 +108,10 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	opts := socket.DefaultServerOptions()
 	opts.SetPingInterval(cfg.PingInterval)
 	opts.SetPingTimeout(cfg.PingTimeout)
-	opts.SetMaxHttpBufferSize(cfg.MaxPayload)
-	opts.SetConnectTimeout(cfg.ConnectTimeout)
+	opts.SetMaxHttpBufferSize(cfg.SocketIO.MaxPayload)
+	opts.SetConnectTimeout(cfg.SocketIO.ConnectTimeout)
 	opts.SetServeClient(false)
-	opts.SetTransports(s.transportSet(cfg.Transports))
+	opts.SetTransports(s.transportSet(cfg.SocketIO.Transports))
 	opts.SetCors(&types.Cors{Origin: corsOrigin(cfg.Origins), Credentials: true})
 	if len(cfg.Origins) > 0 {
 		opts.SetAllowRequest(func(ctx *types.HttpContext) error {
@@ -177,7 +178,7 @@ func (s *Server) track(eio http.Handler) http.Handler {
 			return
 		}
 		transport := r.URL.Query().Get("transport")
-		if !slices.Contains(s.cfg.Transports, transport) {
+		if !slices.Contains(s.cfg.SocketIO.Transports, transport) {
 			transport = "invalid"
 		}
 		if s.closed.Load() {
@@ -221,7 +222,7 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.pongAfterPing()
 		}
 		data, text := messageData(args)
-		s.m.ReceivedBytes(len(data))
+		s.m.Received(0, len(data))
 		if len(data) > 0 && !(text && data[0] == socketIOConnect) {
 			sess.holdUntilRegistered()
 		}
@@ -237,7 +238,7 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.pingCreated()
 		}
 		data, text := messageData(args)
-		s.m.SentBytes(len(data))
+		s.m.Sent(0, len(data))
 		switch {
 		case len(data) == 0 || !text: // a binary attachment may start with any byte
 		case data[0] == socketIOConnect:

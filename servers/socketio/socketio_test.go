@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	csocket "github.com/zishang520/socket.io/clients/socket/v3"
 	"go.uber.org/goleak"
 
@@ -51,7 +52,7 @@ func start(t testing.TB, mode socketio.Mode, tweak func(*config.Config)) *target
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	m := metrics.New(cfg.Variant)
+	m := metrics.New(prometheus.NewRegistry(), cfg.Variant)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := socketio.New(mode, cfg, m, log)
 	if err != nil {
@@ -188,7 +189,7 @@ var transportSets = map[string][]string{
 func TestEvents(t *testing.T) {
 	for name, transports := range transportSets {
 		t.Run(name, func(t *testing.T) {
-			tg := start(t, socketio.Empty, func(c *config.Config) { c.EmitAuth = true })
+			tg := start(t, socketio.Empty, func(c *config.Config) { c.SocketIO.EmitAuth = true })
 			a := dial(t, tg.url, "/", transports, map[string]any{"token": "123"})
 			if got := a.nextEvent(t); fmt.Sprint(got) != "[auth map[token:123]]" {
 				t.Errorf("auth event = %v", got)
@@ -265,7 +266,7 @@ func TestBlockingContract(t *testing.T) {
 // handshake the server recorded.
 func completions(t *testing.T, mode socketio.Mode, n int, delay time.Duration) ([]time.Duration, time.Duration) {
 	t.Helper()
-	tg := start(t, mode, func(c *config.Config) { c.Delay = delay })
+	tg := start(t, mode, func(c *config.Config) { c.SocketIO.Delay = delay })
 	begin := time.Now()
 	done := make([]time.Duration, n)
 	var wg sync.WaitGroup

@@ -24,9 +24,9 @@ import (
 func suiteConfig(c *config.Config) {
 	c.PingInterval = 300 * time.Millisecond
 	c.PingTimeout = 200 * time.Millisecond
-	c.MaxPayload = 1_000_000
-	c.ConnectTimeout = time.Second
-	c.EmitAuth = true
+	c.SocketIO.MaxPayload = 1_000_000
+	c.SocketIO.ConnectTimeout = time.Second
+	c.SocketIO.EmitAuth = true
 }
 
 func wsURL(httpURL string) string {
@@ -242,7 +242,7 @@ func TestWireHeartbeat(t *testing.T) {
 // TestHandshakeResults makes each handshake result happen and checks that
 // the server counts it as such.
 func TestHandshakeResults(t *testing.T) {
-	strict := start(t, socketio.Empty, func(c *config.Config) { c.ConnectTimeout = 200 * time.Millisecond })
+	strict := start(t, socketio.Empty, func(c *config.Config) { c.SocketIO.ConnectTimeout = 200 * time.Millisecond })
 	// failed: an open request the engine refuses.
 	resp, err := http.Get(strict.url + "/socket.io/?EIO=abc&transport=polling")
 	if err != nil {
@@ -263,9 +263,9 @@ func TestHandshakeResults(t *testing.T) {
 	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(strict.metrics.Snapshot().Handshakes, want) })
 
 	tg := start(t, socketio.Blocking, func(c *config.Config) {
-		c.Delay = 300 * time.Millisecond
+		c.SocketIO.Delay = 300 * time.Millisecond
 		c.MaxConns = 2
-		c.EmitAuth = true // socketIOConn reads the auth packet
+		c.SocketIO.EmitAuth = true // socketIOConn reads the auth packet
 	})
 	// abandoned: the client leaves while its connect waits in the loop.
 	leaver, _ := rawOpen(t, tg)
@@ -298,8 +298,8 @@ func TestHandshakeResults(t *testing.T) {
 // closed by the server and counted as failed.
 func TestConnectTimeoutCoversTheQueue(t *testing.T) {
 	tg := start(t, socketio.Blocking, func(c *config.Config) {
-		c.Delay = 300 * time.Millisecond
-		c.ConnectTimeout = 200 * time.Millisecond
+		c.SocketIO.Delay = 300 * time.Millisecond
+		c.SocketIO.ConnectTimeout = 200 * time.Millisecond
 	})
 	conn, _ := rawOpen(t, tg)
 	send(t, conn, "40")
@@ -354,7 +354,7 @@ func TestOrigin(t *testing.T) {
 // -compression negotiates permessage-deflate on the WebSocket transport.
 func TestTransportsAndCompression(t *testing.T) {
 	tg := start(t, socketio.Empty, func(c *config.Config) {
-		c.Transports = []string{"websocket"}
+		c.SocketIO.Transports = []string{"websocket"}
 		c.Compression = true
 	})
 	resp, err := http.Get(tg.url + "/socket.io/?EIO=4&transport=polling")

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"knowngood/shared/config"
@@ -26,21 +27,25 @@ type Health struct {
 	Config            map[string]string `json:"config"`
 }
 
-// Handler returns the admin mux. m may be nil (-metrics=false): /metrics and
-// /stats then answer 404 with a line that says why.
-func Handler(cfg config.Config, m *metrics.Metrics) http.Handler {
+// Handler returns the admin mux: /metrics serves reg, /stats reads m.
+// Either may be nil (-metrics=false makes both nil): its endpoint then
+// answers 404 with a line that says why.
+func Handler(cfg config.Config, reg *prometheus.Registry, m *metrics.Metrics) http.Handler {
 	started := time.Now()
 	mux := http.NewServeMux()
 	metricsOff := func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "metrics are off (-metrics=false)", http.StatusNotFound)
 	}
+	if reg != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	} else {
+		mux.HandleFunc("GET /metrics", metricsOff)
+	}
 	if m != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
 		mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, m.Snapshot())
 		})
 	} else {
-		mux.HandleFunc("GET /metrics", metricsOff)
 		mux.HandleFunc("GET /stats", metricsOff)
 	}
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"knowngood/shared/admin"
 	"knowngood/shared/config"
 	"knowngood/shared/metrics"
@@ -24,9 +26,10 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 func TestEndpoints(t *testing.T) {
 	cfg := config.Default()
 	cfg.Variant = "blocking"
-	m := metrics.New(cfg.Variant)
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, cfg.Variant)
 	m.Opened()
-	h := admin.Handler(cfg, m)
+	h := admin.Handler(cfg, reg, m)
 
 	code, body := get(t, h, "/health")
 	var health admin.Health
@@ -47,13 +50,13 @@ func TestEndpoints(t *testing.T) {
 	}
 
 	cfg.Pprof = true
-	if code, _ := get(t, admin.Handler(cfg, m), "/debug/pprof/"); code != 200 {
+	if code, _ := get(t, admin.Handler(cfg, reg, m), "/debug/pprof/"); code != 200 {
 		t.Errorf("/debug/pprof/ with -pprof: %d, want 200", code)
 	}
 }
 
 func TestMetricsOff(t *testing.T) {
-	h := admin.Handler(config.Default(), nil)
+	h := admin.Handler(config.Default(), nil, nil)
 	for _, path := range []string{"/metrics", "/stats"} {
 		if code, body := get(t, h, path); code != http.StatusNotFound || !strings.Contains(body, "-metrics=false") {
 			t.Errorf("%s with -metrics=false: %d %s", path, code, body)
@@ -69,7 +72,7 @@ func TestPprofOnlyWithFlag(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		cfg := config.Default()
 		cfg.Pprof = on
-		srv := httptest.NewServer(admin.Handler(cfg, metrics.New("empty")))
+		srv := httptest.NewServer(admin.Handler(cfg, nil, metrics.New(prometheus.NewRegistry(), "empty")))
 		for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/symbol"} {
 			resp, err := http.Get(srv.URL + path)
 			if err != nil {

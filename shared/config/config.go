@@ -15,52 +15,75 @@ import (
 	"time"
 )
 
-// Config holds every setting of a target. Fields a variant does not use are
-// ignored by it.
+// Config holds every setting of a target, grouped by the part of the code
+// that reads them. Fields a variant does not use are ignored by it. Flag
+// and environment names stay flat (-fault-drop, KG_PUSH_SIZE): the groups
+// are for the code, not for users.
 type Config struct {
-	Variant string `json:"variant"`
-	List    bool   `json:"-"`
+	Variant string
+	List    bool
 
-	Addr             string        `json:"addr"`
-	AdminAddr        string        `json:"admin_addr"`
-	LogFormat        string        `json:"log_format"`
-	LogLevel         string        `json:"log_level"`
-	Backlog          int           `json:"backlog"`
-	MaxConns         int           `json:"max_conns"`
-	ShutdownTimeout  time.Duration `json:"shutdown_timeout"`
-	MaxMessage       int64         `json:"max_message"`
-	Compression      bool          `json:"compression"`
-	Origins          []string      `json:"origins"`
-	TLSCert          string        `json:"tls_cert"`
-	TLSKey           string        `json:"tls_key"`
-	HandshakeTimeout time.Duration `json:"handshake_timeout"`
-	IdleTimeout      time.Duration `json:"idle_timeout"`
-	BodyTimeout      time.Duration `json:"body_timeout"`
-	Metrics          bool          `json:"metrics"`
-	Pprof            bool          `json:"pprof"`
+	Addr             string
+	AdminAddr        string
+	LogFormat        string
+	LogLevel         string
+	Backlog          int
+	MaxConns         int
+	ShutdownTimeout  time.Duration
+	MaxMessage       int64
+	Compression      bool
+	Origins          []string
+	HandshakeTimeout time.Duration
+	IdleTimeout      time.Duration
+	BodyTimeout      time.Duration
+	Metrics          bool
+	Pprof            bool
+	// PingInterval and PingTimeout keep every connection alive and bounded:
+	// Engine.IO's pings, the WebSocket targets' and echo-tcp's quiet time.
+	PingInterval time.Duration
+	PingTimeout  time.Duration
 
-	FaultReject     float64       `json:"fault_reject"`
-	FaultDelay      time.Duration `json:"fault_delay"`
-	FaultCloseAfter int           `json:"fault_close_after"`
-	FaultDrop       float64       `json:"fault_drop"`
+	TLS       TLS
+	Faults    Faults
+	SocketIO  SocketIO
+	Broadcast Broadcast
+	Gnet      Gnet
+}
 
-	// Socket.IO
-	Delay          time.Duration `json:"delay"`
-	Transports     []string      `json:"transports"`
-	PingInterval   time.Duration `json:"ping_interval"`
-	PingTimeout    time.Duration `json:"ping_timeout"`
-	MaxPayload     int64         `json:"max_payload"`
-	ConnectTimeout time.Duration `json:"connect_timeout"`
-	EmitAuth       bool          `json:"emit_auth"`
+// TLS is -tls-cert and -tls-key: both or neither.
+type TLS struct {
+	Cert string
+	Key  string
+}
 
-	// Broadcast
-	PushInterval time.Duration `json:"push_interval"`
-	PushSize     int           `json:"push_size"`
-	SendQueue    int           `json:"send_queue"`
-	Slow         string        `json:"slow"`
+// Faults are the known-bad modes (-fault-*), all off by default.
+type Faults struct {
+	Reject     float64
+	Delay      time.Duration
+	CloseAfter int
+	Drop       float64
+}
 
-	// gnet
-	Loops int `json:"loops"`
+// SocketIO holds what only the Socket.IO targets read.
+type SocketIO struct {
+	Delay          time.Duration
+	Transports     []string
+	MaxPayload     int64
+	ConnectTimeout time.Duration
+	EmitAuth       bool
+}
+
+// Broadcast holds what only the broadcast targets read.
+type Broadcast struct {
+	PushInterval time.Duration
+	PushSize     int
+	SendQueue    int
+	Slow         string
+}
+
+// Gnet holds what only the gnet targets read.
+type Gnet struct {
+	Loops int
 }
 
 // Default returns the settings a target runs with when nothing is given.
@@ -83,16 +106,20 @@ func Default() Config {
 		BodyTimeout: 300 * time.Second,
 		Metrics:     true,
 
-		Delay:          50 * time.Millisecond,
-		Transports:     []string{"polling", "websocket"},
-		PingInterval:   25 * time.Second,
-		PingTimeout:    20 * time.Second,
-		MaxPayload:     1_000_000,
-		ConnectTimeout: 45 * time.Second,
+		PingInterval: 25 * time.Second,
+		PingTimeout:  20 * time.Second,
 
-		SendQueue: 256,
-		PushSize:  100,
-		Slow:      "drop",
+		SocketIO: SocketIO{
+			Delay:          50 * time.Millisecond,
+			Transports:     []string{"polling", "websocket"},
+			MaxPayload:     1_000_000,
+			ConnectTimeout: 45 * time.Second,
+		},
+		Broadcast: Broadcast{
+			SendQueue: 256,
+			PushSize:  100,
+			Slow:      "drop",
+		},
 	}
 }
 
@@ -183,31 +210,31 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	size(&c.MaxMessage, "max-message", "largest WebSocket message in bytes (echo and broadcast)")
 	boolean(&c.Compression, "compression", "permessage-deflate")
 	list(&c.Origins, "origin", "allowed Origin values, comma-separated (empty = any)")
-	str(&c.TLSCert, "tls-cert", "TLS certificate file (with -tls-key)")
-	str(&c.TLSKey, "tls-key", "TLS key file (with -tls-cert)")
+	str(&c.TLS.Cert, "tls-cert", "TLS certificate file (with -tls-key)")
+	str(&c.TLS.Key, "tls-key", "TLS key file (with -tls-cert)")
 	dur(&c.HandshakeTimeout, "handshake-timeout", "time a client has to send an HTTP request's header (its upgrade/open request), on the target and admin listeners")
 	dur(&c.IdleTimeout, "idle-timeout", "HTTP keep-alive: time a connection may wait for its next request before it is closed (target and admin listeners)")
 	dur(&c.BodyTimeout, "body-timeout", "time a client has to send an HTTP request's body once its header is in (target and admin listeners)")
 	boolean(&c.Metrics, "metrics", "instrument the target (false measures the cost of instrumentation)")
 	boolean(&c.Pprof, "pprof", "serve /debug/pprof on the admin listener")
-	frac(&c.FaultReject, "fault-reject", "known-bad: fraction of handshakes answered with 503 (0 to 1)")
-	dur(&c.FaultDelay, "fault-delay", "known-bad: delay added to every echo and ack")
-	num(&c.FaultCloseAfter, "fault-close-after", "known-bad: close a connection after that many messages (0 = off)")
-	frac(&c.FaultDrop, "fault-drop", "known-bad: fraction of messages silently dropped (0 to 1)")
+	frac(&c.Faults.Reject, "fault-reject", "known-bad: fraction of handshakes answered with 503 (0 to 1)")
+	dur(&c.Faults.Delay, "fault-delay", "known-bad: delay added to every echo and ack")
+	num(&c.Faults.CloseAfter, "fault-close-after", "known-bad: close a connection after that many messages (0 = off)")
+	frac(&c.Faults.Drop, "fault-drop", "known-bad: fraction of messages silently dropped (0 to 1)")
 
-	dur(&c.Delay, "delay", "Socket.IO: time the connect middleware takes (async, blocking)")
-	list(&c.Transports, "transports", "Socket.IO: allowed transports, comma-separated: polling, websocket")
+	dur(&c.SocketIO.Delay, "delay", "Socket.IO: time the connect middleware takes (async, blocking)")
+	list(&c.SocketIO.Transports, "transports", "Socket.IO: allowed transports, comma-separated: polling, websocket")
 	dur(&c.PingInterval, "ping-interval", "Socket.IO: Engine.IO ping interval; WebSocket targets: quiet time before the server pings; echo-tcp: a connection quiet for -ping-interval plus -ping-timeout is closed")
 	dur(&c.PingTimeout, "ping-timeout", "Socket.IO: Engine.IO ping timeout; WebSocket targets: time to answer a ping before the connection is dropped (ping_timeout)")
-	size(&c.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
-	dur(&c.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
-	boolean(&c.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
+	size(&c.SocketIO.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
+	dur(&c.SocketIO.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
+	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
 
-	dur(&c.PushInterval, "push-interval", "broadcast: timed push to every client (0 = off)")
-	num(&c.PushSize, "push-size", "broadcast: push payload in bytes")
-	num(&c.SendQueue, "send-queue", "broadcast: per-connection send queue, in messages")
-	str(&c.Slow, "slow", "broadcast: policy for a client whose queue is full: drop or close")
-	num(&c.Loops, "loops", "gnet: event loops (0 = one per CPU)")
+	dur(&c.Broadcast.PushInterval, "push-interval", "broadcast: timed push to every client (0 = off)")
+	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")
+	num(&c.Broadcast.SendQueue, "send-queue", "broadcast: per-connection send queue, in messages")
+	str(&c.Broadcast.Slow, "slow", "broadcast: policy for a client whose queue is full: drop or close")
+	num(&c.Gnet.Loops, "loops", "gnet: event loops (0 = one per CPU)")
 	return fs
 }
 
@@ -233,7 +260,7 @@ func (c Config) Validate() error {
 		return bad("shutdown-timeout", "%s; want a positive duration such as 5s", c.ShutdownTimeout)
 	case c.MaxMessage <= 0:
 		return bad("max-message", "%d; want a positive number of bytes", c.MaxMessage)
-	case (c.TLSCert == "") != (c.TLSKey == ""):
+	case (c.TLS.Cert == "") != (c.TLS.Key == ""):
 		return bad("tls-cert", "-tls-cert and -tls-key go together; give both or neither")
 	case c.HandshakeTimeout <= 0:
 		return bad("handshake-timeout", "%s; want a positive duration such as 10s", c.HandshakeTimeout)
@@ -241,34 +268,34 @@ func (c Config) Validate() error {
 		return bad("idle-timeout", "%s; want a positive duration such as 5s", c.IdleTimeout)
 	case c.BodyTimeout <= 0:
 		return bad("body-timeout", "%s; want a positive duration such as 300s", c.BodyTimeout)
-	case c.FaultDelay < 0:
-		return bad("fault-delay", "%s; want 0 or a positive duration", c.FaultDelay)
-	case c.FaultCloseAfter < 0:
-		return bad("fault-close-after", "%d; want 0 (off) or more", c.FaultCloseAfter)
-	case c.Delay < 0:
-		return bad("delay", "%s; want 0 or a positive duration such as 50ms", c.Delay)
-	case len(c.Transports) == 0:
+	case c.Faults.Delay < 0:
+		return bad("fault-delay", "%s; want 0 or a positive duration", c.Faults.Delay)
+	case c.Faults.CloseAfter < 0:
+		return bad("fault-close-after", "%d; want 0 (off) or more", c.Faults.CloseAfter)
+	case c.SocketIO.Delay < 0:
+		return bad("delay", "%s; want 0 or a positive duration such as 50ms", c.SocketIO.Delay)
+	case len(c.SocketIO.Transports) == 0:
 		return bad("transports", "empty; want polling, websocket or polling,websocket")
 	case c.PingInterval <= 0:
 		return bad("ping-interval", "%s; want a positive duration such as 25s", c.PingInterval)
 	case c.PingTimeout <= 0:
 		return bad("ping-timeout", "%s; want a positive duration such as 20s", c.PingTimeout)
-	case c.MaxPayload <= 0:
-		return bad("max-payload", "%d; want a positive number of bytes", c.MaxPayload)
-	case c.ConnectTimeout <= 0:
-		return bad("connect-timeout", "%s; want a positive duration such as 45s", c.ConnectTimeout)
-	case c.PushInterval < 0:
-		return bad("push-interval", "%s; want 0 (off) or a positive duration", c.PushInterval)
-	case c.PushSize < 0:
-		return bad("push-size", "%d; want 0 or more bytes", c.PushSize)
-	case c.SendQueue <= 0:
-		return bad("send-queue", "%d; want 1 or more messages", c.SendQueue)
-	case c.Slow != "drop" && c.Slow != "close":
-		return bad("slow", "%q; want drop or close", c.Slow)
-	case c.Loops < 0:
-		return bad("loops", "%d; want 0 (one per CPU) or more", c.Loops)
+	case c.SocketIO.MaxPayload <= 0:
+		return bad("max-payload", "%d; want a positive number of bytes", c.SocketIO.MaxPayload)
+	case c.SocketIO.ConnectTimeout <= 0:
+		return bad("connect-timeout", "%s; want a positive duration such as 45s", c.SocketIO.ConnectTimeout)
+	case c.Broadcast.PushInterval < 0:
+		return bad("push-interval", "%s; want 0 (off) or a positive duration", c.Broadcast.PushInterval)
+	case c.Broadcast.PushSize < 0:
+		return bad("push-size", "%d; want 0 or more bytes", c.Broadcast.PushSize)
+	case c.Broadcast.SendQueue <= 0:
+		return bad("send-queue", "%d; want 1 or more messages", c.Broadcast.SendQueue)
+	case c.Broadcast.Slow != "drop" && c.Broadcast.Slow != "close":
+		return bad("slow", "%q; want drop or close", c.Broadcast.Slow)
+	case c.Gnet.Loops < 0:
+		return bad("loops", "%d; want 0 (one per CPU) or more", c.Gnet.Loops)
 	}
-	for _, t := range c.Transports {
+	for _, t := range c.SocketIO.Transports {
 		if t != "polling" && t != "websocket" {
 			return bad("transports", "%q; want polling, websocket or polling,websocket", t)
 		}

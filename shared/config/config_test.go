@@ -18,7 +18,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != ":8080" || c.AdminAddr != ":9100" || c.Delay != 50*time.Millisecond || c.ShutdownTimeout != 5*time.Second || !c.Metrics || c.Pprof {
+	if c.Addr != ":8080" || c.AdminAddr != ":9100" || c.SocketIO.Delay != 50*time.Millisecond || c.ShutdownTimeout != 5*time.Second || !c.Metrics || c.Pprof {
 		t.Errorf("defaults: %+v", c)
 	}
 	// No stricter than Node's http server (keepAliveTimeout 5 s,
@@ -26,8 +26,8 @@ func TestDefaults(t *testing.T) {
 	if c.IdleTimeout != 5*time.Second || c.BodyTimeout != 300*time.Second {
 		t.Errorf("idle timeout %v, body timeout %v; want 5s and 300s", c.IdleTimeout, c.BodyTimeout)
 	}
-	if strings.Join(c.Transports, ",") != "polling,websocket" {
-		t.Errorf("transports default %v", c.Transports)
+	if strings.Join(c.SocketIO.Transports, ",") != "polling,websocket" {
+		t.Errorf("transports default %v", c.SocketIO.Transports)
 	}
 }
 
@@ -39,10 +39,10 @@ func TestPrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Delay != 90*time.Millisecond {
-		t.Errorf("flag should beat env: delay %v", c.Delay)
+	if c.SocketIO.Delay != 90*time.Millisecond {
+		t.Errorf("flag should beat env: delay %v", c.SocketIO.Delay)
 	}
-	if c.AdminAddr != "127.0.0.1:9999" || !c.EmitAuth || strings.Join(c.Transports, ",") != "websocket" {
+	if c.AdminAddr != "127.0.0.1:9999" || !c.SocketIO.EmitAuth || strings.Join(c.SocketIO.Transports, ",") != "websocket" {
 		t.Errorf("env should beat default: %+v", c)
 	}
 	if c.PingInterval != 25*time.Second {
@@ -95,8 +95,8 @@ func TestSizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxMessage != 16<<20 || c.MaxPayload != 1000 {
-		t.Errorf("sizes: %d %d", c.MaxMessage, c.MaxPayload)
+	if c.MaxMessage != 16<<20 || c.SocketIO.MaxPayload != 1000 {
+		t.Errorf("sizes: %d %d", c.MaxMessage, c.SocketIO.MaxPayload)
 	}
 }
 

@@ -36,10 +36,10 @@ type Injector struct {
 
 // New returns nil when every mode is off.
 func New(cfg config.Config, m *metrics.Metrics) *Injector {
-	if cfg.FaultReject == 0 && cfg.FaultDelay == 0 && cfg.FaultCloseAfter == 0 && cfg.FaultDrop == 0 {
+	if cfg.Faults.Reject == 0 && cfg.Faults.Delay == 0 && cfg.Faults.CloseAfter == 0 && cfg.Faults.Drop == 0 {
 		return nil
 	}
-	return &Injector{reject: cfg.FaultReject, drop: cfg.FaultDrop, delay: cfg.FaultDelay, closeAfter: cfg.FaultCloseAfter, m: m}
+	return &Injector{reject: cfg.Faults.Reject, drop: cfg.Faults.Drop, delay: cfg.Faults.Delay, closeAfter: cfg.Faults.CloseAfter, m: m}
 }
 
 // Reject reports whether this handshake is to be refused, and counts it.

@@ -4,12 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"knowngood/shared/config"
 	"knowngood/shared/metrics"
 )
 
 // newMetrics is a fresh set of metrics whose fault counts a test reads.
-func newMetrics() *metrics.Metrics { return metrics.New("test") }
+func newMetrics() *metrics.Metrics { return metrics.New(prometheus.NewRegistry(), "test") }
 
 func faultCounts(m *metrics.Metrics) map[string]uint64 { return m.Snapshot().Faults }
 
@@ -18,10 +20,10 @@ func TestNewNilWhenOff(t *testing.T) {
 		t.Fatalf("every mode off: got %+v, want nil", f)
 	}
 	for name, set := range map[string]func(*config.Config){
-		"reject":      func(c *config.Config) { c.FaultReject = 0.5 },
-		"delay":       func(c *config.Config) { c.FaultDelay = time.Millisecond },
-		"close-after": func(c *config.Config) { c.FaultCloseAfter = 3 },
-		"drop":        func(c *config.Config) { c.FaultDrop = 0.1 },
+		"reject":      func(c *config.Config) { c.Faults.Reject = 0.5 },
+		"delay":       func(c *config.Config) { c.Faults.Delay = time.Millisecond },
+		"close-after": func(c *config.Config) { c.Faults.CloseAfter = 3 },
+		"drop":        func(c *config.Config) { c.Faults.Drop = 0.1 },
 	} {
 		cfg := config.Default()
 		set(&cfg)
@@ -51,7 +53,7 @@ func TestNilInjector(t *testing.T) {
 func TestAlwaysAndNever(t *testing.T) {
 	m := newMetrics()
 	cfg := config.Default()
-	cfg.FaultReject, cfg.FaultDrop = 1, 1
+	cfg.Faults.Reject, cfg.Faults.Drop = 1, 1
 	f := New(cfg, m)
 	for range 10 {
 		if !f.Reject() || !f.Drop() {
@@ -66,7 +68,7 @@ func TestAlwaysAndNever(t *testing.T) {
 	// Only the modes given strike: a delay alone rejects and drops nothing.
 	m = newMetrics()
 	cfg = config.Default()
-	cfg.FaultDelay = time.Millisecond
+	cfg.Faults.Delay = time.Millisecond
 	f = New(cfg, m)
 	for range 100 {
 		if f.Reject() || f.Drop() {
@@ -85,7 +87,7 @@ func TestRates(t *testing.T) {
 	const n = 20000
 	m := newMetrics()
 	cfg := config.Default()
-	cfg.FaultReject, cfg.FaultDrop = 0.25, 0.5
+	cfg.Faults.Reject, cfg.Faults.Drop = 0.25, 0.5
 	f := New(cfg, m)
 	rejects, drops := 0, 0
 	for range n {
@@ -111,7 +113,7 @@ func TestRates(t *testing.T) {
 func TestDelay(t *testing.T) {
 	m := newMetrics()
 	cfg := config.Default()
-	cfg.FaultDelay = 30 * time.Millisecond
+	cfg.Faults.Delay = 30 * time.Millisecond
 	f := New(cfg, m)
 	if !f.Delaying() {
 		t.Fatal("Delaying: false")
@@ -131,7 +133,7 @@ func TestDelay(t *testing.T) {
 	// Without -fault-delay, another mode on: no delay, none counted.
 	m = newMetrics()
 	cfg = config.Default()
-	cfg.FaultCloseAfter = 1
+	cfg.Faults.CloseAfter = 1
 	f = New(cfg, m)
 	if f.Delay() != 0 || f.Delaying() {
 		t.Error("a delay without -fault-delay")
@@ -146,7 +148,7 @@ func TestDelay(t *testing.T) {
 func TestCloseAfter(t *testing.T) {
 	m := newMetrics()
 	cfg := config.Default()
-	cfg.FaultCloseAfter = 3
+	cfg.Faults.CloseAfter = 3
 	f := New(cfg, m)
 	for n := 0; n <= 6; n++ {
 		if got, want := f.CloseAfter(n), n == 3; got != want {
@@ -163,7 +165,7 @@ func TestCloseAfter(t *testing.T) {
 func TestMessage(t *testing.T) {
 	m := newMetrics()
 	cfg := config.Default()
-	cfg.FaultDrop, cfg.FaultCloseAfter = 1, 2
+	cfg.Faults.Drop, cfg.Faults.CloseAfter = 1, 2
 	f := New(cfg, m)
 	for n := 1; n <= 3; n++ {
 		drop, closeAfter := f.Message(n)
@@ -181,7 +183,7 @@ func TestMessage(t *testing.T) {
 // nowhere.
 func TestNoMetrics(t *testing.T) {
 	cfg := config.Default()
-	cfg.FaultReject, cfg.FaultDrop, cfg.FaultDelay, cfg.FaultCloseAfter = 1, 1, time.Second, 1
+	cfg.Faults.Reject, cfg.Faults.Drop, cfg.Faults.Delay, cfg.Faults.CloseAfter = 1, 1, time.Second, 1
 	f := New(cfg, nil)
 	if !f.Reject() || !f.Drop() || f.Delay() != time.Second || !f.CloseAfter(1) {
 		t.Error("an injector without metrics decided otherwise")

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
@@ -40,7 +42,7 @@ func newBoundedServer(t *testing.T, h http.Handler) *boundedServer {
 	t.Helper()
 	cfg := config.Default()
 	cfg.HandshakeTimeout, cfg.IdleTimeout, cfg.BodyTimeout = bound, bound, bound
-	s := &boundedServer{m: metrics.New("test"), closed: make(chan struct{}, 100)}
+	s := &boundedServer{m: metrics.New(prometheus.NewRegistry(), "test"), closed: make(chan struct{}, 100)}
 	srv := lifecycle.HTTPServer(cfg, h, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateClosed {

@@ -1,6 +1,7 @@
-// Package lifecycle is the one way a target listens, caps its connections,
-// bounds them in time (HTTPServer), and shuts down on SIGINT, SIGTERM or
-// SIGHUP.
+// Package lifecycle is the one way a target process listens (with a
+// backlog, behind conns.Guard), serves HTTP with its connections bounded in
+// time (HTTPServer), and shuts down on SIGINT, SIGTERM or SIGHUP (Run).
+// What a target does with each connection it holds is package conns.
 package lifecycle
 
 import (
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/metrics"
 )
 
@@ -90,8 +92,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 	if err != nil {
 		return fmt.Errorf("-addr %s: %w", cfg.Addr, err)
 	}
-	var ln net.Listener = Guard(tcp, m, log)
-	if cfg.TLSCert != "" {
+	var ln net.Listener = conns.Guard(tcp, m, log)
+	if cfg.TLS.Cert != "" {
 		tc, err := TLSConfig(cfg)
 		if err != nil {
 			ln.Close()
@@ -116,7 +118,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 	errc := make(chan error, 1)
 	go func() { errc <- target.Serve(ln) }()
 	log.Info("listening", "variant", cfg.Variant, "addr", ln.Addr().String(), "admin_addr", adminAddr,
-		"backlog", backlog, "backlog_requested", cfg.Backlog, "somaxconn", Somaxconn(), "tls", cfg.TLSCert != "")
+		"backlog", backlog, "backlog_requested", cfg.Backlog, "somaxconn", Somaxconn(), "tls", cfg.TLS.Cert != "")
 
 	select {
 	case err := <-errc:
@@ -147,7 +149,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 // TLSConfig is the server side of -tls-cert/-tls-key: HTTP/1.1 only, since
 // WebSocket upgrades and Engine.IO ride on it.
 func TLSConfig(cfg config.Config) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
 	if err != nil {
 		return nil, fmt.Errorf("-tls-cert/-tls-key: %w", err)
 	}

@@ -39,34 +39,6 @@ func TestListenBacklog(t *testing.T) {
 	}
 }
 
-func TestGate(t *testing.T) {
-	g := lifecycle.NewGate(3)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	took := 0
-	for range 50 {
-		wg.Go(func() {
-			if g.TryAcquire() {
-				mu.Lock()
-				took++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if took != 3 {
-		t.Errorf("%d places taken, want 3", took)
-	}
-	g.Release()
-	if !g.TryAcquire() || g.TryAcquire() {
-		t.Error("a released place should be taken once")
-	}
-	var none *lifecycle.Gate = lifecycle.NewGate(0)
-	if none != nil || !none.TryAcquire() {
-		t.Error("no cap should let everything through")
-	}
-}
-
 // slowTarget's Shutdown takes as long as it is told to.
 type slowTarget struct {
 	srv  *http.Server

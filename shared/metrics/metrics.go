@@ -1,5 +1,5 @@
-// Package metrics defines every metric of knowngood, once, on a registry of
-// the process's own. Servers record through the methods of *Metrics; a nil
+// Package metrics defines every metric of knowngood, once, on the registry
+// its caller gives (see New). Servers record through the methods of *Metrics; a nil
 // *Metrics records nothing, which is how -metrics=false builds a target
 // without instrumentation.
 package metrics
@@ -21,9 +21,13 @@ const namespace = "knowngood"
 
 // Metrics holds the collectors of one process.
 type Metrics struct {
-	Registry *prometheus.Registry
-	variant  string
-	started  time.Time
+	variant string
+	started time.Time
+	// stats holds the same collectors as the caller's registry, plus a
+	// process collector, so that Snapshot reads back the very figures
+	// /metrics serves without needing more of the caller than a
+	// Registerer.
+	stats *prometheus.Registry
 
 	connectionsActive prometheus.Gauge
 	connectionsTotal  prometheus.Counter
@@ -47,16 +51,17 @@ type Metrics struct {
 	handshakeHist *hdrhistogram.Histogram
 }
 
-// New registers every metric, plus the Go and process collectors, on a new
-// registry. variant becomes a constant label.
-func New(variant string) *Metrics {
-	reg := prometheus.NewRegistry()
-	labels := prometheus.Labels{"variant": variant}
-	f := factory{reg: reg, labels: labels}
+// New registers every knowngood metric on reg; variant becomes a constant
+// label. The caller owns reg: a target's is prometheus.NewRegistry() with
+// the Go and process collectors, never the global one.
+func New(reg prometheus.Registerer, variant string) *Metrics {
+	stats := prometheus.NewRegistry()
+	stats.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := factory{regs: []prometheus.Registerer{reg, stats}, labels: prometheus.Labels{"variant": variant}}
 	m := &Metrics{
-		Registry: reg,
-		variant:  variant,
-		started:  time.Now(),
+		variant: variant,
+		started: time.Now(),
+		stats:   stats,
 
 		connectionsActive: f.gauge("connections_active", "Connections open now (Engine.IO sessions for Socket.IO)."),
 		connectionsTotal:  f.counter("connections_total", "Connections accepted since start (Engine.IO sessions for Socket.IO)."),
@@ -92,9 +97,7 @@ func New(variant string) *Metrics {
 		Help: "Always 1; the labels say which build and variant this is.",
 	}, []string{"version", "goversion", "variant"})
 	buildInfo.WithLabelValues(version(), runtime.Version(), variant).Set(1)
-	reg.MustRegister(buildInfo,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(buildInfo)
 	return m
 }
 
@@ -107,37 +110,43 @@ func version() string {
 
 // factory registers collectors with the namespace and constant labels.
 type factory struct {
-	reg    *prometheus.Registry
+	regs   []prometheus.Registerer
 	labels prometheus.Labels
+}
+
+func (f factory) register(c prometheus.Collector) {
+	for _, reg := range f.regs {
+		reg.MustRegister(c)
+	}
 }
 
 func (f factory) counter(name, help string) prometheus.Counter {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels})
-	f.reg.MustRegister(c)
+	f.register(c)
 	return c
 }
 
 func (f factory) gauge(name, help string) prometheus.Gauge {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels})
-	f.reg.MustRegister(g)
+	f.register(g)
 	return g
 }
 
 func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels}, labels)
-	f.reg.MustRegister(c)
+	f.register(c)
 	return c
 }
 
 func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels, Buckets: buckets})
-	f.reg.MustRegister(h)
+	f.register(h)
 	return h
 }
 
 func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: f.labels, Buckets: buckets}, labels)
-	f.reg.MustRegister(h)
+	f.register(h)
 	return h
 }
 
@@ -183,58 +192,35 @@ func (m *Metrics) Handshake(result, transport string, d time.Duration) {
 	m.mu.Unlock()
 }
 
-// Received records one message of n payload bytes from a client.
-func (m *Metrics) Received(n int) { m.ReceivedBatch(1, n) }
-
-// Sent records one message of n payload bytes to a client.
-func (m *Metrics) Sent(n int) { m.SentBatch(1, n) }
-
-// ReceivedBatch records msgs messages from clients with bytes payload
-// bytes in all, counted by a target that adds them up before it records
-// them; nothing when msgs is 0.
-func (m *Metrics) ReceivedBatch(msgs, bytes int) {
-	if m == nil || msgs == 0 {
+// Received records msgs messages and bytes payload bytes from clients.
+// A target that counts bytes at another level than messages (Socket.IO:
+// events, and Engine.IO packets' bytes) records each with the other 0; a
+// target that adds up a batch first records the batch in one call.
+func (m *Metrics) Received(msgs, bytes int) {
+	if m == nil {
 		return
 	}
-	m.messagesReceived.Add(float64(msgs))
-	m.receivedBytes.Add(float64(bytes))
+	// Zero is skipped rather than added: these are the hottest counters,
+	// and an Add is an atomic operation on a shared cache line.
+	if msgs != 0 {
+		m.messagesReceived.Add(float64(msgs))
+	}
+	if bytes != 0 {
+		m.receivedBytes.Add(float64(bytes))
+	}
 }
 
-// SentBatch: see ReceivedBatch.
-func (m *Metrics) SentBatch(msgs, bytes int) {
-	if m == nil || msgs == 0 {
+// Sent records msgs messages and bytes payload bytes to clients; see
+// Received.
+func (m *Metrics) Sent(msgs, bytes int) {
+	if m == nil {
 		return
 	}
-	m.messagesSent.Add(float64(msgs))
-	m.sentBytes.Add(float64(bytes))
-}
-
-// ReceivedMessages and SentMessages count messages whose bytes are counted
-// elsewhere (Socket.IO counts bytes at the Engine.IO level).
-func (m *Metrics) ReceivedMessages(n int) {
-	if m != nil {
-		m.messagesReceived.Add(float64(n))
+	if msgs != 0 {
+		m.messagesSent.Add(float64(msgs))
 	}
-}
-
-// SentMessages: see ReceivedMessages.
-func (m *Metrics) SentMessages(n int) {
-	if m != nil {
-		m.messagesSent.Add(float64(n))
-	}
-}
-
-// ReceivedBytes and SentBytes count bytes alone.
-func (m *Metrics) ReceivedBytes(n int) {
-	if m != nil {
-		m.receivedBytes.Add(float64(n))
-	}
-}
-
-// SentBytes: see ReceivedBytes.
-func (m *Metrics) SentBytes(n int) {
-	if m != nil {
-		m.sentBytes.Add(float64(n))
+	if bytes != 0 {
+		m.sentBytes.Add(float64(bytes))
 	}
 }
 

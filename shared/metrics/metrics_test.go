@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"knowngood/shared/metrics"
@@ -14,14 +16,15 @@ import (
 // TestLint runs the Prometheus linter over every metric: names, units,
 // suffixes, help text.
 func TestLint(t *testing.T) {
-	m := metrics.New("empty")
+	reg := processRegistry()
+	m := metrics.New(reg, "empty")
 	m.Opened()
 	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
 	m.Closed("transport close")
 	m.Fault("drop")
 	m.Invalid("unknown_type")
 	m.AcceptError("EMFILE")
-	problems, err := testutil.GatherAndLint(m.Registry)
+	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,20 +33,21 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestNames pins the metric names that DESIGN.md and the README promise.
+// TestNames pins the metric names that the README and dashboards promise.
 func TestNames(t *testing.T) {
-	m := metrics.New("empty")
+	reg := processRegistry()
+	m := metrics.New(reg, "empty")
 	m.Opened()
 	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
-	m.Received(10)
-	m.Sent(20)
+	m.Received(1, 10)
+	m.Sent(1, 20)
 	m.Closed("1000")
 	m.Fanout(time.Millisecond)
 	m.Dropped(1)
 	m.Fault("delay")
 	m.Invalid("malformed_json")
 	m.AcceptError("EMFILE")
-	families, err := m.Registry.Gather()
+	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +93,14 @@ func hasLabel[L interface {
 
 // TestSnapshot checks that /stats reports what was recorded.
 func TestSnapshot(t *testing.T) {
-	m := metrics.New("async")
+	m := metrics.New(prometheus.NewRegistry(), "async")
 	for i := range 10 {
 		m.Opened()
 		m.Handshake(protocol.ResultOK, "polling", time.Duration(i+1)*time.Millisecond)
 	}
 	m.Handshake(protocol.ResultAbandoned, "websocket", 0)
-	m.Received(5)
-	m.Sent(7)
+	m.Received(1, 5)
+	m.Sent(1, 7)
 	m.Closed("ping timeout")
 	s := m.Snapshot()
 	if s.Variant != "async" || s.ConnectionsActive != 9 || s.ConnectionsTotal != 10 {
@@ -123,14 +127,38 @@ func TestNil(t *testing.T) {
 	m.Opened()
 	m.Closed("x")
 	m.Handshake(protocol.ResultOK, "websocket", time.Second)
-	m.Received(1)
-	m.Sent(1)
-	m.ReceivedMessages(1)
-	m.SentMessages(1)
-	m.ReceivedBytes(1)
-	m.SentBytes(1)
+	m.Received(1, 1)
+	m.Sent(1, 1)
+	m.Received(1, 0)
+	m.Sent(1, 0)
+	m.Received(0, 1)
+	m.Sent(0, 1)
 	m.Fanout(time.Second)
 	m.Dropped(1)
 	m.Fault("x")
 	m.AcceptError("x")
+}
+
+// processRegistry is the registry servers/main.go builds for a target.
+func processRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// TestCountsApart checks that a target counting messages and bytes at
+// different levels (msgs or bytes 0) records exactly what it gives.
+func TestCountsApart(t *testing.T) {
+	m := metrics.New(prometheus.NewRegistry(), "empty")
+	m.Received(3, 0)
+	m.Received(0, 100)
+	m.Sent(2, 0)
+	m.Sent(0, 50)
+	m.Received(4, 40)
+	m.Sent(0, 0)
+	s := m.Snapshot()
+	if s.MessagesReceived != 7 || s.BytesReceived != 140 || s.MessagesSent != 2 || s.BytesSent != 50 {
+		t.Errorf("received %d msgs %d bytes, sent %d msgs %d bytes; want 7 140 2 50",
+			s.MessagesReceived, s.BytesReceived, s.MessagesSent, s.BytesSent)
+	}
 }

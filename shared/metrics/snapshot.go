@@ -25,7 +25,7 @@ func (m *Metrics) Snapshot() protocol.Stats {
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
 	}
-	families, _ := m.Registry.Gather()
+	families, _ := m.stats.Gather()
 	for _, mf := range families {
 		for _, metric := range mf.GetMetric() {
 			value := metric.GetCounter().GetValue() + metric.GetGauge().GetValue()

@@ -83,7 +83,7 @@ func (s *syncBuffer) String() string {
 // logger at debug level.
 func TestGnetLoops(t *testing.T) {
 	var log syncBuffer
-	tg := startOn(t, "gnet", gnetEcho, func(c *config.Config) { c.Loops = 3; c.LogLevel = "debug" }, &log, nil)
+	tg := startOn(t, "gnet", gnetEcho, func(c *config.Config) { c.Gnet.Loops = 3; c.LogLevel = "debug" }, &log, nil)
 	var conns []*websocket.Conn
 	for range 7 {
 		conn, _, err := websocket.DefaultDialer.Dial(tg.url(), nil)

@@ -21,7 +21,7 @@ import (
 func TestFaults(t *testing.T) {
 	forEach(t, func(t *testing.T, name string, b build) {
 		t.Run("reject", func(t *testing.T) {
-			tg := start(t, name, b, func(c *config.Config) { c.FaultReject = 0.2 })
+			tg := start(t, name, b, func(c *config.Config) { c.Faults.Reject = 0.2 })
 			const n = 200
 			refused := 0
 			for range n {
@@ -52,7 +52,7 @@ func TestFaults(t *testing.T) {
 		})
 		t.Run("delay", func(t *testing.T) {
 			const delay = 100 * time.Millisecond
-			tg := start(t, name, b, func(c *config.Config) { c.FaultDelay = delay })
+			tg := start(t, name, b, func(c *config.Config) { c.Faults.Delay = delay })
 			conn := dialWS(t, tg.url())
 			for i := range 5 {
 				began := time.Now()
@@ -78,7 +78,7 @@ func TestFaults(t *testing.T) {
 			check(t, "faults delay", tg.stats().Faults[faults.KindDelay], 15)
 		})
 		t.Run("close-after", func(t *testing.T) {
-			tg := start(t, name, b, func(c *config.Config) { c.FaultCloseAfter = 10 })
+			tg := start(t, name, b, func(c *config.Config) { c.Faults.CloseAfter = 10 })
 			conn := dialWS(t, tg.url())
 			for i := range 20 {
 				_ = conn.WriteMessage(websocket.TextMessage, []byte(strconv.Itoa(i)))
@@ -99,7 +99,7 @@ func TestFaults(t *testing.T) {
 			check(t, "disconnects 1011", st.Disconnects["1011"], 1)
 		})
 		t.Run("drop", func(t *testing.T) {
-			tg := start(t, name, b, func(c *config.Config) { c.FaultDrop = 0.05 })
+			tg := start(t, name, b, func(c *config.Config) { c.Faults.Drop = 0.05 })
 			conn := dialWS(t, tg.url())
 			const n = 1000
 			go func() {

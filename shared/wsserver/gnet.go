@@ -18,8 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/faults"
-	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
 )
@@ -46,8 +46,8 @@ type gnetTarget struct {
 	m      *metrics.Metrics
 	log    *slog.Logger
 	opts   Options
-	gate   *lifecycle.Gate
-	conns  *lifecycle.Registry[*gconn]
+	gate   *conns.Gate
+	conns  *conns.Registry[*gconn]
 	faults *faults.Injector
 	// backlog is how many bytes of replies may wait for a client that does
 	// not read them: 16 messages of -max-message, at least 1 MiB.
@@ -180,8 +180,8 @@ const maxFrameHeader = 14
 func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
 	return &gnetTarget{
 		cfg: cfg, m: m, log: log, opts: o,
-		gate:        lifecycle.NewGate(cfg.MaxConns),
-		conns:       lifecycle.NewRegistry[*gconn](),
+		gate:        conns.NewGate(cfg.MaxConns),
+		conns:       conns.NewRegistry[*gconn](),
 		faults:      faults.New(cfg, m),
 		ready:       make(chan struct{}),
 		registering: make(chan struct{}, maxRegistering),
@@ -195,8 +195,8 @@ func (g *gnetTarget) options() []gnet.Option {
 		gnet.WithTicker(true), // its first tick says that the engine is up
 		gnet.WithLogger(gnetLogger{g.log}),
 	}
-	if g.cfg.Loops > 0 {
-		opts = append(opts, gnet.WithNumEventLoop(g.cfg.Loops))
+	if g.cfg.Gnet.Loops > 0 {
+		opts = append(opts, gnet.WithNumEventLoop(g.cfg.Gnet.Loops))
 	} else {
 		opts = append(opts, gnet.WithMulticore(true))
 	}
@@ -259,8 +259,8 @@ func (g *gnetTarget) accept(ln net.Listener) {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// Counted and logged by lifecycle.GuardedListener.
-			backoff = lifecycle.AcceptBackoff(backoff)
+			// Counted and logged by conns.GuardedListener.
+			backoff = conns.AcceptBackoff(backoff)
 			g.log.Debug("accept failed; retrying", "err", err, "in", backoff)
 			time.Sleep(backoff)
 			continue
@@ -304,7 +304,7 @@ func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
 	if err != nil {
 		<-g.registering
 		_ = c.Close()
-		g.m.AcceptError(lifecycle.AcceptErrorReason(err))
+		g.m.AcceptError(conns.AcceptErrorReason(err))
 		return
 	}
 	go g.registered(results)
@@ -318,7 +318,7 @@ func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
 func (g *gnetTarget) registered(results <-chan gnet.RegisteredResult) {
 	defer func() { <-g.registering }()
 	if r := <-results; r.Err != nil {
-		g.m.AcceptError(lifecycle.AcceptErrorReason(r.Err))
+		g.m.AcceptError(conns.AcceptErrorReason(r.Err))
 		g.log.Debug("gnet could not take a connection over", "err", r.Err)
 	}
 }
@@ -369,7 +369,7 @@ func (g *gnetTarget) onLoop(st *gconn, f func(*gconn)) {
 	_ = st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		defer func() {
 			if v := recover(); v != nil {
-				lifecycle.LogPanic(g.log, g.cfg.Variant, v)
+				conns.LogPanic(g.log, g.cfg.Variant, v)
 			}
 		}()
 		if st.phase != phaseClosed {
@@ -403,7 +403,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			lifecycle.LogPanic(g.log, g.cfg.Variant, v)
+			conns.LogPanic(g.log, g.cfg.Variant, v)
 		}
 	}()
 	if st.timer != nil {
@@ -453,7 +453,7 @@ func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			lifecycle.LogPanic(g.log, g.cfg.Variant, v)
+			conns.LogPanic(g.log, g.cfg.Variant, v)
 			action = gnet.Close
 		}
 	}()
@@ -723,7 +723,7 @@ func (g *gnetTarget) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	goAway := func(st *gconn) { st.Close(CloseGoingAway) }
-	err := lifecycle.Drain(ctx, g.conns, goAway, func(st *gconn) { _ = st.conn.Close() })
+	err := conns.Drain(ctx, g.conns, goAway, func(st *gconn) { _ = st.conn.Close() })
 	if stopErr := g.eng.Stop(ctx); err == nil {
 		err = stopErr
 	}

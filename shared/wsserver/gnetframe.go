@@ -334,7 +334,7 @@ func (st *gconn) flush() {
 		}
 		rest = rest[k:]
 	}
-	st.g.m.SentBatch(n, bytes)
+	st.g.m.Sent(n, bytes)
 	st.outbound.Store(int64(st.conn.OutboundBuffered()))
 }
 
@@ -497,7 +497,7 @@ type counts struct{ msgs, bytes int }
 func (c *counts) add(n int) { c.msgs, c.bytes = c.msgs+1, c.bytes+n }
 
 func (g *gnetTarget) flushCounts(st *gconn) {
-	g.m.ReceivedBatch(st.rx.msgs, st.rx.bytes)
-	g.m.SentBatch(st.tx.msgs, st.tx.bytes)
+	g.m.Received(st.rx.msgs, st.rx.bytes)
+	g.m.Sent(st.tx.msgs, st.tx.bytes)
 	st.rx, st.tx = counts{}, counts{}
 }

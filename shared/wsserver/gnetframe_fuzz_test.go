@@ -58,7 +58,7 @@ func FuzzGnetFrames(f *testing.F) {
 	}
 	tg := lifecycletest.Start(f, "echo-gnet", build, lifecycletest.Options{Tweak: func(c *config.Config) {
 		c.MaxMessage = fuzzMax
-		c.Loops = 1
+		c.Gnet.Loops = 1
 	}})
 	f.Fuzz(func(t *testing.T, in, cuts []byte) {
 		if len(cuts) > 16 {

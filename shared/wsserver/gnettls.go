@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"knowngood/shared/conns"
 
-	"knowngood/shared/lifecycle"
+	"golang.org/x/sys/unix"
 )
 
 // bridgeTLS serves one TLS connection on gnet, which reads its sockets
@@ -30,7 +30,7 @@ func (g *gnetTarget) bridgeTLS(tc *tls.Conn, accepted time.Time) {
 	inner, outer, err := socketpair()
 	if err != nil {
 		_ = tc.Close()
-		g.m.AcceptError(lifecycle.AcceptErrorReason(err))
+		g.m.AcceptError(conns.AcceptErrorReason(err))
 		return
 	}
 	g.register(inner, accepted) // gnet duplicates inner and closes it

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/faults"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
@@ -48,11 +49,11 @@ type httpTarget struct {
 	cfg     config.Config
 	m       *metrics.Metrics
 	log     *slog.Logger
-	gate    *lifecycle.Gate
+	gate    *conns.Gate
 	opts    Options
 	upgrade upgrader
 	srv     *http.Server
-	conns   *lifecycle.Registry[*httpPeer]
+	conns   *conns.Registry[*httpPeer]
 	faults  *faults.Injector
 	closers sync.WaitGroup // Peer.Close and Shutdown's goodbyes
 
@@ -64,7 +65,7 @@ type httpTarget struct {
 type connKey struct{}
 
 func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options, up upgrader) *httpTarget {
-	t := &httpTarget{cfg: cfg, m: m, log: log, gate: lifecycle.NewGate(cfg.MaxConns), opts: o, upgrade: up, conns: lifecycle.NewRegistry[*httpPeer](), faults: faults.New(cfg, m)}
+	t := &httpTarget{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), opts: o, upgrade: up, conns: conns.NewRegistry[*httpPeer](), faults: faults.New(cfg, m)}
 	t.srv = lifecycle.HTTPServer(cfg, t, log)
 	t.srv.MaxHeaderBytes = maxHeaderBytes
 	t.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
@@ -105,7 +106,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			lifecycle.LogPanic(t.log, t.cfg.Variant, v)
+			conns.LogPanic(t.log, t.cfg.Variant, v)
 			_ = raw.Close()
 		}
 	}()
@@ -140,7 +141,7 @@ func (t *httpTarget) serve(p *httpPeer, added bool) {
 	reason := "1011" // kept only if a handler panics
 	defer func() {
 		if v := recover(); v != nil {
-			lifecycle.LogPanic(t.log, t.cfg.Variant, v)
+			conns.LogPanic(t.log, t.cfg.Variant, v)
 		}
 		p.end()
 		if p.halfOpen.Load() {
@@ -196,7 +197,7 @@ func (t *httpTarget) closeAsync(ws wsConn, code int) {
 	t.closers.Go(func() {
 		defer func() {
 			if v := recover(); v != nil {
-				lifecycle.LogPanic(t.log, t.cfg.Variant+" close", v)
+				conns.LogPanic(t.log, t.cfg.Variant+" close", v)
 			}
 		}()
 		ws.close(code)
@@ -214,7 +215,7 @@ func (t *httpTarget) Shutdown(ctx context.Context) error {
 		_ = ln.Close()
 	}
 	goAway := func(p *httpPeer) { t.closeAsync(p.ws, CloseGoingAway) }
-	err := lifecycle.Drain(ctx, t.conns, goAway, func(p *httpPeer) { _ = p.raw.Close() })
+	err := conns.Drain(ctx, t.conns, goAway, func(p *httpPeer) { _ = p.raw.Close() })
 	// Upgrade requests still being read or answered go too. Hijacked
 	// connections are not net/http's any more: Drain has seen to them.
 	_ = t.srv.Close()
@@ -223,7 +224,7 @@ func (t *httpTarget) Shutdown(ctx context.Context) error {
 }
 
 // trackingListener wraps every connection in a trackedConn. Failed
-// accepts are counted below it (lifecycle.GuardedListener).
+// accepts are counted below it (conns.GuardedListener).
 type trackingListener struct {
 	net.Listener
 }
@@ -294,7 +295,7 @@ func (p *pendingCounts) take() (msgs, bytes int) {
 // received counts a message from the client.
 func (c *trackedConn) received(n int) {
 	if !c.batchCounts {
-		c.m.Received(n)
+		c.m.Received(1, n)
 		return
 	}
 	c.rx.add(n)
@@ -303,7 +304,7 @@ func (c *trackedConn) received(n int) {
 // sent counts a reply.
 func (c *trackedConn) sent(n int) {
 	if !c.batchCounts {
-		c.m.Sent(n)
+		c.m.Sent(1, n)
 		return
 	}
 	c.tx.add(n)
@@ -311,8 +312,8 @@ func (c *trackedConn) sent(n int) {
 
 // flushCounts adds the batch's counts to the metrics.
 func (c *trackedConn) flushCounts() {
-	c.m.ReceivedBatch(c.rx.take())
-	c.m.SentBatch(c.tx.take())
+	c.m.Received(c.rx.take())
+	c.m.Sent(c.tx.take())
 }
 
 // holdOpening holds every write, the 101 first, until openDone, so that
@@ -466,7 +467,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 			c.first.Store(time.Now().UnixNano())
 		}
 	}
-	if err != nil && lifecycle.ClientLeft(err) {
+	if err != nil && conns.ClientLeft(err) {
 		c.left.Store(true)
 	}
 	return n, err

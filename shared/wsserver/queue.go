@@ -99,7 +99,7 @@ func (p *httpPeer) write() {
 				if err := p.ws.write(Text, m.Data); err != nil {
 					return
 				}
-				p.m.Sent(len(m.Data))
+				p.m.Sent(1, len(m.Data))
 			}
 			if len(p.queue) == 0 && p.raw.flush() != nil {
 				return

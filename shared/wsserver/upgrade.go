@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/faults"
-	"knowngood/shared/lifecycle"
 	"knowngood/shared/protocol"
 )
 
@@ -68,7 +68,7 @@ func checkUpgrade(r *http.Request, origins []string) *refusal {
 // (shutting down, a bad request, over -max-conns), or nil with a
 // -max-conns place taken, which the caller gives back when the connection
 // ends.
-func admit(closing bool, r *http.Request, cfg config.Config, gate *lifecycle.Gate, f *faults.Injector) *refusal {
+func admit(closing bool, r *http.Request, cfg config.Config, gate *conns.Gate, f *faults.Injector) *refusal {
 	if closing {
 		return shuttingDown()
 	}

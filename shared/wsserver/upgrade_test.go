@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/faults"
-	"knowngood/shared/lifecycle"
 	"knowngood/shared/protocol"
 )
 
@@ -198,7 +198,7 @@ func TestAcceptKey(t *testing.T) {
 }
 
 func TestAdmit(t *testing.T) {
-	gate := lifecycle.NewGate(1)
+	gate := conns.NewGate(1)
 	cfg := config.Default()
 	cfg.MaxConns = 1
 	if rf := admit(false, upgradeReq(nil), cfg, gate, nil); rf != nil {
@@ -220,7 +220,7 @@ func TestAdmit(t *testing.T) {
 
 	// A bad request is refused as bad before the cap is looked at, and
 	// takes no place.
-	full := lifecycle.NewGate(1)
+	full := conns.NewGate(1)
 	full.TryAcquire()
 	if rf := admit(false, upgradeReq(func(r *http.Request) { r.Method = "PUT" }), cfg, full, nil); rf == nil || rf.status != 405 {
 		t.Errorf("bad request at the cap: %+v", rf)
@@ -239,7 +239,7 @@ func TestAdmit(t *testing.T) {
 
 	// -fault-reject 1: every valid request refused, no place taken.
 	fcfg := cfg
-	fcfg.FaultReject = 1
+	fcfg.Faults.Reject = 1
 	f := faults.New(fcfg, nil)
 	rf = admit(false, upgradeReq(nil), cfg, gate, f)
 	if rf == nil || rf.status != 503 || rf.result != protocol.ResultRejected || !strings.Contains(rf.msg, "-fault-reject") {

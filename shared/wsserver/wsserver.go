@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 )
@@ -232,7 +233,7 @@ func readMessage(r io.Reader, buf *[]byte, max int64) error {
 // error found by a library.
 func netFailure(err error) bool {
 	var ne net.Error
-	return lifecycle.ClientLeft(err) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+	return conns.ClientLeft(err) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
 }
 
 // validCloseCode reports whether a client may send code in a close frame

@@ -45,7 +45,7 @@ func (o options) delayOrDefault() time.Duration {
 	if d, err := time.ParseDuration(o.delay); err == nil {
 		return d
 	}
-	return config.Default().Delay
+	return config.Default().SocketIO.Delay
 }
 
 func parseFlags(args []string) (options, error) {

@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"knowngood/shared/admin"
 	"knowngood/shared/config"
+	"knowngood/shared/conns"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
@@ -48,9 +52,15 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 	if o.Tweak != nil {
 		o.Tweak(&cfg)
 	}
-	var m *metrics.Metrics
+	var (
+		reg *prometheus.Registry
+		m   *metrics.Metrics
+	)
 	if cfg.Metrics {
-		m = metrics.New(name)
+		// As servers/main.go builds it.
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m = metrics.New(reg, name)
 	}
 	logTo := o.Log
 	if logTo == nil {
@@ -67,11 +77,11 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 	}
 	tg := &Target{Addr: ln.Addr().String(), Metrics: m, srv: srv, done: make(chan error, 1)}
 	if o.Admin {
-		adm := httptest.NewServer(admin.Handler(cfg, m))
+		adm := httptest.NewServer(admin.Handler(cfg, reg, m))
 		t.Cleanup(adm.Close)
 		tg.AdminURL = adm.URL
 	}
-	ln = lifecycle.Guard(ln, m, log)
+	ln = conns.Guard(ln, m, log)
 	if o.Wrap != nil {
 		ln = o.Wrap(ln)
 	}

@@ -1,4 +1,9 @@
-package lifecycle
+// Package conns holds what every target does with the connections it
+// holds, whatever library serves them: refuse accepts cleanly when
+// descriptors run out (Guard), cap them (-max-conns, Gate), track them for
+// shutdown and drain them (Registry, Drain), and tell a client that left
+// from a server that gave up (ClientLeft).
+package conns
 
 import (
 	"context"

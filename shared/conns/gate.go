@@ -1,4 +1,4 @@
-package lifecycle
+package conns
 
 import "sync/atomic"
 

@@ -1,0 +1,84 @@
+package metrics_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"knowngood/shared/metrics"
+	"knowngood/shared/protocol"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
+
+// TestGolden pins every knowngood metric a target exposes: name, type, help
+// text and labels. Dashboards, alerts and scripts read these names, so a
+// change here is a change users see.
+func TestGolden(t *testing.T) {
+	reg := processRegistry()
+	m := metrics.New(reg, "empty")
+	// A vector shows up only once it has a child: record one of each.
+	m.Opened()
+	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
+	m.Received(1, 1)
+	m.Sent(1, 1)
+	m.Closed("1000")
+	m.Fanout(time.Millisecond)
+	m.Dropped(1)
+	m.Invalid("unknown_type")
+	m.Fault("drop")
+	m.AcceptError("EMFILE")
+	m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	have := map[string]bool{}
+	for _, f := range families {
+		name := f.GetName()
+		have[name] = true
+		if !strings.HasPrefix(name, "knowngood_") {
+			continue
+		}
+		var labels []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			value := "*"
+			if l.GetName() == "variant" && name != "knowngood_build_info" {
+				value = l.GetValue()
+			}
+			labels = append(labels, l.GetName()+"="+value)
+		}
+		slices.Sort(labels)
+		fmt.Fprintf(&b, "%s %s {%s}\n  %s\n", name, f.GetType(), strings.Join(labels, ","), f.GetHelp())
+		if h := f.GetMetric()[0].GetHistogram(); h != nil {
+			var bounds []string
+			for _, bucket := range h.GetBucket() {
+				bounds = append(bounds, fmt.Sprintf("%.6g", bucket.GetUpperBound()))
+			}
+			fmt.Fprintf(&b, "  buckets %s\n", strings.Join(bounds, " "))
+		}
+	}
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "process_resident_memory_bytes"} {
+		if !have[name] {
+			t.Errorf("%s is missing", name)
+		}
+	}
+	const golden = "testdata/metrics.golden"
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != string(want) {
+		t.Errorf("metrics changed (go test -run TestGolden -update rewrites %s if on purpose):\n got:\n%s\nwant:\n%s", golden, got, want)
+	}
+}

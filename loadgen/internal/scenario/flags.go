@@ -1,13 +1,16 @@
 // Package scenario is the skeleton every loadgen scenario fills in: the
-// flags they share (-url, -admin, -json, -csv, -html), and the run around
-// the scenario's own work: read the target's /stats before, do the work,
-// read /stats after, take the difference and judge it with the client's
-// own counts (loadgen/internal/verdict).
+// flags they share (-url, -admin, -json, -csv, -html), the run around the
+// scenario's own work (read the target's /stats before, do the work, read
+// /stats after, take the difference and judge it with the client's own
+// counts, loadgen/internal/verdict), and the subcommand that parses the
+// flags, runs, prints the report and writes its files.
 //
-// A scenario supplies its own flags and a Scenario (prepare, load,
-// finish); the skeleton calls it between the reads:
+// A scenario supplies its own flags (beside Common's) and a Scenario
+// (Prepare, Load, Finish); the skeleton calls it between the reads:
 //
 //	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin}, &myRun{cfg: cfg})
+//
+// and loadgen's main lists it with NewCommand.
 package scenario
 
 import (
@@ -49,7 +52,8 @@ func (c *Common) Register(fs *flag.FlagSet, w Words) {
 	fs.StringVar(&c.URL, "url", w.DefaultURL, w.URL)
 	fs.StringVar(&c.Admin, "admin", "", w.Admin+" (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	fs.StringVar(&c.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
-	flagset.Files(fs, &c.CSV, &c.HTML)
+	fs.StringVar(&c.CSV, "csv", "", "also write the per-second samples to `FILE` as CSV: a header row (second,count,errors,p50_ms,p99_ms,max_ms), then one row a second")
+	fs.StringVar(&c.HTML, "html", "", "also write the report to `FILE` as one self-contained HTML page (inline SVG charts, opens offline): the table, client vs server, throughput and latency per second, the latency distribution")
 }
 
 // ResolveAdmin fills in -admin once the target's host is known (set: the

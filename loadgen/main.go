@@ -24,8 +24,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,17 +35,17 @@ import (
 	"knowngood/loadgen/conns"
 	"knowngood/loadgen/echo"
 	"knowngood/loadgen/handshake"
-	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/watch"
 )
 
 // scenarios is every subcommand.
-var scenarios = []scenario{
-	newScenario("handshake", handshake.ParseFlags, handshake.Usage, handshake.Run, func(c handshake.Config) files { return files{c.JSON, c.CSV, c.HTML} }),
-	newScenario("echo", echo.ParseFlags, echo.Usage, echo.Run, func(c echo.Config) files { return files{c.JSON, c.CSV, c.HTML} }),
-	newScenario("conns", conns.ParseFlags, conns.Usage, conns.Run, func(c conns.Config) files { return files{c.JSON, c.CSV, c.HTML} }),
-	newScenario("broadcast", broadcast.ParseFlags, broadcast.Usage, broadcast.Run, func(c broadcast.Config) files { return files{c.JSON, c.CSV, c.HTML} }),
-	newScenario("watch", watch.ParseFlags, watch.Usage, watch.Run, func(c watch.Config) files { return files{json: c.JSON} }),
+var scenarios = []scenario.Command{
+	scenario.NewCommand("handshake", handshake.ParseFlags, handshake.Usage, handshake.Run, scenario.CommonFiles[handshake.Config]),
+	scenario.NewCommand("echo", echo.ParseFlags, echo.Usage, echo.Run, scenario.CommonFiles[echo.Config]),
+	scenario.NewCommand("conns", conns.ParseFlags, conns.Usage, conns.Run, scenario.CommonFiles[conns.Config]),
+	scenario.NewCommand("broadcast", broadcast.ParseFlags, broadcast.Usage, broadcast.Run, scenario.CommonFiles[broadcast.Config]),
+	scenario.NewCommand("watch", watch.ParseFlags, watch.Usage, watch.Run, func(c watch.Config) scenario.Files { return scenario.Files{JSON: c.JSON} }),
 }
 
 const usage = "usage: loadgen handshake|echo|conns|broadcast|watch [flags] (loadgen SCENARIO -h lists them)"
@@ -90,118 +88,10 @@ func startCPUProfile(path string) (stop func(), err error) {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, s := range scenarios {
-		if len(args) > 0 && args[0] == s.name {
-			return s.main(ctx, args[1:], stdout, stderr)
+		if len(args) > 0 && args[0] == s.Name {
+			return s.Main(ctx, args[1:], stdout, stderr)
 		}
 	}
 	fmt.Fprintln(stderr, usage)
 	return 2
-}
-
-// scenario is one subcommand: parse its flags, run it, print its report.
-type scenario struct {
-	name string
-	main func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
-// report is what every scenario's Run returns.
-type report interface {
-	WriteTable(io.Writer) error
-	WriteJSON(io.Writer) error
-}
-
-// charted is a report with per-second samples and charts, for -csv and
-// -html: every scenario's but watch's (the tool it runs keeps its own).
-type charted interface {
-	WriteCSV(io.Writer) error         // the per-second samples
-	HTMLRun() (htmlreport.Run, error) // the run, for the -html page
-}
-
-// files are the report's files: -json, -csv and -html.
-type files struct{ json, csv, html string }
-
-func newScenario[C any, R report](name string, parse func([]string) (C, error), usage func(io.Writer),
-	runScenario func(context.Context, C, io.Writer) (R, error), filesOf func(C) files) scenario {
-	return scenario{name: name, main: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-		cfg, err := parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			usage(stdout)
-			return 0
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "loadgen %s: %v\n", name, err)
-			return 2
-		}
-		rep, err := runScenario(ctx, cfg, stderr)
-		if err == nil {
-			err = write(filesOf(cfg), name, rep, stdout, stderr)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "loadgen %s: %v\n", name, err)
-			return 1
-		}
-		if ctx.Err() != nil {
-			return 130 // interrupted: the report is partial
-		}
-		if e, ok := any(rep).(interface{ ExitStatus() int }); ok && e.ExitStatus() != 0 {
-			return 1 // loadgen watch: the command failed (its status is in the report)
-		}
-		return 0
-	}}
-}
-
-// write prints the table, and writes the files asked for; with -json - the
-// JSON goes to stdout and the table to stderr.
-func write(f files, name string, rep report, stdout, stderr io.Writer) error {
-	// The table first: a file that cannot be written loses nothing else.
-	table := stdout
-	if f.json == "-" {
-		table = stderr
-	}
-	if err := rep.WriteTable(table); err != nil {
-		return err
-	}
-	switch f.json {
-	case "":
-	case "-":
-		if err := rep.WriteJSON(stdout); err != nil {
-			return err
-		}
-	default:
-		if err := writeFile(f.json, rep.WriteJSON); err != nil {
-			return err
-		}
-	}
-	c, ok := rep.(charted)
-	if !ok {
-		return nil
-	}
-	if f.csv != "" {
-		if err := writeFile(f.csv, c.WriteCSV); err != nil {
-			return err
-		}
-	}
-	if f.html != "" {
-		run, err := c.HTMLRun()
-		if err != nil {
-			return err
-		}
-		return writeFile(f.html, func(w io.Writer) error {
-			return htmlreport.WriteHTML(w, "loadgen "+name, []htmlreport.Run{run})
-		})
-	}
-	return nil
-}
-
-// writeFile creates path and writes it with fn.
-func writeFile(path string, fn func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/target"
 )
 
@@ -44,7 +44,8 @@ const (
 
 // Config is one run of the scenario.
 type Config struct {
-	URL         string
+	// -url (ws://HOST:PORT/PATH), -admin, -json, -csv, -html
+	scenario.Common
 	Subscribers int
 	Senders     int           // broadcast mode: connections that send
 	Rate        int           // broadcast mode: broadcasts per second, all senders together
@@ -54,35 +55,27 @@ type Config struct {
 	Sources     []netip.Addr  // source addresses, in turn
 	Duration    time.Duration // the measured window
 	Timeout     time.Duration // bounds each dial, and the wait for the last messages after the window
-	Admin       string
-	JSON        string
-	CSV         string // the per-second samples
-	HTML        string // the report as an HTML page
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
 func ParseFlags(args []string) (Config, error) {
-	var cfg Config
-	set, err := flagset.Parse(newFlagSet(&cfg), args)
-	if err != nil {
-		return Config{}, err
-	}
-	if err := cfg.normalize(set); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return scenario.Parse(args, newFlagSet, (*Config).normalize)
 }
 
 // Usage prints the flags and their defaults.
-func Usage(w io.Writer) {
-	flagset.Usage(w, newFlagSet(&Config{}))
+func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
+
+// words describe the common flags.
+var words = scenario.Words{
+	DefaultURL: DefaultURL,
+	URL:        "`URL` of the target: ws://HOST:PORT/PATH",
+	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window",
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := flag.NewFlagSet("broadcast", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target: ws://HOST:PORT/PATH")
+	fs := scenario.NewFlagSet("broadcast")
+	cfg.Register(fs, words)
 	flagset.Int(fs, &cfg.Subscribers, "subscribers", DefaultSubscribers, 1, maxSubscribers, "`N` connections that only listen (the open-files limit applies)")
 	flagset.Int(fs, &cfg.Senders, "senders", DefaultSenders, 1, maxSenders, "`N` connections that send the broadcasts (they receive them too)")
 	flagset.Int(fs, &cfg.Rate, "rate", DefaultRate, 1, maxRate, "`MSG/S`: broadcasts per second, all senders together, evenly spread")
@@ -99,9 +92,6 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	})
 	flagset.Duration(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, once every connection is open")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last messages after the window")
-	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
-	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
-	flagset.Files(fs, &cfg.CSV, &cfg.HTML)
 	return fs
 }
 
@@ -123,6 +113,5 @@ func (c *Config) normalize(set map[string]bool) error {
 	}
 	c.URL = u.String
 	c.Batch = min(c.Batch, c.Subscribers+c.Senders)
-	c.Admin, err = statsclient.AdminURL(c.Admin, set["admin"], u.Host)
-	return err
+	return c.ResolveAdmin(set, u.Host)
 }

@@ -1,7 +1,6 @@
 package broadcast
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +10,8 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
-	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
@@ -100,30 +99,16 @@ func newReport(cfg Config) *Report {
 	return r
 }
 
-// snapshot is one /stats read, or why it failed.
-type snapshot struct {
-	s   statsclient.Snapshot
-	err error
-}
-
-func sample(ctx context.Context, c *statsclient.Client) *snapshot {
-	if c == nil {
-		return nil
-	}
-	s, err := c.Get(ctx)
-	return &snapshot{s, err}
-}
-
 // serverView is the difference of two snapshots; the string says what
 // failed.
-func serverView(cfg Config, before, after *snapshot) (*ServerView, string) {
+func serverView(cfg Config, before, after *scenario.Snapshot) (*ServerView, string) {
 	if before == nil || after == nil {
 		return nil, ""
 	}
-	if err := errors.Join(before.err, after.err); err != nil {
+	if err := errors.Join(before.Err, after.Err); err != nil {
 		return nil, strings.ReplaceAll(fmt.Sprintf("no /stats from %s: %v", cfg.Admin, err), "\n", "; ")
 	}
-	b, a := before.s, after.s
+	b, a := before.Stats, after.Stats
 	d := protocol.Diff(b.Stats, a.Stats)
 	v := &ServerView{
 		Admin: cfg.Admin, Variant: a.Variant,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +19,7 @@ import (
 
 	"knowngood/loadgen/internal/proc"
 	"knowngood/loadgen/internal/progress"
-	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
@@ -71,21 +70,25 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, u: u, errs: &tally.Errors{}, rtt: newShardedHist(nil)}
+	r := &run{cfg: cfg, u: u, notes: notes, rep: newReport(cfg), errs: &tally.Errors{}, rtt: newShardedHist(nil)}
 	r.lat = newShardedHist(&r.timeline)
 	if r.subs, err = newListeners(r); err != nil {
 		return nil, fmt.Errorf("gnet client: %w", err)
 	}
 	defer r.subs.stop()
-	return r.run(ctx, notes), nil
+	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin}, r)
 }
 
+// run is the scenario's part of a run: the members, the broadcasts or
+// pushes of the window, and their books.
 type run struct {
-	cfg  Config
-	u    target.URL
-	errs *tally.Errors
-	lat  *shardedHist // receive latency: broadcasts and pushes in the window
-	rtt  *shardedHist // broadcastResult round trips
+	cfg   Config
+	u     target.URL
+	notes io.Writer
+	rep   *Report
+	errs  *tally.Errors
+	lat   *shardedHist // receive latency: broadcasts and pushes in the window
+	rtt   *shardedHist // broadcastResult round trips
 	// timeline samples the window's deliveries by the second they were
 	// sent in; set when the window starts.
 	timeline atomic.Pointer[timeline.Timeline]
@@ -128,44 +131,19 @@ type member struct {
 	pushGot  uint64
 }
 
-func (r *run) run(ctx context.Context, notes io.Writer) *Report {
-	cfg := r.cfg
-	rep := newReport(cfg)
-	var stats *statsclient.Client
-	if cfg.Admin != "" {
-		stats = statsclient.New(cfg.Admin)
-		defer stats.Close()
-	}
+// Prepare connects every member and waits for them to join: the window,
+// and the server's figures, start once they are in.
+func (r *run) Prepare(ctx context.Context, _ *scenario.Frame) error {
+	cfg, rep := r.cfg, r.rep
 	r.sentCount = make([]atomic.Uint64, max(cfg.Senders, 1))
 	total := cfg.Subscribers + cfg.Senders
 	r.members = make([]*member, total)
-	tracks := max(cfg.Senders, 1)
 	start := time.Now()
 	pool := &target.BufferPool{}
-	bar := progress.Count(notes, total, "connecting")
+	bar := progress.Count(r.notes, total, "connecting")
 	rep.Batches = target.Ramp(ctx, total, cfg.Batch, cfg.Sources, r.errs, func(ctx context.Context, i int, src netip.Addr) error {
 		defer bar.Add(1)
-		m := &member{shard: i % shards, joined: make(chan struct{}), done: make(chan struct{}), last: make([]uint64, tracks), got: make([]uint64, tracks)}
-		if i >= cfg.Senders || cfg.Push {
-			if err := r.subs.dial(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096}, m); err != nil {
-				return err
-			}
-			r.members[i] = m
-			return nil
-		}
-		c, err := target.DialWebSocket(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096, WriteBuffer: 1024, WriteBufferPool: pool})
-		if err != nil {
-			return err
-		}
-		m.c = c
-		r.members[i] = m
-		go r.read(m)
-		// The target joins a client before it reads its first message:
-		// the echo's answer says that this one is in.
-		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"type":"echo","payload":"join"}`)); err != nil {
-			return err
-		}
-		return nil
+		return r.connect(ctx, i, src, pool)
 	})
 	rep.ConnectSeconds = time.Since(start).Seconds()
 	r.awaitJoins(ctx)
@@ -177,18 +155,42 @@ func (r *run) run(ctx context.Context, notes io.Writer) *Report {
 	}
 	rep.Failed = total - rep.Connected
 	r.listeners.Store(int64(rep.Connected))
-	fmt.Fprintf(notes, "loadgen: %d of %d connections joined in %.2fs; measuring for %s\n", rep.Connected, total, rep.ConnectSeconds, cfg.Duration)
+	fmt.Fprintf(r.notes, "loadgen: %d of %d connections joined in %.2fs; measuring for %s\n", rep.Connected, total, rep.ConnectSeconds, cfg.Duration)
+	return nil
+}
 
-	var config map[string]string
-	if stats != nil {
-		config, _ = stats.Config(ctx) // without it, the verdicts that need it are left out
+// connect opens member i from src: a subscriber on the gnet client, a
+// sender on gorilla, which then asks to join.
+func (r *run) connect(ctx context.Context, i int, src netip.Addr, pool *target.BufferPool) error {
+	cfg := r.cfg
+	tracks := max(cfg.Senders, 1)
+	m := &member{shard: i % shards, joined: make(chan struct{}), done: make(chan struct{}), last: make([]uint64, tracks), got: make([]uint64, tracks)}
+	if i >= cfg.Senders || cfg.Push {
+		if err := r.subs.dial(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096}, m); err != nil {
+			return err
+		}
+		r.members[i] = m
+		return nil
 	}
-	before := sample(ctx, stats)
-	cpu0 := proc.SelfCPUSeconds()
+	c, err := target.DialWebSocket(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096, WriteBuffer: 1024, WriteBufferPool: pool})
+	if err != nil {
+		return err
+	}
+	m.c = c
+	r.members[i] = m
+	go r.read(m)
+	// The target joins a client before it reads its first message:
+	// the echo's answer says that this one is in.
+	return c.WriteMessage(websocket.TextMessage, []byte(`{"type":"echo","payload":"join"}`))
+}
+
+// Load runs the window, then waits for its last deliveries.
+func (r *run) Load(ctx context.Context, _ *scenario.Frame) bool {
+	cfg, rep := r.cfg, r.rep
 	windowStart := time.Now()
 	r.timeline.Store(timeline.New(time.Unix(0, windowStart.UnixNano()))) // the send times in the messages are wall clock
 	r.windowStart.Store(windowStart.UnixNano())
-	bar = progress.Timed(notes, cfg.Duration, "window")
+	bar := progress.Timed(r.notes, cfg.Duration, "window")
 	var senders sync.WaitGroup
 	if !cfg.Push {
 		for i := range cfg.Senders {
@@ -207,39 +209,33 @@ func (r *run) run(ctx context.Context, notes io.Writer) *Report {
 	senders.Wait()
 	rep.WindowSeconds = float64(r.windowEnd.Load()-r.windowStart.Load()) / 1e9
 	r.awaitDeliveries(ctx)
-	rep.ClientCPUSeconds = proc.SelfCPUSeconds() - cpu0
-	after := sample(ctx, stats)
+	return true
+}
 
+// Finish closes every connection, counts, and judges the window: the
+// connections were made before it, so the broadcasts, the deliveries and
+// the CPU are judged.
+func (r *run) Finish(_ context.Context, f *scenario.Frame) *Report {
+	cfg, rep := r.cfg, r.rep
+	rep.ClientCPUSeconds = f.ClientCPU
 	r.closing.Store(true)
 	r.closeAll()
 	r.fill(rep)
 	rep.Errors = r.errs.Map()
-	rep.Server, rep.ServerError = serverView(cfg, before, after)
-	rep.Verdicts = judge(cfg, rep, config, before, after)
-	if rep.ServerError != "" {
-		fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
-	}
-	return rep
-}
-
-// judge places the window's problems on the client's side or the
-// server's. The connections were made before the window: the broadcasts,
-// the deliveries and the CPU are judged.
-func judge(cfg Config, rep *Report, config map[string]string, before, after *snapshot) []verdict.Verdict {
-	r := verdict.Run{Sent: int64(rep.Sent), Received: -1, Slack: int64(cfg.Senders), Lost: int64(rep.Lost),
-		ClientCPU: rep.ClientCPUSeconds, Window: time.Duration(rep.WindowSeconds * float64(time.Second)), Cores: runtime.GOMAXPROCS(0),
-		Config: config, ServerCPU: -1}
+	rep.Server, rep.ServerError = serverView(cfg, f.Before, f.After)
+	v := verdict.Run{Sent: int64(rep.Sent), Received: -1, Slack: int64(cfg.Senders), Lost: int64(rep.Lost),
+		ClientCPU: rep.ClientCPUSeconds, Window: time.Duration(rep.WindowSeconds * float64(time.Second)), ServerCPU: -1}
 	if cfg.Push {
-		r.Sent = -1
-	}
-	if before != nil && after != nil && before.err == nil && after.err == nil {
-		d := protocol.Diff(before.s.Stats, after.s.Stats)
-		r.Server = &d
+		v.Sent = -1
 	}
 	if rep.Server != nil && rep.Server.CPUSeconds != nil {
-		r.ServerCPU = *rep.Server.CPUSeconds
+		v.ServerCPU = *rep.Server.CPUSeconds
 	}
-	return verdict.Judge(r)
+	rep.Verdicts = f.Judge(v)
+	if rep.ServerError != "" {
+		fmt.Fprintf(r.notes, "loadgen: %s\n", rep.ServerError)
+	}
+	return rep
 }
 
 // awaitJoins waits for every connection's echo, for up to cfg.Timeout in

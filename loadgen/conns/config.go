@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/target"
 )
 
@@ -38,45 +38,39 @@ const (
 
 // Config is one run of the scenario.
 type Config struct {
-	URL     string        // ws://HOST:PORT/PATH or tcp://HOST:PORT
+	// -url (ws://HOST:PORT/PATH or tcp://HOST:PORT), -admin, -json, -csv,
+	// -html
+	scenario.Common
 	N       int           // connections
 	Batch   int           // connections dialled at once
 	Sources []netip.Addr  // source addresses, used in turn; none = the kernel's choice
 	Hold    time.Duration // how long the connections are held once all are open
 	Timeout time.Duration // bounds each connection's dial and upgrade
-	Admin   string        // base URL of the target's admin listener; "" for none
 	PID     int           // the target's process id, for its RSS from /proc; 0 for none
 	// FreeOSMemory: after the hold, also read the RSS once the target has
 	// returned its free memory to the OS (POST /debug/freeosmemory).
 	FreeOSMemory bool
-	JSON         string // write the report as JSON to this file; "-" is stdout
-	CSV          string // write the per-second samples as CSV to this file
-	HTML         string // write the report as an HTML page to this file
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
 func ParseFlags(args []string) (Config, error) {
-	var cfg Config
-	set, err := flagset.Parse(newFlagSet(&cfg), args)
-	if err != nil {
-		return Config{}, err
-	}
-	if err := cfg.normalize(set["admin"]); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return scenario.Parse(args, newFlagSet, (*Config).normalize)
 }
 
 // Usage prints the flags and their defaults.
-func Usage(w io.Writer) {
-	flagset.Usage(w, newFlagSet(&Config{}))
+func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
+
+// words describe the common flags.
+var words = scenario.Words{
+	DefaultURL: DefaultURL,
+	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP)",
+	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after",
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := flag.NewFlagSet("conns", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, and printed by the caller on one line
-	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP)")
+	fs := scenario.NewFlagSet("conns")
+	cfg.Register(fs, words)
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections to open and hold (the open-files limit applies)")
 	flagset.Int(fs, &cfg.Batch, "batch", DefaultBatch, 1, maxN, "`N` connections dialled at once; the next batch starts when this one is done")
 	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both; each gives its own ephemeral ports to one target (default: the kernel's choice)", func(s string) error {
@@ -89,7 +83,6 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	})
 	flagset.Duration(fs, &cfg.Hold, "hold", DefaultHold, true, "how long to hold the connections once all are open, before the target's RSS is read")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each connection's dial and upgrade")
-	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	fs.Func("pid", "the target's process `ID`, on this machine: its RSS comes from /proc/PID/status (for a target without /stats)", func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -99,20 +92,18 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 		return nil
 	})
 	fs.BoolVar(&cfg.FreeOSMemory, "free-os-memory", false, "after the hold, also ask the target to collect its garbage and return free memory to the OS (POST /debug/freeosmemory on -admin; start a knowngood target with -pprof), and read its RSS again: what the connections hold live, without the garbage collector's slack")
-	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
-	flagset.Files(fs, &cfg.CSV, &cfg.HTML)
 	return fs
 }
 
 // normalize checks the URL and fills in the admin address.
-func (c *Config) normalize(adminSet bool) error {
+func (c *Config) normalize(set map[string]bool) error {
 	u, err := target.ParseURL(c.URL)
 	if err != nil {
 		return err
 	}
 	c.URL = u.String
 	c.Batch = min(c.Batch, c.N)
-	c.Admin, err = statsclient.AdminURL(c.Admin, adminSet, u.Host)
+	err = c.ResolveAdmin(set, u.Host)
 	if err == nil && c.FreeOSMemory && c.Admin == "" {
 		err = errors.New("flag -free-os-memory: needs the target's admin listener (-admin)")
 	}

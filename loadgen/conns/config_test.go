@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"knowngood/loadgen/internal/scenario"
 )
 
 func TestParseFlags(t *testing.T) {
-	base := Config{URL: DefaultURL, N: DefaultN, Batch: DefaultBatch, Hold: DefaultHold, Timeout: DefaultTimeout, Admin: "http://127.0.0.1:9100"}
+	base := Config{Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"}, N: DefaultN, Batch: DefaultBatch, Hold: DefaultHold, Timeout: DefaultTimeout}
 	addrs := func(s ...string) []netip.Addr {
 		var out []netip.Addr
 		for _, a := range s {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,7 @@ import (
 
 	"knowngood/loadgen/internal/proc"
 	"knowngood/loadgen/internal/progress"
-	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
@@ -51,7 +50,12 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep, err := run(ctx, cfg, notes)
+	u, err := target.ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, u: u, rep: newReport(cfg, u), errs: &tally.Errors{}, notes: notes}
+	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin}, r)
 	if rep != nil && err == nil {
 		rep.OpenFiles = files.String()
 		rep.OpenFilesAllow = files.Allows()
@@ -66,104 +70,58 @@ type held struct {
 	read  func() error // blocks until the connection ends
 }
 
-func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
-	u, err := target.ParseURL(cfg.URL)
-	if err != nil {
-		return nil, err
-	}
-	rep := newReport(cfg, u)
-	errs := &tally.Errors{}
-	var stats *statsclient.Client
-	if cfg.Admin != "" {
-		stats = statsclient.New(cfg.Admin)
-		defer stats.Close()
-	}
-	var config map[string]string
-	if stats != nil {
-		config, _ = stats.Config(ctx) // without it, the verdicts that need it are left out
-	}
-	began := time.Now()
-	before := takeSample(ctx, stats, cfg.PID)
-	cpu0 := proc.SelfCPUSeconds()
+// run is the scenario's part of a run: the connections, held, and the
+// target's RSS from /proc with -pid (its /stats is the skeleton's).
+type run struct {
+	cfg   Config
+	u     target.URL
+	rep   *Report
+	errs  *tally.Errors
+	notes io.Writer
 
-	var (
-		mu      sync.Mutex
-		conns   []held
-		alive   atomic.Int64 // established and not dropped
-		closing atomic.Bool  // set before the run closes them: their ends are not drops
-		readers sync.WaitGroup
-	)
-	writePool := &target.BufferPool{}
-	dial := func(ctx context.Context, src netip.Addr) (held, error) {
-		opts := target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool}
-		if u.TCP {
-			c, err := target.DialTCP(ctx, u, opts)
-			if err != nil {
-				return held{}, err
-			}
-			return held{close: func() { _ = c.Close() }, read: func() error {
-				var b [512]byte
-				for {
-					if _, err := c.Read(b[:]); err != nil {
-						return err
-					}
-				}
-			}}, nil
-		}
-		c, err := target.DialWebSocket(ctx, u, opts)
-		if err != nil {
-			return held{}, err
-		}
-		return held{
-			close: func() {
-				msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
-				_ = c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
-				_ = c.Close()
-			},
-			read: func() error {
-				for {
-					if _, _, err := c.NextReader(); err != nil {
-						return err
-					}
-				}
-			},
-		}, nil
-	}
+	mu      sync.Mutex
+	conns   []held
+	alive   atomic.Int64 // established and not dropped
+	closing atomic.Bool  // set before the run closes them: their ends are not drops
+	readers sync.WaitGroup
 
+	before, after sample // the target's memory before the first dial and at the end of the hold
+}
+
+// Prepare reads the target's RSS before the first dial.
+func (r *run) Prepare(context.Context, *scenario.Frame) error {
+	r.before = procSample(r.cfg.PID)
+	return nil
+}
+
+// Load opens the connections and holds them.
+func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
+	cfg, rep := r.cfg, r.rep
 	start := time.Now()
 	tl := timeline.New(start)
-	bar := progress.Count(notes, cfg.N, "connecting")
-	rep.Batches = target.Ramp(ctx, cfg.N, cfg.Batch, cfg.Sources, errs, func(ctx context.Context, _ int, src netip.Addr) error {
+	bar := progress.Count(r.notes, cfg.N, "connecting")
+	writePool := &target.BufferPool{}
+	rep.Batches = target.Ramp(ctx, cfg.N, cfg.Batch, cfg.Sources, r.errs, func(ctx context.Context, _ int, src netip.Addr) error {
 		defer bar.Add(1)
 		t0 := time.Now()
-		h, err := dial(ctx, src)
+		h, err := r.dial(ctx, src, writePool)
 		t1 := time.Now()
 		if err != nil {
 			tl.Error(t1)
 			return err
 		}
 		tl.Record(t1, t1.Sub(t0))
-		alive.Add(1)
-		mu.Lock()
-		conns = append(conns, h)
-		mu.Unlock()
-		readers.Go(func() {
-			err := h.read()
-			if !closing.Load() {
-				alive.Add(-1)
-				errs.Add(kindDropped, 1, err)
-			}
-		})
+		r.keep(h)
 		return nil
 	})
 	bar.Done()
 	rep.EstablishSeconds = time.Since(start).Seconds()
 	rep.Samples = tl.Samples(time.Since(start))
-	rep.Established = len(conns)
+	rep.Established = len(r.conns)
 	rep.Failed = cfg.N - rep.Established
-	fmt.Fprintf(notes, "loadgen: %d connections established in %.2fs; holding them %s\n", rep.Established, rep.EstablishSeconds, cfg.Hold)
+	fmt.Fprintf(r.notes, "loadgen: %d connections established in %.2fs; holding them %s\n", rep.Established, rep.EstablishSeconds, cfg.Hold)
 
-	bar = progress.Timed(notes, cfg.Hold, "holding")
+	bar = progress.Timed(r.notes, cfg.Hold, "holding")
 	hold := time.NewTimer(cfg.Hold)
 	select {
 	case <-hold.C:
@@ -172,45 +130,97 @@ func run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	}
 	bar.Done()
 	// Held counts the connections alive when the target's memory is read.
-	rep.Held = int(alive.Load())
-	after := takeSample(ctx, stats, cfg.PID)
-	rep.ClientCPUSeconds = proc.SelfCPUSeconds() - cpu0
+	rep.Held = int(r.alive.Load())
+	r.after = procSample(cfg.PID)
+	return true
+}
+
+// keep holds an established connection, and notices when it drops.
+func (r *run) keep(h held) {
+	r.alive.Add(1)
+	r.mu.Lock()
+	r.conns = append(r.conns, h)
+	r.mu.Unlock()
+	r.readers.Go(func() {
+		err := h.read()
+		if !r.closing.Load() {
+			r.alive.Add(-1)
+			r.errs.Add(kindDropped, 1, err)
+		}
+	})
+}
+
+// dial opens one connection from src.
+func (r *run) dial(ctx context.Context, src netip.Addr, writePool *target.BufferPool) (held, error) {
+	opts := target.Options{Timeout: r.cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool}
+	if r.u.TCP {
+		c, err := target.DialTCP(ctx, r.u, opts)
+		if err != nil {
+			return held{}, err
+		}
+		return held{close: func() { _ = c.Close() }, read: func() error {
+			var b [512]byte
+			for {
+				if _, err := c.Read(b[:]); err != nil {
+					return err
+				}
+			}
+		}}, nil
+	}
+	c, err := target.DialWebSocket(ctx, r.u, opts)
+	if err != nil {
+		return held{}, err
+	}
+	return held{
+		close: func() {
+			msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
+			_ = c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+			_ = c.Close()
+		},
+		read: func() error {
+			for {
+				if _, _, err := c.NextReader(); err != nil {
+					return err
+				}
+			}
+		},
+	}, nil
+}
+
+// Finish reads the RSS once more with -free-os-memory, closes the
+// connections and judges the run.
+func (r *run) Finish(ctx context.Context, f *scenario.Frame) *Report {
+	cfg, rep := r.cfg, r.rep
+	rep.ClientCPUSeconds = f.ClientCPU
+	before, after := r.before.with(f.Before), r.after.with(f.After)
 	var freed *sample
-	if cfg.FreeOSMemory && stats != nil {
-		if err := stats.FreeOSMemory(ctx); err != nil {
-			freed = &sample{procErr: err, serverErr: err}
+	if cfg.FreeOSMemory && cfg.Admin != "" {
+		if err := f.Target.FreeOSMemory(ctx); err != nil {
+			freed = &sample{procErr: err, server: &scenario.Snapshot{Err: err}}
 		} else {
-			s := takeSample(ctx, stats, cfg.PID)
+			s := procSample(cfg.PID).with(f.Target.Snapshot(ctx))
 			freed = &s
 		}
 	}
 	rep.Dropped = rep.Established - rep.Held
 
-	closing.Store(true)
-	closeAll(conns)
+	r.closing.Store(true)
+	closeAll(r.conns)
 	readersDone := make(chan struct{})
-	go func() { readers.Wait(); close(readersDone) }()
+	go func() { r.readers.Wait(); close(readersDone) }()
 	select {
 	case <-readersDone:
 	case <-time.After(closeWait):
-		fmt.Fprintf(notes, "loadgen: connections still closing after %s\n", closeWait)
+		fmt.Fprintf(r.notes, "loadgen: connections still closing after %s\n", closeWait)
 	}
-	rep.Errors = errs.Map()
+	rep.Errors = r.errs.Map()
 	rep.Server, rep.ServerError = serverView(cfg, before, after, freed, rep.Held)
-	judge := verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Sent: -1, Received: -1,
-		ClientCPU: rep.ClientCPUSeconds, Window: time.Since(began), Cores: runtime.GOMAXPROCS(0), Config: config, ServerCPU: -1}
-	if b, a := before.server, after.server; b != nil && a != nil && before.serverErr == nil && after.serverErr == nil {
-		d := protocol.Diff(b.Stats, a.Stats)
-		judge.Server = &d
-		if b.CPUSeconds != nil && a.CPUSeconds != nil {
-			judge.ServerCPU = *a.CPUSeconds - *b.CPUSeconds
-		}
-	}
-	rep.Verdicts = verdict.Judge(judge)
+	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Sent: -1, Received: -1,
+		ClientCPU: f.ClientCPU, Window: f.Window, ServerCPU: f.ServerCPU()})
 	if rep.ServerError != "" {
-		fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
+		fmt.Fprintf(r.notes, "loadgen: %s\n", rep.ServerError)
 	}
-	return rep, nil
+	return rep
 }
 
 // closeAll closes the connections, closeParallel at a time.
@@ -229,22 +239,32 @@ func closeAll(conns []held) {
 
 // sample is the target's memory at one moment.
 type sample struct {
-	server    *statsclient.Snapshot
-	serverErr error
-	procRSS   float64
-	procErr   error
+	server  *scenario.Snapshot // nil without an admin listener
+	procRSS float64
+	procErr error
 }
 
-func takeSample(ctx context.Context, stats *statsclient.Client, pid int) sample {
+// procSample reads the RSS of process pid; nothing when pid is 0.
+func procSample(pid int) sample {
 	var s sample
 	if pid != 0 {
 		s.procRSS, s.procErr = proc.ResidentBytes(pid)
 	}
-	if stats != nil {
-		snap, err := stats.Get(ctx)
-		s.server, s.serverErr = &snap, err
-	}
 	return s
+}
+
+// with is s with the /stats read at the same moment.
+func (s sample) with(server *scenario.Snapshot) sample {
+	s.server = server
+	return s
+}
+
+// serverErr is why /stats could not be read.
+func (s sample) serverErr() error {
+	if s.server == nil {
+		return nil
+	}
+	return s.server.Err
 }
 
 // rss is the sample's RSS from source ("proc" or "stats").
@@ -252,13 +272,13 @@ func (s sample) rss(source string) (float64, error) {
 	if source == "proc" {
 		return s.procRSS, s.procErr
 	}
-	if s.serverErr != nil {
-		return 0, s.serverErr
+	if err := s.serverErr(); err != nil {
+		return 0, err
 	}
-	if s.server == nil || s.server.ResidentBytes == nil {
+	if s.server == nil || s.server.Stats.ResidentBytes == nil {
 		return 0, errors.New("no resident memory in /stats")
 	}
-	return *s.server.ResidentBytes, nil
+	return *s.server.Stats.ResidentBytes, nil
 }
 
 // serverView combines the samples: RSS from /proc when -pid is given, else
@@ -275,10 +295,10 @@ func serverView(cfg Config, before, after sample, freed *sample, heldConns int) 
 		}
 	}
 	if cfg.Admin != "" {
-		if err := errors.Join(before.serverErr, after.serverErr); err != nil {
+		if err := errors.Join(before.serverErr(), after.serverErr()); err != nil {
 			problems = append(problems, fmt.Errorf("no /stats from %s: %w", cfg.Admin, err))
 		} else {
-			b, a := before.server, after.server
+			b, a := before.server.Stats, after.server.Stats
 			v.Admin, v.Variant = cfg.Admin, a.Variant
 			v.ConnectionsActive = &a.ConnectionsActive
 			d := protocol.Diff(b.Stats, a.Stats)

@@ -17,6 +17,7 @@ import (
 
 	"knowngood/loadgen/internal/echotest"
 	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/timeline"
 	"knowngood/servers/echo"
@@ -56,7 +57,7 @@ func TestRun(t *testing.T) {
 	for _, start := range []func(testing.TB, echotest.Options) *echotest.Server{echotest.StartWebSocket, echotest.StartTCP} {
 		srv := start(t, echotest.Options{})
 		t.Run(srv.URL[:strings.Index(srv.URL, ":")], func(t *testing.T) {
-			cfg := Config{URL: srv.URL, N: 20, Batch: 8, Sources: twoSources, Hold: 100 * time.Millisecond, Timeout: 5 * time.Second, Admin: fakeAdmin(t, srv, 3000)}
+			cfg := Config{Common: scenario.Common{URL: srv.URL, Admin: fakeAdmin(t, srv, 3000)}, N: 20, Batch: 8, Sources: twoSources, Hold: 100 * time.Millisecond, Timeout: 5 * time.Second}
 			var notes strings.Builder
 			rep, err := Run(context.Background(), cfg, &notes)
 			if err != nil {
@@ -100,7 +101,7 @@ func TestRun(t *testing.T) {
 // TestRunPID: the target's RSS from /proc (this process's, here).
 func TestRunPID(t *testing.T) {
 	srv := echotest.StartWebSocket(t, echotest.Options{})
-	rep, err := Run(context.Background(), Config{URL: srv.URL, N: 5, Batch: 5, Timeout: 5 * time.Second, PID: os.Getpid()}, new(strings.Builder))
+	rep, err := Run(context.Background(), Config{Common: scenario.Common{URL: srv.URL}, N: 5, Batch: 5, Timeout: 5 * time.Second, PID: os.Getpid()}, new(strings.Builder))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestRunPID(t *testing.T) {
 // dropped; a dial nobody answers fails, with its first error.
 func TestRunDroppedAndFailed(t *testing.T) {
 	srv := echotest.StartWebSocket(t, echotest.Options{CloseIdleAfter: 50 * time.Millisecond})
-	rep, err := Run(context.Background(), Config{URL: srv.URL, N: 6, Batch: 3, Hold: 500 * time.Millisecond, Timeout: 5 * time.Second}, new(strings.Builder))
+	rep, err := Run(context.Background(), Config{Common: scenario.Common{URL: srv.URL}, N: 6, Batch: 3, Hold: 500 * time.Millisecond, Timeout: 5 * time.Second}, new(strings.Builder))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestRunDroppedAndFailed(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	rep, err = Run(context.Background(), Config{URL: "ws://" + addr + "/", N: 4, Batch: 4, Sources: twoSources, Timeout: 5 * time.Second}, new(strings.Builder))
+	rep, err = Run(context.Background(), Config{Common: scenario.Common{URL: "ws://" + addr + "/"}, N: 4, Batch: 4, Sources: twoSources, Timeout: 5 * time.Second}, new(strings.Builder))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestOpenFilesCheck(t *testing.T) {
 		t.Skipf("an open-files limit of %d is beyond -n's range", files.Soft)
 	}
 	var notes strings.Builder
-	_, err = Run(context.Background(), Config{URL: "ws://127.0.0.1:1/", N: n, Batch: 1000, Timeout: time.Second}, &notes)
+	_, err = Run(context.Background(), Config{Common: scenario.Common{URL: "ws://127.0.0.1:1/"}, N: n, Batch: 1000, Timeout: time.Second}, &notes)
 	want := fmt.Sprintf("-n %d is more than the open-files limit allows: open-files limit %d", n, files.Soft)
 	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("Run with -n %d: %v; want one line with %q", n, err, want)
@@ -164,7 +165,7 @@ func TestOpenFilesCheck(t *testing.T) {
 func TestRunFreeOSMemory(t *testing.T) {
 	for _, pprof := range []bool{true, false} {
 		tg := lifecycletest.Start(t, "echo-gorilla", echo.NewGorilla, lifecycletest.Options{Admin: true, Tweak: func(c *config.Config) { c.Pprof = pprof }})
-		cfg := Config{URL: "ws://" + tg.Addr + "/", N: 10, Batch: 10, Timeout: 5 * time.Second, Admin: tg.AdminURL, PID: os.Getpid(), FreeOSMemory: true}
+		cfg := Config{Common: scenario.Common{URL: "ws://" + tg.Addr + "/", Admin: tg.AdminURL}, N: 10, Batch: 10, Timeout: 5 * time.Second, PID: os.Getpid(), FreeOSMemory: true}
 		rep, err := Run(context.Background(), cfg, new(strings.Builder))
 		if err != nil {
 			t.Fatal(err)

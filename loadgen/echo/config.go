@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/target"
 )
 
@@ -61,7 +61,9 @@ const (
 
 // Config is one run of the scenario.
 type Config struct {
-	URL      string        // ws://HOST:PORT/PATH or tcp://HOST:PORT
+	// -url (ws://HOST:PORT/PATH or tcp://HOST:PORT), -admin, -json, -csv,
+	// -html
+	scenario.Common
 	Conns    int           // -c
 	Size     int           // bytes per message
 	Mode     string        // sync, pipelined or rate
@@ -70,36 +72,28 @@ type Config struct {
 	Duration time.Duration // the measured window
 	Warmup   time.Duration // before the window; not in the figures
 	Timeout  time.Duration // bounds each dial, and the wait for the last echoes after the window
-	Admin    string        // base URL of the target's admin listener; "" for none
 	PID      int           // the target's process id, for its CPU from /proc; 0 for none
-	JSON     string        // write the report as JSON to this file; "-" is stdout
-	CSV      string        // write the per-second samples as CSV to this file
-	HTML     string        // write the report as an HTML page to this file
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
 func ParseFlags(args []string) (Config, error) {
-	var cfg Config
-	set, err := flagset.Parse(newFlagSet(&cfg), args)
-	if err != nil {
-		return Config{}, err
-	}
-	if err := cfg.normalize(set["admin"]); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return scenario.Parse(args, newFlagSet, (*Config).normalize)
 }
 
 // Usage prints the flags and their defaults.
-func Usage(w io.Writer) {
-	flagset.Usage(w, newFlagSet(&Config{}))
+func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
+
+// words describe the common flags.
+var words = scenario.Words{
+	DefaultURL: DefaultURL,
+	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP echo, no framing)",
+	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window",
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, and printed by the caller on one line
-	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP echo, no framing)")
+	fs := scenario.NewFlagSet("echo")
+	cfg.Register(fs, words)
 	flagset.Int(fs, &cfg.Conns, "c", DefaultConns, 1, maxConns, "`N` connections")
 	flagset.Int(fs, &cfg.Size, "size", DefaultSize, 1, maxSize, "`BYTES` per message (the target's -max-message applies)")
 	cfg.Mode = DefaultMode
@@ -117,7 +111,6 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	flagset.Duration(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, after the warmup")
 	flagset.Duration(fs, &cfg.Warmup, "warmup", DefaultWarmup, true, "traffic before the window that the figures leave out")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last echoes after the window")
-	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	fs.Func("pid", "the target's process `ID`, on this machine: its CPU seconds come from /proc/PID/stat (for a target without /stats)", func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -126,18 +119,15 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 		cfg.PID = n
 		return nil
 	})
-	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
-	flagset.Files(fs, &cfg.CSV, &cfg.HTML)
 	return fs
 }
 
 // normalize checks the URL and fills in the admin address.
-func (c *Config) normalize(adminSet bool) error {
+func (c *Config) normalize(set map[string]bool) error {
 	u, err := target.ParseURL(c.URL)
 	if err != nil {
 		return err
 	}
 	c.URL = u.String
-	c.Admin, err = statsclient.AdminURL(c.Admin, adminSet, u.Host)
-	return err
+	return c.ResolveAdmin(set, u.Host)
 }

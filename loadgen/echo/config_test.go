@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"knowngood/loadgen/internal/scenario"
 )
 
 func defaults() Config {
 	return Config{
-		URL: DefaultURL, Conns: DefaultConns, Size: DefaultSize, Mode: DefaultMode, Inflight: DefaultInflight,
+		Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"},
+		Conns:  DefaultConns, Size: DefaultSize, Mode: DefaultMode, Inflight: DefaultInflight,
 		Rate: DefaultRate, Duration: DefaultDuration, Warmup: DefaultWarmup, Timeout: DefaultTimeout,
-		Admin: "http://127.0.0.1:9100",
 	}
 }
 

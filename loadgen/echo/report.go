@@ -156,11 +156,11 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 	}
 	statsOK := false
 	if cfg.Admin != "" {
-		if err := errors.Join(before.serverErr, after.serverErr); err != nil {
+		if err := errors.Join(before.serverErr(), after.serverErr()); err != nil {
 			problems = append(problems, fmt.Errorf("no /stats from %s: %w", cfg.Admin, err))
 		} else {
 			statsOK = true
-			b, a := before.server, after.server
+			b, a := before.server.Stats, after.server.Stats
 			d := protocol.Diff(b.Stats, a.Stats)
 			v.Variant = a.Variant
 			v.MessagesReceived, v.MessagesSent = &d.MessagesReceived, &d.MessagesSent

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,7 @@ import (
 
 	"knowngood/loadgen/internal/proc"
 	"knowngood/loadgen/internal/progress"
-	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/verdict"
 	"knowngood/loadgen/timeline"
@@ -46,7 +45,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	} else if err := files.Check("c", cfg.Conns); err != nil {
 		return nil, err
 	}
-	return run(ctx, cfg, notes, dialer(cfg))
+	return runDial(ctx, cfg, notes, dialer(cfg))
 }
 
 // window is the run's timeline, the same for every connection: traffic
@@ -72,80 +71,69 @@ func stopped(stop <-chan struct{}) bool {
 // sample is what is read at each end of the window.
 type sample struct {
 	clientCPU float64
-	server    *statsclient.Snapshot
-	serverErr error
+	server    *scenario.Snapshot // nil without an admin listener
 	procCPU   *float64
 	procErr   error
 }
 
-func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Report, error) {
-	rep := newReport(cfg)
-	errs := &tally.Errors{}
-	var stats *statsclient.Client
-	if cfg.Admin != "" {
-		stats = statsclient.New(cfg.Admin)
-		defer stats.Close()
+// serverErr is why /stats could not be read.
+func (s sample) serverErr() error {
+	if s.server == nil {
+		return nil
 	}
+	return s.server.Err
+}
 
-	// The verdicts compare the whole run, dials to closes, on both sides:
-	// the window's snapshots are each a request long, and messages flow
-	// meanwhile.
-	var config map[string]string
-	var first *statsclient.Snapshot
-	if stats != nil {
-		config, _ = stats.Config(ctx) // without it, the verdicts that need it are left out
-		if s, err := stats.Get(ctx); err == nil {
-			first = &s
-		}
-	}
-	bar := progress.Count(notes, cfg.Conns, "connecting")
-	conns := dialAll(ctx, cfg, dial, errs, bar)
+// settleWait bounds the wait, after the closes, for the target to see its
+// connections go.
+const settleWait = 5 * time.Second
+
+// runDial runs the scenario with dial for its connections. The verdicts
+// compare the whole run, dials to closes, on both sides (the skeleton's
+// /stats reads before the dials and after the closes): the window's
+// snapshots are each a request long, and messages flow meanwhile.
+func runDial(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Report, error) {
+	r := &run{cfg: cfg, notes: notes, dial: dial, rep: newReport(cfg), errs: &tally.Errors{}}
+	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Settle: settleWait}, r)
+}
+
+// run is the scenario's part of a run: the connections, the traffic, and
+// the window's own samples.
+type run struct {
+	cfg   Config
+	notes io.Writer
+	dial  dialFunc
+	rep   *Report
+	errs  *tally.Errors
+
+	conns    []msgConn
+	workers  []*worker
+	received int64  // echoes read, matching or not, over the whole run
+	before   sample // at the start of the window
+	after    sample // at its end
+}
+
+func (r *run) Prepare(context.Context, *scenario.Frame) error { return nil }
+
+// Load dials, runs the traffic through the warmup and the window, and
+// closes; false when nothing connected or the run was interrupted.
+func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
+	bar := progress.Count(r.notes, r.cfg.Conns, "connecting")
+	r.conns = dialAll(ctx, r.cfg, r.dial, r.errs, bar)
 	bar.Done()
-	rep.Connected = len(conns)
-	if len(conns) == 0 {
-		rep.Errors = errs.Map()
-		return rep, nil
+	r.rep.Connected = len(r.conns)
+	if len(r.conns) == 0 {
+		r.rep.Errors = r.errs.Map()
+		return false
 	}
-
-	stop := make(chan struct{})
 	start := time.Now()
-	win := window{start: start, from: start.Add(cfg.Warmup), to: start.Add(cfg.Warmup + cfg.Duration), stop: stop}
+	stop := make(chan struct{})
+	win := window{start: start, from: start.Add(r.cfg.Warmup), to: start.Add(r.cfg.Warmup + r.cfg.Duration), stop: stop}
 	var closing atomic.Bool // set once the connections are being closed: their errors are ours
-	pl := newPayload(cfg.Size)
 	tl := timeline.New(win.from)
-	workers := make([]*worker, len(conns))
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		w := &worker{id: i, conn: c, pl: pl, errs: errs, closing: &closing, lat: protocol.NewHistogram(), late: protocol.NewHistogram(),
-			tl: tl, seconds: tl.Local()}
-		workers[i] = w
-		switch cfg.Mode {
-		case Sync:
-			wg.Go(func() { w.runSync(win) })
-		case Pipelined:
-			wg.Go(func() { w.runPipelined(win, cfg.Inflight) })
-		case Rate:
-			// Connection i's messages are due every len(conns)/rate
-			// seconds, offset by i/rate: evenly spread in total.
-			period := float64(time.Second) * float64(len(conns)) / float64(cfg.Rate)
-			first := start.Add(time.Duration(float64(i) * float64(time.Second) / float64(cfg.Rate)))
-			wg.Go(func() { w.runRate(win, first, period) })
-		}
-	}
-
-	bar = progress.Timed(notes, cfg.Warmup+cfg.Duration, "warmup and window")
-	var before, after sample
-	interrupted := !sleepUntil(ctx, win.from)
-	if !interrupted {
-		before = takeSample(ctx, stats, cfg.PID)
-		interrupted = !sleepUntil(ctx, win.to)
-	}
-	end := time.Now()
-	if !interrupted {
-		after = takeSample(ctx, stats, cfg.PID)
-	}
+	wg := r.startWorkers(win, tl, &closing)
+	end, interrupted := r.measure(ctx, f.Target, win)
 	close(stop)
-	bar.Done()
 
 	// The last echoes: wait for them up to cfg.Timeout, then close the
 	// connections, which ends every call still blocked.
@@ -153,78 +141,109 @@ func run(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Repo
 	go func() { wg.Wait(); close(drained) }()
 	select {
 	case <-drained:
-	case <-time.After(cfg.Timeout):
+	case <-time.After(r.cfg.Timeout):
 	case <-ctx.Done():
 	}
 	closing.Store(true)
-	closeAll(conns)
+	closeAll(r.conns)
 	<-drained
+	r.tally(win, end, interrupted, tl)
+	return !interrupted
+}
 
+// startWorkers starts one worker per connection, in cfg.Mode.
+func (r *run) startWorkers(win window, tl *timeline.Timeline, closing *atomic.Bool) *sync.WaitGroup {
+	pl := newPayload(r.cfg.Size)
+	r.workers = make([]*worker, len(r.conns))
+	var wg sync.WaitGroup
+	for i, c := range r.conns {
+		w := &worker{id: i, conn: c, pl: pl, errs: r.errs, closing: closing, lat: protocol.NewHistogram(), late: protocol.NewHistogram(),
+			tl: tl, seconds: tl.Local()}
+		r.workers[i] = w
+		switch r.cfg.Mode {
+		case Sync:
+			wg.Go(func() { w.runSync(win) })
+		case Pipelined:
+			wg.Go(func() { w.runPipelined(win, r.cfg.Inflight) })
+		case Rate:
+			// Connection i's messages are due every len(conns)/rate
+			// seconds, offset by i/rate: evenly spread in total.
+			period := float64(time.Second) * float64(len(r.conns)) / float64(r.cfg.Rate)
+			first := win.start.Add(time.Duration(float64(i) * float64(time.Second) / float64(r.cfg.Rate)))
+			wg.Go(func() { w.runRate(win, first, period) })
+		}
+	}
+	return &wg
+}
+
+// measure waits through the warmup and the window, sampling both sides at
+// each end of the window; end is when it ended.
+func (r *run) measure(ctx context.Context, t *scenario.Target, win window) (end time.Time, interrupted bool) {
+	bar := progress.Timed(r.notes, r.cfg.Warmup+r.cfg.Duration, "warmup and window")
+	defer bar.Done()
+	interrupted = !sleepUntil(ctx, win.from)
+	if !interrupted {
+		r.before = takeSample(ctx, t, r.cfg.PID)
+		interrupted = !sleepUntil(ctx, win.to)
+	}
+	end = time.Now()
+	if !interrupted {
+		r.after = takeSample(ctx, t, r.cfg.PID)
+	}
+	return end, interrupted
+}
+
+// tally puts the workers' counts into the report.
+func (r *run) tally(win window, end time.Time, interrupted bool, tl *timeline.Timeline) {
+	rep := r.rep
 	rep.Interrupted = interrupted
 	rep.WindowSeconds = max(0, end.Sub(win.from).Seconds())
 	if end.After(win.to) {
-		rep.WindowSeconds = cfg.Duration.Seconds()
+		rep.WindowSeconds = r.cfg.Duration.Seconds()
 	}
 	lat, late := protocol.NewHistogram(), protocol.NewHistogram()
-	for _, w := range workers {
+	for _, w := range r.workers {
 		w.seconds.Flush()
 		lat.Merge(w.lat)
 		late.Merge(w.late)
 		rep.Messages += w.measured
 		rep.Sent += w.sent
 		rep.BehindSchedule += w.behind
+		r.received += w.received
 		if interrupted { // cut off by the user, not lost
 			continue
 		}
-		errs.Add(kindLost, int(w.sent-w.received), fmt.Errorf("connection %d: %d messages without an echo when it closed (-timeout %s after the window, or a connection error first)", w.id, w.sent-w.received, cfg.Timeout))
+		r.errs.Add(kindLost, int(w.sent-w.received), fmt.Errorf("connection %d: %d messages without an echo when it closed (-timeout %s after the window, or a connection error first)", w.id, w.sent-w.received, r.cfg.Timeout))
 	}
-	var received int64
-	for _, w := range workers {
-		received += w.received
-	}
-	rep.Errors = errs.Map()
+	rep.Errors = r.errs.Map()
 	if rep.WindowSeconds > 0 {
 		rep.MessagesPerSecond = float64(rep.Messages) / rep.WindowSeconds
 	}
 	rep.setLatency(lat, late)
 	rep.Samples = tl.Samples(time.Duration(rep.WindowSeconds * float64(time.Second)))
-	if !interrupted {
-		rep.ClientCPUSeconds = after.clientCPU - before.clientCPU
-		rep.Server, rep.ServerError = serverView(cfg, before, after)
-		if rep.ServerError != "" {
-			fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
-		}
-		var last *statsclient.Snapshot
-		if first != nil {
-			if s, err := stats.Settled(ctx, *first, settleWait); err == nil {
-				last = &s
-			}
-		}
-		rep.Verdicts = judge(cfg, rep, config, received, first, last)
-	}
-	return rep, nil
 }
 
-// settleWait bounds the wait, after the closes, for the target to see its
-// connections go.
-const settleWait = 5 * time.Second
-
-// judge places the run's problems on the client's side or the server's:
-// the connections and the messages over the whole run (first and last are
-// the server's /stats before the dials and after the closes), the CPU over
-// the window.
-func judge(cfg Config, rep *Report, config map[string]string, received int64, first, last *statsclient.Snapshot) []verdict.Verdict {
-	r := verdict.Run{Attempts: cfg.Conns, Connected: rep.Connected, Deadline: cfg.Timeout, Sent: rep.Sent, Received: received,
-		ClientCPU: rep.ClientCPUSeconds, Window: time.Duration(rep.WindowSeconds * float64(time.Second)), Cores: runtime.GOMAXPROCS(0),
-		Config: config, ServerCPU: -1}
-	if first != nil && last != nil {
-		d := protocol.Diff(first.Stats, last.Stats)
-		r.Server = &d
+// Finish adds the server's view of the window and the verdicts, unless
+// nothing connected or the run was interrupted.
+func (r *run) Finish(_ context.Context, f *scenario.Frame) *Report {
+	rep := r.rep
+	if len(r.conns) == 0 || rep.Interrupted {
+		return rep
 	}
+	rep.ClientCPUSeconds = r.after.clientCPU - r.before.clientCPU
+	rep.Server, rep.ServerError = serverView(r.cfg, r.before, r.after)
+	if rep.ServerError != "" {
+		fmt.Fprintf(r.notes, "loadgen: %s\n", rep.ServerError)
+	}
+	// The connections and the messages over the whole run, the CPU over
+	// the window.
+	v := verdict.Run{Attempts: r.cfg.Conns, Connected: rep.Connected, Deadline: r.cfg.Timeout, Sent: rep.Sent, Received: r.received,
+		ClientCPU: rep.ClientCPUSeconds, Window: time.Duration(rep.WindowSeconds * float64(time.Second)), ServerCPU: -1}
 	if rep.Server != nil && rep.Server.CPUSeconds != nil {
-		r.ServerCPU = *rep.Server.CPUSeconds
+		v.ServerCPU = *rep.Server.CPUSeconds
 	}
-	return verdict.Judge(r)
+	rep.Verdicts = f.Judge(v)
+	return rep
 }
 
 // sleepUntil waits for t; false when ctx ended first.
@@ -239,16 +258,13 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-func takeSample(ctx context.Context, stats *statsclient.Client, pid int) sample {
+func takeSample(ctx context.Context, t *scenario.Target, pid int) sample {
 	s := sample{clientCPU: proc.SelfCPUSeconds()}
 	if pid != 0 {
 		cpu, err := proc.CPUSeconds(pid)
 		s.procCPU, s.procErr = &cpu, err
 	}
-	if stats != nil {
-		snap, err := stats.Get(ctx)
-		s.server, s.serverErr = &snap, err
-	}
+	s.server = t.Snapshot(ctx)
 	return s
 }
 

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"knowngood/loadgen/internal/echotest"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/timeline"
 )
 
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 
 // testConfig is a short run against url, without /stats.
 func testConfig(url, mode string) Config {
-	return Config{URL: url, Conns: 4, Size: 128, Mode: mode, Inflight: 8, Rate: 2000,
+	return Config{Common: scenario.Common{URL: url}, Conns: 4, Size: 128, Mode: mode, Inflight: 8, Rate: 2000,
 		Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond, Timeout: 2 * time.Second}
 }
 
@@ -239,7 +240,7 @@ func TestRateLatencyFromDueTime(t *testing.T) {
 	dial := func(context.Context) (msgConn, error) {
 		return &blockingConn{blockAt: 100, block: block, echoes: make(chan []byte, 4096), closed: make(chan struct{})}, nil
 	}
-	rep, err := run(context.Background(), cfg, new(strings.Builder), dial)
+	rep, err := runDial(context.Background(), cfg, new(strings.Builder), dial)
 	if err != nil {
 		t.Fatal(err)
 	}

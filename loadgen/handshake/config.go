@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/sioclient"
 )
 
@@ -28,41 +28,34 @@ const (
 
 // Config is one run of the scenario.
 type Config struct {
-	URL       string        // target, http(s)://HOST:PORT
+	// -url (the target, http(s)://HOST:PORT), -admin, -json, -csv, -html
+	scenario.Common
 	N         int           // connections opened at once
 	Deadline  time.Duration // bounds each connection's namespace CONNECT, and then the echo
 	Transport string        // websocket, polling or polling,websocket
 	Namespace string        // Socket.IO namespace
 	Echo      bool          // emit `echo` once on every connected socket
-	JSON      string        // write the report as JSON to this file; "-" is stdout
-	CSV       string        // write the per-second samples as CSV to this file
-	HTML      string        // write the report as an HTML page to this file
-	Admin     string        // base URL of the server's admin listener; "" for none
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
 func ParseFlags(args []string) (Config, error) {
-	cfg := Config{}
-	set, err := flagset.Parse(newFlagSet(&cfg), args)
-	if err != nil {
-		return Config{}, err
-	}
-	if err := cfg.normalize(set["admin"]); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return scenario.Parse(args, newFlagSet, (*Config).normalize)
 }
 
 // Usage prints the flags and their defaults.
-func Usage(w io.Writer) {
-	flagset.Usage(w, newFlagSet(&Config{}))
+func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
+
+// words describe the common flags.
+var words = scenario.Words{
+	DefaultURL: DefaultURL,
+	URL:        "`URL` of the target server, http://HOST:PORT",
+	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run",
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := flag.NewFlagSet("handshake", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, and printed by the caller on one line
-	fs.StringVar(&cfg.URL, "url", DefaultURL, "`URL` of the target server, http://HOST:PORT")
+	fs := scenario.NewFlagSet("handshake")
+	cfg.Register(fs, words)
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections opened at once")
 	flagset.Duration(fs, &cfg.Deadline, "deadline", DefaultDeadline, false, "`DURATION` allowed for each connection's namespace CONNECT, counted from the start, and again for the echo")
 	cfg.Transport = DefaultTransport
@@ -77,15 +70,12 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	})
 	fs.StringVar(&cfg.Namespace, "namespace", "/", "Socket.IO `NAMESPACE`")
 	fs.BoolVar(&cfg.Echo, "echo", true, "after connecting, emit \"echo\" once on every socket and wait for its ack")
-	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
-	flagset.Files(fs, &cfg.CSV, &cfg.HTML)
-	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	return fs
 }
 
 // normalize checks the values that the flag functions cannot check alone and
 // fills in the admin address.
-func (c *Config) normalize(adminSet bool) error {
+func (c *Config) normalize(set map[string]bool) error {
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 		return fmt.Errorf("invalid value %q for flag -url: want http://HOST:PORT (the namespace is -namespace)", c.URL)
@@ -94,6 +84,5 @@ func (c *Config) normalize(adminSet bool) error {
 	if !strings.HasPrefix(c.Namespace, "/") {
 		return fmt.Errorf("invalid value %q for flag -namespace: want a path starting with /", c.Namespace)
 	}
-	c.Admin, err = statsclient.AdminURL(c.Admin, adminSet, u.Hostname())
-	return err
+	return c.ResolveAdmin(set, u.Hostname())
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"knowngood/loadgen/internal/scenario"
 )
 
 func TestParseFlagsDefaults(t *testing.T) {
@@ -14,8 +16,8 @@ func TestParseFlagsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		URL: DefaultURL, N: DefaultN, Deadline: DefaultDeadline, Transport: DefaultTransport,
-		Namespace: "/", Echo: true, Admin: "http://127.0.0.1:9100",
+		Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"},
+		N:      DefaultN, Deadline: DefaultDeadline, Transport: DefaultTransport, Namespace: "/", Echo: true,
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -43,7 +45,7 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("ParseFlags(%q): %v", tc.args, err)
 			continue
 		}
-		want := Config{URL: DefaultURL, N: DefaultN, Deadline: DefaultDeadline, Transport: DefaultTransport, Namespace: "/", Echo: true, Admin: "http://127.0.0.1:9100"}
+		want := Config{Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"}, N: DefaultN, Deadline: DefaultDeadline, Transport: DefaultTransport, Namespace: "/", Echo: true}
 		tc.want(&want)
 		if got != want {
 			t.Errorf("ParseFlags(%q):\n got %+v\nwant %+v", tc.args, got, want)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -14,9 +13,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"knowngood/loadgen/internal/proc"
 	"knowngood/loadgen/internal/progress"
-	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/verdict"
 	"knowngood/loadgen/sioclient"
 	"knowngood/loadgen/timeline"
@@ -47,27 +45,28 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		URL: cfg.URL, Transport: cfg.Transport, Namespace: cfg.Namespace, Deadline: cfg.Deadline.String(),
 		Attempts: cfg.N, Errors: map[string]int{},
 	}
+	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Settle: settleWait}, &run{cfg: cfg, opts: opts, rep: rep, notes: notes})
+}
 
-	var stats *statsclient.Client
-	var before statsclient.Snapshot
-	if cfg.Admin != "" {
-		stats = statsclient.New(cfg.Admin)
-		defer stats.Close()
-		var err error
-		if before, err = stats.Get(ctx); err != nil {
-			rep.ServerError = fmt.Sprintf("no /stats from %s: %v", cfg.Admin, err)
-			fmt.Fprintf(notes, "loadgen: %s; going on without the server's view\n", rep.ServerError)
-			stats = nil
-		}
-	}
+// run is the scenario's part of a run: the connections, the echoes, the
+// closes.
+type run struct {
+	cfg   Config
+	opts  sioclient.Options
+	rep   *Report
+	notes io.Writer
+}
 
-	var config map[string]string
-	if stats != nil {
-		config, _ = stats.Config(ctx) // without it, the verdicts that need it are left out
+func (r *run) Prepare(context.Context, *scenario.Frame) error { return nil }
+
+// Load connects, echoes and closes.
+func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
+	rep := r.rep
+	if f.Before != nil && f.Before.Err != nil {
+		rep.ServerError = fmt.Sprintf("no /stats from %s: %v", r.cfg.Admin, f.Before.Err)
+		fmt.Fprintf(r.notes, "loadgen: %s; going on without the server's view\n", rep.ServerError)
 	}
-	began := time.Now()
-	cpu0 := proc.SelfCPUSeconds()
-	conns, all, lat, total := connectAll(ctx, cfg, opts, rep, notes)
+	conns, all, lat, total := connectAll(ctx, r.cfg, r.opts, rep, r.notes)
 	rep.TotalMs = ms(total)
 	if total > 0 {
 		rep.HandshakesPerSecond = float64(rep.Connected) / total.Seconds()
@@ -77,36 +76,35 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		rep.P50ms, rep.P95ms, rep.P99ms, rep.MaxMs = msPtr(l.P50*1000), msPtr(l.P95*1000), msPtr(l.P99*1000), msPtr(l.Max*1000)
 	}
 	rep.Distribution = timeline.Distribution(lat)
-	if cfg.Echo {
-		echoAll(ctx, cfg, conns, rep)
+	if r.cfg.Echo {
+		echoAll(ctx, r.cfg, conns, rep)
 	}
 	if left := closeAll(all); left > 0 {
-		fmt.Fprintf(notes, "loadgen: %d connections still closing after %s (a dial the server never answered)\n", left, sioclient.DefaultCloseTimeout)
+		fmt.Fprintf(r.notes, "loadgen: %d connections still closing after %s (a dial the server never answered)\n", left, sioclient.DefaultCloseTimeout)
 	}
-	rep.ClientCPUSeconds = proc.SelfCPUSeconds() - cpu0
-	window := time.Since(began)
+	return true
+}
 
+// Finish puts the server's view beside the client's and judges them.
+func (r *run) Finish(_ context.Context, f *scenario.Frame) *Report {
+	rep, cfg := r.rep, r.cfg
+	rep.ClientCPUSeconds = f.ClientCPU
 	judge := verdict.Run{Attempts: cfg.N, Connected: rep.Connected, Deadline: cfg.Deadline, Sent: -1, Received: -1,
-		ClientCPU: rep.ClientCPUSeconds, Window: window, Cores: runtime.GOMAXPROCS(0), Config: config, ServerCPU: -1}
+		ClientCPU: f.ClientCPU, Window: f.Window, ServerCPU: -1}
 	if cfg.Echo {
 		judge.Sent, judge.Received = int64(rep.Connected), int64(rep.Echoed) // one event each way per echo
 	}
-	if stats != nil {
-		after, err := stats.Settled(ctx, before, settleWait)
-		if err != nil {
-			rep.ServerError = fmt.Sprintf("no /stats from %s after the run: %v", cfg.Admin, err)
-			fmt.Fprintf(notes, "loadgen: %s\n", rep.ServerError)
-		} else {
-			rep.Server = serverView(cfg.Admin, before, after)
-			d := protocol.Diff(before.Stats, after.Stats)
-			judge.Server = &d
-			if rep.Server.CPUSeconds != nil {
-				judge.ServerCPU = *rep.Server.CPUSeconds
-			}
-		}
+	switch {
+	case f.After == nil:
+	case f.After.Err != nil:
+		rep.ServerError = fmt.Sprintf("no /stats from %s after the run: %v", cfg.Admin, f.After.Err)
+		fmt.Fprintf(r.notes, "loadgen: %s\n", rep.ServerError)
+	default:
+		rep.Server = serverView(cfg.Admin, f.Before.Stats, f.After.Stats)
+		judge.ServerCPU = f.ServerCPU()
 	}
-	rep.Verdicts = verdict.Judge(judge)
-	return rep, nil
+	rep.Verdicts = f.Judge(judge)
+	return rep
 }
 
 // connectAll starts every connection at the same moment and waits until each

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/siotest"
 	"knowngood/loadgen/timeline"
 )
@@ -44,7 +45,7 @@ func TestRun(t *testing.T) {
 	after := `{"variant":"empty","connections_active":1,"handshakes":{"ok":60,"abandoned":1},"handshake_histogram":[{"le_us":1000,"n":10},{"le_us":2000,"n":50}],"cpu_seconds":2.0,"resident_bytes":2000}`
 	for _, transport := range []string{"websocket", "polling", "polling,websocket"} {
 		t.Run(transport, func(t *testing.T) {
-			cfg := Config{URL: url, N: 50, Deadline: 10 * time.Second, Transport: transport, Namespace: "/", Echo: true, Admin: fakeAdmin(t, before, after)}
+			cfg := Config{Common: scenario.Common{URL: url, Admin: fakeAdmin(t, before, after)}, N: 50, Deadline: 10 * time.Second, Transport: transport, Namespace: "/", Echo: true}
 			var notes strings.Builder
 			rep, err := Run(context.Background(), cfg, &notes)
 			if err != nil {
@@ -86,7 +87,7 @@ func TestRunWithoutServerStats(t *testing.T) {
 
 	// A server without cpu_seconds and resident_bytes.
 	doc := `{"variant":"async","handshakes":{"ok":3}}`
-	rep, err := Run(context.Background(), Config{URL: url, N: 3, Deadline: 5 * time.Second, Transport: "websocket", Namespace: "/", Admin: fakeAdmin(t, doc)}, new(strings.Builder))
+	rep, err := Run(context.Background(), Config{Common: scenario.Common{URL: url, Admin: fakeAdmin(t, doc)}, N: 3, Deadline: 5 * time.Second, Transport: "websocket", Namespace: "/"}, new(strings.Builder))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestRunWithoutServerStats(t *testing.T) {
 	deadURL := dead.URL
 	dead.Close()
 	var notes strings.Builder
-	rep, err = Run(context.Background(), Config{URL: url, N: 3, Deadline: 5 * time.Second, Transport: "websocket", Namespace: "/", Echo: true, Admin: deadURL}, &notes)
+	rep, err = Run(context.Background(), Config{Common: scenario.Common{URL: url, Admin: deadURL}, N: 3, Deadline: 5 * time.Second, Transport: "websocket", Namespace: "/", Echo: true}, &notes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestRunWithoutServerStats(t *testing.T) {
 
 	// Not a knowngood admin listener.
 	notes.Reset()
-	rep, _ = Run(context.Background(), Config{URL: url, N: 1, Deadline: 5 * time.Second, Transport: "websocket", Namespace: "/", Admin: fakeAdmin(t, `{"hello":1}`)}, &notes)
+	rep, _ = Run(context.Background(), Config{Common: scenario.Common{URL: url, Admin: fakeAdmin(t, `{"hello":1}`)}, N: 1, Deadline: 5 * time.Second, Transport: "websocket", Namespace: "/"}, &notes)
 	if rep.Server != nil || !strings.Contains(rep.ServerError, "not a knowngood /stats document") {
 		t.Errorf("server %v, server error %q", rep.Server, rep.ServerError)
 	}
@@ -122,7 +123,7 @@ func TestRunFailures(t *testing.T) {
 	url := siotest.StartServer(t)
 
 	// A namespace that refuses: the server's message, for every one.
-	rep, err := Run(context.Background(), Config{URL: url, N: 5, Deadline: 5 * time.Second, Transport: "websocket", Namespace: "/private", Echo: true}, new(strings.Builder))
+	rep, err := Run(context.Background(), Config{Common: scenario.Common{URL: url}, N: 5, Deadline: 5 * time.Second, Transport: "websocket", Namespace: "/private", Echo: true}, new(strings.Builder))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestRunFailures(t *testing.T) {
 	defer silent.Close()
 	defer close(block)
 	const deadline = 300 * time.Millisecond
-	rep, err = Run(context.Background(), Config{URL: silent.URL, N: 5, Deadline: deadline, Transport: "polling", Namespace: "/"}, new(strings.Builder))
+	rep, err = Run(context.Background(), Config{Common: scenario.Common{URL: silent.URL}, N: 5, Deadline: deadline, Transport: "polling", Namespace: "/"}, new(strings.Builder))
 	if err != nil {
 		t.Fatal(err)
 	}

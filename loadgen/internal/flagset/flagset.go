@@ -63,9 +63,3 @@ func Duration(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration
 		return nil
 	})
 }
-
-// Files defines -csv and -html, the report's files besides -json.
-func Files(fs *flag.FlagSet, csv, html *string) {
-	fs.StringVar(csv, "csv", "", "also write the per-second samples to `FILE` as CSV: a header row (second,count,errors,p50_ms,p99_ms,max_ms), then one row a second")
-	fs.StringVar(html, "html", "", "also write the report to `FILE` as one self-contained HTML page (inline SVG charts, opens offline): the table, client vs server, throughput and latency per second, the latency distribution")
-}

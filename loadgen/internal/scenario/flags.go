@@ -1,0 +1,93 @@
+// Package scenario is the skeleton every loadgen scenario fills in: the
+// flags they share (-url, -admin, -json, -csv, -html), the run around the
+// scenario's own work (read the target's /stats before, do the work, read
+// /stats after, take the difference and judge it with the client's own
+// counts, loadgen/internal/verdict), and the subcommand that parses the
+// flags, runs, prints the report and writes its files.
+//
+// A scenario supplies its own flags (beside Common's) and a Scenario
+// (Prepare, Load, Finish); the skeleton calls it between the reads:
+//
+//	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin}, &myRun{cfg: cfg})
+//
+// and loadgen's main lists it with NewCommand.
+package scenario
+
+import (
+	"flag"
+	"io"
+
+	"knowngood/loadgen/internal/flagset"
+	"knowngood/loadgen/internal/statsclient"
+)
+
+// Common is the flags every scenario has.
+type Common struct {
+	URL   string // the target, in the scenario's form
+	Admin string // base URL of the target's admin listener; "" for none
+	JSON  string // write the report as JSON to this file; "-" is stdout
+	CSV   string // write the per-second samples as CSV to this file
+	HTML  string // write the report as an HTML page to this file
+}
+
+// Words are what a scenario says of its target in -h.
+type Words struct {
+	DefaultURL string
+	URL        string // -url's usage
+	// Admin is -admin's usage; the default (the target's host, port
+	// statsclient.DefaultAdminPort) is said after it.
+	Admin string
+}
+
+// NewFlagSet is an empty flag set for scenario name: errors are returned
+// and printed by the caller, on one line.
+func NewFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// Register defines the common flags on fs.
+func (c *Common) Register(fs *flag.FlagSet, w Words) {
+	fs.StringVar(&c.URL, "url", w.DefaultURL, w.URL)
+	fs.StringVar(&c.Admin, "admin", "", w.Admin+" (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
+	fs.StringVar(&c.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
+	fs.StringVar(&c.CSV, "csv", "", "also write the per-second samples to `FILE` as CSV: a header row (second,count,errors,p50_ms,p99_ms,max_ms), then one row a second")
+	fs.StringVar(&c.HTML, "html", "", "also write the report to `FILE` as one self-contained HTML page (inline SVG charts, opens offline): the table, client vs server, throughput and latency per second, the latency distribution")
+}
+
+// ResolveAdmin fills in -admin once the target's host is known (set: the
+// flags given on the command line); the error names the flag, on one line.
+func (c *Common) ResolveAdmin(set map[string]bool, targetHost string) error {
+	admin, err := statsclient.AdminURL(c.Admin, set["admin"], targetHost)
+	c.Admin = admin
+	return err
+}
+
+// Files are the report's files: -json, -csv and -html.
+func (c Common) Files() (json, csv, html string) { return c.JSON, c.CSV, c.HTML }
+
+// Parse parses args into a C with the flag set that newFlagSet defines
+// over it, then has normalize check what the flags cannot check alone
+// (set: the flags given). A bad value gives a one-line error that names
+// the flag and the accepted form; -h gives flag.ErrHelp.
+func Parse[C any](args []string, newFlagSet func(*C) *flag.FlagSet, normalize func(c *C, set map[string]bool) error) (C, error) {
+	var cfg C
+	set, err := flagset.Parse(newFlagSet(&cfg), args)
+	if err != nil {
+		var zero C
+		return zero, err
+	}
+	if err := normalize(&cfg, set); err != nil {
+		var zero C
+		return zero, err
+	}
+	return cfg, nil
+}
+
+// Usage prints "usage: loadgen SCENARIO [flags]" and the flags that
+// newFlagSet defines, with their defaults.
+func Usage[C any](w io.Writer, newFlagSet func(*C) *flag.FlagSet) {
+	var cfg C
+	flagset.Usage(w, newFlagSet(&cfg))
+}

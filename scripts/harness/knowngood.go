@@ -24,7 +24,7 @@ func StartKnowngood(ctx context.Context, wrapper []string, args ...string) (*Pro
 		return nil, err
 	}
 	argv := append(append(append(append([]string{}, wrapper...), bin), loopback...), args...)
-	p, err := StartProcess(ctx, strings.TrimSpace("knowngood "+strings.Join(args, " ")), argv)
+	p, err := StartProcess(ctx, nameOf(args), argv)
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +33,18 @@ func StartKnowngood(ctx context.Context, wrapper []string, args ...string) (*Pro
 		return nil, err
 	}
 	return p, nil
+}
+
+// nameOf names a knowngood process by its flags, the variant's without
+// the flag's name: "knowngood echo-gnet -pprof".
+func nameOf(args []string) string {
+	words := []string{"knowngood"}
+	for _, a := range args {
+		if a != "-variant" && a != "--variant" {
+			words = append(words, a)
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // Start is StartKnowngood for a test: a failure fails the test, and the

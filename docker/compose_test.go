@@ -15,7 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"knowngood/scripts/testtarget"
+	"knowngood/scripts/harness"
+	"knowngood/shared/procfs"
 	"knowngood/shared/protocol"
 )
 
@@ -50,7 +51,7 @@ func TestComposeHost(t *testing.T) {
 		t.Skip("-short: no Docker")
 	}
 	_, err := exec.LookPath("dockerd")
-	testtarget.Need(t, "dockerd (Debian's docker.io)", err)
+	harness.Need(t, "dockerd (Debian's docker.io)", err)
 	compose := composeCommand(t)
 	env := os.Environ()
 	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
@@ -90,14 +91,12 @@ func TestComposeHost(t *testing.T) {
 		return out, nil
 	}
 
-	// make docker: the static binaries, then the image around them.
+	// make docker: the static binaries (the harness builds them as make
+	// docker does, CGO_ENABLED=0), then the image around them.
 	ctxDir := t.TempDir()
-	for _, p := range [][2]string{{"knowngood", "./servers"}, {"loadgen", "./loadgen"}} {
-		build := exec.Command("go", "build", "-o", filepath.Join(ctxDir, p[0]), p[1])
-		build.Dir = ".."
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", p[1], err, out)
+	for name, bin := range map[string]string{"knowngood": harness.KnowngoodT(t), "loadgen": harness.LoadgenT(t)} {
+		if err := copyFile(bin, filepath.Join(ctxDir, name)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if _, err := run(5*time.Minute, "docker", "build", "-q", "-f", "Dockerfile", "-t", image, ctxDir); err != nil {
@@ -129,7 +128,7 @@ func TestComposeHost(t *testing.T) {
 
 	for _, c := range composeTargets {
 		t.Run(c.service, func(t *testing.T) {
-			before, err := testtarget.GetStats("http://" + c.admin)
+			before, err := harness.ReadStats(nil, "http://"+c.admin)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +160,7 @@ func TestComposeHost(t *testing.T) {
 			if err := json.Unmarshal(lastJSON(out), &report); err != nil {
 				t.Fatalf("loadgen printed %q: %v", out, err)
 			}
-			after, err := testtarget.GetStats("http://" + c.admin)
+			after, err := harness.ReadStats(nil, "http://"+c.admin)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +196,7 @@ func composeCommand(t *testing.T) []string {
 	if out, err := exec.Command("docker-compose", "version", "--short").Output(); err == nil && !strings.HasPrefix(string(out), "1.") {
 		return []string{"docker-compose"}
 	}
-	testtarget.Need(t, "Docker Compose v2 (make deps builds it as a docker CLI plugin)", fmt.Errorf("neither `docker compose` nor a docker-compose v2 is installed"))
+	harness.Need(t, "Docker Compose v2 (make deps builds it as a docker CLI plugin)", fmt.Errorf("neither `docker compose` nor a docker-compose v2 is installed"))
 	return nil
 }
 
@@ -261,16 +260,21 @@ func startDockerd(t *testing.T) string {
 	}
 }
 
+// copyFile copies the executable src to dst.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}
+
 // unmountUnder detaches every mount below dir, deepest first.
 func unmountUnder(dir string) {
-	mounts, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return
-	}
-	lines := strings.Split(string(mounts), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if f := strings.Fields(lines[i]); len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
-			_ = unix.Unmount(f[1], unix.MNT_DETACH)
+	points, _ := procfs.MountPoints(procfs.Self)
+	for i := len(points) - 1; i >= 0; i-- {
+		if strings.HasPrefix(points[i], dir+"/") {
+			_ = unix.Unmount(points[i], unix.MNT_DETACH)
 		}
 	}
 }

@@ -13,14 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/scripts/testtarget"
+	"knowngood/scripts/harness"
 )
 
 // TestPromtoolChecksConfigs runs Debian's promtool over the scrape configs
 // that compose.yaml and compose.host.yaml mount.
 func TestPromtoolChecksConfigs(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
-	testtarget.Need(t, "promtool (Debian's prometheus)", err)
+	harness.Need(t, "promtool (Debian's prometheus)", err)
 	out, err := exec.Command(promtool, "check", "config", "prometheus/prometheus.yml", "prometheus/prometheus.host.yml").CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
@@ -33,8 +33,8 @@ func TestPromtoolChecksConfigs(t *testing.T) {
 // queried with the target's variant label.
 func TestPrometheusScrapesTarget(t *testing.T) {
 	prom, err := exec.LookPath("prometheus")
-	testtarget.Need(t, "prometheus (Debian)", err)
-	tg := testtarget.Start(t, knowngood(t), "echo-coder")
+	harness.Need(t, "prometheus (Debian)", err)
+	tg := harness.Start(t, "-variant", "echo-coder")
 
 	dir := t.TempDir()
 	cfg, err := os.ReadFile("prometheus/prometheus.host.yml")
@@ -42,7 +42,7 @@ func TestPrometheusScrapesTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The host config's first target, moved to this target's admin port.
-	admin := strings.TrimPrefix(tg.Admin, "http://")
+	admin := tg.AdminAddr
 	conf := strings.Replace(string(cfg), "127.0.0.1:9100", admin, 1)
 	conf = strings.Replace(conf, "scrape_interval: 5s", "scrape_interval: 1s", 1)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(conf), 0o644); err != nil {

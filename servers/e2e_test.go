@@ -4,7 +4,6 @@ package main
 // official JavaScript socket.io-client and by python-socketio.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,47 +12,37 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"knowngood/scripts/harness"
 	"knowngood/shared/protocol"
 )
 
-var binary string // built once by TestMain
+// binary is the knowngood binary the harness built, for the tests that run
+// it themselves.
+var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "knowngood-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "knowngood")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	var err error
+	if binary, err = harness.Knowngood(); err != nil {
 		fmt.Fprintln(os.Stderr, "building knowngood:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	harness.RemoveBuilds()
 	os.Exit(code)
 }
 
 // server is a running knowngood process.
 type server struct {
-	cmd    *exec.Cmd
-	url    string // http://127.0.0.1:PORT
-	admin  string // http://127.0.0.1:PORT
-	mu     sync.Mutex
-	stderr bytes.Buffer
-	exited chan struct{} // closed once the process has exited
-	exit   error         // Wait's answer, set before exited is closed
+	*harness.Process
+	url   string // http://127.0.0.1:PORT
+	admin string // http://127.0.0.1:PORT
 }
 
 // startServer runs the binary on free loopback ports and stops it (SIGTERM,
@@ -66,97 +55,32 @@ func startServer(t *testing.T, args ...string) *server {
 // startServerUnder runs the binary through wrapper (prlimit ..., say).
 func startServerUnder(t *testing.T, wrapper []string, args ...string) *server {
 	t.Helper()
-	args = append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-format", "json"}, args...)
-	argv := append(append(append([]string{}, wrapper...), binary), args...)
-	s := &server{cmd: exec.Command(argv[0], argv[1:]...), exited: make(chan struct{})}
-	pipe, err := s.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	listening := make(chan map[string]any, 1)
-	go func() {
-		scanner := bufio.NewScanner(pipe)
-		for scanner.Scan() {
-			s.mu.Lock()
-			s.stderr.Write(append(scanner.Bytes(), '\n'))
-			s.mu.Unlock()
-			var line map[string]any
-			if json.Unmarshal(scanner.Bytes(), &line) == nil && line["msg"] == "listening" {
-				listening <- line
-			}
-		}
-		s.exit = s.cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(func() { s.stop(t) })
-	select {
-	case line := <-listening:
-		s.url = "http://" + line["addr"].(string)
-		s.admin = "http://" + line["admin_addr"].(string)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("knowngood %v did not start:\n%s", args, s.log())
-	}
-	return s
+	p := harness.StartUnder(t, wrapper, args...)
+	return &server{Process: p, url: "http://" + p.Addr, admin: p.AdminURL()}
 }
 
-func (s *server) log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stderr.String()
-}
-
-func (s *server) stop(t *testing.T) {
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		t.Errorf("knowngood did not exit within 10s of SIGTERM")
-	}
-}
+func (s *server) log() string { return s.Log() }
 
 // stats reads /stats on a kept-alive connection: at its open-files limit a
 // target may not accept a new one (TestEMFILE).
 func (s *server) stats(t *testing.T) protocol.Stats {
 	t.Helper()
-	return s.statsWith(t, http.DefaultClient)
+	return s.Stats(t)
 }
 
 // statsWith reads /stats through client.
 func (s *server) statsWith(t *testing.T, client *http.Client) protocol.Stats {
 	t.Helper()
-	resp, err := client.Get(s.admin + "/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	st, err := protocol.DecodeStats(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return s.StatsWith(t, client)
 }
 
 // need skips a test whose external client is missing, except in CI, where
 // .ci/run has installed everything and a missing client is a failure.
 func need(t *testing.T, what string, ok bool) {
 	t.Helper()
-	if ok {
-		return
+	if !ok {
+		harness.Need(t, what, errors.New("not found"))
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is missing; .ci/run should have installed it (make deps)", what)
-	}
-	t.Skipf("%s is missing: run make deps", what)
 }
 
 func haveNodeClients() bool {
@@ -252,7 +176,7 @@ func TestSIGTERM(t *testing.T) {
 	_, _, _ = conn.ReadMessage() // CONNECT ack
 
 	began := time.Now()
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.Signal(syscall.SIGTERM)
 	_, msg, err := conn.ReadMessage()
 	if err != nil || string(msg) != "41" {
 		t.Errorf("after SIGTERM the client got %q, %v; want a DISCONNECT (41)", msg, err)
@@ -277,7 +201,7 @@ func TestSIGHUP(t *testing.T) {
 	echoSettle(t, s, func(st protocol.Stats) bool { return st.ConnectionsActive == 1 })
 
 	began := time.Now()
-	_ = s.cmd.Process.Signal(syscall.SIGHUP)
+	_ = s.Signal(syscall.SIGHUP)
 	var ce *websocket.CloseError
 	if err := <-gone; !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
 		t.Errorf("after SIGHUP the client got %v, want close 1001", err)
@@ -293,9 +217,9 @@ func TestSIGHUP(t *testing.T) {
 func (s *server) exitsWithin(t *testing.T, began time.Time, timeout time.Duration) {
 	t.Helper()
 	select {
-	case <-s.exited:
-		if s.exit != nil {
-			t.Errorf("exit: %v\n%s", s.exit, s.log())
+	case <-s.Exited():
+		if err := s.ExitErr(); err != nil {
+			t.Errorf("exit: %v\n%s", err, s.log())
 		}
 	case <-time.After(timeout + 2*time.Second):
 		t.Fatalf("still running %v after SIGTERM (-shutdown-timeout %v)", timeout+2*time.Second, timeout)

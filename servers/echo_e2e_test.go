@@ -185,7 +185,7 @@ func TestEchoSIGTERM(t *testing.T) {
 			echoSettle(t, s, func(st protocol.Stats) bool { return st.ConnectionsActive == 1 })
 
 			began := time.Now()
-			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+			_ = s.Signal(syscall.SIGTERM)
 			err := <-gone
 			var ce *websocket.CloseError
 			switch {

@@ -5,44 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"knowngood/scripts/harness"
 	"knowngood/shared/protocol"
 )
-
-var (
-	loadgenOnce sync.Once
-	loadgenBin  string
-	loadgenErr  error
-)
-
-// loadgen builds the reference load client once, next to the target.
-func loadgen(t *testing.T) string {
-	t.Helper()
-	loadgenOnce.Do(func() {
-		loadgenBin = filepath.Join(filepath.Dir(binary), "loadgen")
-		out, err := exec.Command("go", "build", "-o", loadgenBin, "../loadgen").CombinedOutput()
-		if err != nil {
-			loadgenErr = err
-			loadgenBin = string(out)
-		}
-	})
-	if loadgenErr != nil {
-		t.Fatalf("building loadgen: %v\n%s", loadgenErr, loadgenBin)
-	}
-	return loadgenBin
-}
 
 // runLoadgen runs a loadgen scenario with -json - and decodes the report.
 func runLoadgen(t *testing.T, report any, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, loadgen(t), append(args, "-json", "-")...)
+	cmd := exec.CommandContext(ctx, harness.LoadgenT(t), append(args, "-json", "-")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

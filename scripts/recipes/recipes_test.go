@@ -19,24 +19,17 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/scripts/testtarget"
+	"knowngood/scripts/harness"
 	"knowngood/shared/protocol"
 )
 
-var bin string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "knowngood-recipes")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if bin, err = testtarget.Build("../..", dir); err != nil {
+	if _, err := harness.Knowngood(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	harness.RemoveBuilds()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -71,7 +64,7 @@ func k6(t *testing.T) string {
 			return path
 		}
 	}
-	testtarget.Need(t, "k6 (go install go.k6.io/k6@v1.8.1)", fmt.Errorf("not on PATH nor in %s/bin", gopath()))
+	harness.Need(t, "k6 (go install go.k6.io/k6@v1.8.1)", fmt.Errorf("not on PATH nor in %s/bin", gopath()))
 	return ""
 }
 
@@ -109,7 +102,7 @@ func runK6(t *testing.T, script string, env ...string) k6Summary {
 
 func TestK6WebSocketEcho(t *testing.T) {
 	k6(t)
-	tg := testtarget.Start(t, bin, "echo-gorilla")
+	tg := harness.Start(t, "-variant", "echo-gorilla")
 	before := tg.Stats(t)
 	s := runK6(t, "k6/ws-echo.js", "TARGET=ws://"+tg.Addr+"/", "VUS=5", "ITERATIONS=20", "MESSAGES=10")
 	d := tg.Settled(t, before)
@@ -125,7 +118,7 @@ func TestK6WebSocketEcho(t *testing.T) {
 
 func TestK6SocketIO(t *testing.T) {
 	k6(t)
-	tg := testtarget.Start(t, bin, "async", "-delay", "20ms")
+	tg := harness.Start(t, "-variant", "async", "-delay", "20ms")
 	before := tg.Stats(t)
 	s := runK6(t, "k6/socketio.js", "TARGET=http://"+tg.Addr, "VUS=5", "ITERATIONS=20", "EMITS=5")
 	d := tg.Settled(t, before)
@@ -144,7 +137,7 @@ func TestK6SocketIO(t *testing.T) {
 // counters.
 func artillery(t *testing.T, script, target string) map[string]uint64 {
 	_, err := os.Stat("../artillery/node_modules/artillery/package.json")
-	testtarget.Need(t, "artillery (npm ci in scripts/artillery)", err)
+	harness.Need(t, "artillery (npm ci in scripts/artillery)", err)
 	out := filepath.Join(t.TempDir(), "report.json")
 	run(t, []string{"ARTILLERY_DISABLE_TELEMETRY=true"}, "artillery/node_modules/.bin/artillery", "run", "--quiet", "--target", target, "--output", out, "artillery/"+script)
 	var r struct {
@@ -163,7 +156,7 @@ func artillery(t *testing.T, script, target string) map[string]uint64 {
 }
 
 func TestArtilleryWebSocket(t *testing.T) {
-	tg := testtarget.Start(t, bin, "echo-coder")
+	tg := harness.Start(t, "-variant", "echo-coder")
 	before := tg.Stats(t)
 	c := artillery(t, "ws-echo.yml", "ws://"+tg.Addr+"/")
 	d := tg.Settled(t, before)
@@ -176,7 +169,7 @@ func TestArtilleryWebSocket(t *testing.T) {
 }
 
 func TestArtillerySocketIO(t *testing.T) {
-	tg := testtarget.Start(t, bin, "empty")
+	tg := harness.Start(t, "-variant", "empty")
 	before := tg.Stats(t)
 	c := artillery(t, "socketio.yml", "http://"+tg.Addr)
 	d := tg.Settled(t, before)
@@ -191,8 +184,8 @@ func TestArtillerySocketIO(t *testing.T) {
 
 func TestTsungWebSocket(t *testing.T) {
 	_, err := exec.LookPath("tsung")
-	testtarget.Need(t, "tsung (Debian)", err)
-	tg := testtarget.Start(t, bin, "echo-gnet")
+	harness.Need(t, "tsung (Debian)", err)
+	tg := harness.Start(t, "-variant", "echo-gnet")
 	host, port := splitHostPort(t, tg.Addr)
 	before := tg.Stats(t)
 	out := run(t, []string{"TMPDIR=" + t.TempDir()}, "tsung/run.sh", host, port)
@@ -212,8 +205,8 @@ func TestTsungWebSocket(t *testing.T) {
 
 func TestWscat(t *testing.T) {
 	_, err := os.Stat("../wscat/node_modules/wscat/package.json")
-	testtarget.Need(t, "wscat (npm ci in scripts/wscat)", err)
-	tg := testtarget.Start(t, bin, "echo-gorilla")
+	harness.Need(t, "wscat (npm ci in scripts/wscat)", err)
+	tg := harness.Start(t, "-variant", "echo-gorilla")
 	before := tg.Stats(t)
 	// wscat quits at once when its stdin ends: hold it open.
 	r, w, err := os.Pipe()
@@ -259,11 +252,11 @@ func TestSocketIOHandshakeExperiment(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if c.cmd == "node" {
 				_, err := os.Stat("../node_modules/socket.io-client/package.json")
-				testtarget.Need(t, "socket.io-client (make deps)", err)
+				harness.Need(t, "socket.io-client (make deps)", err)
 			} else {
-				testtarget.Need(t, "python3-socketio for /usr/bin/python3", exec.Command(c.cmd, "-c", "import socketio, aiohttp").Run())
+				harness.Need(t, "python3-socketio for /usr/bin/python3", exec.Command(c.cmd, "-c", "import socketio, aiohttp").Run())
 			}
-			tg := testtarget.Start(t, bin, "blocking", "-delay", "10ms")
+			tg := harness.Start(t, "-variant", "blocking", "-delay", "10ms")
 			before := tg.Stats(t)
 			out := run(t, nil, c.cmd, c.script, "--url", "http://"+tg.Addr, "--n", "50", "--transports", "websocket", "--deadline-ms", "15000", "--echo")
 			d := tg.Settled(t, before)
@@ -284,8 +277,8 @@ func TestSocketIOHandshakeExperiment(t *testing.T) {
 // TestWSEcho is the official JS ws client's echo cases.
 func TestWSEcho(t *testing.T) {
 	_, err := os.Stat("../node_modules/ws/package.json")
-	testtarget.Need(t, "ws (make deps)", err)
-	tg := testtarget.Start(t, bin, "echo-coder")
+	harness.Need(t, "ws (make deps)", err)
+	tg := harness.Start(t, "-variant", "echo-coder")
 	before := tg.Stats(t)
 	out := run(t, nil, "node", "clients/ws-echo.mjs", "--url", "ws://"+tg.Addr+"/")
 	d := tg.Settled(t, before)

@@ -18,8 +18,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,7 +28,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"knowngood/loadgen/sioclient"
-	"knowngood/scripts/internal/benchrun"
+	"knowngood/scripts/harness"
 )
 
 var allVariants = "empty,async,blocking,echo-gorilla,echo-coder,echo-gnet,echo-tcp,broadcast-gorilla,broadcast-coder,broadcast-gnet"
@@ -47,56 +45,23 @@ func main() {
 	// 5 MiB over 10 rounds of 5,000 and still shows.
 	flag.Float64Var(&cfg.RSSSlackMiB, "rss-slack-mib", 4, "RSS growth allowed beyond 10% of round 1, in MiB")
 	flag.Parse()
-	bin, cleanup, err := Build()
+	err := Run(cfg, os.Stdout)
+	harness.RemoveBuilds()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
-	defer cleanup()
-	cfg.Binary = bin
-	if err := Run(cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		cleanup()
-		os.Exit(1)
-	}
 }
 
-// Config is one soak run.
+// Config is one soak run. The harness builds the binary on the first
+// start.
 type Config struct {
-	Binary   string
 	Rounds   int
 	N        int
 	Variants string
 	Settle   time.Duration
 	// RSSSlackMiB is allowed on top of 10% of round 1.
 	RSSSlackMiB float64
-}
-
-// Build compiles the knowngood binary into a temporary directory.
-func Build() (string, func(), error) {
-	dir, err := os.MkdirTemp("", "knowngood-soak")
-	if err != nil {
-		return "", nil, err
-	}
-	bin := filepath.Join(dir, "knowngood")
-	root, err := moduleRoot()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command("go", "build", "-o", bin, "./servers")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", nil, fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, func() { os.RemoveAll(dir) }, nil
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Dir(strings.TrimSpace(string(out))), nil
 }
 
 // Run soaks every variant and writes the table; the error lists the
@@ -122,8 +87,7 @@ func Run(cfg Config, w io.Writer) error {
 func soak(cfg Config, variant string, n int, tw io.Writer, problems *[]error) error {
 	// -pprof for /debug/freeosmemory: RSS is read after a GC that returns
 	// the freed pages, so that rounds compare live memory, not garbage.
-	args := []string{"-variant", variant, "-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-format", "json", "-delay", "1ms", "-pprof"}
-	t, err := startTarget(cfg.Binary, args)
+	t, err := startTarget("-variant", variant, "-delay", "1ms", "-pprof")
 	if err != nil {
 		return err
 	}
@@ -278,16 +242,16 @@ func dialEcho(variant, addr string) (io.Closer, error) {
 
 // target is a running knowngood and its admin listener's base URL.
 type target struct {
-	*benchrun.Proc
+	*harness.Process
 	admin string
 }
 
-func startTarget(bin string, args []string) (*target, error) {
-	p, err := benchrun.Start(context.Background(), io.Discard, bin, args, "knowngood "+strings.Join(args, " "))
+func startTarget(args ...string) (*target, error) {
+	p, err := harness.StartKnowngood(context.Background(), nil, args...)
 	if err != nil {
 		return nil, err
 	}
-	return &target{Proc: p, admin: "http://" + p.AdminAddr}, nil
+	return &target{Process: p, admin: p.AdminURL()}, nil
 }
 
 // steady waits until go_goroutines holds still for the time still (or d

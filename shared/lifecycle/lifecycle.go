@@ -14,8 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -24,6 +22,7 @@ import (
 	"knowngood/shared/config"
 	"knowngood/shared/conns"
 	"knowngood/shared/metrics"
+	"knowngood/shared/procfs"
 )
 
 // Target is what a variant builds.
@@ -185,11 +184,7 @@ func Listen(addr string, backlog int) (net.Listener, int, error) {
 // Somaxconn reads net.core.somaxconn; 4096 (the Linux default since 5.4)
 // where it cannot be read.
 func Somaxconn() int {
-	b, err := os.ReadFile("/proc/sys/net/core/somaxconn")
-	if err != nil {
-		return 4096
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	n, err := procfs.SysctlInt("net.core.somaxconn")
 	if err != nil {
 		return 4096
 	}

@@ -3,6 +3,8 @@ package proc
 import (
 	"fmt"
 	"os"
+
+	"knowngood/shared/procfs"
 )
 
 // FileReserve is the number of descriptors kept free for everything that
@@ -46,10 +48,11 @@ func (f Files) Check(flagName string, want int) error {
 // openFiles counts this process's open descriptors; when the system does
 // not list them, it assumes a dozen.
 func openFiles() int {
-	for _, dir := range []string{"/proc/self/fd", "/dev/fd"} {
-		if entries, err := os.ReadDir(dir); err == nil {
-			return len(entries) - 1 // the directory being read is one of them
-		}
+	if n, err := procfs.OpenFileCount(procfs.Self); err == nil {
+		return n
+	}
+	if entries, err := os.ReadDir("/dev/fd"); err == nil {
+		return len(entries) - 1 // the directory being read is one of them
 	}
 	return 12
 }

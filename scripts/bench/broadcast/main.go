@@ -85,13 +85,11 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 	var rows []row
 	for _, v := range o.variants {
 		for _, n := range o.subscribers {
-			args := []string{"-variant", v, "-addr", benchrun.FreeAddr(), "-admin-addr", benchrun.FreeAddr(), "-log-format", "json",
-				"-push-interval", "100ms", "-push-size", "100"}
-			p, err := benchrun.Start(ctx, stderr, bins.Server, args, "knowngood "+v)
+			p, err := benchrun.Start(ctx, stderr, nil, "-variant", v, "-push-interval", "100ms", "-push-size", "100")
 			if err != nil {
 				return err
 			}
-			url, admin := "ws://"+p.Addr+"/", "http://"+p.AdminAddr
+			url, admin := "ws://"+p.Addr+"/", p.AdminURL()
 			for _, mode := range []string{"push", "broadcast"} {
 				r := row{variant: v, n: n, mode: mode}
 				r.rep, r.err = measure(ctx, stderr, o, bins.Loadgen, url, admin, n, mode)

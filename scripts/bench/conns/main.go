@@ -28,6 +28,7 @@ import (
 
 	"knowngood/loadgen/conns"
 	"knowngood/scripts/internal/benchrun"
+	"knowngood/shared/procfs"
 )
 
 const node = benchrun.Node
@@ -92,7 +93,7 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 	var rows []row
 	for _, v := range o.variants {
 		// -pprof for POST /debug/freeosmemory: the second RSS reading.
-		p, url, admin, err := benchrun.StartEchoTarget(ctx, stderr, bins.Server, v, "-pprof")
+		p, url, admin, err := benchrun.StartEchoTarget(ctx, stderr, v, "-pprof")
 		if err != nil {
 			return err
 		}
@@ -121,11 +122,11 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 // target, so that their counts differ only by the descriptors each has
 // open at start.
 func count(o options, pid, clientAllows int) (int, string, error) {
-	soft, err := benchrun.OpenFilesSoft(pid)
+	soft, err := procfs.OpenFilesSoft(pid)
 	if err != nil {
 		return 0, "", err
 	}
-	open, err := benchrun.OpenFileCount(pid)
+	open, err := procfs.OpenFileCount(pid)
 	if err != nil {
 		return 0, "", err
 	}

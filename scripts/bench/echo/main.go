@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/echo"
+	"knowngood/scripts/harness"
 	"knowngood/scripts/internal/benchrun"
 )
 
@@ -138,7 +139,7 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, t := range o.targets() {
 			fmt.Fprintf(stderr, "repetition %d of %d: %s\n", rep, o.reps, t)
-			p, url, admin, err := startTarget(ctx, stderr, bins.Server, t)
+			p, url, admin, err := startTarget(ctx, stderr, t)
 			if err != nil {
 				return err
 			}
@@ -160,12 +161,12 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 
 // startTarget starts a fresh server for t and returns the URL that loadgen
 // uses and its admin address ("" for none).
-func startTarget(ctx context.Context, stderr io.Writer, server string, t target) (*benchrun.Proc, string, string, error) {
+func startTarget(ctx context.Context, stderr io.Writer, t target) (*harness.Process, string, string, error) {
 	var extra []string
 	if t.metricsOff {
 		extra = append(extra, "-metrics=false")
 	}
-	p, url, admin, err := benchrun.StartEchoTarget(ctx, stderr, server, t.variant, extra...)
+	p, url, admin, err := benchrun.StartEchoTarget(ctx, stderr, t.variant, extra...)
 	if t.metricsOff {
 		admin = "" // its /stats answers 404
 	}

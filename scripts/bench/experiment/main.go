@@ -33,8 +33,8 @@ import (
 
 	"knowngood/loadgen/handshake"
 	"knowngood/loadgen/htmlreport"
+	"knowngood/scripts/harness"
 	"knowngood/scripts/internal/benchrun"
-	"knowngood/scripts/testtarget"
 	"knowngood/shared/protocol"
 )
 
@@ -175,15 +175,14 @@ func writeHTML(o options, rows []row) error {
 func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Binaries, variant, client string, n int) row {
 	r := row{variant: variant, client: client, n: n}
 	fmt.Fprintf(stderr, "%s, N=%d, %s\n", variant, n, client)
-	args := []string{"-variant", variant, "-addr", benchrun.FreeAddr(), "-admin-addr", benchrun.FreeAddr(), "-log-format", "json", "-delay", delay.String()}
-	p, err := benchrun.Start(ctx, stderr, bins.Server, args, "knowngood "+variant)
+	p, err := benchrun.Start(ctx, stderr, nil, "-variant", variant, "-delay", delay.String())
 	if err != nil {
 		r.err = err
 		return r
 	}
 	defer p.Stop()
-	url, admin := "http://"+p.Addr, "http://"+p.AdminAddr
-	before, err := testtarget.GetStats(admin)
+	url, admin := "http://"+p.Addr, p.AdminURL()
+	before, err := harness.ReadStats(nil, admin)
 	if err != nil {
 		r.err = err
 		return r
@@ -222,7 +221,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 	// The server's count, once the client's connections have gone (or
 	// after 5 s): its last handshakes and disconnects are counted then.
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		after, err := testtarget.GetStats(admin)
+		after, err := harness.ReadStats(nil, admin)
 		if err == nil && (after.ConnectionsActive <= before.ConnectionsActive || time.Now().After(end)) {
 			d := protocol.Diff(before, after)
 			r.server = &d

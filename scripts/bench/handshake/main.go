@@ -25,8 +25,10 @@ import (
 	"time"
 
 	"knowngood/loadgen/handshake"
+	"knowngood/scripts/harness"
 	"knowngood/scripts/internal/benchrun"
 	"knowngood/shared/config"
+	"knowngood/shared/procfs"
 )
 
 type options struct {
@@ -90,23 +92,22 @@ type row struct {
 }
 
 func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
-	server, loadgen := bins.Server, bins.Loadgen
+	loadgen := bins.Loadgen
 
 	// A fresh server for every run: on blocking, the connects a short
 	// deadline gave up on still hold the loop after the run.
 	var rows []row
 	for _, variant := range o.variants {
 		for _, n := range o.ns {
-			addr, adminAddr := benchrun.FreeAddr(), benchrun.FreeAddr()
-			args := []string{"-variant", variant, "-addr", addr, "-admin-addr", adminAddr, "-log-format", "json"}
+			args := []string{"-variant", variant}
 			if o.delay != "" {
 				args = append(args, "-delay", o.delay)
 			}
-			p, err := benchrun.Start(ctx, stderr, server, args, "knowngood "+variant)
+			p, err := benchrun.Start(ctx, stderr, nil, args...)
 			if err != nil {
 				return err
 			}
-			rows = append(rows, measure(ctx, stderr, o, loadgen, variant, n, p, "http://"+p.AdminAddr))
+			rows = append(rows, measure(ctx, stderr, o, loadgen, variant, n, p, p.AdminURL()))
 			p.Stop()
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -116,9 +117,9 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 
 	var nodeRows []row
 	if o.node {
-		p, err := benchrun.Start(ctx, stderr, "node", []string{"scripts/node/sio-server.mjs", "0"}, "node socket.io")
+		p, err := benchrun.StartNode(ctx, stderr, "sio-server.mjs", "node socket.io")
 		if err != nil {
-			return fmt.Errorf("%w (npm install in scripts/ first?)", err)
+			return err
 		}
 		for _, n := range o.ns {
 			nodeRows = append(nodeRows, measure(ctx, stderr, o, loadgen, "node socket.io (empty)", n, p, ""))
@@ -134,12 +135,12 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 }
 
 // measure runs loadgen once against a running server.
-func measure(ctx context.Context, stderr io.Writer, o options, loadgen, variant string, n int, p *benchrun.Proc, admin string) row {
+func measure(ctx context.Context, stderr io.Writer, o options, loadgen, variant string, n int, p *harness.Process, admin string) row {
 	r := row{variant: variant, n: n}
 	fmt.Fprintf(stderr, "%s, N=%d\n", variant, n)
 	ctx, cancel := context.WithTimeout(ctx, 2*o.deadline+30*time.Second)
 	defer cancel()
-	cpu0, procOK0 := benchrun.ProcCPU(p.PID())
+	cpu0, err0 := procfs.CPUSeconds(p.PID())
 	cmd := exec.CommandContext(ctx, loadgen, "handshake", "-url", "http://"+p.Addr, "-n", strconv.Itoa(n),
 		"-deadline", o.deadline.String(), "-transport", o.transport, "-admin", admin, "-json", "-")
 	var out, errOut bytes.Buffer
@@ -149,7 +150,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, variant 
 		fmt.Fprintf(stderr, "  %v\n", r.err)
 		return r
 	}
-	cpu1, procOK1 := benchrun.ProcCPU(p.PID())
+	cpu1, err1 := procfs.CPUSeconds(p.PID())
 	var rep handshake.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		r.err = fmt.Errorf("loadgen output: %v", err)
@@ -159,7 +160,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, variant 
 	switch {
 	case rep.Server != nil && rep.Server.CPUSeconds != nil:
 		r.serverCPU = rep.Server.CPUSeconds
-	case procOK0 && procOK1:
+	case err0 == nil && err1 == nil:
 		d := cpu1 - cpu0
 		r.serverCPU = &d
 	}

@@ -154,7 +154,7 @@ func measureTarget(ctx context.Context, stderr io.Writer, o options, bins *bench
 	// every function call.
 	wrapper := []string{"env", "GODEBUG=asyncpreemptoff=1", "valgrind", "--tool=callgrind",
 		"--callgrind-out-file=" + filepath.Join(dir, "callgrind.out.%p")}
-	p, url, _, err := benchrun.StartEchoTargetUnder(ctx, stderr, wrapper, bins.Server, v, extra...)
+	p, url, _, err := benchrun.StartEchoTargetUnder(ctx, stderr, wrapper, v, extra...)
 	if err != nil {
 		return err
 	}

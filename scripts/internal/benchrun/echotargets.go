@@ -3,10 +3,11 @@ package benchrun
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
+
+	"knowngood/scripts/harness"
 )
 
 // Node names the Node `ws` echo server (scripts/node/ws-echo-server.mjs) in
@@ -33,31 +34,26 @@ func ParseEchoTargets(list string) ([]string, error) {
 // StartEchoTarget starts a fresh echo server, knowngood's variant (with
 // extra flags) or Node's, and returns the URL that loadgen uses and its
 // admin address ("" for Node, which has none).
-func StartEchoTarget(ctx context.Context, stderr io.Writer, server, variant string, extra ...string) (p *Proc, url, admin string, err error) {
-	return StartEchoTargetUnder(ctx, stderr, nil, server, variant, extra...)
+func StartEchoTarget(ctx context.Context, stderr io.Writer, variant string, extra ...string) (p *harness.Process, url, admin string, err error) {
+	return StartEchoTargetUnder(ctx, stderr, nil, variant, extra...)
 }
 
 // StartEchoTargetUnder is StartEchoTarget with knowngood run by a wrapper
 // command (valgrind, say): wrapper's words, then the server and its flags.
 // The wrapper must run the server in its own process, so that PID is the
 // server's, and pass its output through.
-func StartEchoTargetUnder(ctx context.Context, stderr io.Writer, wrapper []string, server, variant string, extra ...string) (p *Proc, url, admin string, err error) {
+func StartEchoTargetUnder(ctx context.Context, stderr io.Writer, wrapper []string, variant string, extra ...string) (p *harness.Process, url, admin string, err error) {
 	if variant == Node {
 		if len(wrapper) > 0 {
 			return nil, "", "", errors.New("no wrapper for the Node server")
 		}
-		p, err := Start(ctx, stderr, "node", []string{"scripts/node/ws-echo-server.mjs", "0"}, "node ws")
+		p, err := StartNode(ctx, stderr, "ws-echo-server.mjs", "node ws")
 		if err != nil {
-			return nil, "", "", fmt.Errorf("%w (npm install in scripts/ first?)", err)
+			return nil, "", "", err
 		}
 		return p, "ws://" + p.Addr + "/", "", nil
 	}
-	args := append([]string{"-variant", variant, "-addr", FreeAddr(), "-admin-addr", FreeAddr(), "-log-format", "json"}, extra...)
-	bin := server
-	if len(wrapper) > 0 {
-		bin, args = wrapper[0], append(append(slices.Clone(wrapper[1:]), server), args...)
-	}
-	p, err = Start(ctx, stderr, bin, args, strings.TrimSpace("knowngood "+variant+" "+strings.Join(extra, " ")))
+	p, err = Start(ctx, stderr, wrapper, append([]string{"-variant", variant}, extra...)...)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -65,5 +61,5 @@ func StartEchoTargetUnder(ctx context.Context, stderr io.Writer, wrapper []strin
 	if variant == "echo-tcp" {
 		url = "tcp://" + p.Addr
 	}
-	return p, url, "http://" + p.AdminAddr, nil
+	return p, url, p.AdminURL(), nil
 }

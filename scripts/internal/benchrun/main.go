@@ -26,7 +26,7 @@ func Main[O any](name string, parse func([]string) (O, error), run func(context.
 		stop()
 		os.Exit(2)
 	}
-	bins, err := Build(ctx, os.Stderr)
+	bins, err := Build(os.Stderr)
 	if err == nil {
 		err = run(ctx, opts, bins, os.Stdout, os.Stderr)
 		bins.Remove()

@@ -1,0 +1,107 @@
+// Package harness starts the knowngood binary for the end-to-end tests,
+// the docker and recipe tests, the benchmarks and the soak: it builds the
+// binary once per process, starts it on free loopback ports, waits until
+// /health answers, reads /stats, and stops it with SIGTERM (SIGKILL after a
+// timeout). Tests get a process that stops itself when the test ends
+// (Start); programs stop theirs (StartKnowngood, StartProcess).
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// builds holds the binaries built by this process, in one temporary
+// directory that RemoveBuilds deletes.
+var builds struct {
+	mu    sync.Mutex
+	dir   string
+	paths map[string]string // package (./servers) to binary
+}
+
+// Knowngood is the path of the knowngood binary, built from this module's
+// ./servers on the first call.
+func Knowngood() (string, error) { return build("./servers", "knowngood") }
+
+// Loadgen is the path of the loadgen binary, built from ./loadgen on the
+// first call.
+func Loadgen() (string, error) { return build("./loadgen", "loadgen") }
+
+// KnowngoodT is Knowngood for a test, which fails if the build does.
+func KnowngoodT(t testing.TB) string {
+	t.Helper()
+	bin, err := Knowngood()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// LoadgenT is Loadgen for a test.
+func LoadgenT(t testing.TB) string {
+	t.Helper()
+	bin, err := Loadgen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// RemoveBuilds deletes the binaries built so far; the next call to
+// Knowngood or Loadgen builds again. A TestMain calls it after m.Run.
+func RemoveBuilds() {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+	}
+	builds.dir, builds.paths = "", nil
+}
+
+// build compiles pkg of the module into the temporary directory, once.
+// CGO_ENABLED=0 makes the static binary that the Docker image also runs.
+func build(pkg, name string) (string, error) {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	if p, ok := builds.paths[pkg]; ok {
+		return p, nil
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	if builds.dir == "" {
+		if builds.dir, err = os.MkdirTemp("", "knowngood-harness"); err != nil {
+			return "", err
+		}
+		builds.paths = map[string]string{}
+	}
+	bin := filepath.Join(builds.dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	builds.paths[pkg] = bin
+	return bin, nil
+}
+
+// moduleRoot is the directory of the go.mod of the working directory's
+// module, so that a test in any package builds the same binary.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not inside the knowngood module")
+	}
+	return filepath.Dir(mod), nil
+}

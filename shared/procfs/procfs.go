@@ -1,0 +1,181 @@
+// Package procfs reads the figures of a process and of the kernel that the
+// servers, the load client, the benchmarks and the tests need from Linux's
+// /proc: CPU time, resident memory and thread count (/proc/PID/stat and
+// status), open descriptors and their limit (/proc/PID/fd and limits), mount
+// points (/proc/PID/mounts) and integer sysctls (/proc/sys). Elsewhere every
+// reader returns an error.
+package procfs
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Self names this process in place of a PID.
+const Self = 0
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat; it
+// is 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// path is /proc/PID/name, or /proc/self/name for Self.
+func path(pid int, name string) string {
+	if pid == Self {
+		return "/proc/self/" + name
+	}
+	return fmt.Sprintf("/proc/%d/%s", pid, name)
+}
+
+// Stat holds the fields of /proc/PID/stat that are read here.
+type Stat struct {
+	UserTicks, SystemTicks uint64 // utime and stime, in USER_HZ ticks
+	Threads                int    // num_threads
+	RSSPages               uint64 // rss, in pages
+}
+
+// CPUSeconds is user plus system time.
+func (s Stat) CPUSeconds() float64 {
+	return float64(s.UserTicks+s.SystemTicks) / clockTicks
+}
+
+// ReadStat reads /proc/PID/stat.
+func ReadStat(pid int) (Stat, error) {
+	p := path(pid, "stat")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return Stat{}, err
+	}
+	s, err := ParseStat(b)
+	if err != nil {
+		return Stat{}, fmt.Errorf("%s: %w", p, err)
+	}
+	return s, nil
+}
+
+// ParseStat parses the text of a /proc/PID/stat file.
+func ParseStat(b []byte) (Stat, error) {
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces and parentheses itself: it ends at the last ')'. From
+	// there state is the 1st field, utime and stime the 12th and 13th,
+	// num_threads the 18th and rss the 22nd.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return Stat{}, errors.New("no command name")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 22 {
+		return Stat{}, fmt.Errorf("%d fields after the command name, want 22 or more", len(f))
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	threads, err3 := strconv.Atoi(f[17])
+	rss, err4 := strconv.ParseUint(f[21], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return Stat{}, err
+	}
+	return Stat{UserTicks: ut, SystemTicks: st, Threads: threads, RSSPages: rss}, nil
+}
+
+// CPUSeconds is the user+system CPU time of process pid so far.
+func CPUSeconds(pid int) (float64, error) {
+	s, err := ReadStat(pid)
+	return s.CPUSeconds(), err
+}
+
+// ResidentBytes is the resident memory of process pid (VmRSS in
+// /proc/PID/status), the figure that a Go target's /stats reports as
+// resident_bytes.
+func ResidentBytes(pid int) (float64, error) {
+	p := path(pid, "status")
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		kb, ok := strings.CutSuffix(strings.TrimSpace(rest), " kB")
+		n, err := strconv.ParseUint(kb, 10, 64)
+		if !ok || err != nil {
+			return 0, fmt.Errorf("%s: VmRSS %q", p, rest)
+		}
+		return float64(n) * 1024, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no VmRSS (a kernel thread, or not Linux)", p)
+}
+
+// OpenFileCount is the number of descriptors process pid has open. For
+// Self it leaves out the one that reading the directory itself holds.
+func OpenFileCount(pid int) (int, error) {
+	entries, err := os.ReadDir(path(pid, "fd"))
+	if err != nil {
+		return 0, err
+	}
+	if pid == Self {
+		return len(entries) - 1, nil
+	}
+	return len(entries), nil
+}
+
+// Unlimited stands for "unlimited" in /proc/PID/limits.
+const Unlimited = 1 << 30
+
+// OpenFilesSoft is process pid's soft open-files limit (Max open files in
+// /proc/PID/limits), Unlimited when it has none.
+func OpenFilesSoft(pid int) (int, error) {
+	p := path(pid, "limits")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "Max open files")
+		f := strings.Fields(rest)
+		if !ok || len(f) == 0 {
+			continue
+		}
+		if f[0] == "unlimited" {
+			return Unlimited, nil
+		}
+		return strconv.Atoi(f[0])
+	}
+	return 0, fmt.Errorf("%s: no Max open files", p)
+}
+
+// MountPoints lists where things are mounted in process pid's mount
+// namespace, in the order of /proc/PID/mounts (parents before children).
+func MountPoints(pid int) ([]string, error) {
+	b, err := os.ReadFile(path(pid, "mounts"))
+	if err != nil {
+		return nil, err
+	}
+	var points []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			points = append(points, f[1])
+		}
+	}
+	return points, nil
+}
+
+// SysctlInt reads an integer sysctl by its dotted name (net.core.somaxconn)
+// from /proc/sys.
+func SysctlInt(name string) (int, error) {
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}

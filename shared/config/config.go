@@ -61,6 +61,11 @@ type Config struct {
 
 	// gnet
 	Loops int `json:"loops"`
+
+	// Given names the flags set explicitly, on the command line or through
+	// their environment twin, without the dash and in flag order: what
+	// start-up checks against the flags the variant reads.
+	Given []string `json:"-"`
 }
 
 // Default returns the settings a target runs with when nothing is given.
@@ -150,6 +155,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	if envErr != nil {
 		return c, envErr
 	}
+	fs.Visit(func(f *flag.Flag) { c.Given = append(c.Given, f.Name) })
 	return c, c.Validate()
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
 
+	"knowngood/servers/variants"
 	"knowngood/shared/lifecycle/lifecycletest"
 )
 
@@ -27,7 +28,9 @@ func TestRepliesTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, tgt := range wsTargets[:2] { // gnet writes from its loop, unseen by a listener wrapper
+	// Only on net/http: gnet writes from its loop, unseen by a listener
+	// wrapper.
+	for _, tgt := range wsTargetsWhere(variants.OnNetHTTP) {
 		t.Run(tgt.name, func(t *testing.T) {
 			writes := lifecycletest.NewWrites()
 			tg := startOn(t, tgt.name, tgt.build, nil, nil, writes.Wrap)
@@ -57,7 +60,7 @@ func TestRepliesTogetherTLS(t *testing.T) {
 	wrap := func(ln net.Listener) net.Listener {
 		return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
 	}
-	for _, tgt := range wsTargets[:2] {
+	for _, tgt := range wsTargetsWhere(variants.OnNetHTTP) {
 		t.Run(tgt.name, func(t *testing.T) {
 			tg := startOn(t, tgt.name, tgt.build, nil, nil, wrap)
 			dialer := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 5 * time.Second}

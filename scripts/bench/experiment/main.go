@@ -35,11 +35,12 @@ import (
 	"knowngood/loadgen/htmlreport"
 	"knowngood/scripts/internal/benchrun"
 	"knowngood/scripts/testtarget"
+	"knowngood/servers/variants"
 	"knowngood/shared/protocol"
 )
 
 var (
-	allVariants = []string{"empty", "async", "blocking"}
+	allVariants = variants.NamesOf(variants.ByFamily(variants.SocketIO))
 	allClients  = []string{"loadgen", "js", "python"}
 )
 

@@ -16,28 +16,31 @@ import (
 	"golang.org/x/sys/unix"
 
 	"knowngood/scripts/harness"
+	"knowngood/servers/variants"
 	"knowngood/shared/procfs"
 	"knowngood/shared/protocol"
 )
 
-// composeTarget is one service of compose.yaml and the loadgen run that
-// drives it.
+// composeTarget is one variant's service of compose.host.yaml: its
+// addresses on the host network.
 type composeTarget struct {
+	v                    variants.Variant
 	service, addr, admin string
-	loadgen              []string
 }
 
-var composeTargets = []composeTarget{
-	{"empty", "127.0.0.1:8080", "127.0.0.1:9100", nil},
-	{"async", "127.0.0.1:8081", "127.0.0.1:9101", nil},
-	{"blocking", "127.0.0.1:8082", "127.0.0.1:9102", nil},
-	{"echo-gorilla", "127.0.0.1:8083", "127.0.0.1:9103", nil},
-	{"echo-coder", "127.0.0.1:8084", "127.0.0.1:9104", nil},
-	{"echo-gnet", "127.0.0.1:8085", "127.0.0.1:9105", nil},
-	{"echo-tcp", "127.0.0.1:8086", "127.0.0.1:9106", nil},
-	{"broadcast-gorilla", "127.0.0.1:8087", "127.0.0.1:9107", nil},
-	{"broadcast-coder", "127.0.0.1:8088", "127.0.0.1:9108", nil},
-	{"broadcast-gnet", "127.0.0.1:8089", "127.0.0.1:9109", nil},
+// composeTargets are the catalog's variants with their services' addresses
+// in compose.host.yaml (TestComposeCoversCatalog checks there is one each).
+func composeTargets(t *testing.T) []composeTarget {
+	host := hostServices(t)
+	var out []composeTarget
+	for _, v := range variants.All() {
+		s, ok := host[v.Name]
+		if !ok {
+			t.Fatalf("compose.host.yaml has no service %s", v.Name)
+		}
+		out = append(out, composeTarget{v, v.Name, s.addr, s.admin})
+	}
+	return out
 }
 
 // TestComposeHost builds the image FROM scratch, brings every target of
@@ -58,7 +61,8 @@ func TestComposeHost(t *testing.T) {
 		t.Logf("no Docker engine answers (%s); starting one", lastLine(out))
 		env = append(env, "DOCKER_HOST="+startDockerd(t))
 	}
-	for _, c := range composeTargets {
+	targets := composeTargets(t)
+	for _, c := range targets {
 		for _, addr := range []string{c.addr, c.admin} {
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -118,15 +122,15 @@ func TestComposeHost(t *testing.T) {
 			t.Errorf("containers left behind: %s", out)
 		}
 	})
-	services := make([]string, len(composeTargets))
-	for i, c := range composeTargets {
+	services := make([]string, len(targets))
+	for i, c := range targets {
 		services[i] = c.service
 	}
 	if _, err := run(4*time.Minute, files[0], append(append(files[1:], "up", "-d", "--wait", "--wait-timeout", "180"), services...)...); err != nil {
 		t.Fatal(err)
 	}
 
-	for _, c := range composeTargets {
+	for _, c := range targets {
 		t.Run(c.service, func(t *testing.T) {
 			before, err := harness.ReadStats(nil, "http://"+c.admin)
 			if err != nil {
@@ -137,11 +141,11 @@ func TestComposeHost(t *testing.T) {
 			}
 			var args []string
 			switch {
-			case strings.HasPrefix(c.service, "broadcast-"):
+			case c.v.Family == variants.Broadcast:
 				args = []string{"load-broadcast", "broadcast", "-url", "ws://" + c.addr + "/", "-subscribers", "20", "-senders", "2", "-rate", "10", "-duration", "1s"}
-			case strings.HasPrefix(c.service, "echo-tcp"):
+			case c.v.Family == variants.Echo && c.v.Protocol == variants.TCP:
 				args = []string{"load-echo", "echo", "-url", "tcp://" + c.addr, "-c", "2", "-duration", "1s", "-warmup", "0s"}
-			case strings.HasPrefix(c.service, "echo-"):
+			case c.v.Family == variants.Echo:
 				args = []string{"load-echo", "echo", "-url", "ws://" + c.addr + "/", "-c", "2", "-duration", "1s", "-warmup", "0s"}
 			default:
 				args = []string{"load-handshake", "handshake", "-url", "http://" + c.addr, "-n", "20", "-deadline", "15s", "-transport", "websocket"}
@@ -167,13 +171,13 @@ func TestComposeHost(t *testing.T) {
 			d := protocol.Diff(before, after)
 			t.Logf("loadgen: connected %d, errors %v; server: %d connections, %d handshakes ok, %d messages in, %d bytes in, %d bytes out",
 				report.Connected, report.Errors, d.ConnectionsTotal, d.Handshakes[protocol.ResultOK], d.MessagesReceived, d.BytesReceived, d.BytesSent)
-			if strings.HasPrefix(c.service, "broadcast-") {
+			if c.v.Family == variants.Broadcast {
 				if report.Connected != 22 || d.ConnectionsTotal != 22 || report.Received == 0 || report.Lost != 0 {
 					t.Errorf("broadcast run: loadgen connected %d, received %d, lost %d; the server saw %d connections", report.Connected, report.Received, report.Lost, d.ConnectionsTotal)
 				}
 				return
 			}
-			if strings.HasPrefix(c.service, "echo-") {
+			if c.v.Family == variants.Echo {
 				if report.Connected != 2 || d.ConnectionsTotal != 2 || d.BytesReceived == 0 || d.BytesReceived < d.BytesSent {
 					t.Errorf("echo run: loadgen connected %d; the server saw %d connections, %d bytes in, %d out", report.Connected, d.ConnectionsTotal, d.BytesReceived, d.BytesSent)
 				}

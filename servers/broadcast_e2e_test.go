@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"knowngood/servers/variants"
 	"knowngood/shared/protocol"
 )
 
-var broadcastVariants = []string{"broadcast-gorilla", "broadcast-coder", "broadcast-gnet"}
+var broadcastVariants = variants.NamesOf(variants.ByFamily(variants.Broadcast))
 
 // wsBroadcastResult is the one JSON line of scripts/clients/ws-broadcast.mjs.
 type wsBroadcastResult struct {

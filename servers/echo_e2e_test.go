@@ -22,10 +22,11 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"knowngood/servers/variants"
 	"knowngood/shared/protocol"
 )
 
-var wsEchoVariants = []string{"echo-gorilla", "echo-coder", "echo-gnet"}
+var wsEchoVariants = variants.NamesOf(variants.Where(variants.InFamily(variants.Echo), variants.Speaks(variants.WebSocket)))
 
 func haveNodeWSEcho() bool {
 	_, err := os.Stat("../scripts/node_modules/ws/package.json")
@@ -161,11 +162,11 @@ func TestEchoExternalClients(t *testing.T) {
 // the WebSocket ones, EOF for echo-tcp) and exits with status 0 within
 // -shutdown-timeout.
 func TestEchoSIGTERM(t *testing.T) {
-	for _, variant := range append(wsEchoVariants, "echo-tcp") {
+	for _, variant := range variants.NamesOf(variants.ByFamily(variants.Echo)) {
 		t.Run(variant, func(t *testing.T) {
 			s := startServer(t, "-variant", variant, "-shutdown-timeout", "3s")
 			gone := make(chan error, 1)
-			if variant == "echo-tcp" {
+			if isRawTCP(variant) {
 				c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
 				if err != nil {
 					t.Fatal(err)
@@ -189,7 +190,7 @@ func TestEchoSIGTERM(t *testing.T) {
 			err := <-gone
 			var ce *websocket.CloseError
 			switch {
-			case variant == "echo-tcp":
+			case isRawTCP(variant):
 				if !errors.Is(err, io.EOF) {
 					t.Errorf("after SIGTERM the client got %v, want EOF", err)
 				}

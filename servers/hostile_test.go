@@ -47,7 +47,7 @@ func hostiles(variant string) []hostile {
 		{"slow headers", slowHeaders},
 		{"reset mid-message", resetMidMessage},
 	}
-	if variant == "echo-tcp" {
+	if isRawTCP(variant) {
 		return all[:1] // raw TCP has no headers and no messages to cut
 	}
 	all = append(all, hostile{"oversize", oversize}, hostile{"invalid UTF-8", invalidUTF8})
@@ -150,7 +150,7 @@ func garbage(variant, addr string) error {
 		return err
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	if variant == "echo-tcp" {
+	if isRawTCP(variant) {
 		if !strings.HasPrefix(junk, line) {
 			return fmt.Errorf("echo %q, want the bytes back", line)
 		}

@@ -12,41 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"knowngood/servers/broadcast"
-	"knowngood/servers/echo"
-	"knowngood/servers/socketio"
+	"knowngood/servers/targets"
+	"knowngood/servers/variants"
 	"knowngood/shared/admin"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 )
-
-// variant is one row of the table: adding a variant is one row here plus
-// the package that implements it.
-type variant struct {
-	name  string
-	about string
-	build func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error)
-}
-
-var variants = []variant{
-	{"empty", "Socket.IO, the connect handler does nothing", socketIO(socketio.Empty)},
-	{"async", "Socket.IO, each connect waits -delay on its own timer; nothing else waits", socketIO(socketio.Async)},
-	{"blocking", "Socket.IO, each connect holds the one shared loop for -delay: the k-th of N completes at about k x delay", socketIO(socketio.Blocking)},
-	{"echo-gorilla", "WebSocket echo on gorilla/websocket: every message back as it came", echo.NewGorilla},
-	{"echo-coder", "WebSocket echo on coder/websocket: every message back as it came", echo.NewCoder},
-	{"echo-gnet", "WebSocket echo on gnet event loops with gobwas/ws framing (-loops)", echo.NewGnet},
-	{"echo-tcp", "raw TCP echo, no framing: the floor the WebSocket echoes are measured against", echo.NewTCP},
-	{"broadcast-gorilla", "websocket-shootout echo/broadcast (+ timed push) on gorilla/websocket", broadcast.NewGorilla},
-	{"broadcast-coder", "websocket-shootout echo/broadcast (+ timed push) on coder/websocket", broadcast.NewCoder},
-	{"broadcast-gnet", "websocket-shootout echo/broadcast (+ timed push) on gnet event loops (-loops)", broadcast.NewGnet},
-}
-
-func socketIO(mode socketio.Mode) func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error) {
-	return func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-		return socketio.New(mode, cfg, m, log)
-	}
-}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
@@ -68,19 +40,21 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 2
 	}
 	if cfg.List {
-		for _, v := range variants {
-			fmt.Fprintf(stdout, "%-18s %s\n", v.name, v.about)
+		for _, v := range variants.All() {
+			fmt.Fprintf(stdout, "%-18s %s\n", v.Name, v.About)
 		}
 		return 0
 	}
-	v, ok := lookup(cfg.Variant)
-	if !ok {
-		fmt.Fprintf(stderr, "knowngood: invalid value for -variant: %q; want one of %s\n", cfg.Variant, names())
+	v, ok := variants.Lookup(cfg.Variant)
+	build, built := targets.For(cfg.Variant)
+	if !ok || !built {
+		fmt.Fprintf(stderr, "knowngood: invalid value for -variant: %q; want one of %s\n", cfg.Variant, strings.Join(variants.Names(), ", "))
 		return 2
 	}
 
 	log := newLogger(cfg, stderr)
 	log.Info("config", "settings", cfg.Effective())
+	warnIgnored(log, v, cfg.Given)
 	var (
 		reg *prometheus.Registry
 		m   *metrics.Metrics
@@ -91,7 +65,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		m = metrics.New(reg, cfg.Variant)
 	}
-	target, err := v.build(cfg, m, log)
+	target, err := build(cfg, m, log)
 	if err != nil {
 		log.Error("building the target", "err", err)
 		return 1
@@ -105,21 +79,18 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	return 0
 }
 
-func lookup(name string) (variant, bool) {
-	for _, v := range variants {
-		if v.name == name {
-			return v, true
+// warnIgnored logs one line per flag given (on the command line or in the
+// environment) that v does not read. A warning, not an error: compose
+// files, env files and scripts pass one set of settings to every variant
+// (a -max-message to echo-tcp, a KG_DELAY to empty), and refusing to start
+// would break them for a setting that changes nothing; the line still
+// tells whoever expected it to matter.
+func warnIgnored(log *slog.Logger, v variants.Variant, given []string) {
+	for _, name := range given {
+		if !v.Reads(name) {
+			log.Warn("flag ignored: this variant does not read it", "flag", "-"+name, "variant", v.Name)
 		}
 	}
-	return variant{}, false
-}
-
-func names() string {
-	var out []string
-	for _, v := range variants {
-		out = append(out, v.name)
-	}
-	return strings.Join(out, ", ")
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {

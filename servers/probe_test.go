@@ -10,31 +10,53 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"knowngood/loadgen/sioclient"
+	"knowngood/servers/variants"
 )
 
-var allVariants = []string{
-	"empty", "async", "blocking",
-	"echo-gorilla", "echo-coder", "echo-gnet", "echo-tcp",
-	"broadcast-gorilla", "broadcast-coder", "broadcast-gnet",
-}
+var allVariants = variants.Names()
 
-// variantArgs: a short connect delay for async and blocking, so that a
-// test of something else does not wait for the blocking loop.
+// variantArgs: a short connect delay for the variants that wait -delay on
+// connect, so that a test of something else does not wait for the
+// blocking loop.
 func variantArgs(v string) []string {
 	args := []string{"-variant", v}
-	if v == "async" || v == "blocking" {
+	if row(v).Reads("delay") {
 		args = append(args, "-delay", "1ms")
 	}
 	return args
 }
 
-func isSocketIO(v string) bool { return v == "empty" || v == "async" || v == "blocking" }
+// row is the catalog row of the variant called name; the tests name only
+// variants of the catalog.
+func row(name string) variants.Variant {
+	v, ok := variants.Lookup(name)
+	if !ok {
+		panic("not in the catalog: " + name)
+	}
+	return v
+}
+
+func isSocketIO(v string) bool { return row(v).Family == variants.SocketIO }
+
+// onePerFamilyAndLibrary names the first variant of each family on each
+// library: the fronts whose time bounds differ, once each.
+func onePerFamilyAndLibrary() []string {
+	seen := map[[2]string]bool{}
+	return variants.NamesOf(variants.Where(func(v variants.Variant) bool {
+		k := [2]string{string(v.Family), string(v.Library)}
+		first := !seen[k]
+		seen[k] = true
+		return first
+	}))
+}
+
+// isRawTCP: no framing and no handshake, bytes back as they came.
+func isRawTCP(v string) bool { return row(v).Protocol == variants.TCP }
 
 // peer is one connection that echoes.
 type peer interface {
@@ -46,7 +68,7 @@ type peer interface {
 // and completes its handshake within timeout.
 func connect(variant, addr string, tc *tls.Config, timeout time.Duration) (peer, error) {
 	switch {
-	case variant == "echo-tcp":
+	case isRawTCP(variant):
 		d := &net.Dialer{Timeout: timeout}
 		var c net.Conn
 		var err error
@@ -76,7 +98,7 @@ func connect(variant, addr string, tc *tls.Config, timeout time.Duration) (peer,
 		if err != nil {
 			return nil, err
 		}
-		return &wsPeer{c: c, broadcast: strings.HasPrefix(variant, "broadcast-"), timeout: timeout}, nil
+		return &wsPeer{c: c, broadcast: row(variant).Family == variants.Broadcast, timeout: timeout}, nil
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"knowngood/servers/variants"
 	"knowngood/shared/protocol"
 )
 
@@ -210,7 +211,7 @@ func boundStages(variant string) (target, admin []stage, want map[string]map[str
 			{"quiet WebSocket", quietBound, quietWebSocket("/socket.io/?EIO=4&transport=websocket")},
 		}
 		want["target"] = map[string]uint64{"header": 1, "body": 3, "idle": 2}
-	case variant == "echo-tcp":
+	case isRawTCP(variant):
 		// No headers: whatever comes is echoed, then the connection is
 		// quiet.
 		target = []stage{
@@ -218,7 +219,7 @@ func boundStages(variant string) (target, admin []stage, want map[string]map[str
 			{"nothing sent", quietBound, sends("")},
 		}
 		want["target"] = map[string]uint64{"idle": 2}
-	case strings.HasSuffix(variant, "-gnet"):
+	case row(variant).Library == variants.Gnet:
 		// gnet answers a request that is not an upgrade as soon as its
 		// header is in, without reading a body, and drops what follows
 		// for closeWait (2 s).
@@ -241,12 +242,12 @@ func boundStages(variant string) (target, admin []stage, want map[string]map[str
 	return target, admin, want
 }
 
-// TestTimeBounds: on every variant family, on the target and the admin
-// port, a connection stopped at each stage is closed within a few seconds
-// of its bound (set to 1-2 s here: today's defaults are Node's), and
-// counted in timeouts (and the quiet sessions in disconnects).
+// TestTimeBounds: on every variant family and library, on the target and
+// the admin port, a connection stopped at each stage is closed within a
+// few seconds of its bound (set to 1-2 s here: today's defaults are
+// Node's), and counted in timeouts (and the quiet sessions in disconnects).
 func TestTimeBounds(t *testing.T) {
-	for _, v := range []string{"empty", "echo-gorilla", "echo-coder", "echo-gnet", "echo-tcp", "broadcast-coder"} {
+	for _, v := range onePerFamilyAndLibrary() {
 		t.Run(v, func(t *testing.T) {
 			s := startServer(t, append(variantArgs(v), boundArgs...)...)
 			before := statsNoKeepAlive(t, s)
@@ -306,7 +307,7 @@ func quietCounted(variant string, d protocol.Stats) bool {
 	switch {
 	case isSocketIO(variant):
 		return d.Disconnects["ping timeout"] >= 2
-	case variant == "echo-tcp":
+	case isRawTCP(variant):
 		return d.Disconnects["idle_timeout"] == 2
 	}
 	return d.Disconnects["ping_timeout"] == 1

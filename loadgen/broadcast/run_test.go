@@ -12,6 +12,8 @@ import (
 	"knowngood/loadgen/broadcast"
 	"knowngood/loadgen/timeline"
 	servers "knowngood/servers/broadcast"
+	"knowngood/servers/targets"
+	"knowngood/servers/variants"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle/lifecycletest"
 )
@@ -117,11 +119,22 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// The broadcast targets, for the subscriber tests.
-var broadcastTargets = []struct {
+// broadcastTarget is a broadcast variant of the catalog and its constructor.
+type broadcastTarget struct {
 	name  string
 	build lifecycletest.Build
-}{{"broadcast-gorilla", servers.NewGorilla}, {"broadcast-coder", servers.NewCoder}, {"broadcast-gnet", servers.NewGnet}}
+}
+
+// broadcastTargets are the catalog's broadcast variants, for the subscriber
+// tests.
+var broadcastTargets = func() []broadcastTarget {
+	var out []broadcastTarget
+	for _, v := range variants.ByFamily(variants.Broadcast) {
+		b, _ := targets.For(v.Name)
+		out = append(out, broadcastTarget{v.Name, b})
+	}
+	return out
+}()
 
 // TestSubscribersAnswerPings: the subscribers (gnet loops, gobwas/ws
 // frames) answer the target's pings. They send nothing else, so the target

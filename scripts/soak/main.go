@@ -29,9 +29,10 @@ import (
 
 	"knowngood/loadgen/sioclient"
 	"knowngood/scripts/harness"
+	"knowngood/servers/variants"
 )
 
-var allVariants = "empty,async,blocking,echo-gorilla,echo-coder,echo-gnet,echo-tcp,broadcast-gorilla,broadcast-coder,broadcast-gnet"
+var allVariants = strings.Join(variants.Names(), ",")
 
 func main() {
 	cfg := Config{}
@@ -87,7 +88,11 @@ func Run(cfg Config, w io.Writer) error {
 func soak(cfg Config, variant string, n int, tw io.Writer, problems *[]error) error {
 	// -pprof for /debug/freeosmemory: RSS is read after a GC that returns
 	// the freed pages, so that rounds compare live memory, not garbage.
-	t, err := startTarget("-variant", variant, "-delay", "1ms", "-pprof")
+	args := []string{"-variant", variant, "-pprof"}
+	if v, _ := variants.Lookup(variant); v.Reads("delay") {
+		args = append(args, "-delay", "1ms") // connects do not queue behind the blocking loop
+	}
+	t, err := startTarget(args...)
 	if err != nil {
 		return err
 	}
@@ -193,8 +198,9 @@ func cmpErr(a, b error) error {
 // dialEcho connects and echoes one message.
 func dialEcho(variant, addr string) (io.Closer, error) {
 	const timeout = 10 * time.Second
-	switch variant {
-	case "echo-tcp":
+	v, _ := variants.Lookup(variant)
+	switch {
+	case v.Protocol == variants.TCP:
 		c, err := net.DialTimeout("tcp", addr, timeout)
 		if err != nil {
 			return nil, err
@@ -206,7 +212,7 @@ func dialEcho(variant, addr string) (io.Closer, error) {
 			return nil, err
 		}
 		return c, nil
-	case "empty", "async", "blocking":
+	case v.Family == variants.SocketIO:
 		// The zishang520 client, through loadgen/sioclient (which works
 		// around its races).
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -227,7 +233,7 @@ func dialEcho(variant, addr string) (io.Closer, error) {
 			return nil, err
 		}
 		msg := "soak"
-		if strings.HasPrefix(variant, "broadcast-") {
+		if v.Family == variants.Broadcast {
 			msg = `{"type":"echo","payload":"soak"}`
 		}
 		_ = c.SetReadDeadline(time.Now().Add(timeout))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"knowngood/servers/variants"
 	"knowngood/shared/lifecycle/lifecycletest"
 )
 
@@ -17,7 +18,7 @@ import (
 // catches up (gnet writes its queue with one writev).
 func TestBacklogGoesOutTogether(t *testing.T) {
 	const n = 40 // broadcasts: each queues the broadcast and its result
-	for _, v := range variants[:2] {
+	for _, v := range broadcastTargets(variants.OnNetHTTP) {
 		t.Run(v.name, func(t *testing.T) {
 			writes := lifecycletest.NewWrites()
 			tg := lifecycletest.Start(t, v.name, v.build, lifecycletest.Options{Wrap: writes.Wrap})

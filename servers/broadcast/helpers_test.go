@@ -14,7 +14,8 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
-	"knowngood/servers/broadcast"
+	"knowngood/servers/targets"
+	"knowngood/servers/variants"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle/lifecycletest"
 	"knowngood/shared/protocol"
@@ -29,18 +30,30 @@ func TestMain(m *testing.M) {
 	)
 }
 
-var variants = []struct {
+// broadcastTarget is a broadcast variant of the catalog with its
+// constructor.
+type broadcastTarget struct {
 	name  string
 	build lifecycletest.Build
-}{
-	{"broadcast-gorilla", broadcast.NewGorilla},
-	{"broadcast-coder", broadcast.NewCoder},
-	{"broadcast-gnet", broadcast.NewGnet},
+}
+
+// broadcastTargets returns the broadcast variants of the catalog for which
+// every predicate holds.
+func broadcastTargets(preds ...func(variants.Variant) bool) []broadcastTarget {
+	var out []broadcastTarget
+	for _, v := range variants.Where(append(preds, variants.InFamily(variants.Broadcast))...) {
+		b, ok := targets.For(v.Name)
+		if !ok {
+			panic("no constructor for " + v.Name)
+		}
+		out = append(out, broadcastTarget{v.Name, b})
+	}
+	return out
 }
 
 // forEach runs f as a subtest for every broadcast variant.
 func forEach(t *testing.T, f func(t *testing.T, name string, b lifecycletest.Build)) {
-	for _, v := range variants {
+	for _, v := range broadcastTargets() {
 		t.Run(v.name, func(t *testing.T) { f(t, v.name, v.build) })
 	}
 }

@@ -14,7 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/servers/echo"
+	"knowngood/servers/targets"
+	"knowngood/servers/variants"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/lifecycle/lifecycletest"
@@ -33,15 +34,28 @@ func TestMain(m *testing.M) {
 
 type build func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error)
 
-// wsTargets are the three WebSocket echoes, which every behaviour test runs
-// against.
-var wsTargets = []struct {
+// wsTarget is a WebSocket echo of the catalog with its constructor.
+type wsTarget struct {
 	name  string
 	build build
-}{
-	{"echo-gorilla", echo.NewGorilla},
-	{"echo-coder", echo.NewCoder},
-	{"echo-gnet", echo.NewGnet},
+}
+
+// wsTargets are the WebSocket echoes of the catalog, which every behaviour
+// test runs against.
+var wsTargets = wsTargetsWhere()
+
+// wsTargetsWhere returns the WebSocket echoes of the catalog for which
+// every predicate holds.
+func wsTargetsWhere(preds ...func(variants.Variant) bool) []wsTarget {
+	var out []wsTarget
+	for _, v := range variants.Where(append(preds, variants.InFamily(variants.Echo), variants.Speaks(variants.WebSocket))...) {
+		b, ok := targets.For(v.Name)
+		if !ok {
+			panic("no constructor for " + v.Name)
+		}
+		out = append(out, wsTarget{v.Name, b})
+	}
+	return out
 }
 
 // forEach runs f as a subtest for every WebSocket target.

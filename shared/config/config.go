@@ -48,6 +48,11 @@ type Config struct {
 	SocketIO  SocketIO
 	Broadcast Broadcast
 	Gnet      Gnet
+
+	// Given names the flags set explicitly, on the command line or through
+	// their environment twin, without the dash and in flag order: what
+	// start-up checks against the flags the variant reads.
+	Given []string
 }
 
 // TLS is -tls-cert and -tls-key: both or neither.
@@ -177,6 +182,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	if envErr != nil {
 		return c, envErr
 	}
+	fs.Visit(func(f *flag.Flag) { c.Given = append(c.Given, f.Name) })
 	return c, c.Validate()
 }
 

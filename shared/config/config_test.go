@@ -133,3 +133,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestGiven: Given names the flags set on the command line or through
+// their environment twin, once each, and not the defaults.
+func TestGiven(t *testing.T) {
+	vars := map[string]string{"KG_DELAY": "70ms", "KG_LOOPS": "2", "KG_ADMIN_ADDR": ""}
+	c, err := config.Parse([]string{"-delay", "90ms", "-variant", "echo-gnet"}, env(vars), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Given, " "); got != "delay loops variant" {
+		t.Errorf("given %q, want %q", got, "delay loops variant")
+	}
+	c, err = config.Parse(nil, env(nil), nil)
+	if err != nil || len(c.Given) != 0 {
+		t.Errorf("nothing given: %v, err %v", c.Given, err)
+	}
+}

@@ -27,12 +27,14 @@ import (
 
 	"knowngood/loadgen/broadcast"
 	"knowngood/scripts/internal/benchrun"
+	"knowngood/servers/variants"
 )
 
-var variants = []string{"broadcast-gorilla", "broadcast-coder", "broadcast-gnet"}
+var broadcastVariants = variants.NamesOf(variants.ByFamily(variants.Broadcast))
 
 // goals: issue 4's push fan-out p99 at 10,000 subscribers, in ms.
-var goals = map[string]float64{"broadcast-gnet": 50, "broadcast-gorilla": 100, "broadcast-coder": 100}
+// They are by library, since the fan-out is the library's writes.
+var goals = map[variants.Library]float64{variants.Gnet: 50, variants.Gorilla: 100, variants.Coder: 100}
 
 const goalSubscribers = 10000
 
@@ -54,7 +56,7 @@ func parseFlags(args []string) (options, error) {
 	rate := fs.Int("rate", 10, "loadgen -rate in broadcast mode: broadcasts per second, all senders together")
 	duration := fs.Duration("duration", 10*time.Second, "each measured window")
 	sources := fs.String("sources", "127.0.0.1-127.0.0.8", "loadgen -sources")
-	list := fs.String("variants", strings.Join(variants, ","), "comma-separated `list` of variants")
+	list := fs.String("variants", strings.Join(broadcastVariants, ","), "comma-separated `list` of variants")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -63,7 +65,7 @@ func parseFlags(args []string) (options, error) {
 	if o.subscribers, err = benchrun.Counts("subscribers", *subs); err != nil {
 		return options{}, err
 	}
-	if o.variants, err = benchrun.Pick("variants", *list, variants); err != nil {
+	if o.variants, err = benchrun.Pick("variants", *list, broadcastVariants); err != nil {
 		return options{}, err
 	}
 	if o.senders < 1 || o.rate < 1 || o.duration <= 0 {
@@ -157,7 +159,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 			}
 		}
 		goal, met := "-", "-"
-		if g, ok := goals[r.variant]; ok && r.mode == "push" && r.n == goalSubscribers && rep.Latency != nil {
+		if g, ok := goals[libraryOf(r.variant)]; ok && r.mode == "push" && r.n == goalSubscribers && rep.Latency != nil {
 			goal, met = strconv.FormatFloat(g, 'f', 0, 64), "yes"
 			if rep.Latency.P99*1000 > g || rep.Lost > 0 {
 				met = "**no**"
@@ -173,3 +175,9 @@ func writeTable(w io.Writer, o options, rows []row) {
 }
 
 func ms(s float64) string { return strconv.FormatFloat(s*1000, 'f', 1, 64) }
+
+// libraryOf is the library of a variant that Pick has checked.
+func libraryOf(name string) variants.Library {
+	v, _ := variants.Lookup(name)
+	return v.Library
+}

@@ -28,13 +28,15 @@ import (
 
 	"knowngood/loadgen/conns"
 	"knowngood/scripts/internal/benchrun"
+	"knowngood/servers/variants"
 	"knowngood/shared/procfs"
 )
 
 const node = benchrun.Node
 
 // goals are issue 3's upper bounds, KiB of server RSS per idle connection.
-var goals = map[string]float64{"echo-gnet": 1, "echo-gorilla": 18, "echo-coder": 24}
+// They are by library, since an idle connection's cost is the library's.
+var goals = map[variants.Library]float64{variants.Gnet: 1, variants.Gorilla: 18, variants.Coder: 24}
 
 // reserve is the descriptors left free in each process besides its
 // connections: loadgen keeps 32 of its own (loadgen/internal/proc), plus
@@ -190,7 +192,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 		rep, s := r.rep, r.rep.Server
 		kib := *rep.KiBPerConnection()
 		goal, met := "-", "-"
-		if g, ok := goals[r.variant]; ok {
+		if g, ok := goals[libraryOf(r.variant)]; ok {
 			goal = strconv.FormatFloat(g, 'f', 0, 64)
 			met = "yes"
 			if kib > g {
@@ -209,4 +211,10 @@ func writeTable(w io.Writer, o options, rows []row) {
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %.0f | %.1f | %.1f | %.2f | %s | %s | %s | %s | %s |\n",
 			name, r.n, rep.Held, rep.Failed, rep.EstablishSeconds, rate, *s.RSSBefore/(1<<20), *s.RSSAfter/(1<<20), kib, goal, met, freedMiB, freedKiB, r.limit)
 	}
+}
+
+// libraryOf is the library of a knowngood variant; "" for Node.
+func libraryOf(variant string) variants.Library {
+	v, _ := variants.Lookup(variant)
+	return v.Library
 }

@@ -35,11 +35,16 @@ import (
 	"knowngood/loadgen/echo"
 	"knowngood/scripts/harness"
 	"knowngood/scripts/internal/benchrun"
+	"knowngood/servers/variants"
 )
 
 const node = benchrun.Node
 
 var goVariants = benchrun.EchoVariants
+
+// floorGoals: the least fraction of the raw TCP floor's rate that each
+// library's WebSocket echo must reach.
+var floorGoals = map[variants.Library]float64{variants.Gnet: 0.9, variants.Gorilla: 0.6, variants.Coder: 0.6}
 
 type options struct {
 	duration, warmup time.Duration
@@ -262,7 +267,7 @@ func writeTables(w io.Writer, o options, results map[cell][]result) {
 	}
 	fmt.Fprintf(w, "\nEcho with loadgen: %d-byte messages, pipelined with %d in flight per connection, %s windows after %s of warmup; medians of %d runs. CPU seconds are over the window; server µs/msg is its CPU per message echoed.\n\n",
 		o.size, o.inflight, o.duration, o.warmup, o.reps)
-	fmt.Fprintln(w, "| target | C | mode | msg/s | p50 ms | p99 ms | server CPU s | client CPU s | server µs/msg | x echo-tcp | x node ws | errors |")
+	fmt.Fprintln(w, "| target | C | mode | msg/s | p50 ms | p99 ms | server CPU s | client CPU s | server µs/msg | x "+benchrun.EchoFloor+" | x node ws | errors |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range o.conns {
 		for _, mode := range o.modes {
@@ -275,7 +280,7 @@ func writeTables(w io.Writer, o options, results map[cell][]result) {
 				}
 				fmt.Fprintf(w, "| %s | %d | %s | %.0f | %.3f | %.3f | %.2f | %.2f | %.2f | %s | %s | %d |\n",
 					t, c, mode, s.rate, s.p50, s.p99, s.serverCPU, s.clientCPU, s.serverUsPerMsg,
-					ratio(k, target{variant: "echo-tcp"}), ratio(k, target{variant: node}), s.errors)
+					ratio(k, target{variant: benchrun.EchoFloor}), ratio(k, target{variant: node}), s.errors)
 			}
 		}
 	}
@@ -332,16 +337,19 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 		}
 		fmt.Fprintf(w, "| %s | %.2fx | %s |\n", goal, v, yes(cmp(v)))
 	}
-	tcp, okTCP := rate("echo-tcp", false)
+	tcp, okTCP := rate(benchrun.EchoFloor, false)
 	nodeRate, okNode := rate(node, false)
-	for _, g := range []struct {
-		variant string
-		min     float64
-	}{{"echo-gnet", 0.9}, {"echo-gorilla", 0.6}, {"echo-coder", 0.6}} {
-		r, ok := rate(g.variant, false)
-		line(fmt.Sprintf("%s >= %.1fx echo-tcp", g.variant, g.min), r, tcp, ok, okTCP, func(v float64) bool { return v >= g.min }, "x")
+	for _, v := range benchrun.WSEchoVariants {
+		row, _ := variants.Lookup(v)
+		least, ok := floorGoals[row.Library]
+		if !ok {
+			fmt.Fprintf(w, "| %s >= ?x %s | - | no goal for library %s |\n", v, benchrun.EchoFloor, row.Library)
+			continue
+		}
+		r, ok := rate(v, false)
+		line(fmt.Sprintf("%s >= %.1fx %s", v, least, benchrun.EchoFloor), r, tcp, ok, okTCP, func(x float64) bool { return x >= least }, "x")
 	}
-	for _, v := range []string{"echo-gorilla", "echo-coder", "echo-gnet"} {
+	for _, v := range benchrun.WSEchoVariants {
 		r, ok := rate(v, false)
 		line(v+" >= 1.5x node ws", r, nodeRate, ok, okNode, func(x float64) bool { return x >= 1.5 }, "x")
 	}

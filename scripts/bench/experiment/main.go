@@ -35,11 +35,12 @@ import (
 	"knowngood/loadgen/htmlreport"
 	"knowngood/scripts/harness"
 	"knowngood/scripts/internal/benchrun"
+	"knowngood/servers/variants"
 	"knowngood/shared/protocol"
 )
 
 var (
-	allVariants = []string{"empty", "async", "blocking"}
+	allVariants = variants.NamesOf(variants.ByFamily(variants.SocketIO))
 	allClients  = []string{"loadgen", "js", "python"}
 )
 

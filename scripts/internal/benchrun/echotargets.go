@@ -8,14 +8,22 @@ import (
 	"strings"
 
 	"knowngood/scripts/harness"
+	"knowngood/servers/variants"
 )
 
 // Node names the Node `ws` echo server (scripts/node/ws-echo-server.mjs) in
 // -variants and in the tables.
 const Node = "node"
 
-// EchoVariants are the knowngood echo targets, floor first.
-var EchoVariants = []string{"echo-tcp", "echo-gorilla", "echo-coder", "echo-gnet"}
+// EchoFloor is the raw TCP echo of the catalog, the floor the WebSocket
+// echoes are measured against.
+var EchoFloor = variants.NamesOf(variants.Where(variants.InFamily(variants.Echo), variants.Speaks(variants.TCP)))[0]
+
+// WSEchoVariants are the WebSocket echoes of the catalog.
+var WSEchoVariants = variants.NamesOf(variants.Where(variants.InFamily(variants.Echo), variants.Speaks(variants.WebSocket)))
+
+// EchoVariants are the knowngood echo targets, the floor first.
+var EchoVariants = append([]string{EchoFloor}, WSEchoVariants...)
 
 // EchoTargetsFlag defines -variants, the echo targets to measure (all of
 // them and Node by default); its value is checked by ParseEchoTargets.
@@ -58,7 +66,7 @@ func StartEchoTargetUnder(ctx context.Context, stderr io.Writer, wrapper []strin
 		return nil, "", "", err
 	}
 	url = "ws://" + p.Addr + "/"
-	if variant == "echo-tcp" {
+	if v, _ := variants.Lookup(variant); v.Protocol == variants.TCP {
 		url = "tcp://" + p.Addr
 	}
 	return p, url, p.AdminURL(), nil

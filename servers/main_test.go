@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestListOutput: -list prints what it printed before the catalog moved
+// out of main, byte for byte (scripts and the README quote it).
+func TestListOutput(t *testing.T) {
+	want, err := os.ReadFile("testdata/list.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if status := run([]string{"-list"}, func(string) string { return "" }, &out, &errOut); status != 0 {
+		t.Fatalf("status %d; stderr %s", status, errOut.String())
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("-list printed\n%s\nwant (testdata/list.txt)\n%s", out.Bytes(), want)
+	}
+}
+
+// TestUnreadFlagWarnings: each flag given to a variant that does not read
+// it, on the command line or in the environment, is one WARN line at
+// start-up that names it; flags the variant reads are not. The address
+// cannot be listened on, so run returns after the start-up lines.
+func TestUnreadFlagWarnings(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want []string // the flags warned about, in flag order
+	}{
+		{[]string{"-variant", "echo-gorilla", "-delay", "1s"}, nil, []string{"-delay"}},
+		{[]string{"-variant", "echo-gorilla"}, map[string]string{"KG_PUSH_INTERVAL": "1s"}, []string{"-push-interval"}},
+		{[]string{"-variant", "echo-tcp", "-max-message", "1000", "-loops", "2", "-ping-interval", "5s"}, nil, []string{"-loops", "-max-message"}},
+		{[]string{"-variant", "async", "-delay", "1s", "-transports", "websocket"}, nil, nil},
+		{[]string{"-variant", "broadcast-gnet", "-loops", "2", "-slow", "close"}, map[string]string{"KG_MAX_CONNS": "10"}, nil},
+		{[]string{"-variant", "empty", "-delay", "1s"}, nil, []string{"-delay"}},
+	}
+	for _, c := range cases {
+		args := append(c.args, "-addr", "127.0.0.1:99999", "-admin-addr", "")
+		var out, errOut bytes.Buffer
+		if status := run(args, func(k string) string { return c.env[k] }, &out, &errOut); status != 1 {
+			t.Fatalf("%v: status %d, want 1 (the address is bad); stderr %s", c.args, status, errOut.String())
+		}
+		var got []string
+		for line := range strings.Lines(errOut.String()) {
+			if !strings.Contains(line, "flag ignored: this variant does not read it") {
+				continue
+			}
+			_, flag, _ := strings.Cut(line, " flag=")
+			flag, _, _ = strings.Cut(flag, " ")
+			got = append(got, flag)
+			if !strings.Contains(line, "level=WARN") {
+				t.Errorf("%v: %q is not a warning", c.args, line)
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%v %v: warned about %q, want %q; stderr:\n%s", c.args, c.env, got, c.want, errOut.String())
+		}
+	}
+}

@@ -1,0 +1,51 @@
+// Package targets holds the constructor of every variant in the catalog
+// (servers/variants), by name. It imports every server package, so it is
+// for main and the tests that start targets in process; a test or script
+// that only selects variants imports servers/variants alone.
+package targets
+
+import (
+	"log/slog"
+	"maps"
+
+	"knowngood/servers/broadcast"
+	"knowngood/servers/echo"
+	"knowngood/servers/socketio"
+	"knowngood/shared/config"
+	"knowngood/shared/lifecycle"
+	"knowngood/shared/metrics"
+)
+
+// Build builds a variant's target. m may be nil (-metrics=false): the same
+// target without instrumentation.
+type Build = func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error)
+
+// builds has one constructor per catalog row; a test checks that the two
+// name the same variants.
+var builds = map[string]Build{
+	"empty":             socketIO(socketio.Empty),
+	"async":             socketIO(socketio.Async),
+	"blocking":          socketIO(socketio.Blocking),
+	"echo-gorilla":      echo.NewGorilla,
+	"echo-coder":        echo.NewCoder,
+	"echo-gnet":         echo.NewGnet,
+	"echo-tcp":          echo.NewTCP,
+	"broadcast-gorilla": broadcast.NewGorilla,
+	"broadcast-coder":   broadcast.NewCoder,
+	"broadcast-gnet":    broadcast.NewGnet,
+}
+
+// For returns the constructor of the variant called name.
+func For(name string) (Build, bool) {
+	b, ok := builds[name]
+	return b, ok
+}
+
+func socketIO(mode socketio.Mode) Build {
+	return func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+		return socketio.New(mode, cfg, m, log)
+	}
+}
+
+// All returns every constructor by variant name; the map is the caller's.
+func All() map[string]Build { return maps.Clone(builds) }

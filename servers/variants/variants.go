@@ -1,0 +1,171 @@
+// Package variants is the catalog of knowngood's targets: for each variant
+// its name, the line -list prints, its family, the library it is built on,
+// what a client speaks to it, and the flags it reads. It is metadata only
+// and imports nothing of the servers, so that tests, benchmarks, soak and
+// the docker tests can select targets by property at no cost; the
+// constructors are in servers/targets.
+//
+// Adding a variant is one row in catalog plus its constructor in
+// servers/targets; every test that selects by family, library or protocol
+// picks it up.
+package variants
+
+import "slices"
+
+// Family is what a variant does for its clients.
+type Family string
+
+const (
+	SocketIO  Family = "socketio"  // Socket.IO connect models and events
+	Echo      Family = "echo"      // every message (or byte) back as it came
+	Broadcast Family = "broadcast" // websocket-shootout echo/broadcast and the timed push
+)
+
+// Library is what a variant is built on.
+type Library string
+
+const (
+	Gorilla    Library = "gorilla"    // github.com/gorilla/websocket on net/http
+	Coder      Library = "coder"      // github.com/coder/websocket on net/http
+	Gnet       Library = "gnet"       // gnet v2 event loops with gobwas/ws framing
+	Zishang520 Library = "zishang520" // github.com/zishang520/socket.io on net/http
+	None       Library = "none"       // the standard library's net only
+)
+
+// NetHTTP reports whether the library serves through net/http, so that a
+// listener wrapper sees every write; gnet writes from its own loops.
+func (l Library) NetHTTP() bool { return l == Gorilla || l == Coder || l == Zishang520 }
+
+// Protocol is what a client speaks to a variant.
+type Protocol string
+
+const (
+	SocketIOProtocol Protocol = "socket.io" // Engine.IO over polling or WebSocket
+	WebSocket        Protocol = "websocket" // RFC 6455 frames
+	TCP              Protocol = "tcp"       // raw bytes, no framing
+)
+
+// Variant is one row of the catalog.
+type Variant struct {
+	Name     string
+	About    string // the one line -list prints
+	Family   Family
+	Library  Library
+	Protocol Protocol
+	// Flags are the flags it reads beyond Common, by name without the dash.
+	Flags []string
+}
+
+// Reads reports whether v reads the flag name (without the dash).
+func (v Variant) Reads(name string) bool {
+	return slices.Contains(Common, name) || slices.Contains(v.Flags, name)
+}
+
+// Common are the flags every variant reads: the process, the listeners
+// (the admin listener is an HTTP server for every variant), the connection
+// cap, the known-bad modes and the keep-alive of a quiet connection.
+var Common = []string{
+	"variant", "list", "addr", "admin-addr", "log-format", "log-level",
+	"backlog", "max-conns", "shutdown-timeout", "tls-cert", "tls-key",
+	"handshake-timeout", "idle-timeout", "body-timeout", "metrics", "pprof",
+	"fault-reject", "fault-delay", "fault-close-after", "fault-drop",
+	"ping-interval", "ping-timeout",
+}
+
+// The flags a group of variants reads, composed into each row's Flags.
+var (
+	socketIOFlags  = []string{"compression", "origin", "transports", "max-payload", "connect-timeout", "emit-auth"}
+	webSocketFlags = []string{"max-message", "compression", "origin"}
+	broadcastFlags = []string{"push-interval", "push-size", "send-queue", "slow"}
+	gnetFlags      = []string{"loops"}
+	delayFlags     = []string{"delay"} // the connect models that wait
+)
+
+func flags(groups ...[]string) []string { return slices.Concat(groups...) }
+
+// catalog is every variant, in the order -list prints them.
+var catalog = []Variant{
+	{"empty", "Socket.IO, the connect handler does nothing",
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags)},
+	{"async", "Socket.IO, each connect waits -delay on its own timer; nothing else waits",
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags)},
+	{"blocking", "Socket.IO, each connect holds the one shared loop for -delay: the k-th of N completes at about k x delay",
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags)},
+	{"echo-gorilla", "WebSocket echo on gorilla/websocket: every message back as it came",
+		Echo, Gorilla, WebSocket, flags(webSocketFlags)},
+	{"echo-coder", "WebSocket echo on coder/websocket: every message back as it came",
+		Echo, Coder, WebSocket, flags(webSocketFlags)},
+	{"echo-gnet", "WebSocket echo on gnet event loops with gobwas/ws framing (-loops)",
+		Echo, Gnet, WebSocket, flags(webSocketFlags, gnetFlags)},
+	{"echo-tcp", "raw TCP echo, no framing: the floor the WebSocket echoes are measured against",
+		Echo, None, TCP, nil},
+	{"broadcast-gorilla", "websocket-shootout echo/broadcast (+ timed push) on gorilla/websocket",
+		Broadcast, Gorilla, WebSocket, flags(webSocketFlags, broadcastFlags)},
+	{"broadcast-coder", "websocket-shootout echo/broadcast (+ timed push) on coder/websocket",
+		Broadcast, Coder, WebSocket, flags(webSocketFlags, broadcastFlags)},
+	{"broadcast-gnet", "websocket-shootout echo/broadcast (+ timed push) on gnet event loops (-loops)",
+		Broadcast, Gnet, WebSocket, flags(webSocketFlags, broadcastFlags, gnetFlags)},
+}
+
+// All returns every variant, in catalog order. The slice is the caller's.
+func All() []Variant { return slices.Clone(catalog) }
+
+// Lookup returns the variant called name.
+func Lookup(name string) (Variant, bool) {
+	i := slices.IndexFunc(catalog, func(v Variant) bool { return v.Name == name })
+	if i < 0 {
+		return Variant{}, false
+	}
+	return catalog[i], true
+}
+
+// Names returns every variant's name, in catalog order.
+func Names() []string { return NamesOf(catalog) }
+
+// NamesOf returns the names of vs, in order.
+func NamesOf(vs []Variant) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// Where returns the variants for which every predicate holds, in catalog
+// order: Where(InFamily(Echo), Speaks(WebSocket)) is the WebSocket echoes.
+func Where(preds ...func(Variant) bool) []Variant {
+	var out []Variant
+	for _, v := range catalog {
+		if all(v, preds) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func all(v Variant, preds []func(Variant) bool) bool {
+	for _, p := range preds {
+		if !p(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// ByFamily returns the variants of family f, in catalog order.
+func ByFamily(f Family) []Variant { return Where(InFamily(f)) }
+
+// InFamily selects the variants of family f.
+func InFamily(f Family) func(Variant) bool { return func(v Variant) bool { return v.Family == f } }
+
+// Is selects the variants built on library l.
+func Is(l Library) func(Variant) bool { return func(v Variant) bool { return v.Library == l } }
+
+// Speaks selects the variants a client talks to in protocol p.
+func Speaks(p Protocol) func(Variant) bool { return func(v Variant) bool { return v.Protocol == p } }
+
+// OnNetHTTP selects the variants whose library serves through net/http.
+func OnNetHTTP(v Variant) bool { return v.Library.NetHTTP() }
+
+// Not selects what p does not.
+func Not(p func(Variant) bool) func(Variant) bool { return func(v Variant) bool { return !p(v) } }

@@ -1,0 +1,130 @@
+package variants_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"knowngood/servers/variants"
+	"knowngood/shared/config"
+)
+
+func TestRows(t *testing.T) {
+	seen := map[string]bool{}
+	for _, v := range variants.All() {
+		if v.Name == "" || seen[v.Name] {
+			t.Errorf("name %q empty or repeated", v.Name)
+		}
+		seen[v.Name] = true
+		if v.About == "" || strings.Contains(v.About, "\n") {
+			t.Errorf("%s: about %q, want one line", v.Name, v.About)
+		}
+		if !slices.Contains([]variants.Family{variants.SocketIO, variants.Echo, variants.Broadcast}, v.Family) {
+			t.Errorf("%s: unknown family %q", v.Name, v.Family)
+		}
+		if !slices.Contains([]variants.Library{variants.Gorilla, variants.Coder, variants.Gnet, variants.Zishang520, variants.None}, v.Library) {
+			t.Errorf("%s: unknown library %q", v.Name, v.Library)
+		}
+		if !slices.Contains([]variants.Protocol{variants.SocketIOProtocol, variants.WebSocket, variants.TCP}, v.Protocol) {
+			t.Errorf("%s: unknown protocol %q", v.Name, v.Protocol)
+		}
+		for _, f := range v.Flags {
+			if slices.Contains(variants.Common, f) {
+				t.Errorf("%s: flag -%s is in Common already", v.Name, f)
+			}
+		}
+	}
+}
+
+// TestFlagsExist: every flag the catalog names is a flag of config, and
+// every flag of config is read by some variant, so a new flag makes its
+// author say which variants read it (or start-up would warn that it is
+// ignored).
+func TestFlagsExist(t *testing.T) {
+	defined := config.Default().Effective()
+	defined["list"] = "" // not a setting, so not in Effective
+	named := map[string]bool{}
+	for _, f := range variants.Common {
+		named[f] = true
+	}
+	for _, v := range variants.All() {
+		for _, f := range v.Flags {
+			named[f] = true
+		}
+	}
+	for f := range named {
+		if _, ok := defined[f]; !ok {
+			t.Errorf("catalog names -%s, which config does not define", f)
+		}
+	}
+	for f := range defined {
+		if !named[f] {
+			t.Errorf("config defines -%s, which no variant reads", f)
+		}
+	}
+}
+
+func TestReads(t *testing.T) {
+	cases := []struct {
+		variant, flag string
+		want          bool
+	}{
+		{"async", "delay", true},
+		{"blocking", "delay", true},
+		{"empty", "delay", false},
+		{"echo-gorilla", "delay", false},
+		{"echo-gnet", "loops", true},
+		{"broadcast-gnet", "loops", true},
+		{"echo-coder", "loops", false},
+		{"broadcast-coder", "slow", true},
+		{"echo-gorilla", "push-interval", false},
+		{"echo-tcp", "max-message", false},
+		{"echo-tcp", "ping-interval", true},
+		{"empty", "addr", true},
+		{"empty", "max-message", false},
+		{"empty", "max-payload", true},
+	}
+	for _, c := range cases {
+		v, ok := variants.Lookup(c.variant)
+		if !ok {
+			t.Fatalf("no variant %s", c.variant)
+		}
+		if got := v.Reads(c.flag); got != c.want {
+			t.Errorf("%s reads -%s: %v, want %v", c.variant, c.flag, got, c.want)
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	cases := []struct {
+		what string
+		got  []variants.Variant
+		want string
+	}{
+		{"socketio", variants.ByFamily(variants.SocketIO), "empty async blocking"},
+		{"websocket echoes", variants.Where(variants.InFamily(variants.Echo), variants.Speaks(variants.WebSocket)), "echo-gorilla echo-coder echo-gnet"},
+		{"raw", variants.Where(variants.Speaks(variants.TCP)), "echo-tcp"},
+		{"broadcast on net/http", variants.Where(variants.InFamily(variants.Broadcast), variants.OnNetHTTP), "broadcast-gorilla broadcast-coder"},
+		{"gnet", variants.Where(variants.Is(variants.Gnet)), "echo-gnet broadcast-gnet"},
+		{"not socketio", variants.Where(variants.Not(variants.InFamily(variants.SocketIO)), variants.Is(variants.Coder)), "echo-coder broadcast-coder"},
+		{"everything", variants.Where(), strings.Join(variants.Names(), " ")},
+	}
+	for _, c := range cases {
+		if got := strings.Join(variants.NamesOf(c.got), " "); got != c.want {
+			t.Errorf("%s: %q, want %q", c.what, got, c.want)
+		}
+	}
+	if _, ok := variants.Lookup("nope"); ok {
+		t.Error("Lookup found a variant that does not exist")
+	}
+}
+
+// TestAllIsACopy: a caller that sorts or edits All's result leaves the
+// catalog as it was.
+func TestAllIsACopy(t *testing.T) {
+	a := variants.All()
+	a[0].Name = "changed"
+	if variants.All()[0].Name == "changed" {
+		t.Error("All returned the catalog itself")
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
+	"knowngood/shared/wsserver/wsframe"
 )
 
 // wsConn is a connection that a library has upgraded.
@@ -375,7 +376,7 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 		defer c.wmu.Unlock()
 		if c.held.Load() {
 			if c.pending == nil {
-				c.pending = getBuffer()
+				c.pending = wsframe.GetBuffer()
 			}
 			*c.pending = append(*c.pending, p...)
 			if len(*c.pending) >= heldLimit {
@@ -406,7 +407,7 @@ func (c *trackedConn) writeHeldLocked() error {
 	b := c.pending
 	c.pending = nil
 	_, err := c.Conn.Write(*b)
-	putBuffer(b)
+	wsframe.PutBuffer(b)
 	return err
 }
 
@@ -420,7 +421,7 @@ func (c *trackedConn) Close() error {
 		c.held.Store(false)
 		if c.pending != nil {
 			c.writeNoWait(*c.pending)
-			putBuffer(c.pending)
+			wsframe.PutBuffer(c.pending)
 			c.pending = nil
 		}
 		c.wmu.Unlock()
@@ -492,8 +493,8 @@ func (c *trackedConn) linger() {
 		_ = cw.CloseWrite()
 	}
 	_ = c.SetReadDeadline(time.Now().Add(closeWait))
-	buf := getBuffer()
-	defer putBuffer(buf)
+	buf := wsframe.GetBuffer()
+	defer wsframe.PutBuffer(buf)
 	b := (*buf)[:cap(*buf)]
 	for {
 		if _, err := c.Conn.Read(b); err != nil {

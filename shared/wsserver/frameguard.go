@@ -155,7 +155,7 @@ func (fg *frameGuard) judge(b []byte) int {
 			return ok
 		}
 		if h.OpCode == ws.OpClose {
-			end := hlen + int(h.Length) // <= holdSize: headerCode checked it
+			end := hlen + int(h.Length) // <= holdSize: HeaderCode checked it
 			if len(b)-ok < end {
 				return ok
 			}

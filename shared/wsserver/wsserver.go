@@ -18,9 +18,12 @@
 // reader writes: echo), or Peer.Enqueue from anywhere, with one writer per
 // connection behind a bounded queue (broadcast, Options.Queue > 0).
 //
-// Files: upgrade.go (the request checks), httpfront.go (net/http under
-// gorilla and coder), gorilla.go, coder.go, queue.go (the one writer of
-// gorilla and coder), gnet.go and gnetframe.go (gnet with gobwas/ws).
+// Files: upgrade.go (the request checks), httpfront.go and trackedconn.go
+// (net/http under gorilla and coder), frameguard.go (the frame rules in
+// front of them), gorilla.go, coder.go, queue.go (the one writer of gorilla
+// and coder); gnet.go (the engine and its callbacks), gnetconn.go,
+// gnethandshake.go, gnetframe.go, gnetqueue.go and gnettls.go, on the frame
+// codec in package wsframe.
 package wsserver
 
 import (

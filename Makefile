@@ -44,7 +44,7 @@ lint:
 FUZZTIME ?= 20s
 FUZZ_TARGETS := ./shared/config:FuzzParse ./shared/protocol:FuzzDecodeStats ./servers/broadcast:FuzzSessionMessage \
 	./shared/wsserver:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets \
-	./shared/wsserver:FuzzFrameGuard ./shared/wsserver:FuzzGnetFrames
+	./shared/wsserver:FuzzFrameGuard ./shared/wsserver:FuzzGnetFrames ./shared/wsserver/wsframe:FuzzReaderSplits
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \

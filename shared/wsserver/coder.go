@@ -13,6 +13,7 @@ import (
 
 	"knowngood/shared/config"
 	"knowngood/shared/metrics"
+	"knowngood/shared/wsserver/wsframe"
 )
 
 func coderUpgrader(cfg config.Config) upgrader {
@@ -67,10 +68,10 @@ func (k *coderConn) serve(s Session) string {
 }
 
 func (k *coderConn) message(s Session, typ websocket.MessageType, r io.Reader) (string, bool) {
-	buf := getBuffer()
-	defer putBuffer(buf)
-	switch err := readMessage(r, buf, k.max); {
-	case errors.Is(err, errTooBig):
+	buf := wsframe.GetBuffer()
+	defer wsframe.PutBuffer(buf)
+	switch err := wsframe.ReadMessage(r, buf, k.max); {
+	case errors.Is(err, wsframe.ErrTooBig):
 		return k.fail(websocket.StatusMessageTooBig), true
 	case err != nil:
 		return k.ended(err), true

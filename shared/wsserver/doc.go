@@ -28,9 +28,11 @@
 //     shared/metrics; the known-bad modes of shared/faults applied.
 //
 // One adapter per library: gorilla.go and coder.go sit on net/http
-// (httpfront.go does the rest for both), and the gnet files run gnet's
-// event loops with a frame codec of their own. NewGorilla, NewCoder and
-// NewGnet build a lifecycle.Target on each.
+// (httpfront.go and trackedconn.go do the rest for both, queue.go is their
+// one writer), and the gnet files run gnet's event loops on the frame codec
+// of package wsframe: gnet.go (the engine and its callbacks), gnetconn.go,
+// gnethandshake.go, gnetframe.go, gnetqueue.go and gnettls.go. NewGorilla,
+// NewCoder and NewGnet build a lifecycle.Target on each.
 //
 // # Plugging in a behaviour
 //

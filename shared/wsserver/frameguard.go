@@ -3,160 +3,23 @@ package wsserver
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
-	"errors"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gobwas/ws"
+
+	"knowngood/shared/wsserver/wsframe"
 )
 
-// The frame rules below are the one place that decides what a client's
-// frame header and close frame may be. gnet's parser applies them, and so
-// does frameGuard, which reads in front of gorilla and coder: the three
-// libraries answer a bad frame with the same close code at the same moment,
-// as Node's ws does (a header is judged as soon as it is in, before its
-// payload comes).
-
-// errLengthMSB: a 64-bit payload length with the most significant bit set,
-// which RFC 6455 5.2 forbids. The framing is lost with it: no length to skip.
-var errLengthMSB = errors.New("frame length with the most significant bit set")
-
-// parseHeader reads the frame header at the start of b. n is its size, or 0
-// when b holds only part of it.
-func parseHeader(b []byte) (h ws.Header, n int, err error) {
-	if len(b) < 2 {
-		return h, 0, nil
-	}
-	h.Fin = b[0]&0x80 != 0
-	h.Rsv = (b[0] & 0x70) >> 4
-	h.OpCode = ws.OpCode(b[0] & 0x0f)
-	h.Masked = b[1]&0x80 != 0
-	size := b[1] & 0x7f
-	n = 2
-	switch size {
-	case 126:
-		n += 2
-	case 127:
-		n += 8
-	default:
-		h.Length = int64(size)
-	}
-	if h.Masked {
-		n += 4
-	}
-	if len(b) < n {
-		return h, 0, nil
-	}
-	switch size {
-	case 126:
-		h.Length = int64(binary.BigEndian.Uint16(b[2:]))
-	case 127:
-		u := binary.BigEndian.Uint64(b[2:])
-		if u > math.MaxInt64 {
-			return h, n, errLengthMSB
-		}
-		h.Length = int64(u)
-	}
-	if h.Masked {
-		copy(h.Mask[:], b[n-4:n])
-	}
-	return h, n, nil
-}
-
-// inMessage is the fragmented data message a connection is receiving, as
-// far as the frame rules need it.
-type inMessage struct {
-	op         ws.OpCode // of its first frame; 0 when no message is open
-	compressed bool
-	held       int64 // payload bytes so far, as sent
-}
-
-// headerCode returns the close code that a client's frame header calls for,
-// 0 if none: 1002 for what RFC 6455 5.2-5.5 and RFC 7692 forbid, 1009 for
-// a message over the limit. The length is compared with what is left of the
-// limit, never added to what is held: a 63-bit length would overflow the
-// sum.
-func headerCode(h ws.Header, m inMessage, deflate bool, max int64) int {
-	if !h.Masked || h.Rsv2() || h.Rsv3() {
-		return int(ws.StatusProtocolError)
-	}
-	switch h.OpCode {
-	case ws.OpClose, ws.OpPing, ws.OpPong:
-		if !h.Fin || h.Length > ws.MaxControlFramePayloadSize || h.Rsv1() {
-			return int(ws.StatusProtocolError)
-		}
-	case ws.OpText, ws.OpBinary:
-		if m.op != 0 || h.Rsv1() && !deflate {
-			return int(ws.StatusProtocolError)
-		}
-		if h.Length > messageLimit(h.Rsv1(), max) {
-			return int(ws.StatusMessageTooBig)
-		}
-	case ws.OpContinuation:
-		if m.op == 0 || h.Rsv1() {
-			return int(ws.StatusProtocolError)
-		}
-		if h.Length > messageLimit(m.compressed, max)-m.held {
-			return int(ws.StatusMessageTooBig)
-		}
-	default:
-		return int(ws.StatusProtocolError) // reserved opcodes
-	}
-	return 0
-}
-
-// next is m after a data frame with header h, which headerCode passed.
-func (m inMessage) next(h ws.Header) inMessage {
-	switch {
-	case h.OpCode != ws.OpText && h.OpCode != ws.OpBinary && h.OpCode != ws.OpContinuation:
-		return m
-	case h.Fin:
-		return inMessage{}
-	case h.OpCode == ws.OpContinuation:
-		m.held += h.Length // <= the limit: headerCode checked it
-		return m
-	default:
-		return inMessage{op: h.OpCode, compressed: h.Rsv1(), held: h.Length}
-	}
-}
-
-// messageLimit is the largest message on the wire: compressed messages are
-// checked again once inflated.
-func messageLimit(compressed bool, max int64) int64 {
-	if compressed {
-		return wireLimit(max)
-	}
-	return max
-}
-
-// closeFrameCode checks a client's close frame payload (unmasked). It
-// returns the code the client sent (1005 when none) and the code the server
-// fails the connection with instead, 0 if the frame is valid: 1002 for a
-// 1-byte payload or a code a client may not send (RFC 6455 5.5.1, 7.4),
-// 1007 for a reason that is not UTF-8 (RFC 6455 5.5.1, 8.1). Node's ws
-// answers the same.
-func closeFrameCode(payload []byte) (code, fail int) {
-	switch {
-	case len(payload) == 0:
-		return int(ws.StatusNoStatusRcvd), 0
-	case len(payload) == 1:
-		return 0, int(ws.StatusProtocolError)
-	}
-	code = int(binary.BigEndian.Uint16(payload))
-	switch {
-	case !validCloseCode(code):
-		return code, int(ws.StatusProtocolError)
-	case !utf8.Valid(payload[2:]):
-		return code, int(ws.StatusInvalidFramePayloadData)
-	}
-	return code, 0
-}
+// The frame rules of package wsframe are the one place that decides what a
+// client's frame header and close frame may be. gnet's parser applies them,
+// and so does frameGuard, which reads in front of gorilla and coder: the
+// three libraries answer a bad frame with the same close code at the same
+// moment, as Node's ws does (a header is judged as soon as it is in, before
+// its payload comes).
 
 // frameError is a frame that breaks the rules, found by frameGuard.
 type frameError struct {
@@ -178,7 +41,7 @@ func (e *frameError) Error() string {
 // holdSize is the largest piece frameGuard keeps back: a close frame,
 // which it judges whole (the longest header of a control frame, 14 bytes,
 // and 125 bytes of payload).
-const holdSize = maxFrameHeader + ws.MaxControlFramePayloadSize
+const holdSize = wsframe.MaxHeader + ws.MaxControlFramePayloadSize
 
 // frameGuard reads a connection's frames in front of gorilla or coder and
 // lets through only what the frame rules allow. A frame header, and a close
@@ -200,7 +63,7 @@ type frameGuard struct {
 	// after it was written: 1014).
 	ownClose bool
 
-	msg  inMessage
+	msg  wsframe.InMessage
 	left int64 // payload bytes of the current frame still to pass
 
 	hold        [holdSize]byte
@@ -279,7 +142,7 @@ func (fg *frameGuard) judge(b []byte) int {
 			fg.left -= n
 			continue
 		}
-		h, hlen, err := parseHeader(b[ok:])
+		h, hlen, err := wsframe.ParseHeader(b[ok:])
 		if err != nil {
 			fg.failed = &frameError{code: int(ws.StatusProtocolError), lost: true}
 			return ok
@@ -287,19 +150,19 @@ func (fg *frameGuard) judge(b []byte) int {
 		if hlen == 0 {
 			return ok
 		}
-		if code := headerCode(h, fg.msg, fg.deflate, fg.max); code != 0 {
+		if code := wsframe.HeaderCode(h, fg.msg, fg.deflate, fg.max); code != 0 {
 			fg.failed = &frameError{code: code, lost: h.OpCode == ws.OpClose}
 			return ok
 		}
 		if h.OpCode == ws.OpClose {
-			end := hlen + int(h.Length) // <= holdSize: headerCode checked it
+			end := hlen + int(h.Length) // <= holdSize: HeaderCode checked it
 			if len(b)-ok < end {
 				return ok
 			}
 			var payload [ws.MaxControlFramePayloadSize]byte
 			p := payload[:copy(payload[:], b[ok+hlen:ok+end])]
 			ws.Cipher(p, h.Mask, 0)
-			code, fail := closeFrameCode(p)
+			code, fail := wsframe.CloseFrameCode(p)
 			switch {
 			case fail != 0:
 				fg.failed = &frameError{code: fail, lost: true}
@@ -311,7 +174,7 @@ func (fg *frameGuard) judge(b []byte) int {
 			ok += end
 			continue
 		}
-		fg.msg = fg.msg.next(h)
+		fg.msg = fg.msg.Next(h)
 		ok += hlen
 		fg.left = h.Length
 	}
@@ -328,8 +191,8 @@ func (fg *frameGuard) drain() {
 		fg.raw.linger()
 		return
 	}
-	bufp := getBuffer()
-	defer putBuffer(bufp)
+	bufp := wsframe.GetBuffer()
+	defer wsframe.PutBuffer(bufp)
 	buf := append((*bufp)[:0], fg.rest...)
 	fg.rest = nil
 	var skip int64
@@ -341,7 +204,7 @@ func (fg *frameGuard) drain() {
 				skip -= n
 				continue
 			}
-			h, hlen, err := parseHeader(buf)
+			h, hlen, err := wsframe.ParseHeader(buf)
 			if err != nil || hlen > 0 && (h.OpCode == ws.OpClose || !h.Masked) {
 				return // the client's close (or garbage): done
 			}

@@ -1,21 +1,17 @@
 package wsserver
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 
 	"knowngood/shared/config"
 	"knowngood/shared/conns"
@@ -70,112 +66,6 @@ type gnetTarget struct {
 	quitOnce    sync.Once
 	bridges     sync.WaitGroup // the TLS bridges (gnettls.go)
 }
-
-// Connection phases; each gconn moves forward through them only.
-const (
-	phaseHandshake = iota // reading the upgrade request
-	phaseLinger           // refused: the answer is written, the rest is dropped
-	phaseOpen             // serving messages
-	phaseClosing          // the server sent its close frame, waits for the client's
-	// phaseClosed: OnClose has run. gnet closes a connection inside Write
-	// when the write fails, so every write is followed by a look at the
-	// phase: the descriptor may already belong to another connection.
-	phaseClosed
-)
-
-// gconn is one connection's state. Only its event loop touches it, except
-// g, conn, deflate and queue (set before anyone else sees the gconn) and
-// the atomics that Enqueue reads.
-//
-// An idle connection is mostly this struct, so what only some connections
-// or some moments need lives elsewhere: the upgrade's state until the
-// upgrade, the send queue on queued (broadcast) targets, -fault-delay's
-// state once a delay is made, and a frame's scratch (frameScratch) for the
-// length of one call.
-type gconn struct {
-	g        *gnetTarget
-	conn     gnet.Conn
-	session  Session
-	phase    int
-	hs       *handshakeState // nil once upgraded
-	timer    *time.Timer
-	deadline time.Time // of the handshake or of the close wait
-	sent     int       // close code the server sent; 0 = none
-	reason   string    // disconnect reason once known
-
-	need int   // bytes that must be buffered before the next parse
-	skip int64 // bytes of a dropped frame still to come (closing)
-	// lingering: closing, and the client's frames cannot be read on; what
-	// comes is dropped until the client closes (failLost).
-	lingering bool
-
-	// The message being reassembled from fragments; op is 0 when none is.
-	msg        *[]byte
-	op         byte
-	compressed bool
-
-	counted bool // the handshake's result has been recorded
-	held    bool // holds a -max-conns place
-	deflate bool // permessage-deflate was negotiated
-	pinged  bool // the keepalive's ping is out
-
-	out *[]byte // the replies of the OnTraffic call under way; nil between calls
-
-	queue *sendQueue // nil unless the target queues (Options.Queue)
-	// Enqueue's view from other goroutines: bytes gnet holds for a client
-	// that does not read, and whether the server has begun to close.
-	outbound atomic.Int64
-	shut     atomic.Bool
-
-	rx, tx counts // echoed in the current frames call, for the metrics
-
-	// The keepalive (see httpPeer.keepalive): reads counts OnTraffic
-	// calls, the sign of life; pingMark is its value when the ping went.
-	ka       *time.Timer
-	reads    uint32
-	pingMark uint32
-
-	delay *delayState // -fault-delay; nil until the first delay
-}
-
-// handshakeState is what a connection needs until its upgrade.
-type handshakeState struct {
-	accepted time.Time
-	first    time.Time // first byte of the upgrade request
-	lineOK   bool      // the request line has been checked
-}
-
-// sendQueue holds the frames not handed to gnet yet (Enqueue, flush), the
-// queue entries they make (a Pair is one entry of two frames), the
-// payload bytes they carry, whether a flush is scheduled on the loop, and
-// the slice the last flush used (reused, not reallocated).
-type sendQueue struct {
-	mu       sync.Mutex
-	frames   [][]byte
-	entries  int
-	spare    [][]byte
-	bytes    int
-	flushing bool
-}
-
-// delayState is -fault-delay on one connection: messages waiting for
-// their time, in order, and the timer that wakes the loop for the first.
-type delayState struct {
-	due   []delayed
-	timer *time.Timer
-}
-
-// frameScratch is what parsing or writing a frame needs for the moment:
-// pooled, since one per busy loop is enough and idle connections far
-// outnumber busy loops.
-type frameScratch struct {
-	hdr [maxFrameHeader]byte // a frame header, written
-	iov [2][]byte            // header and payload for Writev
-}
-
-var scratches = sync.Pool{New: func() any { return new(frameScratch) }}
-
-const maxFrameHeader = 14
 
 func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
 	return &gnetTarget{
@@ -352,49 +242,6 @@ func (g *gnetTarget) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	return nil, gnet.None
 }
 
-// arm (re)starts the connection's timer: when it fires, expire runs on the
-// connection's loop.
-func (st *gconn) arm(g *gnetTarget, d time.Duration) {
-	d = max(d, 0)
-	st.deadline = time.Now().Add(d)
-	if st.timer != nil {
-		st.timer.Reset(d)
-		return
-	}
-	st.timer = time.AfterFunc(d, func() { g.onLoop(st, g.expire) })
-}
-
-// onLoop runs f on st's event loop, unless the connection has closed.
-func (g *gnetTarget) onLoop(st *gconn, f func(*gconn)) {
-	_ = st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		defer func() {
-			if v := recover(); v != nil {
-				conns.LogPanic(g.log, g.cfg.Variant, v)
-			}
-		}()
-		if st.phase != phaseClosed {
-			f(st)
-		}
-		return nil
-	}))
-}
-
-// expire closes a connection whose upgrade request did not complete in
-// time, or whose client did not answer the server's close in time.
-func (g *gnetTarget) expire(st *gconn) {
-	if time.Now().Before(st.deadline) || st.phase == phaseOpen {
-		return // a timer that fired just before being re-armed or stopped
-	}
-	if st.phase == phaseHandshake {
-		g.m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
-		if !st.hs.first.IsZero() && !st.counted {
-			st.counted = true
-			g.m.Handshake(protocol.ResultFailed, transport, 0)
-		}
-	}
-	_ = st.conn.EventLoop().Close(st.conn)
-}
-
 // OnClose settles the accounting of a connection, whatever ended it.
 func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	st, ok := c.Context().(*gconn)
@@ -434,7 +281,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 		if st.held {
 			g.gate.Release()
 		}
-		st.dropMessage()
+		st.rd.Reset()
 		st.shut.Store(true)
 		st.phase = phaseClosed
 		g.m.Closed(reason)
@@ -473,232 +320,6 @@ func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
 		_, _ = c.Discard(-1)
 		return gnet.None
 	}
-}
-
-var headerEnd = []byte("\r\n\r\n")
-
-// handshake reads the upgrade request once all of it has arrived, however
-// many pieces it came in, checks it as the other targets do, and answers.
-func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
-	hs := st.hs
-	if hs.first.IsZero() {
-		hs.first = time.Now()
-	}
-	buf, err := c.Peek(-1)
-	if err != nil {
-		return gnet.None, false
-	}
-	end := bytes.Index(buf, headerEnd)
-	if end < 0 {
-		// As net/http: a bad request line is answered as soon as it is in,
-		// a header that never ends once it is too large.
-		if !hs.lineOK {
-			if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-				if !validRequestLine(buf[:i]) {
-					return g.refuse(c, st, malformed("malformed request line")), false
-				}
-				hs.lineOK = true
-			}
-		}
-		if len(buf) > maxHeaderBytes+4096 {
-			return g.refuse(c, st, &refusal{status: http.StatusRequestHeaderFieldsTooLarge, msg: "request header too large", result: protocol.ResultFailed}), false
-		}
-		return gnet.None, false
-	}
-	n := end + len(headerEnd)
-	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(buf[:n])))
-	if err != nil {
-		return g.refuse(c, st, malformed(err.Error())), false
-	}
-	if req.ProtoAtLeast(1, 1) && req.Host == "" {
-		return g.refuse(c, st, malformed("missing required Host header")), false
-	}
-	if rf := admit(g.closing.Load(), req, g.cfg, g.gate, g.faults); rf != nil {
-		return g.refuse(c, st, rf), false
-	}
-	st.held = true
-
-	resp := make([]byte, 0, 256)
-	resp = append(resp, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "...)
-	resp = append(resp, acceptKey(req.Header.Get("Sec-WebSocket-Key"))...)
-	if ext, ok := g.negotiate(req); ok {
-		st.deflate = true
-		resp = append(resp, "\r\nSec-WebSocket-Extensions: "...)
-		resp = append(resp, ext...)
-	}
-	resp = append(resp, "\r\n\r\n"...)
-	_, _ = c.Discard(n)
-
-	// Counted before the 101 goes out: a client that has read it may look
-	// at /stats at once, and must find its handshake there.
-	st.phase = phaseOpen
-	st.timer.Stop()
-	st.timer = nil
-	st.hs = nil
-	st.counted = true
-	g.m.Handshake(protocol.ResultOK, transport, time.Since(hs.first))
-	g.m.Opened()
-	// Opened before the 101 is written: a client that has read it is a
-	// member. What is enqueued meanwhile is flushed by a task that runs on
-	// this loop after this call, so after the 101.
-	st.session = withFaults(g.opts.Handler.Open(st), st, g.faults, st)
-	st.ka = time.AfterFunc(g.cfg.PingInterval, func() { g.onLoop(st, g.keepalive) })
-	added := g.conns.Add(st)
-	if _, _ = c.Write(resp); st.phase == phaseClosed {
-		return gnet.None, false // the write failed: gnet closed the connection, and OnClose settled it
-	}
-	if !added {
-		// Shutdown began during the upgrade.
-		st.Close(CloseGoingAway)
-	}
-	return gnet.None, true
-}
-
-// keepalive pings a connection that has been quiet for -ping-interval and
-// drops it, as ping_timeout, if it stays quiet for -ping-timeout.
-func (g *gnetTarget) keepalive(st *gconn) {
-	if st.phase != phaseOpen {
-		return
-	}
-	switch {
-	case !st.pinged && st.reads != st.pingMark:
-		st.pingMark = st.reads
-		st.ka.Reset(g.cfg.PingInterval)
-	case !st.pinged:
-		st.pinged = true
-		st.pingMark = st.reads
-		ping := appendFrame(nil, 0, 0x9, nil)
-		if _, _ = st.conn.Write(ping); st.phase == phaseClosed {
-			return
-		}
-		st.ka.Reset(g.cfg.PingTimeout)
-	case st.reads == st.pingMark:
-		st.reason = reasonPingTimeout
-		_ = st.conn.EventLoop().Close(st.conn)
-	default:
-		st.pinged = false
-		st.pingMark = st.reads
-		st.ka.Reset(g.cfg.PingInterval)
-	}
-}
-
-// after is -fault-delay on gnet: f runs on the loop once d has passed, in
-// order, with the replies it makes written as one; the loop never waits.
-func (st *gconn) after(d time.Duration, f func()) {
-	if st.delay == nil {
-		st.delay = &delayState{}
-	}
-	dl := st.delay
-	dl.due = append(dl.due, delayed{time.Now().Add(d), f})
-	if len(dl.due) > 1 {
-		return // the timer is set for the first
-	}
-	if dl.timer == nil {
-		dl.timer = time.AfterFunc(d, func() { st.g.onLoop(st, st.g.runDelayed) })
-		return
-	}
-	dl.timer.Reset(d)
-}
-
-func (g *gnetTarget) runDelayed(st *gconn) {
-	dl := st.delay
-	if dl == nil {
-		return // closed: OnClose dropped them
-	}
-	out := getBuffer()
-	defer putBuffer(out)
-	st.out = out
-	now := time.Now()
-	i := 0
-	for ; i < len(dl.due) && !dl.due[i].due.After(now) && st.phase == phaseOpen; i++ {
-		dl.due[i].f()
-	}
-	st.out = nil
-	if len(*out) > 0 && st.phase != phaseClosed {
-		_, _ = st.conn.Write(*out)
-	}
-	g.flushCounts(st)
-	if st.phase != phaseOpen {
-		return
-	}
-	clear(dl.due[:i])
-	dl.due = dl.due[i:]
-	if len(dl.due) > 0 {
-		dl.timer.Reset(time.Until(dl.due[0].due))
-	}
-}
-
-func malformed(why string) *refusal {
-	return &refusal{status: http.StatusBadRequest, msg: "malformed HTTP request: " + why, result: protocol.ResultFailed}
-}
-
-// refuse answers the request, then, as net/http does, sends FIN and drops
-// what the client still sends until it closes or closeWait passes: closing
-// at once with unread bytes would send RST, and the client could lose the
-// answer.
-func (g *gnetTarget) refuse(c gnet.Conn, st *gconn, rf *refusal) gnet.Action {
-	st.counted = true
-	g.m.Handshake(rf.result, transport, 0)
-	if _, _ = c.Write(rf.bytes()); st.phase == phaseClosed {
-		return gnet.None
-	}
-	_, _ = c.Discard(-1)
-	st.phase = phaseLinger
-	if c.OutboundBuffered() == 0 {
-		_ = unix.Shutdown(c.Fd(), unix.SHUT_WR)
-	}
-	st.arm(g, closeWait)
-	return gnet.None
-}
-
-// validRequestLine checks "METHOD SP TARGET SP HTTP/x.y" as net/http does.
-func validRequestLine(line []byte) bool {
-	line = bytes.TrimSuffix(line, []byte("\r"))
-	method, rest, ok1 := bytes.Cut(line, []byte(" "))
-	target, proto, ok2 := bytes.Cut(rest, []byte(" "))
-	if !ok1 || !ok2 || len(method) == 0 || len(target) == 0 {
-		return false
-	}
-	for _, b := range method {
-		if b <= ' ' || b >= 0x7f || bytes.IndexByte([]byte(`()<>@,;:\"/[]?={}`), b) >= 0 {
-			return false
-		}
-	}
-	_, _, ok := http.ParseHTTPVersion(string(proto))
-	return ok
-}
-
-// negotiate returns the Sec-WebSocket-Extensions value of the answer, if
-// a permessage-deflate offer is accepted (see negotiateDeflate).
-func (g *gnetTarget) negotiate(req *http.Request) (string, bool) {
-	if !g.cfg.Compression {
-		return "", false
-	}
-	return negotiateDeflate(req.Header)
-}
-
-// Close starts the server's close with code, from any goroutine; what is
-// queued is dropped.
-func (st *gconn) Close(code int) { st.close(code, false) }
-
-// closeAfterQueue is Close once the queue is written.
-func (st *gconn) closeAfterQueue(code int) { st.close(code, true) }
-
-func (st *gconn) close(code int, drain bool) {
-	st.shut.Store(true)
-	st.g.onLoop(st, func(st *gconn) {
-		if drain {
-			st.flush()
-		}
-		if st.phase != phaseOpen {
-			return
-		}
-		out := getBuffer()
-		*out = appendClose(*out, code)
-		st.closing(st.g, code)
-		_, _ = st.conn.Write(*out)
-		putBuffer(out)
-	})
 }
 
 // Shutdown stops accepting, sends every client 1001 and waits for them to

@@ -1,19 +1,13 @@
 package wsserver
 
 import (
-	"bytes"
-	"compress/flate"
-	"context"
-	"encoding/binary"
-	"errors"
-	"io"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/gobwas/ws"
-	"github.com/gobwas/ws/wsflate"
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
+
+	"knowngood/shared/wsserver/wsframe"
 )
 
 // directWrite is the payload size from which a reply is written with its
@@ -46,8 +40,8 @@ func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
 	if err != nil || len(buf) == 0 {
 		return gnet.None
 	}
-	out := getBuffer()
-	defer putBuffer(out)
+	out := wsframe.GetBuffer()
+	defer wsframe.PutBuffer(out)
 	st.out = out
 	defer g.flushCounts(st)
 	action, used := g.parse(c, st, buf, out)
@@ -84,56 +78,26 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 			// buffer without end the server closes.
 			g.fail(st, out, ws.StatusPolicyViolation)
 		}
-		h, hlen, err := parseHeader(buf[used:])
-		if err == nil && hlen == 0 {
-			st.need = len(buf) - used + 1
-			return gnet.None, used
-		}
-		if err != nil || st.phase == phaseClosing && !h.Masked {
-			// No length to skip by: the framing is lost.
-			return g.failLost(st, out, ws.StatusProtocolError), len(buf)
-		}
-		st.need = 0
-		avail := int64(len(buf) - used - hlen)
-
 		if st.phase == phaseClosing {
-			// Waiting for the client's close frame: drop everything else.
-			if h.OpCode == ws.OpClose {
+			n, done := g.afterClose(st, buf[used:])
+			if done {
 				return gnet.Close, len(buf)
 			}
-			if h.Length > avail {
-				st.skip = h.Length - avail
-				return gnet.None, len(buf)
+			if n == 0 {
+				return gnet.None, used
 			}
-			used += hlen + int(h.Length)
+			used += n
 			continue
 		}
-
-		if code := st.check(h, g.cfg.MaxMessage); code != 0 {
-			if h.OpCode == ws.OpClose {
-				// The client's close, bad as it is: it sends nothing
-				// after it, so there is no answer to wait for.
-				return g.failLost(st, out, code), len(buf)
-			}
-			g.fail(st, out, code)
-			// The header parsed, so the framing holds: skip this frame and
-			// look for the client's close frame.
-			if h.Length > avail {
-				st.skip = h.Length - avail
-				return gnet.None, len(buf)
-			}
-			used += hlen + int(h.Length)
-			continue
-		}
-		if h.Length > avail {
-			st.need = hlen + int(h.Length)
+		f, n := st.rd.Next(buf[used:], g.cfg.MaxMessage)
+		if f.Kind == wsframe.Incomplete {
+			st.need = f.Need
 			return gnet.None, used
 		}
-		payload := buf[used+hlen : used+hlen+int(h.Length)]
-		ws.Cipher(payload, h.Mask, 0)
-		used += hlen + len(payload)
-		if action := g.frame(c, st, h, payload, out); action != gnet.None || st.phase != phaseOpen {
-			if st.phase == phaseClosing && action == gnet.None {
+		st.need = 0
+		used += n
+		if action := g.frame(st, f, out); action != gnet.None || st.phase != phaseOpen {
+			if st.phase == phaseClosing && action == gnet.None && !st.lingering {
 				continue // the server closed: look for the client's answer
 			}
 			return action, used
@@ -142,75 +106,80 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 	return gnet.None, used
 }
 
-// check returns the close code that a frame header calls for, 0 if none.
-func (st *gconn) check(h ws.Header, max int64) ws.StatusCode {
-	m := inMessage{op: ws.OpCode(st.op), compressed: st.compressed}
-	if st.msg != nil {
-		m.held = int64(len(*st.msg))
+// afterClose handles the frame at the start of buf once the server has
+// sent its close: the client's close frame ends the connection (done),
+// anything else is dropped. n is how many bytes of buf it used, 0 when
+// buf holds only part of a header.
+func (g *gnetTarget) afterClose(st *gconn, buf []byte) (n int, done bool) {
+	h, hlen, err := wsframe.ParseHeader(buf)
+	if err == nil && hlen == 0 {
+		st.need = len(buf) + 1
+		return 0, false
 	}
-	return ws.StatusCode(headerCode(h, m, st.deflate, max))
+	if err != nil || !h.Masked || h.OpCode == ws.OpClose {
+		// The client's close, or no length to skip by: the framing is lost.
+		return len(buf), true
+	}
+	st.need = 0
+	if avail := int64(len(buf) - hlen); h.Length > avail {
+		st.skip = h.Length - avail
+		return len(buf), false
+	}
+	return hlen + int(h.Length), false
 }
 
-// frame handles one complete, unmasked frame.
-func (g *gnetTarget) frame(c gnet.Conn, st *gconn, h ws.Header, payload []byte, out *[]byte) gnet.Action {
-	switch h.OpCode {
-	case ws.OpPing:
-		*out = appendFrame(*out, 0, ws.OpPong, payload)
-	case ws.OpPong:
-	case ws.OpClose:
-		return g.closeFrame(st, payload, out)
-	case ws.OpText, ws.OpBinary:
-		if h.Fin {
-			g.message(st, byte(h.OpCode), h.Rsv1(), payload, out)
-			return gnet.None
+// frame answers one frame the reader found, while the connection is open.
+func (g *gnetTarget) frame(st *gconn, f wsframe.Frame, out *[]byte) gnet.Action {
+	switch f.Kind {
+	case wsframe.Fail:
+		if f.Lost {
+			// The client's frames cannot be read on: the rest of the
+			// buffer goes (see failLost).
+			return g.failLost(st, out, ws.StatusCode(f.Code))
 		}
-		st.op, st.compressed = byte(h.OpCode), h.Rsv1()
-		st.msg = getBuffer()
-		*st.msg = append(*st.msg, payload...)
-	case ws.OpContinuation:
-		*st.msg = append(*st.msg, payload...)
-		if h.Fin {
-			op, compressed := st.op, st.compressed
-			g.message(st, op, compressed, *st.msg, out)
-			st.dropMessage()
-		}
+		g.fail(st, out, ws.StatusCode(f.Code))
+		// The header parsed, so the framing holds: the rest of this frame
+		// is dropped as it comes, then the client's close is looked for.
+		st.skip = f.Skip
+	case wsframe.Ping:
+		*out = wsframe.AppendFrame(*out, 0, ws.OpPong, f.Payload)
+	case wsframe.Close, wsframe.BadClose:
+		return g.closeFrame(st, f, out)
+	case wsframe.Message:
+		g.message(st, f, out)
+		st.rd.Reset()
 	}
 	return gnet.None
 }
 
-func (st *gconn) dropMessage() {
-	if st.msg != nil {
-		putBuffer(st.msg)
-		st.msg = nil
-	}
-	st.op = 0
-}
-
 // message checks one whole message and hands it to the session.
-func (g *gnetTarget) message(st *gconn, op byte, compressed bool, data []byte, out *[]byte) {
-	if compressed {
-		in := inflaters.Get().(*inflater)
-		defer inflaters.Put(in)
-		plain := getBuffer()
-		defer putBuffer(plain)
-		switch err := in.inflate(data, plain, g.cfg.MaxMessage); {
-		case errors.Is(err, errTooBig):
-			g.fail(st, out, ws.StatusMessageTooBig)
-			return
-		case err != nil:
-			// Corrupt deflate data: a protocol error, as gorilla and coder
-			// have it.
-			g.fail(st, out, ws.StatusProtocolError)
-			return
-		}
-		data = *plain
+func (g *gnetTarget) message(st *gconn, f wsframe.Frame, out *[]byte) {
+	var plain *[]byte
+	if f.Compressed {
+		plain = wsframe.GetBuffer()
+		defer wsframe.PutBuffer(plain)
 	}
-	if ws.OpCode(op) == ws.OpText && !utf8.Valid(data) {
-		g.fail(st, out, ws.StatusInvalidFramePayloadData)
+	data, code := wsframe.Decode(f.Op, f.Compressed, f.Payload, plain, g.cfg.MaxMessage)
+	if code != 0 {
+		g.fail(st, out, ws.StatusCode(code))
 		return
 	}
 	st.rx.add(len(data))
-	st.session.Message(Op(op), data)
+	st.session.Message(Op(f.Op), data)
+}
+
+// closeFrame answers the client's close frame with its code and reason
+// (RFC 6455 5.5.1), as Node's ws does, or with the code the reader gives
+// an invalid one, and closes the connection once the answer is written.
+func (g *gnetTarget) closeFrame(st *gconn, f wsframe.Frame, out *[]byte) gnet.Action {
+	st.phase = phaseClosing
+	st.reason = codeReason(f.Code)
+	if f.Kind == wsframe.BadClose {
+		*out = wsframe.AppendClose(*out, f.Code)
+		return gnet.Close
+	}
+	*out = wsframe.AppendFrame(*out, 0, ws.OpClose, f.Payload)
+	return gnet.Close
 }
 
 // Reply adds a message to the replies of this OnTraffic call, which go out
@@ -225,17 +194,18 @@ func (st *gconn) Reply(op Op, data []byte) {
 	}
 	n := len(data)
 	var rsv byte
-	if st.deflate {
-		d := deflaters.Get().(*deflater)
-		defer deflaters.Put(d)
-		if err := d.deflate(data); err != nil {
+	if st.rd.Deflate {
+		d := wsframe.GetDeflater()
+		defer wsframe.PutDeflater(d)
+		z, err := d.Deflate(data)
+		if err != nil {
 			st.g.fail(st, st.out, ws.StatusInternalServerError)
 			return
 		}
-		data, rsv = d.buf.Bytes(), ws.Rsv(true, false, false)
+		data, rsv = z, ws.Rsv(true, false, false)
 	}
 	if len(data) < directWrite {
-		*st.out = appendFrame(*st.out, rsv, ws.OpCode(op), data)
+		*st.out = wsframe.AppendFrame(*st.out, rsv, ws.OpCode(op), data)
 	} else {
 		c := st.conn
 		if len(*st.out) > 0 {
@@ -246,7 +216,7 @@ func (st *gconn) Reply(op Op, data []byte) {
 			}
 		}
 		sc := scratches.Get().(*frameScratch)
-		sc.iov[0] = appendHeader(sc.hdr[:0], rsv, ws.OpCode(op), len(data))
+		sc.iov[0] = wsframe.AppendHeader(sc.hdr[:0], rsv, ws.OpCode(op), len(data))
 		sc.iov[1] = data
 		_, _ = c.Writev(sc.iov[:])
 		sc.iov = [2][]byte{}
@@ -256,236 +226,6 @@ func (st *gconn) Reply(op Op, data []byte) {
 		}
 	}
 	st.tx.add(n)
-}
-
-// Enqueue puts a message on the connection's send queue, which its loop
-// (the one writer) empties. The queue is the connection's own, not gnet's
-// task queue: gnet runs Execute's tasks out of order when many are waiting.
-// gnet's outbound buffer, which grows without end for a client that does
-// not read, counts against the bound too, in messages of this size.
-func (st *gconn) Enqueue(o *Outgoing) error {
-	sq := st.queue
-	if sq == nil {
-		return ErrClosing // not a queued target
-	}
-	q := st.g.opts.Queue
-	frame := o.frameFor(st.deflate)
-	var then []byte
-	if o.then != nil {
-		then = o.then.frameFor(st.deflate)
-	}
-	sq.mu.Lock()
-	switch {
-	case st.shut.Load():
-		sq.mu.Unlock()
-		return ErrClosing
-	case sq.entries >= q || st.outbound.Load() > int64(q)*int64(len(frame)+len(then)):
-		sq.mu.Unlock()
-		return ErrQueueFull
-	}
-	sq.entries++
-	sq.frames = append(sq.frames, frame)
-	sq.bytes += len(o.Data)
-	if then != nil {
-		sq.frames = append(sq.frames, then)
-		sq.bytes += len(o.then.Data)
-	}
-	schedule := !sq.flushing
-	sq.flushing = true
-	sq.mu.Unlock()
-	if !schedule {
-		return nil
-	}
-	err := st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		st.flush()
-		return nil
-	}))
-	if err != nil {
-		return ErrClosing // the engine is shutting down
-	}
-	return nil
-}
-
-// maxIovec is Linux's IOV_MAX: writev refuses more buffers at once (and
-// gnet would close the connection over it).
-const maxIovec = 1024
-
-// flush writes everything queued, in order, on the loop: one writev per
-// 1,024 messages.
-func (st *gconn) flush() {
-	sq := st.queue
-	if sq == nil {
-		return
-	}
-	sq.mu.Lock()
-	frames, n, bytes := sq.frames, len(sq.frames), sq.bytes
-	sq.frames, sq.spare = sq.spare[:0], frames
-	sq.bytes, sq.entries = 0, 0
-	sq.flushing = false
-	sq.mu.Unlock()
-	defer clear(frames) // the frames belong to their Outgoing, not to us
-	if st.phase != phaseOpen {
-		return // closing or closed: nothing may follow the close frame
-	}
-	for rest := frames; len(rest) > 0; {
-		k := min(len(rest), maxIovec)
-		if _, _ = st.conn.Writev(rest[:k]); st.phase == phaseClosed {
-			return
-		}
-		rest = rest[k:]
-	}
-	st.g.m.Sent(n, bytes)
-	st.outbound.Store(int64(st.conn.OutboundBuffered()))
-}
-
-// frameFor is o as one unmasked text frame, compressed or not; made once
-// for every connection o goes to.
-func (o *Outgoing) frameFor(deflate bool) []byte {
-	if !deflate {
-		o.frameOnce.Do(func() { o.frame = appendFrame(nil, 0, ws.OpText, o.Data) })
-		return o.frame
-	}
-	o.deflateOnce.Do(func() {
-		d := deflaters.Get().(*deflater)
-		defer deflaters.Put(d)
-		if err := d.deflate(o.Data); err != nil {
-			// flate writing to memory does not fail; if it did, the
-			// message goes uncompressed, which is valid.
-			o.deflated = appendFrame(nil, 0, ws.OpText, o.Data)
-			return
-		}
-		o.deflated = appendFrame(nil, ws.Rsv(true, false, false), ws.OpText, d.buf.Bytes())
-	})
-	return o.deflated
-}
-
-// closeFrame answers the client's close frame with its code and reason
-// (RFC 6455 5.5.1), as Node's ws does, or with the code closeFrameCode
-// gives an invalid one, and closes the connection once the answer is
-// written.
-func (g *gnetTarget) closeFrame(st *gconn, payload []byte, out *[]byte) gnet.Action {
-	code, fail := closeFrameCode(payload)
-	st.phase = phaseClosing
-	if fail != 0 {
-		st.reason = codeReason(fail)
-		*out = appendClose(*out, fail)
-		return gnet.Close
-	}
-	st.reason = codeReason(code)
-	*out = appendFrame(*out, 0, ws.OpClose, payload)
-	return gnet.Close
-}
-
-// fail starts the server's close with code: the close frame goes out with
-// the other replies, then the connection waits for the client's answer.
-func (g *gnetTarget) fail(st *gconn, out *[]byte, code ws.StatusCode) gnet.Action {
-	if st.phase != phaseOpen {
-		return gnet.Close
-	}
-	*out = appendClose(*out, int(code))
-	st.closing(g, int(code))
-	return gnet.None
-}
-
-// closing records that the server sent its close frame with code.
-func (st *gconn) closing(g *gnetTarget, code int) {
-	st.shut.Store(true)
-	st.sent = code
-	st.reason = codeReason(code)
-	st.phase = phaseClosing
-	st.need = 0
-	st.dropMessage()
-	st.arm(g, closeWait)
-}
-
-// failLost is fail when the client's frames cannot be read on (its close
-// frame was bad, or a length unusable): after the close frame the server
-// sends FIN and drops what comes until the client closes or the close wait
-// ends.
-func (g *gnetTarget) failLost(st *gconn, out *[]byte, code ws.StatusCode) gnet.Action {
-	if st.phase != phaseOpen {
-		return gnet.Close
-	}
-	g.fail(st, out, code)
-	st.lingering = true
-	return gnet.None
-}
-
-func appendClose(b []byte, code int) []byte {
-	b = appendHeader(b, 0, ws.OpClose, 2)
-	return binary.BigEndian.AppendUint16(b, uint16(code))
-}
-
-func appendFrame(b []byte, rsv byte, op ws.OpCode, payload []byte) []byte {
-	return append(appendHeader(b, rsv, op, len(payload)), payload...)
-}
-
-// appendHeader appends an unmasked, final frame header (RFC 6455 5.2); rsv
-// is in gobwas/ws's ws.Header.Rsv form.
-func appendHeader(b []byte, rsv byte, op ws.OpCode, n int) []byte {
-	b0 := 0x80 | rsv<<4 | byte(op)
-	switch {
-	case n <= 125:
-		return append(b, b0, byte(n))
-	case n <= 0xffff:
-		return append(b, b0, 126, byte(n>>8), byte(n))
-	default:
-		return binary.BigEndian.AppendUint64(append(b, b0, 127), uint64(n))
-	}
-}
-
-// inflater decompresses one message (no context takeover: each message
-// stands alone). Pooled: a flate reader is large.
-type inflater struct {
-	src bytes.Reader
-	r   *wsflate.Reader
-}
-
-var inflaters = sync.Pool{New: func() any {
-	in := &inflater{}
-	in.r = wsflate.NewReader(&in.src, func(r io.Reader) wsflate.Decompressor {
-		return &resettableReader{flate.NewReader(r)}
-	})
-	return in
-}}
-
-// resettableReader lets wsflate.Reader reuse a flate reader instead of
-// making a new one per message: flate's Reset takes a dictionary too.
-type resettableReader struct{ io.ReadCloser }
-
-func (r *resettableReader) Reset(src io.Reader) {
-	_ = r.ReadCloser.(flate.Resetter).Reset(src, nil)
-}
-
-func (in *inflater) inflate(data []byte, plain *[]byte, max int64) error {
-	in.src.Reset(data)
-	in.r.Reset(&in.src)
-	return readMessage(in.r, plain, max)
-}
-
-// deflater compresses one message into buf, without the final 4 bytes, as
-// RFC 7692 7.2.1 wants.
-type deflater struct {
-	buf bytes.Buffer
-	w   *wsflate.Writer
-}
-
-var deflaters = sync.Pool{New: func() any {
-	d := &deflater{}
-	d.w = wsflate.NewWriter(&d.buf, func(w io.Writer) wsflate.Compressor {
-		f, _ := flate.NewWriter(w, flate.BestSpeed) // gorilla's and coder's level
-		return f
-	})
-	return d
-}}
-
-func (d *deflater) deflate(p []byte) error {
-	d.buf.Reset()
-	d.w.Reset(&d.buf)
-	if _, err := d.w.Write(p); err != nil {
-		return err
-	}
-	return d.w.Flush()
 }
 
 // counts are a connection's messages and bytes not yet in the metrics.
@@ -501,3 +241,13 @@ func (g *gnetTarget) flushCounts(st *gconn) {
 	g.m.Sent(st.tx.msgs, st.tx.bytes)
 	st.rx, st.tx = counts{}, counts{}
 }
+
+// frameScratch is what writing a frame on its own needs for the moment:
+// pooled, since one per busy loop is enough and idle connections far
+// outnumber busy loops.
+type frameScratch struct {
+	hdr [wsframe.MaxHeader]byte // a frame header, written
+	iov [2][]byte               // header and payload for Writev
+}
+
+var scratches = sync.Pool{New: func() any { return new(frameScratch) }}

@@ -18,6 +18,7 @@ import (
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/lifecycle/lifecycletest"
 	"knowngood/shared/metrics"
+	"knowngood/shared/wsserver/wsframe"
 	"knowngood/shared/wsserver/wstest"
 )
 
@@ -80,7 +81,7 @@ func FuzzGnetFrames(f *testing.F) {
 		}
 		// More than the bound, so that a state that takes in without
 		// end shows: a correct server drops it or refuses it.
-		if _, err := c.Write(make([]byte, fuzzMax+maxFrameHeader+1)); err == nil {
+		if _, err := c.Write(make([]byte, fuzzMax+wsframe.MaxHeader+1)); err == nil {
 			for range 3 {
 				time.Sleep(time.Millisecond) // some reads happen meanwhile
 				checkHeld(t, g, st)
@@ -137,9 +138,7 @@ func checkHeld(t *testing.T, g *gnetTarget, st *gconn) {
 			return nil
 		}
 		n := st.conn.InboundBuffered()
-		if st.msg != nil {
-			n += len(*st.msg)
-		}
+		n += st.rd.Held()
 		held <- n
 		return nil
 	}))
@@ -148,7 +147,7 @@ func checkHeld(t *testing.T, g *gnetTarget, st *gconn) {
 	}
 	select {
 	case n := <-held:
-		if n > fuzzMax+maxFrameHeader {
+		if n > fuzzMax+wsframe.MaxHeader {
 			t.Fatalf("the server holds %d bytes for the connection; -max-message is %d", n, fuzzMax)
 		}
 	case <-time.After(10 * time.Second):

@@ -12,6 +12,7 @@ import (
 
 	"knowngood/shared/config"
 	"knowngood/shared/metrics"
+	"knowngood/shared/wsserver/wsframe"
 )
 
 func gorillaUpgrader(cfg config.Config) upgrader {
@@ -25,7 +26,7 @@ func gorillaUpgrader(cfg config.Config) upgrader {
 	// line. The decompressed size is checked while reading.
 	wire := cfg.MaxMessage
 	if cfg.Compression {
-		wire = wireLimit(cfg.MaxMessage)
+		wire = wsframe.WireLimit(cfg.MaxMessage)
 	}
 	return func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *metrics.Metrics) (wsConn, error) {
 		if cfg.Compression {
@@ -69,11 +70,11 @@ func (g *gorillaConn) serve(s Session) string {
 // message reads one message into a pooled buffer, checks it, and hands it
 // to the session.
 func (g *gorillaConn) message(s Session, op int, r io.Reader) (string, bool) {
-	buf := getBuffer()
-	defer putBuffer(buf)
-	err := readMessage(r, buf, g.max)
+	buf := wsframe.GetBuffer()
+	defer wsframe.PutBuffer(buf)
+	err := wsframe.ReadMessage(r, buf, g.max)
 	switch {
-	case errors.Is(err, errTooBig):
+	case errors.Is(err, wsframe.ErrTooBig):
 		return g.fail(websocket.CloseMessageTooBig), true
 	case err != nil:
 		return g.ended(err), true

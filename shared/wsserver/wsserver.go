@@ -2,9 +2,7 @@ package wsserver
 
 import (
 	"errors"
-	"io"
 	"log/slog"
-	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -157,10 +155,6 @@ const (
 	// maxHeaderBytes caps an upgrade request's header, as net/http's
 	// MaxHeaderBytes does (net/http allows 4096 bytes more: so does gnet).
 	maxHeaderBytes = 16 << 10
-
-	// keepBuffer is the largest message buffer handed back to the pool: a
-	// rare huge message does not pin its memory for good.
-	keepBuffer = 64 << 10
 )
 
 // Disconnect reasons (knowngood_disconnects_total{reason}) are close codes:
@@ -176,74 +170,9 @@ const (
 // codeReason is the disconnect reason for a close code.
 func codeReason(code int) string { return strconv.Itoa(code) }
 
-// wireLimit is the largest compressed message accepted on the wire when the
-// decompressed limit is max: incompressible data grows a little when
-// deflated (a few bytes per block; max/64 is ample), and the decompressed
-// size is checked on its own. It saturates rather than overflow when max
-// is near the largest int64.
-func wireLimit(max int64) int64 {
-	extra := max/64 + 1024
-	if max > math.MaxInt64-extra {
-		return math.MaxInt64
-	}
-	return max + extra
-}
-
-// buffers holds message buffers, so that handling a message allocates
-// nothing once the pool is warm, and an idle connection holds no buffer.
-var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-func getBuffer() *[]byte { return buffers.Get().(*[]byte) }
-
-func putBuffer(b *[]byte) {
-	if cap(*b) > keepBuffer {
-		return
-	}
-	*b = (*b)[:0]
-	buffers.Put(b)
-}
-
-// errTooBig: a message over the limit.
-var errTooBig = errors.New("message over -max-message")
-
-// readMessage appends all of r to *buf. With max >= 0, it stops with
-// errTooBig as soon as more than max bytes have come.
-func readMessage(r io.Reader, buf *[]byte, max int64) error {
-	b := (*buf)[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		*buf = b
-		if max >= 0 && int64(len(b)) > max {
-			return errTooBig
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
 // netFailure reports whether err is an I/O error rather than a protocol
 // error found by a library.
 func netFailure(err error) bool {
 	var ne net.Error
 	return conns.ClientLeft(err) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
-}
-
-// validCloseCode reports whether a client may send code in a close frame
-// (RFC 6455 7.4, with the codes IANA has registered since: 1012-1014).
-func validCloseCode(code int) bool {
-	switch {
-	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
-		return true
-	case code >= 3000 && code <= 4999:
-		return true
-	}
-	return false
 }

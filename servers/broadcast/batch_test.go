@@ -28,6 +28,7 @@ func TestBacklogGoesOutTogether(t *testing.T) {
 			}
 			defer c.Close()
 			writes.Hold()
+			defer writes.Release() // a failed test must not leave the target's writes stuck
 			for i := range n {
 				if err := c.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"type":"broadcast","payload":%d}`, i)); err != nil {
 					t.Fatal(err)
@@ -60,6 +61,41 @@ func TestBacklogGoesOutTogether(t *testing.T) {
 			t.Logf("%d messages in %d writes", 2*n+1, w)
 			if w > 8 {
 				t.Errorf("%d messages took %d writes once the writer could write again, want a few", 2*n+1, w)
+			}
+		})
+	}
+}
+
+// TestReaderOutlivesStuckWriter: a client that does not read holds up its
+// own writer, never its reader. With the writer stuck in a write, every
+// message the client sends is still read and counted.
+func TestReaderOutlivesStuckWriter(t *testing.T) {
+	const n = 10 // messages sent once the writer is stuck
+	for _, v := range broadcastTargets(variants.OnNetHTTP) {
+		t.Run(v.name, func(t *testing.T) {
+			writes := lifecycletest.NewWrites()
+			tg := lifecycletest.Start(t, v.name, v.build, lifecycletest.Options{Wrap: writes.Wrap})
+			c, _, err := dialer(0).Dial(tg.URL(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			writes.Hold()
+			defer writes.Release()
+			// A broadcast over the writer's 16 KiB batch: the writer
+			// writes it at once, and stays in that write.
+			big := fmt.Appendf(nil, `{"type":"broadcast","payload":%q}`, strings.Repeat("x", 20<<10))
+			if err := c.WriteMessage(websocket.TextMessage, big); err != nil {
+				t.Fatal(err)
+			}
+			lifecycletest.WaitFor(t, "the writer to be stuck in a write", func() bool { return writes.Waiting() > 0 })
+			// One at a time, each read before the next is sent: the reader
+			// goes back to the socket between them.
+			for i := range n {
+				if err := c.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"type":"echo","payload":%d}`, i)); err != nil {
+					t.Fatal(err)
+				}
+				lifecycletest.WaitFor(t, fmt.Sprintf("message %d to be read", i+2), func() bool { return tg.Stats().MessagesReceived == uint64(i+2) })
 			}
 		})
 	}

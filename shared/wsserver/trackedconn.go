@@ -236,7 +236,12 @@ func (c *trackedConn) writeNoWait(b []byte) {
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	c.flushCounts()
-	if c.held.Load() && !c.opening.Load() {
+	// Only the reader's own replies are flushed here. A queued
+	// connection's writer flushes its batch itself; were the reader to do
+	// it, a client that does not read would stop its own reader too (the
+	// flush waits for the writer's stuck write), and its messages would go
+	// unread.
+	if c.coalesce && c.held.Load() && !c.opening.Load() {
 		// As the TCP floor writes once per read of up to 16 KiB: a long
 		// stream of input does not hold the replies to its start.
 		if c.heldRead >= heldLimit || !c.inputWaiting() {

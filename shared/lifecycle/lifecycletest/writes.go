@@ -14,6 +14,7 @@ import (
 // duplicate of the socket, unseen by any wrapper.
 type Writes struct {
 	n       atomic.Int64
+	waiting atomic.Int64
 	held    atomic.Bool
 	release chan struct{}
 	once    sync.Once
@@ -26,6 +27,9 @@ func (w *Writes) Wrap(l net.Listener) net.Listener { return &writesListener{List
 
 // Count is the writes made so far, not counting those held.
 func (w *Writes) Count() int64 { return w.n.Load() }
+
+// Waiting is the writes waiting at the hold now.
+func (w *Writes) Waiting() int64 { return w.waiting.Load() }
 
 // Hold makes every write from now on wait until Release.
 func (w *Writes) Hold() { w.held.Store(true) }
@@ -58,7 +62,9 @@ type writesConn struct {
 
 func (c *writesConn) Write(p []byte) (int, error) {
 	if c.w.held.Load() {
+		c.w.waiting.Add(1)
 		<-c.w.release
+		c.w.waiting.Add(-1)
 	}
 	c.w.n.Add(1)
 	return c.TCPConn.Write(p)

@@ -4,11 +4,6 @@ import (
 	"encoding/json"
 	"os/exec"
 	"testing"
-	"time"
-
-	"knowngood/servers/broadcast"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle/lifecycletest"
 )
 
 // TestBroadcastAtOpenFilesLimit: loadgen broadcast holds as many
@@ -17,11 +12,10 @@ import (
 // once, that would need a batch of descriptors more than the check counted.
 func TestBroadcastAtOpenFilesLimit(t *testing.T) {
 	prlimit, bin := underPrlimit(t)
-	tg := lifecycletest.Start(t, "broadcast-gnet", broadcast.NewGnet, lifecycletest.Options{Admin: true,
-		Tweak: func(c *config.Config) { c.Broadcast.PushInterval = 20 * time.Millisecond }})
+	tg := startTarget(t, "broadcast-gnet", "-push-interval", "20ms")
 	// 200 descriptors: room for about 150 connections after loadgen's own
 	// and its margin; all 150 dialled in one batch.
-	out, err := exec.Command(prlimit, "--nofile=200:200", bin, "broadcast", "-url", "ws://"+tg.Addr+"/", "-admin", tg.AdminURL,
+	out, err := exec.Command(prlimit, "--nofile=200:200", bin, "broadcast", "-url", "ws://"+tg.addr+"/", "-admin", tg.admin,
 		"-subscribers", "150", "-push", "-duration", "300ms", "-json", "-").Output()
 	if err != nil {
 		t.Fatalf("loadgen under prlimit: %v\n%s", err, out)

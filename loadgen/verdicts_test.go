@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,12 +21,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"knowngood/loadgen/internal/verdict"
-	"knowngood/servers/echo"
-	"knowngood/servers/socketio"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/lifecycle/lifecycletest"
-	"knowngood/shared/metrics"
+	"knowngood/scripts/harness"
 )
 
 // TestMain doubles as the client that drops replies (see dropReplies).
@@ -35,17 +29,26 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv("KG_DROPPER_URL"); url != "" {
 		os.Exit(dropReplies(url))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	harness.RemoveBuilds()
+	os.Exit(code)
 }
 
-func sio(mode socketio.Mode) lifecycletest.Build {
-	return func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-		return socketio.New(mode, cfg, m, log)
-	}
+// target is a knowngood process for a loadgen run: its target's and its
+// admin listener's URLs.
+type target struct {
+	addr  string // HOST:PORT
+	url   string // http://HOST:PORT, for the Socket.IO scenarios
+	admin string // http://HOST:PORT
+	ws    string // ws://HOST:PORT/any/path?x=1: the echo variants serve every path
 }
 
-func startSIO(t *testing.T, mode socketio.Mode, tweak func(*config.Config)) *lifecycletest.Target {
-	return lifecycletest.Start(t, string(mode), sio(mode), lifecycletest.Options{Tweak: tweak, Admin: true})
+// startTarget runs the knowngood binary as variant with the extra flags, on
+// free loopback ports; it stops when the test ends.
+func startTarget(t *testing.T, variant string, flags ...string) target {
+	t.Helper()
+	p := harness.Start(t, append([]string{"-variant", variant}, flags...)...)
+	return target{addr: p.Addr, url: "http://" + p.Addr, admin: p.AdminURL(), ws: "ws://" + p.Addr + "/any/path?x=1"}
 }
 
 // judged is what every scenario's JSON has in common here.
@@ -86,24 +89,24 @@ func has(t *testing.T, vs []verdict.Verdict, kind, text string) {
 }
 
 func TestVerdictQueuedConnect(t *testing.T) {
-	tg := startSIO(t, socketio.Blocking, func(c *config.Config) { c.SocketIO.Delay = 50 * time.Millisecond })
-	vs := loadgen(t, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL, "-n", "60", "-deadline", "1s", "-transport", "websocket")
+	tg := startTarget(t, "blocking", "-delay", "50ms")
+	vs := loadgen(t, "handshake", "-url", tg.url, "-admin", tg.admin, "-n", "60", "-deadline", "1s", "-transport", "websocket")
 	has(t, vs, verdict.Queued, "the server held each connect 50ms in one queue: 60 connects need 3s, the client's deadline was 1s")
 	has(t, vs, verdict.Abandoned, "the client left")
 }
 
 func TestVerdictCapped(t *testing.T) {
-	tg := startSIO(t, socketio.Empty, func(c *config.Config) { c.MaxConns = 20 })
-	vs := loadgen(t, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL, "-n", "40", "-deadline", "10s", "-transport", "websocket", "-echo=false")
+	tg := startTarget(t, "empty", "-max-conns", "20")
+	vs := loadgen(t, "handshake", "-url", tg.url, "-admin", tg.admin, "-n", "40", "-deadline", "10s", "-transport", "websocket", "-echo=false")
 	has(t, vs, verdict.Capped, "the server refused 20 of 40 at its -max-conns 20 cap")
 }
 
 func TestVerdictAgree(t *testing.T) {
-	tg := startSIO(t, socketio.Empty, nil)
-	vs := loadgen(t, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL, "-n", "50", "-deadline", "10s")
+	tg := startTarget(t, "empty")
+	vs := loadgen(t, "handshake", "-url", tg.url, "-admin", tg.admin, "-n", "50", "-deadline", "10s")
 	has(t, vs, verdict.Agree, "client and server agree: 50 of 50 handshakes completed")
-	etg := lifecycletest.Start(t, "echo-gorilla", echo.NewGorilla, lifecycletest.Options{Admin: true})
-	vs = loadgen(t, "echo", "-url", etg.URL(), "-admin", etg.AdminURL, "-c", "4", "-mode", "sync", "-duration", "500ms", "-warmup", "100ms")
+	etg := startTarget(t, "echo-gorilla")
+	vs = loadgen(t, "echo", "-url", etg.ws, "-admin", etg.admin, "-c", "4", "-mode", "sync", "-duration", "500ms", "-warmup", "100ms")
 	has(t, vs, verdict.Agree, "client and server agree on the messages")
 }
 
@@ -111,8 +114,8 @@ func TestVerdictAgree(t *testing.T) {
 // open most of its 80 sockets; the server sees only the others.
 func TestVerdictNeverReached(t *testing.T) {
 	prlimit, bin := underPrlimit(t)
-	tg := startSIO(t, socketio.Empty, nil)
-	out, err := exec.Command(prlimit, "--nofile=40:40", bin, "handshake", "-url", "http://"+tg.Addr, "-admin", tg.AdminURL,
+	tg := startTarget(t, "empty")
+	out, err := exec.Command(prlimit, "--nofile=40:40", bin, "handshake", "-url", tg.url, "-admin", tg.admin,
 		"-n", "80", "-deadline", "5s", "-transport", "websocket", "-json", "-").Output()
 	if err != nil {
 		t.Fatalf("loadgen under prlimit: %v", err)
@@ -124,19 +127,16 @@ func TestVerdictNeverReached(t *testing.T) {
 	has(t, r.Verdicts, verdict.NeverReached, "never reached it (check the listen backlog, open-files limits, ephemeral ports)")
 }
 
-// underPrlimit finds prlimit (util-linux), or skips, and builds loadgen,
-// for a run under an open-files limit of the test's choosing.
+// underPrlimit finds prlimit (util-linux), or skips, and the loadgen
+// binary (built once), for a run under an open-files limit of the test's
+// choosing.
 func underPrlimit(t *testing.T) (prlimit, loadgen string) {
 	t.Helper()
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
 		t.Skip("prlimit (util-linux) is missing")
 	}
-	loadgen = filepath.Join(t.TempDir(), "loadgen")
-	if out, err := exec.Command("go", "build", "-o", loadgen, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return prlimit, loadgen
+	return prlimit, harness.LoadgenT(t)
 }
 
 // dropReplies is a client with a bug: it sends 100 echo messages and reads
@@ -166,9 +166,9 @@ func dropReplies(url string) int {
 }
 
 func TestWatchClientThatDropsReplies(t *testing.T) {
-	tg := lifecycletest.Start(t, "echo-gorilla", echo.NewGorilla, lifecycletest.Options{Admin: true})
-	t.Setenv("KG_DROPPER_URL", tg.URL())
-	vs := loadgen(t, "watch", "-admin", tg.AdminURL, "-client-attempts", "1", "-client-ok", "1", "-client-sent", "100", "-client-received", "50", "--", os.Args[0])
+	tg := startTarget(t, "echo-gorilla")
+	t.Setenv("KG_DROPPER_URL", tg.ws)
+	vs := loadgen(t, "watch", "-admin", tg.admin, "-client-attempts", "1", "-client-ok", "1", "-client-sent", "100", "-client-received", "50", "--", os.Args[0])
 	has(t, vs, verdict.RepliesLost, "the server sent 100 messages and the client counted 50: the other 50 were lost on the client side")
 }
 
@@ -211,9 +211,9 @@ func TestWatchTools(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			need(t, c.what, c.path)
-			tg := startSIO(t, socketio.Empty, nil)
-			args := append([]string{"watch", "-admin", tg.AdminURL, "-client-attempts", fmt.Sprint(c.n), "-client-ok", fmt.Sprint(c.n),
-				"-client-sent", fmt.Sprint(c.messages), "-client-received", fmt.Sprint(c.messages), "--"}, c.command("http://"+tg.Addr)...)
+			tg := startTarget(t, "empty")
+			args := append([]string{"watch", "-admin", tg.admin, "-client-attempts", fmt.Sprint(c.n), "-client-ok", fmt.Sprint(c.n),
+				"-client-sent", fmt.Sprint(c.messages), "-client-received", fmt.Sprint(c.messages), "--"}, c.command(tg.url)...)
 			vs := loadgen(t, args...)
 			has(t, vs, verdict.Agree, fmt.Sprintf("client and server agree: %d of %d handshakes completed", c.n, c.n))
 			has(t, vs, verdict.Agree, fmt.Sprintf("the client sent %d, the server received %d; the server sent %d, the client counted %d", c.messages, c.messages, c.messages, c.messages))

@@ -3,34 +3,37 @@ package broadcast_test
 import (
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"knowngood/loadgen/broadcast"
 	"knowngood/loadgen/timeline"
-	servers "knowngood/servers/broadcast"
-	"knowngood/servers/targets"
+	"knowngood/scripts/harness"
 	"knowngood/servers/variants"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle/lifecycletest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
+		// The subscribers' gnet loops share gnet's package-level worker
+		// pool, whose idle workers stay 10 s.
 		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
 		goleak.IgnoreCurrent(),
+		goleak.Cleanup(func(code int) {
+			harness.RemoveBuilds()
+			os.Exit(code)
+		}),
 	)
 }
 
-// startTarget runs a real broadcast target in the test process, with its
-// admin handler (for /stats).
-func startTarget(t *testing.T, name string, b lifecycletest.Build, tweak func(*config.Config)) (wsURL, adminURL string) {
+// startTarget runs the knowngood binary as the broadcast variant with the
+// extra flags, on free loopback ports; it stops when the test ends.
+func startTarget(t *testing.T, variant string, flags ...string) (wsURL, adminURL string) {
 	t.Helper()
-	tg := lifecycletest.Start(t, name, b, lifecycletest.Options{Tweak: tweak, Admin: true})
-	return "ws://" + tg.Addr + "/", tg.AdminURL
+	p := harness.Start(t, append([]string{"-variant", variant}, flags...)...)
+	return "ws://" + p.Addr + "/", p.AdminURL()
 }
 
 func parse(t *testing.T, args ...string) broadcast.Config {
@@ -45,7 +48,7 @@ func parse(t *testing.T, args ...string) broadcast.Config {
 // TestBroadcastMode: every delivery is accounted for, the listenerCount is
 // right, and the server's view matches the client's.
 func TestBroadcastMode(t *testing.T) {
-	url, adm := startTarget(t, "broadcast-gorilla", servers.NewGorilla, nil)
+	url, adm := startTarget(t, "broadcast-gorilla")
 	cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "200", "-senders", "2", "-rate", "40", "-duration", "1s", "-batch", "50")
 	rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
 	if err != nil {
@@ -76,7 +79,7 @@ func TestBroadcastMode(t *testing.T) {
 
 // TestPushMode: the server's push reaches everyone, in order, none lost.
 func TestPushMode(t *testing.T) {
-	url, adm := startTarget(t, "broadcast-gnet", servers.NewGnet, func(c *config.Config) { c.Broadcast.PushInterval = 20 * time.Millisecond })
+	url, adm := startTarget(t, "broadcast-gnet", "-push-interval", "20ms")
 	cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "100", "-push", "-duration", "500ms")
 	rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
 	if err != nil {
@@ -119,21 +122,14 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// broadcastTarget is a broadcast variant of the catalog and its constructor.
-type broadcastTarget struct {
-	name  string
-	build lifecycletest.Build
-}
-
-// broadcastTargets are the catalog's broadcast variants, for the subscriber
-// tests.
-var broadcastTargets = func() []broadcastTarget {
-	var out []broadcastTarget
+// broadcastTargets are the catalog's broadcast variants, for the
+// subscriber tests.
+var broadcastTargets = func() []string {
+	var names []string
 	for _, v := range variants.ByFamily(variants.Broadcast) {
-		b, _ := targets.For(v.Name)
-		out = append(out, broadcastTarget{v.Name, b})
+		names = append(names, v.Name)
 	}
-	return out
+	return names
 }()
 
 // TestSubscribersAnswerPings: the subscribers (gnet loops, gobwas/ws
@@ -144,13 +140,9 @@ var broadcastTargets = func() []broadcastTarget {
 // machine: the 2 s timeout is margin for a starved process, not for a
 // backlog.
 func TestSubscribersAnswerPings(t *testing.T) {
-	for _, tg := range broadcastTargets {
-		t.Run(tg.name, func(t *testing.T) {
-			url, adm := startTarget(t, tg.name, tg.build, func(c *config.Config) {
-				c.Broadcast.PushInterval = 100 * time.Millisecond
-				c.PingInterval = 50 * time.Millisecond
-				c.PingTimeout = 2 * time.Second
-			})
+	for _, variant := range broadcastTargets {
+		t.Run(variant, func(t *testing.T) {
+			url, adm := startTarget(t, variant, "-push-interval", "100ms", "-ping-interval", "50ms", "-ping-timeout", "2s")
 			cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "20", "-push", "-duration", "3s")
 			rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
 			if err != nil {
@@ -169,12 +161,9 @@ func TestSubscribersAnswerPings(t *testing.T) {
 // target does not ping within the window: a loop busy with 70 KiB pushes
 // on a contended machine may answer late, which is not what this checks.
 func TestSubscribersReadLargePushes(t *testing.T) {
-	for _, tg := range broadcastTargets {
-		t.Run(tg.name, func(t *testing.T) {
-			url, adm := startTarget(t, tg.name, tg.build, func(c *config.Config) {
-				c.Broadcast.PushInterval = 100 * time.Millisecond
-				c.Broadcast.PushSize = 70 << 10
-			})
+	for _, variant := range broadcastTargets {
+		t.Run(variant, func(t *testing.T) {
+			url, adm := startTarget(t, variant, "-push-interval", "100ms", "-push-size", "71680") // 70 KiB
 			cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "20", "-push", "-duration", "2s")
 			rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
 			if err != nil {

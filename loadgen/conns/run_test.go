@@ -20,17 +20,16 @@ import (
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/timeline"
-	"knowngood/servers/echo"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle/lifecycletest"
+	"knowngood/scripts/harness"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
-		// gnet's package-level worker pool (imported with the echo
-		// targets) starts its janitors at init and keeps idle workers 10 s.
 		goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
+		goleak.Cleanup(func(code int) {
+			harness.RemoveBuilds()
+			os.Exit(code)
+		}),
 	)
 }
 
@@ -161,11 +160,12 @@ func TestOpenFilesCheck(t *testing.T) {
 
 // TestRunFreeOSMemory: with -free-os-memory the RSS is read again once the
 // target has returned its free memory (a knowngood target with -pprof);
-// without -pprof the report says why there is no second reading.
+// without -pprof the report says why there is no second reading. The RSS
+// is the target process's, from /proc.
 func TestRunFreeOSMemory(t *testing.T) {
 	for _, pprof := range []bool{true, false} {
-		tg := lifecycletest.Start(t, "echo-gorilla", echo.NewGorilla, lifecycletest.Options{Admin: true, Tweak: func(c *config.Config) { c.Pprof = pprof }})
-		cfg := Config{Common: scenario.Common{URL: "ws://" + tg.Addr + "/", Admin: tg.AdminURL}, N: 10, Batch: 10, Timeout: 5 * time.Second, PID: os.Getpid(), FreeOSMemory: true}
+		tg := harness.Start(t, "-variant", "echo-gorilla", fmt.Sprintf("-pprof=%v", pprof))
+		cfg := Config{Common: scenario.Common{URL: "ws://" + tg.Addr + "/", Admin: tg.AdminURL()}, N: 10, Batch: 10, Timeout: 5 * time.Second, PID: tg.PID(), FreeOSMemory: true}
 		rep, err := Run(context.Background(), cfg, new(strings.Builder))
 		if err != nil {
 			t.Fatal(err)

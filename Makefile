@@ -56,7 +56,7 @@ STRESSN ?= 20
 STRESS_RACES := ./servers/socketio:'^(TestPollingCloseRace|TestUpgradeRace|TestHeartbeatRace)$$'
 STRESS_TESTS ?= $(STRESS_RACES) \
 	./servers/socketio:'^(TestBlockingContract|TestBlockingRepeatedConnects|TestBlockingLeaversGiveUpTheirTurn|TestFaultModes|TestPolling(Heartbeat|Upgrade|MalformedPacket))$$' \
-	./servers/broadcast:'^(TestMemberOnceUpgraded|TestSlowCloseFindsTheNonReader|TestBacklogGoesOutTogether)$$' \
+	./servers/broadcast:'^(TestMemberOnceUpgraded|TestSlowCloseFindsTheNonReader|TestBacklogGoesOutTogether|TestReaderOutlivesStuckWriter)$$' \
 	./shared/wsserver:'^(TestFrameBytes|TestOverflowBounded)$$' \
 	./servers:'^(TestTimeBounds|TestLongPollOutlivesBounds|TestSIGHUP)$$' \
 	./loadgen/broadcast:'^TestSubscribers'

@@ -20,15 +20,7 @@ func TestBacklogGoesOutTogether(t *testing.T) {
 	const n = 40 // broadcasts: each queues the broadcast and its result
 	for _, v := range broadcastTargets(variants.OnNetHTTP) {
 		t.Run(v.name, func(t *testing.T) {
-			writes := lifecycletest.NewWrites()
-			tg := lifecycletest.Start(t, v.name, v.build, lifecycletest.Options{Wrap: writes.Wrap})
-			c, _, err := dialer(0).Dial(tg.URL(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			writes.Hold()
-			defer writes.Release() // a failed test must not leave the target's writes stuck
+			tg, c, writes := startHeld(t, v)
 			for i := range n {
 				if err := c.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"type":"broadcast","payload":%d}`, i)); err != nil {
 					t.Fatal(err)
@@ -73,15 +65,7 @@ func TestReaderOutlivesStuckWriter(t *testing.T) {
 	const n = 10 // messages sent once the writer is stuck
 	for _, v := range broadcastTargets(variants.OnNetHTTP) {
 		t.Run(v.name, func(t *testing.T) {
-			writes := lifecycletest.NewWrites()
-			tg := lifecycletest.Start(t, v.name, v.build, lifecycletest.Options{Wrap: writes.Wrap})
-			c, _, err := dialer(0).Dial(tg.URL(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			writes.Hold()
-			defer writes.Release()
+			tg, c, writes := startHeld(t, v)
 			// A broadcast over the writer's 16 KiB batch: the writer
 			// writes it at once, and stays in that write.
 			big := fmt.Appendf(nil, `{"type":"broadcast","payload":%q}`, strings.Repeat("x", 20<<10))
@@ -99,4 +83,21 @@ func TestReaderOutlivesStuckWriter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startHeld starts v with its writes watched, connects a client, and holds
+// the target's writes from then on. The hold ends when the test does, so
+// that a failed test does not leave the target's shutdown stuck.
+func startHeld(t *testing.T, v broadcastTarget) (*lifecycletest.Target, *websocket.Conn, *lifecycletest.Writes) {
+	t.Helper()
+	writes := lifecycletest.NewWrites()
+	tg := lifecycletest.Start(t, v.name, v.build, lifecycletest.Options{Wrap: writes.Wrap})
+	c, _, err := dialer(0).Dial(tg.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	writes.Hold()
+	t.Cleanup(writes.Release)
+	return tg, c, writes
 }

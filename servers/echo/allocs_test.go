@@ -8,6 +8,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"knowngood/servers/variants"
+	"knowngood/shared/wsserver/wstest"
 )
 
 // TestAllocations: echoing a message allocates nothing the library lets us
@@ -25,7 +26,7 @@ func TestAllocations(t *testing.T) {
 			t.Fatalf("no allocation figure for library %q: measure it and add it to libraryAllocs", v.Library)
 		}
 		tg := start(t, name, b, nil)
-		rc := rawDial(t, tg.Addr)
+		conn, br := wstest.Upgraded(t, tg.Addr)
 		frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(payload(128))))
 		if err != nil {
 			t.Fatal(err)
@@ -33,8 +34,10 @@ func TestAllocations(t *testing.T) {
 		echo := make([]byte, 2+128)
 		echoN := func(n int) {
 			for range n {
-				rc.write(frame)
-				if _, err := io.ReadFull(rc.br, echo); err != nil {
+				if _, err := conn.Write(frame); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.ReadFull(br, echo); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,14 +1,9 @@
 package echo_test
 
 import (
-	"bufio"
-	"crypto/rand"
-	"encoding/base64"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -85,66 +80,6 @@ func (tg *target) shutdown(timeout time.Duration) error { return tg.Shutdown(tim
 func (tg *target) url() string                          { return tg.URL() }
 func (tg *target) stats() protocol.Stats                { return tg.Stats() }
 func (tg *target) settled(t *testing.T) protocol.Stats  { return tg.Settled(t) }
-
-// rawConn is a WebSocket client written frame by frame, for what real
-// clients never send.
-type rawConn struct {
-	t  *testing.T
-	c  net.Conn
-	br *bufio.Reader
-}
-
-func dialTCP(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetDeadline(time.Now().Add(15 * time.Second))
-	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
-}
-
-// upgradeRequest is a valid upgrade request with extra header lines.
-func upgradeRequest(extra ...string) string {
-	key := make([]byte, 16)
-	_, _ = rand.Read(key)
-	return "GET /chat?room=1 HTTP/1.1\r\nHost: example.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-		"Sec-WebSocket-Key: " + base64.StdEncoding.EncodeToString(key) + "\r\nSec-WebSocket-Version: 13\r\n" +
-		strings.Join(extra, "") + "\r\n"
-}
-
-// rawDial connects and upgrades.
-func rawDial(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	rc := dialTCP(t, addr)
-	rc.write([]byte(upgradeRequest()))
-	if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade: %s", resp.Status)
-	}
-	return rc
-}
-
-func (rc *rawConn) write(b []byte) {
-	rc.t.Helper()
-	if _, err := rc.c.Write(b); err != nil {
-		rc.t.Fatal(err)
-	}
-}
-
-// response reads an HTTP response and its body.
-func (rc *rawConn) response() *http.Response {
-	rc.t.Helper()
-	resp, err := http.ReadResponse(rc.br, nil)
-	if err != nil {
-		rc.t.Fatalf("reading the response: %v", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body = io.NopCloser(strings.NewReader(string(body)))
-	}
-	return resp
-}
 
 // diff returns the stats change since before.
 func diff(before, after protocol.Stats) protocol.Stats { return protocol.Diff(before, after) }

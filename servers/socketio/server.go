@@ -34,7 +34,8 @@ import (
 // Mode is a connect model: how the namespace middleware spends -delay.
 type Mode string
 
-// The three connect models of DESIGN.md.
+// The three connect models (the README's "The three connect models" says
+// how each spends -delay).
 const (
 	Empty    Mode = "empty"
 	Async    Mode = "async"

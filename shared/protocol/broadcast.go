@@ -8,7 +8,7 @@ import (
 
 // The broadcast protocol: JSON text frames, compatible with
 // hashrocket/websocket-shootout, so that its websocket-bench client works
-// unchanged (DESIGN.md, "Broadcast protocol").
+// unchanged.
 //
 //	client: {"type":"echo","payload":X}       server: the same message back
 //	client: {"type":"broadcast","payload":X}  server: {"type":"broadcast","payload":X} to every client,

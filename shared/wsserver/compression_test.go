@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"knowngood/shared/config"
+	"knowngood/shared/wsserver/wstest"
 )
 
 // The answers to a permessage-deflate offer: every target compresses with
@@ -75,7 +76,7 @@ func TestDeflateNegotiation(t *testing.T) {
 				for _, l := range tc.lines {
 					extra = append(extra, "Sec-WebSocket-Extensions: "+l+"\r\n")
 				}
-				rc.write([]byte(upgradeRequest(extra...)))
+				rc.write([]byte(wstest.UpgradeRequest(extra...)))
 				resp := rc.response()
 				if resp.StatusCode != http.StatusSwitchingProtocols {
 					t.Fatalf("upgrade: %s", resp.Status)
@@ -284,7 +285,7 @@ func TestCompression(t *testing.T) {
 
 		// Data that does not inflate is a protocol error.
 		rc := dialTCP(t, tg.Addr)
-		rc.write([]byte(upgradeRequest("Sec-WebSocket-Extensions: permessage-deflate\r\n")))
+		rc.write([]byte(wstest.UpgradeRequest("Sec-WebSocket-Extensions: permessage-deflate\r\n")))
 		if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
 			t.Fatal(resp.Status)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"knowngood/shared/config"
 	"knowngood/shared/protocol"
+	"knowngood/shared/wsserver/wstest"
 )
 
 // TestHalfOpen: a client that upgrades and then goes silent (a machine
@@ -41,7 +42,7 @@ func TestHalfOpen(t *testing.T) {
 		}()
 
 		dead := dialTCP(t, tg.Addr)
-		dead.write([]byte(upgradeRequest()))
+		dead.write([]byte(wstest.UpgradeRequest()))
 		if resp := dead.response(); resp.StatusCode != 101 {
 			t.Fatal(resp.Status)
 		}
@@ -84,7 +85,7 @@ func TestBrokenClients(t *testing.T) {
 		const each = 5
 		for i := range 2 * each {
 			rc := dialTCP(t, tg.Addr)
-			rc.write([]byte(upgradeRequest()))
+			rc.write([]byte(wstest.UpgradeRequest()))
 			if resp := rc.response(); resp.StatusCode != 101 {
 				t.Fatal(resp.Status)
 			}

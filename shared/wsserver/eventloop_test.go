@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"knowngood/shared/config"
+	"knowngood/shared/wsserver/wstest"
 )
 
 // TestGnetBurstLeavesFewWorkers: a burst of connections to gnet all
@@ -35,7 +36,7 @@ func TestGnetBurstLeavesFewWorkers(t *testing.T) {
 	conns := make([]*rawConn, burst)
 	for i := range conns { // all requests out before any answer is read
 		conns[i] = dialTCP(t, tg.Addr)
-		conns[i].write([]byte(upgradeRequest()))
+		conns[i].write([]byte(wstest.UpgradeRequest()))
 	}
 	for i, rc := range conns {
 		if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
@@ -117,7 +118,7 @@ func TestGnetSlowReader(t *testing.T) {
 	before := tg.stats()
 	rc := dialTCP(t, tg.Addr)
 	_ = rc.c.(*net.TCPConn).SetReadBuffer(64 << 10)
-	rc.write([]byte(upgradeRequest()))
+	rc.write([]byte(wstest.UpgradeRequest()))
 	if resp := rc.response(); resp.StatusCode != 101 {
 		t.Fatal(resp.Status)
 	}

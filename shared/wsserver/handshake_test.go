@@ -11,6 +11,7 @@ import (
 
 	"knowngood/shared/config"
 	"knowngood/shared/protocol"
+	"knowngood/shared/wsserver/wstest"
 )
 
 // TestRefusals: a request that does not become a WebSocket connection gets
@@ -20,7 +21,7 @@ func TestRefusals(t *testing.T) {
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
 		before := tg.stats()
-		upgrade := strings.TrimSuffix(upgradeRequest(), "\r\n")
+		upgrade := strings.TrimSuffix(wstest.UpgradeRequest(), "\r\n")
 		cases := []struct {
 			name, request string
 			status        int
@@ -82,7 +83,7 @@ func TestOriginAndCap(t *testing.T) {
 			if origin != "" {
 				header = "Origin: " + origin + "\r\n"
 			}
-			rc.write([]byte(upgradeRequest(header)))
+			rc.write([]byte(wstest.UpgradeRequest(header)))
 			if resp := rc.response(); resp.StatusCode != want {
 				t.Fatalf("origin %q: status %d, want %d", origin, resp.StatusCode, want)
 			}
@@ -118,7 +119,7 @@ func TestSlowUpgrade(t *testing.T) {
 		before := tg.stats()
 
 		rc := dialTCP(t, tg.Addr)
-		req := upgradeRequest()
+		req := wstest.UpgradeRequest()
 		for i := range len(req) {
 			rc.write([]byte{req[i]})
 			if i%4 == 0 {

@@ -2,15 +2,12 @@ package wsserver_test
 
 import (
 	"bufio"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +19,7 @@ import (
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
 	"knowngood/shared/wsserver"
+	"knowngood/shared/wsserver/wstest"
 )
 
 // echoHandler sends every message back as it came, from the reader that
@@ -106,33 +104,15 @@ type rawConn struct {
 
 func dialTCP(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetDeadline(time.Now().Add(15 * time.Second))
-	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
-}
-
-// upgradeRequest is a valid upgrade request with extra header lines.
-func upgradeRequest(extra ...string) string {
-	key := make([]byte, 16)
-	_, _ = rand.Read(key)
-	return "GET /chat?room=1 HTTP/1.1\r\nHost: example.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-		"Sec-WebSocket-Key: " + base64.StdEncoding.EncodeToString(key) + "\r\nSec-WebSocket-Version: 13\r\n" +
-		strings.Join(extra, "") + "\r\n"
+	c, br := wstest.Dial(t, addr)
+	return &rawConn{t: t, c: c, br: br}
 }
 
 // rawDial connects and upgrades.
 func rawDial(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	rc := dialTCP(t, addr)
-	rc.write([]byte(upgradeRequest()))
-	if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade: %s", resp.Status)
-	}
-	return rc
+	c, br := wstest.Upgraded(t, addr)
+	return &rawConn{t: t, c: c, br: br}
 }
 
 func (rc *rawConn) write(b []byte) {
@@ -145,15 +125,7 @@ func (rc *rawConn) write(b []byte) {
 // response reads an HTTP response and its body.
 func (rc *rawConn) response() *http.Response {
 	rc.t.Helper()
-	resp, err := http.ReadResponse(rc.br, nil)
-	if err != nil {
-		rc.t.Fatalf("reading the response: %v", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body = io.NopCloser(strings.NewReader(string(body)))
-	}
-	return resp
+	return wstest.ReadResponse(rc.t, rc.br)
 }
 
 // send writes one masked frame.

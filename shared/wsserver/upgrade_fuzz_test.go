@@ -9,6 +9,7 @@ import (
 
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle/lifecycletest"
+	"knowngood/shared/wsserver/wstest"
 )
 
 // FuzzGnetUpgradeSplits: gnet buffers an upgrade request that arrives
@@ -23,7 +24,7 @@ func FuzzGnetUpgradeSplits(f *testing.F) {
 	f.Add([]byte{17, 4}, true, uint16(40))
 	// One target for every input, shut down when the fuzz test ends.
 	tg := lifecycletest.Start(f, "gnet", lifecycletest.Build(gnetEcho), lifecycletest.Options{Tweak: func(c *config.Config) { c.HandshakeTimeout = 2 * time.Second }})
-	clean := []byte(upgradeRequest())
+	clean := []byte(wstest.UpgradeRequest())
 	f.Fuzz(func(t *testing.T, cuts []byte, garbage bool, flip uint16) {
 		if len(cuts) > 64 {
 			cuts = cuts[:64]

@@ -71,6 +71,7 @@ func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
 // Replies are appended to out.
 func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gnet.Action, int) {
 	used := 0
+	var f wsframe.Frame
 	for used < len(buf) && st.phase != phaseClosed {
 		if st.phase == phaseOpen && c.OutboundBuffered()+len(*out) > g.backlog {
 			// The client does not read its replies. gorilla and coder
@@ -89,14 +90,14 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 			used += n
 			continue
 		}
-		f, n := st.rd.Next(buf[used:], g.cfg.MaxMessage)
+		n := st.rd.Next(buf[used:], g.cfg.MaxMessage, &f)
 		if f.Kind == wsframe.Incomplete {
 			st.need = f.Need
 			return gnet.None, used
 		}
 		st.need = 0
 		used += n
-		if action := g.frame(st, f, out); action != gnet.None || st.phase != phaseOpen {
+		if action := g.frame(st, &f, out); action != gnet.None || st.phase != phaseOpen {
 			if st.phase == phaseClosing && action == gnet.None && !st.lingering {
 				continue // the server closed: look for the client's answer
 			}
@@ -129,7 +130,7 @@ func (g *gnetTarget) afterClose(st *gconn, buf []byte) (n int, done bool) {
 }
 
 // frame answers one frame the reader found, while the connection is open.
-func (g *gnetTarget) frame(st *gconn, f wsframe.Frame, out *[]byte) gnet.Action {
+func (g *gnetTarget) frame(st *gconn, f *wsframe.Frame, out *[]byte) gnet.Action {
 	switch f.Kind {
 	case wsframe.Fail:
 		if f.Lost {
@@ -153,7 +154,7 @@ func (g *gnetTarget) frame(st *gconn, f wsframe.Frame, out *[]byte) gnet.Action 
 }
 
 // message checks one whole message and hands it to the session.
-func (g *gnetTarget) message(st *gconn, f wsframe.Frame, out *[]byte) {
+func (g *gnetTarget) message(st *gconn, f *wsframe.Frame, out *[]byte) {
 	var plain *[]byte
 	if f.Compressed {
 		plain = wsframe.GetBuffer()
@@ -171,7 +172,7 @@ func (g *gnetTarget) message(st *gconn, f wsframe.Frame, out *[]byte) {
 // closeFrame answers the client's close frame with its code and reason
 // (RFC 6455 5.5.1), as Node's ws does, or with the code the reader gives
 // an invalid one, and closes the connection once the answer is written.
-func (g *gnetTarget) closeFrame(st *gconn, f wsframe.Frame, out *[]byte) gnet.Action {
+func (g *gnetTarget) closeFrame(st *gconn, f *wsframe.Frame, out *[]byte) gnet.Action {
 	st.phase = phaseClosing
 	st.reason = codeReason(f.Code)
 	if f.Kind == wsframe.BadClose {

@@ -40,7 +40,8 @@ func feed(t *testing.T, r *Reader, in, cuts []byte, max int64) []event {
 		buf = append(buf, src[:n]...)
 		src = src[n:]
 		for len(buf) > 0 {
-			f, used := r.Next(buf, max)
+			var f Frame
+			used := r.Next(buf, max, &f)
 			if f.Kind == Incomplete {
 				if f.Need <= len(buf) || used != 0 {
 					t.Fatalf("incomplete with %d bytes in: need %d, used %d", len(buf), f.Need, used)
@@ -131,12 +132,13 @@ func TestReader(t *testing.T) {
 func TestReaderSkip(t *testing.T) {
 	in := append(wstest.Header(0x82, 2000), make([]byte, 10)...)
 	var r Reader
-	f, n := r.Next(in, 1000)
+	var f Frame
+	n := r.Next(in, 1000, &f)
 	if f.Kind != Fail || f.Code != 1009 || f.Lost || n != len(in) || f.Skip != 1990 {
 		t.Fatalf("%+v, %d used", f, n)
 	}
 	in = append(wstest.Frame(0x82, make([]byte, 1001)), 0x81)
-	f, n = r.Next(in, 1000)
+	n = r.Next(in, 1000, &f)
 	if f.Kind != Fail || f.Skip != 0 || n != len(in)-1 {
 		t.Fatalf("whole bad frame: %+v, %d used of %d", f, n, len(in))
 	}

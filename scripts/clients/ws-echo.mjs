@@ -1,4 +1,4 @@
-// ws-echo: run the echo cases of knowngood's issue 3 against a WebSocket
+// ws-echo: run knowngood's echo cases against a WebSocket
 // echo target with the `ws` package, and report each case as one JSON line
 // on stdout.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ws_echo: run the echo cases of knowngood's issue 3 against a WebSocket
+"""ws_echo: run knowngood's echo cases against a WebSocket
 echo target with the `websockets` package, and report each case as one JSON
 line on stdout.
 

@@ -3,7 +3,7 @@
 // with the timed push (-push-interval 100ms -push-size 100), runs `loadgen
 // broadcast -push` (the push's fan-out latency and loss) and then `loadgen
 // broadcast` with 10 senders (broadcast latency, loss, listenerCount), and
-// prints one Markdown table with issue 4's goals.
+// prints one Markdown table with the fan-out goals.
 //
 //	go run ./scripts/bench/broadcast [-subscribers 1000,10000] [-senders 10] [-rate 10]
 //	                                 [-duration 10s] [-variants broadcast-gorilla,broadcast-coder,broadcast-gnet]
@@ -32,7 +32,7 @@ import (
 
 var broadcastVariants = variants.NamesOf(variants.ByFamily(variants.Broadcast))
 
-// goals: issue 4's push fan-out p99 at 10,000 subscribers, in ms.
+// goals: the push fan-out p99 at 10,000 subscribers, in ms.
 // They are by library, since the fan-out is the library's writes.
 var goals = map[variants.Library]float64{variants.Gnet: 50, variants.Gorilla: 100, variants.Coder: 100}
 

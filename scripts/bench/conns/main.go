@@ -4,7 +4,7 @@
 // `loadgen conns` at the highest count that both processes' open-files
 // limits allow (each connection takes a descriptor on both sides), and
 // prints a Markdown table of the server's resident memory per idle
-// connection, in KiB, with the goals of issue 3.
+// connection, in KiB, with the goals for each target.
 //
 //	go run ./scripts/bench/conns [-n 0] [-batch 1000] [-sources 127.0.0.1-127.0.0.8] [-hold 5s]
 //	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,node]
@@ -34,7 +34,7 @@ import (
 
 const node = benchrun.Node
 
-// goals are issue 3's upper bounds, KiB of server RSS per idle connection.
+// goals are the upper bounds, KiB of server RSS per idle connection.
 // They are by library, since an idle connection's cost is the library's.
 var goals = map[variants.Library]float64{variants.Gnet: 1, variants.Gorilla: 18, variants.Coder: 24}
 

@@ -5,7 +5,7 @@
 // connection count and mode, a few times over, and prints the medians as
 // Markdown tables: rates, latencies and both sides' CPU seconds, the ratios
 // to echo-tcp and to Node `ws`, the cost of the instrumentation (metrics on
-// against off), and the goals of issue 3.
+// against off), and the project's goals for them.
 //
 //	go run ./scripts/bench/echo [-duration 5s] [-warmup 1s] [-reps 3] [-conns 1,100] [-modes sync,pipelined]
 //	                            [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,node] [-metrics-off=true]
@@ -310,7 +310,7 @@ func writeTables(w io.Writer, o options, results map[cell][]result) {
 	writeGoals(w, o, sums)
 }
 
-// writeGoals checks the goals of issue 3, at pipelined C = 100 when it was
+// writeGoals checks the echo goals, at pipelined C = 100 when it was
 // measured.
 func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 	const c, mode = 100, echo.Pipelined
@@ -321,7 +321,7 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 		s := sums[cell{target{v, off}, c, mode}]
 		return s.rate, s.ok && s.rate > 0
 	}
-	fmt.Fprintf(w, "\nGoals (issue 3), pipelined C = %d, medians:\n\n", c)
+	fmt.Fprintf(w, "\nGoals, pipelined C = %d, medians:\n\n", c)
 	fmt.Fprintln(w, "| goal | measured | met |")
 	fmt.Fprintln(w, "|---|---:|---|")
 	line := func(goal string, a, b float64, okA, okB bool, cmp func(float64) bool, format string) {

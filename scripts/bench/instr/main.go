@@ -1,7 +1,7 @@
 // Command instr measures what the instrumentation costs each echo target
 // (make bench-instr), in instructions rather than seconds: the same binary
 // run twice on this 2-core machine differs by 10-16% in msg/s, more than
-// the 5% that issue 3 allows the instrumentation, but the instructions a
+// the 5% the instrumentation may cost, but the instructions a
 // message takes do not depend on what else the machine is doing.
 //
 // Each target runs under valgrind's callgrind, once with its metrics and
@@ -44,7 +44,7 @@ import (
 	"knowngood/scripts/internal/benchrun"
 )
 
-// goal is issue 3's bound on the instrumentation's cost, in percent.
+// goal is the bound on the instrumentation's cost, in percent.
 const goal = 5
 
 type options struct {
@@ -289,7 +289,7 @@ func writeTable(w io.Writer, o options, results map[cell]*perMessage) {
 	}
 }
 
-// writeGoal checks issue 3's goal where bench-echo states it, pipelined
+// writeGoal checks the goal where bench-echo states it, pipelined
 // C = 100: met when every run with metrics is within 5% of every run
 // without.
 func writeGoal(w io.Writer, o options, results map[cell]*perMessage) {
@@ -297,7 +297,7 @@ func writeGoal(w io.Writer, o options, results map[cell]*perMessage) {
 	if !slices.Contains(o.conns, c) || !slices.Contains(o.modes, mode) {
 		return
 	}
-	fmt.Fprintf(w, "\nGoal (issue 3), instrumentation <= %d%% at %s C = %d, in every pair of runs:\n\n", goal, mode, c)
+	fmt.Fprintf(w, "\nGoal, instrumentation <= %d%% at %s C = %d, in every pair of runs:\n\n", goal, mode, c)
 	fmt.Fprintln(w, "| goal | cost range % | met |")
 	fmt.Fprintln(w, "|---|---|---|")
 	for _, v := range o.variants {

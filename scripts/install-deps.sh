@@ -3,7 +3,7 @@
 # the pinned npm packages (socket.io-client, socket.io, ws) under scripts/,
 # Debian's python3-socketio and python3-websockets for /usr/bin/python3, and
 # the recipes' tools: docker.io, Docker Compose v2, prometheus, tsung, k6,
-# artillery and wscat.
+# artillery and wscat; redis-server and nginx for the cluster.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -24,9 +24,11 @@ if ! /usr/bin/python3 -c 'import socketio, aiohttp, websockets' 2>/dev/null; the
 	apt-get install -y -qq python3-socketio python3-aiohttp python3-websockets >/dev/null
 fi
 
-# Docker (engine and CLI), Prometheus (with promtool) and tsung, from Debian.
+# Docker (engine and CLI), Prometheus (with promtool), tsung, and the
+# cluster's Redis and nginx (the tests start their own on free ports), from
+# Debian.
 missing=()
-for c in dockerd:docker.io prometheus:prometheus promtool:prometheus tsung:tsung; do
+for c in dockerd:docker.io prometheus:prometheus promtool:prometheus tsung:tsung redis-server:redis-server nginx:nginx; do
 	command -v "${c%%:*}" >/dev/null || missing+=("${c##*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -148,6 +148,9 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"-body-timeout", "soon"}, 2, "", "-body-timeout: want a duration"},
 		{[]string{"-variant", "nope"}, 2, "", `invalid value for -variant: "nope"; want one of empty, async, blocking`},
 		{[]string{"-delay", "soon"}, 2, "", `-delay: want a duration`},
+		{[]string{"-variant", "echo-gnet", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `invalid value for -redis: variant echo-gnet has nothing to share`},
+		{[]string{"-variant", "echo-tcp", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `-redis is for the broadcast and Socket.IO variants`},
+		{[]string{"-variant", "broadcast-gnet", "-redis", "127.0.0.1:6379"}, 2, "", `invalid value for -redis: "127.0.0.1:6379"`},
 		{[]string{"-variant", "empty", "-addr", "127.0.0.1:99999"}, 1, "", ""},
 	}
 	for _, c := range cases {

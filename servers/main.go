@@ -52,6 +52,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 2
 	}
 
+	// A flag a variant does not read is only a warning (see warnIgnored),
+	// but -redis promises a cluster: a replica that would silently serve
+	// alone breaks that promise, so it is refused.
+	if cfg.Cluster.Redis != "" && !v.Reads("redis") {
+		fmt.Fprintf(stderr, "knowngood: invalid value for -redis: variant %s has nothing to share between replicas; -redis is for the broadcast and Socket.IO variants\n", v.Name)
+		return 2
+	}
+
 	log := newLogger(cfg, stderr)
 	log.Info("config", "settings", cfg.Effective())
 	warnIgnored(log, v, cfg.Given)
@@ -72,7 +80,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := lifecycle.SignalContext()
 	defer stop()
-	if err := lifecycle.Run(ctx, cfg, log, m, target, admin.Handler(cfg, reg, m)); err != nil {
+	if err := lifecycle.Run(ctx, cfg, log, m, target, admin.Handler(cfg, reg, m, redisOf(target))); err != nil {
 		log.Error("exiting", "err", err)
 		return 1
 	}
@@ -91,6 +99,14 @@ func warnIgnored(log *slog.Logger, v variants.Variant, given []string) {
 			log.Warn("flag ignored: this variant does not read it", "flag", "-"+name, "variant", v.Name)
 		}
 	}
+}
+
+// redisOf is target's Redis state when it has one (-redis).
+func redisOf(target lifecycle.Target) admin.RedisState {
+	if r, ok := target.(admin.RedisState); ok {
+		return r
+	}
+	return nil
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {

@@ -20,7 +20,7 @@ import (
 func TestStatsDiff(t *testing.T) {
 	cfg := config.Default()
 	tg := start(t, socketio.Empty, nil)
-	adminSrv := httptest.NewServer(admin.Handler(cfg, nil, tg.metrics))
+	adminSrv := httptest.NewServer(admin.Handler(cfg, nil, tg.metrics, nil))
 	defer adminSrv.Close()
 
 	before := getStats(t, adminSrv.URL)

@@ -78,6 +78,7 @@ var (
 	webSocketFlags = []string{"max-message", "compression", "origin"}
 	broadcastFlags = []string{"push-interval", "push-size", "send-queue", "slow"}
 	gnetFlags      = []string{"loops"}
+	clusterFlags   = []string{"redis"} // what has something to share across replicas
 	delayFlags     = []string{"delay"} // the connect models that wait
 )
 
@@ -86,11 +87,11 @@ func flags(groups ...[]string) []string { return slices.Concat(groups...) }
 // catalog is every variant, in the order -list prints them.
 var catalog = []Variant{
 	{"empty", "Socket.IO, the connect handler does nothing",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags)},
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, clusterFlags)},
 	{"async", "Socket.IO, each connect waits -delay on its own timer; nothing else waits",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags)},
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags)},
 	{"blocking", "Socket.IO, each connect holds the one shared loop for -delay: the k-th of N completes at about k x delay",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags)},
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags)},
 	{"echo-gorilla", "WebSocket echo on gorilla/websocket: every message back as it came",
 		Echo, Gorilla, WebSocket, flags(webSocketFlags)},
 	{"echo-coder", "WebSocket echo on coder/websocket: every message back as it came",
@@ -100,11 +101,11 @@ var catalog = []Variant{
 	{"echo-tcp", "raw TCP echo, no framing: the floor the WebSocket echoes are measured against",
 		Echo, None, TCP, nil},
 	{"broadcast-gorilla", "websocket-shootout echo/broadcast (+ timed push) on gorilla/websocket",
-		Broadcast, Gorilla, WebSocket, flags(webSocketFlags, broadcastFlags)},
+		Broadcast, Gorilla, WebSocket, flags(webSocketFlags, broadcastFlags, clusterFlags)},
 	{"broadcast-coder", "websocket-shootout echo/broadcast (+ timed push) on coder/websocket",
-		Broadcast, Coder, WebSocket, flags(webSocketFlags, broadcastFlags)},
+		Broadcast, Coder, WebSocket, flags(webSocketFlags, broadcastFlags, clusterFlags)},
 	{"broadcast-gnet", "websocket-shootout echo/broadcast (+ timed push) on gnet event loops (-loops)",
-		Broadcast, Gnet, WebSocket, flags(webSocketFlags, broadcastFlags, gnetFlags)},
+		Broadcast, Gnet, WebSocket, flags(webSocketFlags, broadcastFlags, gnetFlags, clusterFlags)},
 }
 
 // All returns every variant, in catalog order. The slice is the caller's.

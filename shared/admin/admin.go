@@ -5,6 +5,7 @@
 package admin
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
@@ -20,17 +21,31 @@ import (
 
 // Health is the /health document.
 type Health struct {
-	Status            string            `json:"status"`
-	Variant           string            `json:"variant"`
-	UptimeSeconds     float64           `json:"uptime_seconds"`
-	ConnectionsActive *int64            `json:"connections_active,omitempty"`
-	Config            map[string]string `json:"config"`
+	Status            string  `json:"status"`
+	Variant           string  `json:"variant"`
+	UptimeSeconds     float64 `json:"uptime_seconds"`
+	ConnectionsActive *int64  `json:"connections_active,omitempty"`
+	// Redis is "up" or "down" on a replica started with -redis, absent
+	// otherwise.
+	Redis  string            `json:"redis,omitempty"`
+	Config map[string]string `json:"config"`
+}
+
+// RedisState is what a target started with -redis reports of its
+// connection to the cluster: "up", "down", or "" when it has none.
+type RedisState interface {
+	RedisState() string
 }
 
 // Handler returns the admin mux: /metrics serves reg, /stats reads m.
 // Either may be nil (-metrics=false makes both nil): its endpoint then
-// answers 404 with a line that says why.
-func Handler(cfg config.Config, reg *prometheus.Registry, m *metrics.Metrics) http.Handler {
+// answers 404 with a line that says why. redis may be nil too.
+//
+// /health answers 200 while the target serves its own clients, Redis or
+// not: a replica whose Redis is down still serves, and a balancer that
+// took it out would move its clients for nothing. /health?require=redis
+// answers 503 while Redis is down, for whoever wants the stricter check.
+func Handler(cfg config.Config, reg *prometheus.Registry, m *metrics.Metrics, redis RedisState) http.Handler {
 	started := time.Now()
 	mux := http.NewServeMux()
 	metricsOff := func(w http.ResponseWriter, _ *http.Request) {
@@ -48,11 +63,21 @@ func Handler(cfg config.Config, reg *prometheus.Registry, m *metrics.Metrics) ht
 	} else {
 		mux.HandleFunc("GET /stats", metricsOff)
 	}
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		h := Health{Status: "ok", Variant: cfg.Variant, UptimeSeconds: time.Since(started).Seconds(), Config: cfg.Effective()}
 		if m != nil {
 			active := m.Snapshot().ConnectionsActive
 			h.ConnectionsActive = &active
+		}
+		if redis != nil {
+			h.Redis = redis.RedisState()
+		}
+		if r.URL.Query().Get("require") == "redis" && h.Redis != "up" {
+			h.Status = "redis " + cmp.Or(h.Redis, "not configured (-redis)")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(h)
+			return
 		}
 		writeJSON(w, h)
 	})

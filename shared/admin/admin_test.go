@@ -29,7 +29,7 @@ func TestEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, cfg.Variant)
 	m.Opened()
-	h := admin.Handler(cfg, reg, m)
+	h := admin.Handler(cfg, reg, m, nil)
 
 	code, body := get(t, h, "/health")
 	var health admin.Health
@@ -50,13 +50,13 @@ func TestEndpoints(t *testing.T) {
 	}
 
 	cfg.Pprof = true
-	if code, _ := get(t, admin.Handler(cfg, reg, m), "/debug/pprof/"); code != 200 {
+	if code, _ := get(t, admin.Handler(cfg, reg, m, nil), "/debug/pprof/"); code != 200 {
 		t.Errorf("/debug/pprof/ with -pprof: %d, want 200", code)
 	}
 }
 
 func TestMetricsOff(t *testing.T) {
-	h := admin.Handler(config.Default(), nil, nil)
+	h := admin.Handler(config.Default(), nil, nil, nil)
 	for _, path := range []string{"/metrics", "/stats"} {
 		if code, body := get(t, h, path); code != http.StatusNotFound || !strings.Contains(body, "-metrics=false") {
 			t.Errorf("%s with -metrics=false: %d %s", path, code, body)
@@ -72,7 +72,7 @@ func TestPprofOnlyWithFlag(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		cfg := config.Default()
 		cfg.Pprof = on
-		srv := httptest.NewServer(admin.Handler(cfg, nil, metrics.New(prometheus.NewRegistry(), "empty")))
+		srv := httptest.NewServer(admin.Handler(cfg, nil, metrics.New(prometheus.NewRegistry(), "empty"), nil))
 		for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/symbol"} {
 			resp, err := http.Get(srv.URL + path)
 			if err != nil {
@@ -92,5 +92,34 @@ func TestPprofOnlyWithFlag(t *testing.T) {
 			t.Errorf("-pprof=%v: POST /debug/freeosmemory answered %d, want %d", on, resp.StatusCode, want)
 		}
 		srv.Close()
+	}
+}
+
+type redisState string
+
+func (r redisState) RedisState() string { return string(r) }
+
+// TestHealthRedis: a replica whose Redis is down still answers 200 (it
+// serves its own clients) and says so; ?require=redis makes it a 503.
+func TestHealthRedis(t *testing.T) {
+	cases := []struct {
+		state      admin.RedisState
+		plain      int
+		strict     int
+		wantInBody string
+	}{
+		{redisState("up"), 200, 200, `"redis": "up"`},
+		{redisState("down"), 200, 503, `"redis": "down"`},
+		{nil, 200, 503, `"status": "ok"`},
+	}
+	for _, c := range cases {
+		h := admin.Handler(config.Default(), nil, nil, c.state)
+		code, body := get(t, h, "/health")
+		if code != c.plain || !strings.Contains(body, c.wantInBody) {
+			t.Errorf("%v: /health %d %s; want %d with %s", c.state, code, body, c.plain, c.wantInBody)
+		}
+		if code, body := get(t, h, "/health?require=redis"); code != c.strict {
+			t.Errorf("%v: /health?require=redis %d %s; want %d", c.state, code, body, c.strict)
+		}
 	}
 }

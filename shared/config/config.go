@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +48,7 @@ type Config struct {
 	Faults    Faults
 	SocketIO  SocketIO
 	Broadcast Broadcast
+	Cluster   Cluster
 	Gnet      Gnet
 
 	// Given names the flags set explicitly, on the command line or through
@@ -84,6 +86,15 @@ type Broadcast struct {
 	PushSize     int
 	SendQueue    int
 	Slow         string
+}
+
+// Cluster is what joins replicas of a broadcast or Socket.IO target into
+// one cluster.
+type Cluster struct {
+	// Redis is the URL of the Redis server that carries broadcasts between
+	// replicas (redis://HOST:PORT/DB, rediss:// for TLS, unix:///PATH);
+	// empty runs one process on its own.
+	Redis string
 }
 
 // Gnet holds what only the gnet targets read.
@@ -240,6 +251,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")
 	num(&c.Broadcast.SendQueue, "send-queue", "broadcast: per-connection send queue, in messages")
 	str(&c.Broadcast.Slow, "slow", "broadcast: policy for a client whose queue is full: drop or close")
+	str(&c.Cluster.Redis, "redis", "cluster (broadcast and Socket.IO): Redis URL that carries broadcasts between replicas, redis://HOST:PORT/DB (empty = one process)")
 	num(&c.Gnet.Loops, "loops", "gnet: event loops (0 = one per CPU)")
 	return fs
 }
@@ -298,6 +310,8 @@ func (c Config) Validate() error {
 		return bad("send-queue", "%d; want 1 or more messages", c.Broadcast.SendQueue)
 	case c.Broadcast.Slow != "drop" && c.Broadcast.Slow != "close":
 		return bad("slow", "%q; want drop or close", c.Broadcast.Slow)
+	case c.Cluster.Redis != "" && !validRedisURL(c.Cluster.Redis):
+		return bad("redis", "%q; want redis://HOST:PORT/DB, rediss://HOST:PORT/DB or unix:///PATH", c.Cluster.Redis)
 	case c.Gnet.Loops < 0:
 		return bad("loops", "%d; want 0 (one per CPU) or more", c.Gnet.Loops)
 	}
@@ -307,6 +321,31 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validRedisURL accepts what go-redis's ParseURL accepts, by scheme and
+// host, without config depending on the Redis client.
+func validRedisURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		return u.Host != "" && (u.Path == "" || u.Path == "/" || isDigits(strings.TrimPrefix(u.Path, "/")))
+	case "unix":
+		return u.Path != ""
+	}
+	return false
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func validLevel(s string) bool {

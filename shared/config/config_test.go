@@ -68,6 +68,8 @@ func TestBadValues(t *testing.T) {
 		{[]string{"-slow", "wait"}, nil, `-slow: "wait"; want drop or close`},
 		{[]string{"-tls-cert", "a.pem"}, nil, `-tls-cert and -tls-key go together`},
 		{[]string{"-shutdown-timeout", "0s"}, nil, `-shutdown-timeout`},
+		{[]string{"-redis", "127.0.0.1:6379"}, nil, `-redis: "127.0.0.1:6379"; want redis://HOST:PORT/DB`},
+		{nil, map[string]string{"KG_REDIS": "redis://h:1/db"}, `-redis: "redis://h:1/db"`},
 		{[]string{"-nope"}, nil, `flag provided but not defined: -nope`},
 		{[]string{"stray"}, nil, `unexpected argument "stray"`},
 		{nil, map[string]string{"KG_PING_TIMEOUT": "soon"}, `KG_PING_TIMEOUT (flag -ping-timeout): want a duration`},

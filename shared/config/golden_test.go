@@ -22,7 +22,7 @@ var every = []string{
 	"-body-timeout", "9s", "-metrics=false", "-pprof", "-fault-reject", "0.1", "-fault-delay", "11ms",
 	"-fault-close-after", "12", "-fault-drop", "0.13", "-delay", "14ms", "-transports", "websocket",
 	"-ping-interval", "15s", "-ping-timeout", "16s", "-max-payload", "17", "-connect-timeout", "18s", "-emit-auth",
-	"-push-interval", "19ms", "-push-size", "20", "-send-queue", "21", "-slow", "close", "-loops", "22",
+	"-push-interval", "19ms", "-push-size", "20", "-send-queue", "21", "-slow", "close", "-loops", "22", "-redis", "redis://127.0.0.1:24/1",
 }
 
 // invalid breaks each check of Validate once.
@@ -32,7 +32,7 @@ var invalid = [][]string{
 	{"-handshake-timeout", "0s"}, {"-idle-timeout", "0s"}, {"-body-timeout", "0s"}, {"-fault-delay", "-1s"},
 	{"-fault-close-after", "-1"}, {"-delay", "-1s"}, {"-transports", ""}, {"-transports", "pigeon"},
 	{"-ping-interval", "0s"}, {"-ping-timeout", "0s"}, {"-max-payload", "0"}, {"-connect-timeout", "0s"},
-	{"-push-interval", "-1s"}, {"-push-size", "-1"}, {"-send-queue", "0"}, {"-slow", "wait"}, {"-loops", "-1"},
+	{"-push-interval", "-1s"}, {"-push-size", "-1"}, {"-send-queue", "0"}, {"-slow", "wait"}, {"-loops", "-1"}, {"-redis", "localhost:6379"},
 }
 
 // TestGolden pins what users see of the configuration: the -h text (flag

@@ -44,6 +44,9 @@ type Metrics struct {
 	faults            *prometheus.CounterVec
 	acceptErrors      *prometheus.CounterVec
 	timeouts          *prometheus.CounterVec
+	refused           *prometheus.CounterVec
+	redisErrors       *prometheus.CounterVec
+	cluster           *prometheus.CounterVec
 
 	// handshakeHist keeps exact percentiles for /stats, which the
 	// Prometheus histogram's buckets cannot give.
@@ -89,6 +92,15 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 				"header (-handshake-timeout), body (-body-timeout), idle (-idle-timeout between HTTP requests; echo-tcp: -ping-interval plus -ping-timeout). "+
 				"WebSocket and Engine.IO ping timeouts are disconnects_total reasons.",
 			"listener", "stage"),
+		refused: f.counterVec("refused_requests_total",
+			"HTTP requests refused outside a handshake's count, by reason: unknown_sid (a polling request or upgrade for an Engine.IO session this replica does not hold, "+
+				"as behind a balancer without sticky sessions), ...", "reason"),
+		redisErrors: f.counterVec("redis_errors_total",
+			"Redis operations that failed (-redis), by op: publish, receive, count, lease, heartbeat, request. The replica goes on serving its own clients.", "op"),
+		cluster: f.counterVec("cluster_messages_total",
+			"Messages between replicas through Redis (-redis), by direction and result: out/ok published, out/failed could not be published "+
+				"(a broadcast that reached only this replica's clients), in/ok received from another replica, in/failed received but not understood.",
+			"direction", "result"),
 
 		handshakeHist: protocol.NewHistogram(),
 	}
@@ -274,5 +286,44 @@ const (
 func (m *Metrics) Timeout(listener, stage string) {
 	if m != nil {
 		m.timeouts.WithLabelValues(listener, stage).Inc()
+	}
+}
+
+// Refused records an HTTP request refused outside a handshake's count.
+func (m *Metrics) Refused(reason string) {
+	if m != nil {
+		m.refused.WithLabelValues(reason).Inc()
+	}
+}
+
+// Operations of RedisError.
+const (
+	RedisPublish   = "publish"
+	RedisReceive   = "receive"
+	RedisCount     = "count"
+	RedisLease     = "lease"
+	RedisHeartbeat = "heartbeat"
+	RedisRequest   = "request"
+)
+
+// RedisError records a Redis operation that failed.
+func (m *Metrics) RedisError(op string) {
+	if m != nil {
+		m.redisErrors.WithLabelValues(op).Inc()
+	}
+}
+
+// Directions and results of Cluster.
+const (
+	ClusterOut    = "out"
+	ClusterIn     = "in"
+	ClusterOK     = "ok"
+	ClusterFailed = "failed"
+)
+
+// Cluster records n messages between replicas.
+func (m *Metrics) Cluster(direction, result string, n int) {
+	if m != nil && n != 0 {
+		m.cluster.WithLabelValues(direction, result).Add(float64(n))
 	}
 }

@@ -21,6 +21,9 @@ func (m *Metrics) Snapshot() protocol.Stats {
 		InvalidMessages:       map[string]uint64{},
 		AcceptErrors:          map[string]uint64{},
 		Timeouts:              map[string]map[string]uint64{},
+		RefusedRequests:       map[string]uint64{},
+		RedisErrors:           map[string]uint64{},
+		Cluster:               map[string]map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
@@ -66,6 +69,16 @@ func (m *Metrics) Snapshot() protocol.Stats {
 					s.Timeouts[listener] = map[string]uint64{}
 				}
 				s.Timeouts[listener][label(metric, "stage")] = n
+			case "knowngood_refused_requests_total":
+				s.RefusedRequests[label(metric, "reason")] = n
+			case "knowngood_redis_errors_total":
+				s.RedisErrors[label(metric, "op")] = n
+			case "knowngood_cluster_messages_total":
+				direction := label(metric, "direction")
+				if s.Cluster[direction] == nil {
+					s.Cluster[direction] = map[string]uint64{}
+				}
+				s.Cluster[direction][label(metric, "result")] = n
 			case "process_cpu_seconds_total":
 				s.CPUSeconds = value
 			case "process_resident_memory_bytes":

@@ -57,6 +57,15 @@ type Stats struct {
 	// Timeouts counts connections closed for a client too slow or too
 	// quiet, by listener (target, admin), then stage (header, body, idle).
 	Timeouts map[string]map[string]uint64 `json:"timeouts"`
+	// RefusedRequests counts HTTP requests refused outside a handshake's
+	// count, by reason (unknown_sid: a request for an Engine.IO session
+	// this replica does not hold).
+	RefusedRequests map[string]uint64 `json:"refused_requests"`
+	// RedisErrors counts failed Redis operations (-redis), by op;
+	// Cluster counts messages between replicas by direction (out, in),
+	// then result (ok, failed).
+	RedisErrors map[string]uint64            `json:"redis_errors"`
+	Cluster     map[string]map[string]uint64 `json:"cluster"`
 
 	// CPUSeconds is the process's user+system CPU time; ResidentBytes its
 	// resident memory. A diff gives the CPU the run cost the server.
@@ -166,12 +175,10 @@ func Diff(before, after Stats) Stats {
 	d.InvalidMessages = diffMap(before.InvalidMessages, after.InvalidMessages)
 	d.Faults = diffMap(before.Faults, after.Faults)
 	d.AcceptErrors = diffMap(before.AcceptErrors, after.AcceptErrors)
-	d.Timeouts = map[string]map[string]uint64{}
-	for listener, counts := range after.Timeouts {
-		if diff := diffMap(before.Timeouts[listener], counts); len(diff) > 0 {
-			d.Timeouts[listener] = diff
-		}
-	}
+	d.Timeouts = diffNested(before.Timeouts, after.Timeouts)
+	d.RefusedRequests = diffMap(before.RefusedRequests, after.RefusedRequests)
+	d.RedisErrors = diffMap(before.RedisErrors, after.RedisErrors)
+	d.Cluster = diffNested(before.Cluster, after.Cluster)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	return d
 }
@@ -183,6 +190,17 @@ func diffMap(before, after map[string]uint64) map[string]uint64 {
 	for k, v := range after {
 		if n := v - before[k]; n != 0 {
 			out[k] = n
+		}
+	}
+	return out
+}
+
+// diffNested is diffMap one level down; inner maps left empty are left out.
+func diffNested(before, after map[string]map[string]uint64) map[string]map[string]uint64 {
+	out := map[string]map[string]uint64{}
+	for k, counts := range after {
+		if diff := diffMap(before[k], counts); len(diff) > 0 {
+			out[k] = diff
 		}
 	}
 	return out

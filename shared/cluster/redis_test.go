@@ -1,0 +1,56 @@
+package cluster_test
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+
+	"knowngood/shared/cluster"
+	"knowngood/shared/cluster/clustertest"
+	"knowngood/shared/metrics"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitState waits for the replica's view of Redis to become want.
+func waitState(t *testing.T, r *cluster.Redis, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.RedisState() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis state %s after 10s; want %s", r.RedisState(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRedisStateFollowsServer: the state is up while redis-server runs,
+// down (and counted) once it is killed, and up again after a restart on
+// the same port, without anything but the replica's own reconnecting.
+func TestRedisStateFollowsServer(t *testing.T) {
+	srv := clustertest.StartRedis(t)
+	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
+	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	waitState(t, r, "up")
+	srv.Stop()
+	waitState(t, r, "down")
+	if n := m.Snapshot().RedisErrors[metrics.RedisHeartbeat]; n == 0 {
+		t.Errorf("redis_errors{op=heartbeat} = 0 after Redis went away")
+	}
+	srv.Start()
+	waitState(t, r, "up")
+}
+
+func TestDialRefusesBadURL(t *testing.T) {
+	if _, err := cluster.Dial("http://127.0.0.1:6379", nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+		t.Fatal("Dial accepted an http:// URL")
+	}
+}

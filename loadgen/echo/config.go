@@ -129,5 +129,13 @@ func (c *Config) normalize(set map[string]bool) error {
 		return err
 	}
 	c.URL = u.String
+	if c.Shard.Set() {
+		// This shard's connections and its part of the rate.
+		c.Conns, _ = c.Shard.Split(c.Conns)
+		c.Rate, _ = c.Shard.Split(c.Rate)
+		if c.Conns == 0 || c.Rate == 0 {
+			return fmt.Errorf("-shard %s leaves this shard no connections or no rate: give -c and -rate of at least %d", c.Shard, c.Shard.N)
+		}
+	}
 	return c.ResolveAdmin(set, u.Host)
 }

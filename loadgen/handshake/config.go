@@ -84,5 +84,10 @@ func (c *Config) normalize(set map[string]bool) error {
 	if !strings.HasPrefix(c.Namespace, "/") {
 		return fmt.Errorf("invalid value %q for flag -namespace: want a path starting with /", c.Namespace)
 	}
+	if c.Shard.Set() {
+		if c.N, _ = c.Shard.Split(c.N); c.N == 0 {
+			return fmt.Errorf("-shard %s leaves this shard no connections: give -n of at least %d", c.Shard, c.Shard.N)
+		}
+	}
 	return c.ResolveAdmin(set, u.Hostname())
 }

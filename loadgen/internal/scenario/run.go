@@ -93,6 +93,7 @@ func (f *Frame) Judge(v verdict.Run) []verdict.Verdict {
 	v.Server = Diff(f.Before, f.After)
 	v.Config = f.Target.Config
 	v.Cores = runtime.GOMAXPROCS(0)
+	v.Shard = f.opt.Shard.String()
 	if parts := Parts(f.Before, f.After); len(parts) > 1 {
 		v.Replicas = parts
 	}

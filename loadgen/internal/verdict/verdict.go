@@ -60,6 +60,10 @@ type Run struct {
 	// their sum), so that a loss is placed on the replica that counted
 	// it; nil for a single process.
 	Replicas []replicas.Replica `json:"-"`
+	// Shard is the run's -shard (I/N), "" for a whole run: the server's
+	// figures then include the other shards' load, and the client's
+	// counts are judged only once the shards' reports are merged.
+	Shard string `json:"-"`
 }
 
 // Verdict is one finding: Kind names the rule (for scripts and tests),
@@ -86,6 +90,7 @@ const (
 	ClientLimited = "client-limited"
 	NoServerView  = "no-server-view"
 	PartialView   = "partial-server-view"
+	Sharded       = "sharded"
 )
 
 // SaturationFrac: a client that used more than this share of the CPU it
@@ -103,8 +108,12 @@ func Judge(r Run) []Verdict {
 		add(NoServerView, "no server view (no /stats): the run's failures cannot be placed on either side; give -admin")
 	} else {
 		partial(r, add)
-		connections(r, s, add)
-		messages(r, s, add)
+		if r.Shard != "" {
+			add(Sharded, "this is shard %s of a run: the server's figures include the other shards' load, so the client's counts are judged against them only in the merged report (loadgen merge)", r.Shard)
+		} else {
+			connections(r, s, add)
+			messages(r, s, add)
+		}
 		if n := sum(s.Faults); n > 0 {
 			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design%s", n, tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
 		}
@@ -302,6 +311,15 @@ func lossOn(r Run) string {
 func onlyInSum(r Run) string {
 	if len(r.Replicas) < 2 {
 		return ""
+	}
+	var missing []string
+	for _, p := range r.Replicas {
+		if p.Diff == nil {
+			missing = append(missing, p.Admin)
+		}
+	}
+	if len(missing) > 0 {
+		return "; no replica that answered counted it: it may be on replica " + strings.Join(missing, ", replica ") + ", whose figures are missing"
 	}
 	return "; no replica counted it: the loss can be seen only in the sum over the replicas"
 }

@@ -97,7 +97,9 @@ func Merge(runs [][]Replica) ([]Replica, error) {
 		if m.Before == nil || m.After == nil {
 			continue
 		}
-		if m.After.UptimeSeconds < m.Before.UptimeSeconds {
+		// A process that restarted starts its uptime and counts again.
+		if m.After.UptimeSeconds < m.Before.UptimeSeconds || m.After.ConnectionsTotal < m.Before.ConnectionsTotal ||
+			m.After.MessagesReceived < m.Before.MessagesReceived || m.After.MessagesSent < m.Before.MessagesSent {
 			return nil, fmt.Errorf("replica %s restarted between the shards' reads (uptime %.0fs after %.0fs)", m.Admin, m.After.UptimeSeconds, m.Before.UptimeSeconds)
 		}
 		m.Diff = diff(*m.Before, *m.After)

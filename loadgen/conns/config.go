@@ -66,7 +66,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP)",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after",
+	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {

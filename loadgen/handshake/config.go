@@ -50,7 +50,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target server, http://HOST:PORT",
-	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run",
+	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {

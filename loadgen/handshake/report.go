@@ -66,8 +66,12 @@ type Report struct {
 	ServerError string      `json:"server_error,omitempty"`
 	// Verdicts say whose the failures were, client's or server's.
 	Verdicts []verdict.Verdict `json:"verdicts"`
-	// Shard: a sharded run's part for 'loadgen merge'.
-	Shard *scenario.ShardPart `json:"shard,omitempty"`
+	// A sharded run (-shard) also carries, for 'loadgen merge', the
+	// handshake latency as the HdrHistogram's non-empty buckets (merging
+	// them is exact, unlike merging percentiles), and the counts the
+	// verdicts read.
+	LatencyHistogram []protocol.Bucket   `json:"latency_histogram,omitempty"`
+	Shard            *scenario.ShardPart `json:"shard,omitempty"`
 }
 
 // ServerView is what the server reported about the run.

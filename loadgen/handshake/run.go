@@ -76,6 +76,9 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		rep.P50ms, rep.P95ms, rep.P99ms, rep.MaxMs = msPtr(l.P50*1000), msPtr(l.P95*1000), msPtr(l.P99*1000), msPtr(l.Max*1000)
 	}
 	rep.Distribution = timeline.Distribution(lat)
+	if r.cfg.Shard.Set() {
+		rep.LatencyHistogram = protocol.Buckets(lat)
+	}
 	if r.cfg.Echo {
 		echoAll(ctx, r.cfg, conns, rep)
 	}

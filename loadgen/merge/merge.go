@@ -20,6 +20,7 @@ import (
 	"os"
 
 	"knowngood/loadgen/echo"
+	"knowngood/loadgen/handshake"
 	"knowngood/loadgen/internal/scenario"
 )
 
@@ -34,7 +35,8 @@ func (c Config) Files() scenario.Files { return scenario.Files{JSON: c.JSON, CSV
 
 // mergers are the scenarios whose reports merge.
 var mergers = map[string]func(names []string, data [][]byte) (scenario.Report, error){
-	"echo": func(names []string, data [][]byte) (scenario.Report, error) { return echo.Merge(names, data) },
+	"echo":      func(names []string, data [][]byte) (scenario.Report, error) { return echo.Merge(names, data) },
+	"handshake": func(names []string, data [][]byte) (scenario.Report, error) { return handshake.Merge(names, data) },
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
@@ -95,7 +97,7 @@ func Run(_ context.Context, cfg Config, _ io.Writer) (scenario.Report, error) {
 	}
 	m, ok := mergers[name]
 	if !ok {
-		return nil, fmt.Errorf("merging %s reports is not supported (echo is)", name)
+		return nil, fmt.Errorf("merging %s reports is not supported (echo and handshake are)", name)
 	}
 	return m(cfg.Reports, data)
 }

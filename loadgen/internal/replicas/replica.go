@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"knowngood/loadgen/internal/statsclient"
 	"knowngood/shared/protocol"
 )
 
@@ -183,3 +184,28 @@ func ms(seconds float64, n uint64) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+
+// Ends sums the raw reads before and after of the parts that have both,
+// as snapshots (the CPU time and resident memory as /stats gives them);
+// ok is false when none has.
+func Ends(parts []Replica) (before, after statsclient.Snapshot, ok bool) {
+	var bs, as []Read
+	for _, p := range parts {
+		if p.Before == nil || p.After == nil {
+			continue
+		}
+		bs = append(bs, Read{Admin: p.Admin, Snapshot: snapshotOf(*p.Before)})
+		as = append(as, Read{Admin: p.Admin, Snapshot: snapshotOf(*p.After)})
+	}
+	if len(as) == 0 {
+		return before, after, false
+	}
+	before, _ = Sum(bs)
+	after, _ = Sum(as)
+	return before, after, true
+}
+
+func snapshotOf(s protocol.Stats) statsclient.Snapshot {
+	cpu, rss := s.CPUSeconds, float64(s.ResidentBytes)
+	return statsclient.Snapshot{Stats: s, CPUSeconds: &cpu, ResidentBytes: &rss}
+}

@@ -44,7 +44,8 @@ type Words struct {
 	Admin string
 }
 
-// AdminMore is what every -admin says after the scenario's own words.
+// AdminMore is what every scenario's -admin says after its own words
+// (Words.Admin ends with it).
 const AdminMore = "; for a target of several replicas, each one's, separated by commas: the server's view is then their sum, each replica's part shown beside it"
 
 // NewFlagSet is an empty flag set for scenario name: errors are returned
@@ -58,7 +59,7 @@ func NewFlagSet(name string) *flag.FlagSet {
 // Register defines the common flags on fs.
 func (c *Common) Register(fs *flag.FlagSet, w Words) {
 	fs.StringVar(&c.URL, "url", w.DefaultURL, w.URL)
-	fs.StringVar(&c.Admin, "admin", "", w.Admin+AdminMore+" (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
+	fs.StringVar(&c.Admin, "admin", "", w.Admin+" (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	fs.StringVar(&c.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
 	fs.StringVar(&c.CSV, "csv", "", "also write the per-second samples to `FILE` as CSV: a header row (second,count,errors,p50_ms,p99_ms,max_ms), then one row a second")
 	fs.Func("shard", ShardUsage, func(v string) error {

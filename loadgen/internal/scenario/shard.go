@@ -16,7 +16,7 @@ type Shard struct {
 }
 
 // ShardUsage says how -shard splits a run, for -h.
-const ShardUsage = "run shard `I/N` of the scenario (1 <= I <= N), to load from N processes whose -json reports 'loadgen merge' adds up: each count of clients is split so that the shards' counts add up to the whole (shard I gets total/N, plus one when I <= total mod N) and each shard's clients, rooms and ids are numbered after the shards before it; a rate is split the same way"
+const ShardUsage = "run shard `I/N` of the scenario (1 <= I <= N) so that N loadgen processes, on one machine or several, together run what one would; 'loadgen merge' makes one report of their -json reports. The scenario's counts (-n, -c, -subscribers, -senders) and -rate are split so that the shards' add up to the whole: shard I gets total/N, plus one when I <= total mod N; broadcast senders are numbered after the shards before, so that each shard tells its own broadcasts from the others'"
 
 // Set reports whether the run is sharded.
 func (s Shard) Set() bool { return s.N > 0 }

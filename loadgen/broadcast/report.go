@@ -75,8 +75,12 @@ type Report struct {
 	ServerError string      `json:"server_error,omitempty"`
 	// Verdicts say whose the problems were, client's or server's.
 	Verdicts []verdict.Verdict `json:"verdicts"`
-	// Shard: a sharded run's part for 'loadgen merge'.
-	Shard *scenario.ShardPart `json:"shard,omitempty"`
+	// A sharded run (-shard) also carries, for 'loadgen merge', the
+	// latency and the result round trips as the HdrHistograms' non-empty
+	// buckets (merging them is exact), and the counts the verdicts read.
+	LatencyHistogram   []protocol.Bucket   `json:"latency_histogram,omitempty"`
+	ResultRTTHistogram []protocol.Bucket   `json:"result_rtt_histogram,omitempty"`
+	Shard              *scenario.ShardPart `json:"shard,omitempty"`
 }
 
 // ServerView is the target's /stats over the window.

@@ -528,7 +528,11 @@ func (r *run) fill(rep *Report) {
 	lat := r.lat.merged()
 	rep.Latency = latencyOf(lat)
 	rep.Distribution = timeline.Distribution(lat)
-	rep.ResultRTT = latencyOf(r.rtt.merged())
+	rtt := r.rtt.merged()
+	rep.ResultRTT = latencyOf(rtt)
+	if r.cfg.Shard.Set() {
+		rep.LatencyHistogram, rep.ResultRTTHistogram = protocol.Buckets(lat), protocol.Buckets(rtt)
+	}
 	if tl := r.timeline.Load(); tl != nil {
 		// The window's timer ends it a little after Duration: that is
 		// not a second of its own.

@@ -19,6 +19,8 @@ import (
 	"io"
 	"os"
 
+	"knowngood/loadgen/broadcast"
+	"knowngood/loadgen/conns"
 	"knowngood/loadgen/echo"
 	"knowngood/loadgen/handshake"
 	"knowngood/loadgen/internal/scenario"
@@ -37,6 +39,8 @@ func (c Config) Files() scenario.Files { return scenario.Files{JSON: c.JSON, CSV
 var mergers = map[string]func(names []string, data [][]byte) (scenario.Report, error){
 	"echo":      func(names []string, data [][]byte) (scenario.Report, error) { return echo.Merge(names, data) },
 	"handshake": func(names []string, data [][]byte) (scenario.Report, error) { return handshake.Merge(names, data) },
+	"conns":     func(names []string, data [][]byte) (scenario.Report, error) { return conns.Merge(names, data) },
+	"broadcast": func(names []string, data [][]byte) (scenario.Report, error) { return broadcast.Merge(names, data) },
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
@@ -97,7 +101,7 @@ func Run(_ context.Context, cfg Config, _ io.Writer) (scenario.Report, error) {
 	}
 	m, ok := mergers[name]
 	if !ok {
-		return nil, fmt.Errorf("merging %s reports is not supported (echo and handshake are)", name)
+		return nil, fmt.Errorf("%s reports do not merge: they are not a load scenario's", name)
 	}
 	return m(cfg.Reports, data)
 }

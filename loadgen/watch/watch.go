@@ -202,7 +202,11 @@ func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r
 func (r *Report) WriteTable(w io.Writer) error {
 	s := r.Server
 	fmt.Fprintf(w, "watch: %s (%s), %q exited %d after %.2fs; the server's view of it:\n", r.Variant, r.Admin, r.Command, r.ExitCode, r.Seconds)
-	t := sidebyside.New(w, &s, "server")
+	header := "server"
+	if n := len(r.Replicas); n > 1 {
+		header = fmt.Sprintf("server (sum of %d replicas)", n)
+	}
+	t := sidebyside.New(w, &s, header)
 	client := func(n int) string {
 		if n < 0 {
 			return "-"

@@ -3,12 +3,12 @@ package replicas
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/tally"
 	"knowngood/shared/protocol"
 )
 
@@ -145,7 +145,7 @@ func WriteTable(w io.Writer, parts []Replica) {
 	if len(parts) < 2 {
 		return
 	}
-	fmt.Fprintf(w, "per replica (the server column is their sum):\n")
+	fmt.Fprintf(w, "per replica (the server column is their sum; its handshake percentiles are those of every replica's handshakes together):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  replica\thandshakes ok\tmsgs received\tmsgs sent\tdropped\tfaults\tdisconnects\thandshake p50/p99\n")
 	for _, p := range parts {
@@ -164,16 +164,7 @@ func line(m map[string]uint64) string {
 	if len(m) == 0 {
 		return "-"
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, k+" "+strconv.FormatUint(m[k], 10))
-	}
-	return strings.Join(parts, ", ")
+	return tally.Line(m)
 }
 
 func ms(seconds float64, n uint64) string {

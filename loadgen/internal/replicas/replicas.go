@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -298,12 +297,4 @@ func addPtr(a, b *float64) *float64 {
 	}
 	v := *a + *b
 	return &v
-}
-
-// Host is the admin URL's host:port, to name a replica briefly.
-func Host(admin string) string {
-	if u, err := url.Parse(admin); err == nil && u.Host != "" {
-		return u.Host
-	}
-	return admin
 }

@@ -57,12 +57,3 @@ func (s Shard) Split(total int) (count, offset int) {
 	}
 	return count, (s.I-1)*base + min(s.I-1, extra)
 }
-
-// Name is name made distinct per shard (rooms, client ids): unchanged
-// when unsharded.
-func (s Shard) Name(name string) string {
-	if !s.Set() {
-		return name
-	}
-	return fmt.Sprintf("s%dof%d-%s", s.I, s.N, name)
-}

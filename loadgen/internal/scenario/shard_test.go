@@ -43,12 +43,6 @@ func TestShardSplit(t *testing.T) {
 			}
 		}
 	}
-	if got := (Shard{I: 2, N: 3}).Name("room"); got != "s2of3-room" {
-		t.Errorf("Name = %q", got)
-	}
-	if got := (Shard{}).Name("room"); got != "room" {
-		t.Errorf("unsharded Name = %q", got)
-	}
 }
 
 func TestShardFlag(t *testing.T) {

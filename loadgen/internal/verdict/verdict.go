@@ -312,13 +312,7 @@ func onlyInSum(r Run) string {
 	if len(r.Replicas) < 2 {
 		return ""
 	}
-	var missing []string
-	for _, p := range r.Replicas {
-		if p.Diff == nil {
-			missing = append(missing, p.Admin)
-		}
-	}
-	if len(missing) > 0 {
+	if missing := replicas.Missing(r.Replicas); len(missing) > 0 {
 		return "; no replica that answered counted it: it may be on replica " + strings.Join(missing, ", replica ") + ", whose figures are missing"
 	}
 	return "; no replica counted it: the loss can be seen only in the sum over the replicas"

@@ -38,6 +38,11 @@ func TestReplicas(t *testing.T) {
 	if text := find(vs, verdict.NotDelivered); !strings.Contains(text, "20 never reached it; replica http://b counted faults drop 10") {
 		t.Errorf("not delivered: %q", text)
 	}
+	closed := protocol.Stats{MessagesReceived: 50, Disconnects: map[string]uint64{"1000": 5, "1006": 2, "ping timeout": 1}}
+	vs = judge(120, -1, protocol.Stats{MessagesReceived: 100}, part("http://a", clean), part("http://b", closed))
+	if text := find(vs, verdict.NotDelivered); !strings.HasSuffix(text, "; replica http://b counted abnormal disconnects 1006 2, ping timeout 1") {
+		t.Errorf("not delivered, abnormal closes: %q", text)
+	}
 	vs = judge(120, -1, protocol.Stats{MessagesReceived: 100}, part("http://a", clean), part("http://b", clean))
 	if text := find(vs, verdict.NotDelivered); !strings.HasSuffix(text, "no replica counted it: the loss can be seen only in the sum over the replicas") {
 		t.Errorf("not delivered, counted nowhere: %q", text)

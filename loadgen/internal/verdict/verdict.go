@@ -297,6 +297,9 @@ func lossOn(r Run) string {
 		if n := sum(p.Diff.InvalidMessages); n > 0 {
 			what = append(what, "invalid "+tally.Line(p.Diff.InvalidMessages))
 		}
+		if bad := abnormal(p.Diff.Disconnects); len(bad) > 0 {
+			what = append(what, "abnormal disconnects "+tally.Line(bad))
+		}
 		if len(what) > 0 {
 			on = append(on, fmt.Sprintf("replica %s counted %s", p.Admin, strings.Join(what, ", ")))
 		}
@@ -305,6 +308,23 @@ func lossOn(r Run) string {
 		return onlyInSum(r)
 	}
 	return "; " + strings.Join(on, "; ")
+}
+
+// abnormal keeps the disconnects that end a connection with messages
+// possibly in flight: a WebSocket close code other than a normal close
+// (1000), going away (1001) or none given (1005), and Engine.IO's ping
+// timeout, transport error and parse error.
+func abnormal(disconnects map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for reason, n := range disconnects {
+		code, err := strconv.Atoi(reason)
+		switch {
+		case err == nil && code != 1000 && code != 1001 && code != 1005,
+			reason == "ping timeout", reason == "transport error", reason == "parse error":
+			out[reason] = n
+		}
+	}
+	return out
 }
 
 // onlyInSum says that no replica counted a loss seen in the sum.

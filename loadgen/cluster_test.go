@@ -16,7 +16,9 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"knowngood/loadgen/echo"
 	"knowngood/loadgen/internal/verdict"
@@ -107,6 +109,99 @@ func TestClusterSum(t *testing.T) {
 // replicas.
 func TestClusterShardsMerge(t *testing.T) {
 	urls, admins := cluster(t, 2)
+	shardsMerge(t, urls, admins)
+}
+
+// TestClusterBehindNginx: the same two shards, both through nginx in
+// front of three replicas, as a cluster is deployed.
+func TestClusterBehindNginx(t *testing.T) {
+	nginx := "/usr/sbin/nginx" // Debian's, outside a user's PATH
+	if p, err := exec.LookPath("nginx"); err == nil {
+		nginx = p
+	}
+	need(t, "nginx (apt-get install nginx)", nginx)
+	var upstreams, admins []string
+	for range 3 {
+		tg := startTarget(t, "echo-gorilla")
+		upstreams, admins = append(upstreams, "server "+tg.addr+";"), append(admins, tg.admin)
+	}
+	addr := startNginx(t, nginx, strings.Join(upstreams, " "))
+	url := "ws://" + addr + "/"
+	shardsMerge(t, []string{url, url}, strings.Join(admins, ","))
+}
+
+// startNginx runs nginx on a free loopback port in front of upstreams
+// (nginx server lines), proxying WebSocket upgrades; it stops when the
+// test ends.
+func startNginx(t *testing.T, nginx, upstreams string) (addr string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = l.Addr().String()
+	l.Close() // nginx cannot listen on port 0 and say which it got
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log stderr;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s; proxy_temp_path %[1]s; fastcgi_temp_path %[1]s; uwsgi_temp_path %[1]s; scgi_temp_path %[1]s;
+  upstream replicas { %[2]s }
+  server {
+    listen %[3]s;
+    location / {
+      proxy_pass http://replicas;
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection "upgrade";
+    }
+  }
+}
+`, dir, upstreams, addr)
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(nginx, "-c", path, "-p", dir, "-g", "daemon off;")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM) // nginx's fast shutdown
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	for range 100 { // up to 10 s
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return addr
+		}
+		select {
+		case <-exited:
+			t.Fatalf("nginx exited: %s", out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("nginx does not listen on %s: %s", addr, out.String())
+	return ""
+}
+
+// shardsMerge runs two loadgen processes, shards 1/2 and 2/2 of one run
+// with their clients on urls[0] and urls[1], merges their reports and
+// checks the merged view.
+func shardsMerge(t *testing.T, urls []string, admins string) {
+	t.Helper()
 	bin := harness.LoadgenT(t)
 	dir := t.TempDir()
 	files := []string{filepath.Join(dir, "1.json"), filepath.Join(dir, "2.json")}

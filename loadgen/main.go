@@ -6,6 +6,7 @@
 //	loadgen conns -url ws://127.0.0.1:8080/ -n 19000 -batch 1000 -sources 127.0.0.1-127.0.0.8
 //	loadgen broadcast -url ws://127.0.0.1:8080/ -subscribers 10000 -senders 10 -rate 100 -duration 10s
 //	loadgen watch -admin http://127.0.0.1:9100 -client-attempts 100 -client-ok 39 -- COMMAND ARGS...
+//	loadgen merge -json all.json shard1.json shard2.json
 //
 // handshake opens Socket.IO connections at once and times their namespace
 // CONNECT (loadgen/handshake); echo measures message rate and latency on
@@ -14,10 +15,13 @@
 // broadcast measures fan-out latency and loss on targets that speak the
 // websocket-shootout protocol (loadgen/broadcast); watch runs any other
 // load tool and reconciles what it says with what the target saw
-// (loadgen/watch). Each prints a table; -json writes the report as one JSON
+// (loadgen/watch); merge makes one report of the -json reports of a run's
+// shards, made with -shard I/N by several loadgen processes
+// (loadgen/merge). Each prints a table; -json writes the report as one JSON
 // object, and the scenarios' -csv and -html their per-second samples as
 // CSV and a self-contained HTML page with charts. The server's own view
-// comes from its /stats. Exit status: 0 when the run took place (the
+// comes from its /stats (of a target of several replicas, the sum over
+// them: -admin lists each one's admin listener). Exit status: 0 when the run took place (the
 // report tells how it went), 1 when it could not, 2 for bad flags, 130 when
 // interrupted (after printing the partial report).
 package main
@@ -36,6 +40,7 @@ import (
 	"knowngood/loadgen/echo"
 	"knowngood/loadgen/handshake"
 	"knowngood/loadgen/internal/scenario"
+	"knowngood/loadgen/merge"
 	"knowngood/loadgen/watch"
 )
 
@@ -46,9 +51,10 @@ var scenarios = []scenario.Command{
 	scenario.NewCommand("conns", conns.ParseFlags, conns.Usage, conns.Run, scenario.CommonFiles[conns.Config]),
 	scenario.NewCommand("broadcast", broadcast.ParseFlags, broadcast.Usage, broadcast.Run, scenario.CommonFiles[broadcast.Config]),
 	scenario.NewCommand("watch", watch.ParseFlags, watch.Usage, watch.Run, func(c watch.Config) scenario.Files { return scenario.Files{JSON: c.JSON} }),
+	scenario.NewCommand("merge", merge.ParseFlags, merge.Usage, merge.Run, merge.Config.Files),
 }
 
-const usage = "usage: loadgen handshake|echo|conns|broadcast|watch [flags] (loadgen SCENARIO -h lists them)"
+const usage = "usage: loadgen handshake|echo|conns|broadcast|watch|merge [flags] (loadgen SCENARIO -h lists them)"
 
 func main() {
 	// The zishang520 engine.io client catches SIGINT and SIGTERM itself

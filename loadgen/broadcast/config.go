@@ -15,6 +15,7 @@ package broadcast
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/netip"
 	"strconv"
@@ -55,6 +56,9 @@ type Config struct {
 	Sources     []netip.Addr  // source addresses, in turn
 	Duration    time.Duration // the measured window
 	Timeout     time.Duration // bounds each dial, and the wait for the last messages after the window
+	// SenderBase numbers this shard's senders after the shards' before
+	// it (-shard), so that every shard tells its own broadcasts apart.
+	SenderBase int
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
@@ -70,7 +74,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target: ws://HOST:PORT/PATH",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window",
+	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
@@ -112,6 +116,14 @@ func (c *Config) normalize(set map[string]bool) error {
 		c.Senders, c.Rate = 0, 0
 	}
 	c.URL = u.String
+	if c.Shard.Set() {
+		c.Subscribers, _ = c.Shard.Split(c.Subscribers)
+		c.Senders, c.SenderBase = c.Shard.Split(c.Senders)
+		c.Rate, _ = c.Shard.Split(c.Rate)
+		if c.Subscribers == 0 || (!c.Push && (c.Senders == 0 || c.Rate == 0)) {
+			return fmt.Errorf("-shard %s leaves this shard no subscribers, senders or rate: give -subscribers, -senders and -rate of at least %d", c.Shard, c.Shard.N)
+		}
+	}
 	c.Batch = min(c.Batch, c.Subscribers+c.Senders)
 	return c.ResolveAdmin(set, u.Host)
 }

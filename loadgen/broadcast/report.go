@@ -10,6 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
@@ -63,6 +64,9 @@ type Report struct {
 	Results            int64             `json:"results"`
 	ListenerCount      int64             `json:"listener_count"`      // what each result should say: everyone connected
 	ListenerMismatches int64             `json:"listener_mismatches"` // results that said otherwise
+	// OtherShards (-shard): deliveries of the other shards' broadcasts,
+	// which this shard's members also get and leave to those shards.
+	OtherShards int64 `json:"other_shards_deliveries,omitempty"`
 
 	ClientCPUSeconds float64                `json:"client_cpu_seconds"`
 	Errors           map[string]tally.Count `json:"errors"`
@@ -71,6 +75,12 @@ type Report struct {
 	ServerError string      `json:"server_error,omitempty"`
 	// Verdicts say whose the problems were, client's or server's.
 	Verdicts []verdict.Verdict `json:"verdicts"`
+	// A sharded run (-shard) also carries, for 'loadgen merge', the
+	// latency and the result round trips as the HdrHistograms' non-empty
+	// buckets (merging them is exact), and the counts the verdicts read.
+	LatencyHistogram   []protocol.Bucket   `json:"latency_histogram,omitempty"`
+	ResultRTTHistogram []protocol.Bucket   `json:"result_rtt_histogram,omitempty"`
+	Shard              *scenario.ShardPart `json:"shard,omitempty"`
 }
 
 // ServerView is the target's /stats over the window.
@@ -86,6 +96,9 @@ type ServerView struct {
 	ConnectionsActive int64             `json:"connections_active"`
 	// ResidentBytes: the target's RSS at the end of the window.
 	ResidentBytes *float64 `json:"resident_bytes"`
+	// Replicas: each replica's part (-admin with several, or -shard);
+	// the figures above are their sum.
+	Replicas []replicas.Replica `json:"replicas,omitempty"`
 }
 
 func newReport(cfg Config) *Report {
@@ -105,6 +118,8 @@ func serverView(cfg Config, before, after *scenario.Snapshot) (*ServerView, stri
 	if before == nil || after == nil {
 		return nil, ""
 	}
+	parts := cfg.ReplicasOf(before, after)
+	before, after = scenario.Pair(before, after)
 	if err := errors.Join(before.Err, after.Err); err != nil {
 		return nil, strings.ReplaceAll(fmt.Sprintf("no /stats from %s: %v", cfg.Admin, err), "\n", "; ")
 	}
@@ -114,7 +129,7 @@ func serverView(cfg Config, before, after *scenario.Snapshot) (*ServerView, stri
 		Admin: cfg.Admin, Variant: a.Variant,
 		MessagesReceived: d.MessagesReceived, MessagesSent: d.MessagesSent,
 		Dropped: d.BroadcastDropped, Invalid: d.InvalidMessages, Disconnects: d.Disconnects,
-		ConnectionsActive: a.ConnectionsActive, ResidentBytes: a.ResidentBytes,
+		ConnectionsActive: a.ConnectionsActive, ResidentBytes: a.ResidentBytes, Replicas: parts,
 	}
 	if b.CPUSeconds != nil && a.CPUSeconds != nil {
 		cpu := *a.CPUSeconds - *b.CPUSeconds
@@ -201,6 +216,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if s != nil && len(s.Invalid) > 0 {
 		t.Row("invalid messages", "", fmt.Sprint(s.Invalid))
+	}
+	if s != nil {
+		t.Replicas(s.Replicas)
 	}
 	return t.Close(w, r.Errors, r.ServerError, r.Verdicts)
 }

@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		return nil, fmt.Errorf("gnet client: %w", err)
 	}
 	defer r.subs.stop()
-	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin}, r)
+	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Scenario: "broadcast", Shard: cfg.Shard}, r)
 }
 
 // run is the scenario's part of a run: the members, the broadcasts or
@@ -112,6 +112,13 @@ type run struct {
 	listeners  atomic.Int64 // the listenerCount every broadcastResult should carry
 	mismatches atomic.Int64 // broadcastResults that carried another
 	results    atomic.Int64
+	others     atomic.Int64 // sharded: deliveries of the other shards' broadcasts
+}
+
+// ours reports whether p is one of this run's (this shard's) broadcasts.
+func (r *run) ours(p sent) bool {
+	s := p.S - r.cfg.SenderBase
+	return s >= 0 && s < max(r.cfg.Senders, 1)
 }
 
 // member is one connection: a subscriber, or a sender (index < Senders).
@@ -232,6 +239,7 @@ func (r *run) Finish(_ context.Context, f *scenario.Frame) *Report {
 		v.ServerCPU = *rep.Server.CPUSeconds
 	}
 	rep.Verdicts = f.Judge(v)
+	rep.Shard = f.ShardPart()
 	if rep.ServerError != "" {
 		fmt.Fprintf(r.notes, "loadgen: %s\n", rep.ServerError)
 	}
@@ -290,7 +298,7 @@ func (r *run) send(ctx context.Context, i int, m *member) {
 		if end := r.windowEnd.Load(); end != 0 && time.Now().UnixNano() >= end {
 			return
 		}
-		payload, _ := json.Marshal(sent{S: i, N: n, T: time.Now().UnixNano(), Pad: pad})
+		payload, _ := json.Marshal(sent{S: r.cfg.SenderBase + i, N: n, T: time.Now().UnixNano(), Pad: pad})
 		buf = append(append(append(buf[:0], `{"type":"broadcast","payload":`...), payload...), '}')
 		if err := m.c.WriteMessage(websocket.TextMessage, buf); err != nil {
 			r.errs.Add(kindWrite, 1, err)
@@ -337,9 +345,9 @@ func (r *run) handle(m *member, buf []byte, now int64) {
 		}
 		return
 	}
-	if p, ok := parseBroadcast(buf); ok && p.S < len(m.last) {
+	if p, ok := parseBroadcast(buf); ok && r.ours(p) {
 		r.lat.record(m.shard, p.T, now)
-		m.track(p.S, p.N)
+		m.track(p.S-r.cfg.SenderBase, p.N)
 		return
 	}
 	var msg protocol.BroadcastMessage
@@ -354,19 +362,24 @@ func (r *run) handle(m *member, buf []byte, now int64) {
 		}
 	case protocol.TypeBroadcast:
 		var p sent
-		if err := json.Unmarshal(msg.Payload, &p); err != nil || p.S < 0 || p.S >= len(m.last) {
+		if err := json.Unmarshal(msg.Payload, &p); err != nil || !r.ours(p) {
+			if err == nil && r.cfg.Shard.Set() {
+				r.others.Add(1)
+				return
+			}
 			r.errs.Add(kindUnknown, 1, fmt.Errorf("a broadcast loadgen did not send: %.80q", buf))
 			return
 		}
 		r.lat.record(m.shard, p.T, now)
-		m.track(p.S, p.N)
+		m.track(p.S-r.cfg.SenderBase, p.N)
 	case protocol.TypeBroadcastResult:
 		var p sent
 		if json.Unmarshal(msg.Payload, &p) == nil {
 			r.rtt.record(m.shard, p.T, now)
 		}
 		r.results.Add(1)
-		if int64(msg.ListenerCount) != r.listeners.Load() {
+		// Sharded, the other shards' members listen too.
+		if !r.cfg.Shard.Set() && int64(msg.ListenerCount) != r.listeners.Load() {
 			r.mismatches.Add(1)
 		}
 	case protocol.TypeEcho:
@@ -509,12 +522,17 @@ func (r *run) fill(rep *Report) {
 		rep.Sent += r.sentCount[i].Load()
 	}
 	rep.Results = r.results.Load()
+	rep.OtherShards = r.others.Load()
 	rep.ListenerMismatches = r.mismatches.Load()
 	rep.ListenerCount = r.listeners.Load()
 	lat := r.lat.merged()
 	rep.Latency = latencyOf(lat)
 	rep.Distribution = timeline.Distribution(lat)
-	rep.ResultRTT = latencyOf(r.rtt.merged())
+	rtt := r.rtt.merged()
+	rep.ResultRTT = latencyOf(rtt)
+	if r.cfg.Shard.Set() {
+		rep.LatencyHistogram, rep.ResultRTTHistogram = protocol.Buckets(lat), protocol.Buckets(rtt)
+	}
 	if tl := r.timeline.Load(); tl != nil {
 		// The window's timer ends it a little after Duration: that is
 		// not a second of its own.

@@ -15,6 +15,7 @@ package conns
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/netip"
 	"strconv"
@@ -65,7 +66,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP)",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after",
+	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
@@ -102,6 +103,11 @@ func (c *Config) normalize(set map[string]bool) error {
 		return err
 	}
 	c.URL = u.String
+	if c.Shard.Set() {
+		if c.N, _ = c.Shard.Split(c.N); c.N == 0 {
+			return fmt.Errorf("-shard %s leaves this shard no connections: give -n of at least %d", c.Shard, c.Shard.N)
+		}
+	}
 	c.Batch = min(c.Batch, c.N)
 	err = c.ResolveAdmin(set, u.Host)
 	if err == nil && c.FreeOSMemory && c.Admin == "" {

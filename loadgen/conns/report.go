@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/replicas"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
@@ -58,6 +60,8 @@ type Report struct {
 	ServerError string      `json:"server_error,omitempty"`
 	// Verdicts say whose the problems were, client's or server's.
 	Verdicts []verdict.Verdict `json:"verdicts"`
+	// Shard: a sharded run's part for 'loadgen merge'.
+	Shard *scenario.ShardPart `json:"shard,omitempty"`
 }
 
 // Batch is one batch of connections dialled at once.
@@ -84,6 +88,9 @@ type ServerView struct {
 	// over the run.
 	ConnectionsActive *int64  `json:"connections_active"`
 	ConnectionsOpened *uint64 `json:"connections_opened"`
+	// Replicas: each replica's part (-admin with several, or -shard);
+	// the figures above are their sum.
+	Replicas []replicas.Replica `json:"replicas,omitempty"`
 }
 
 func newReport(cfg Config, u target.URL) *Report {
@@ -185,6 +192,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if s != nil && s.RSSAfterFree != nil {
 		t.Row("after freeing", "", fmt.Sprintf("%.1f MiB, %.2f KiB per connection", *s.RSSAfterFree/(1<<20), *s.BytesPerConnectionAfterFree/1024))
+	}
+	if s != nil {
+		t.Replicas(s.Replicas)
 	}
 	return t.Close(w, r.Errors, r.ServerError, r.Verdicts)
 }

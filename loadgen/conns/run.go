@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, u: u, rep: newReport(cfg, u), errs: &tally.Errors{}, notes: notes}
-	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin}, r)
+	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Scenario: "conns", Shard: cfg.Shard}, r)
 	if rep != nil && err == nil {
 		rep.OpenFiles = files.String()
 		rep.OpenFilesAllow = files.Allows()
@@ -217,6 +217,7 @@ func (r *run) Finish(ctx context.Context, f *scenario.Frame) *Report {
 	rep.Server, rep.ServerError = serverView(cfg, before, after, freed, rep.Held)
 	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Sent: -1, Received: -1,
 		ClientCPU: f.ClientCPU, Window: f.Window, ServerCPU: f.ServerCPU()})
+	rep.Shard = f.ShardPart()
 	if rep.ServerError != "" {
 		fmt.Fprintf(r.notes, "loadgen: %s\n", rep.ServerError)
 	}
@@ -294,6 +295,7 @@ func serverView(cfg Config, before, after sample, freed *sample, heldConns int) 
 			v.RSSBefore, v.RSSAfter, v.RSSSource = &before.procRSS, &after.procRSS, "proc"
 		}
 	}
+	before.server, after.server = scenario.Pair(before.server, after.server)
 	if cfg.Admin != "" {
 		if err := errors.Join(before.serverErr(), after.serverErr()); err != nil {
 			problems = append(problems, fmt.Errorf("no /stats from %s: %w", cfg.Admin, err))
@@ -303,6 +305,7 @@ func serverView(cfg Config, before, after sample, freed *sample, heldConns int) 
 			v.ConnectionsActive = &a.ConnectionsActive
 			d := protocol.Diff(b.Stats, a.Stats)
 			v.ConnectionsOpened = &d.ConnectionsTotal
+			v.Replicas = cfg.ReplicasOf(before.server, after.server)
 			if v.RSSSource == "" && b.ResidentBytes != nil && a.ResidentBytes != nil {
 				v.RSSBefore, v.RSSAfter, v.RSSSource = b.ResidentBytes, a.ResidentBytes, "stats"
 			}

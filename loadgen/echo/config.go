@@ -88,7 +88,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP echo, no framing)",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window",
+	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
@@ -129,5 +129,13 @@ func (c *Config) normalize(set map[string]bool) error {
 		return err
 	}
 	c.URL = u.String
+	if c.Shard.Set() {
+		// This shard's connections and its part of the rate.
+		c.Conns, _ = c.Shard.Split(c.Conns)
+		c.Rate, _ = c.Shard.Split(c.Rate)
+		if c.Conns == 0 || c.Rate == 0 {
+			return fmt.Errorf("-shard %s leaves this shard no connections or no rate: give -c and -rate of at least %d", c.Shard, c.Shard.N)
+		}
+	}
 	return c.ResolveAdmin(set, u.Host)
 }

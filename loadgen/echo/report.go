@@ -10,6 +10,8 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/replicas"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/target"
@@ -88,6 +90,14 @@ type Report struct {
 	ServerError string      `json:"server_error,omitempty"`
 	// Verdicts say whose the problems were, client's or server's.
 	Verdicts []verdict.Verdict `json:"verdicts"`
+
+	// A sharded run (-shard) also carries, for 'loadgen merge', the
+	// window's latency and send lateness as the HdrHistogram's non-empty
+	// buckets (merging them is exact, unlike merging percentiles), and
+	// the counts the verdicts read.
+	LatencyHistogram  []protocol.Bucket   `json:"latency_histogram,omitempty"`
+	SendLateHistogram []protocol.Bucket   `json:"send_late_histogram,omitempty"`
+	Shard             *scenario.ShardPart `json:"shard,omitempty"`
 }
 
 // ServerView is what the target reported about the window.
@@ -111,6 +121,9 @@ type ServerView struct {
 	// server's own account of failures the client saw.
 	Faults       map[string]uint64 `json:"faults,omitempty"`
 	AcceptErrors map[string]uint64 `json:"accept_errors,omitempty"`
+	// Replicas: each replica's part of the window (-admin with several,
+	// or -shard); the figures above are their sum.
+	Replicas []replicas.Replica `json:"replicas,omitempty"`
 }
 
 func newReport(cfg Config) *Report {
@@ -155,6 +168,7 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 		}
 	}
 	statsOK := false
+	before.server, after.server = scenario.Pair(before.server, after.server)
 	if cfg.Admin != "" {
 		if err := errors.Join(before.serverErr(), after.serverErr()); err != nil {
 			problems = append(problems, fmt.Errorf("no /stats from %s: %w", cfg.Admin, err))
@@ -167,6 +181,7 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 			v.BytesReceived, v.BytesSent = &d.BytesReceived, &d.BytesSent
 			v.ConnectionsActive = &a.ConnectionsActive
 			v.Faults, v.AcceptErrors = d.Faults, d.AcceptErrors
+			v.Replicas = cfg.ReplicasOf(before.server, after.server)
 			if v.CPUSeconds == nil && b.CPUSeconds != nil && a.CPUSeconds != nil {
 				cpu := *a.CPUSeconds - *b.CPUSeconds
 				v.CPUSeconds, v.CPUSource = &cpu, "stats"
@@ -265,6 +280,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if s != nil && len(s.AcceptErrors) > 0 {
 		t.Row("accept errors", "", tally.Line(s.AcceptErrors))
+	}
+	if s != nil {
+		t.Replicas(s.Replicas)
 	}
 	return t.Close(w, r.Errors, r.ServerError, r.Verdicts)
 }

@@ -94,7 +94,7 @@ const settleWait = 5 * time.Second
 // snapshots are each a request long, and messages flow meanwhile.
 func runDial(ctx context.Context, cfg Config, notes io.Writer, dial dialFunc) (*Report, error) {
 	r := &run{cfg: cfg, notes: notes, dial: dial, rep: newReport(cfg), errs: &tally.Errors{}}
-	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Settle: settleWait}, r)
+	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Settle: settleWait, Scenario: "echo", Shard: cfg.Shard}, r)
 }
 
 // run is the scenario's part of a run: the connections, the traffic, and
@@ -220,6 +220,9 @@ func (r *run) tally(win window, end time.Time, interrupted bool, tl *timeline.Ti
 		rep.MessagesPerSecond = float64(rep.Messages) / rep.WindowSeconds
 	}
 	rep.setLatency(lat, late)
+	if r.cfg.Shard.Set() {
+		rep.LatencyHistogram, rep.SendLateHistogram = protocol.Buckets(lat), protocol.Buckets(late)
+	}
 	rep.Samples = tl.Samples(time.Duration(rep.WindowSeconds * float64(time.Second)))
 }
 
@@ -243,6 +246,7 @@ func (r *run) Finish(_ context.Context, f *scenario.Frame) *Report {
 		v.ServerCPU = *rep.Server.CPUSeconds
 	}
 	rep.Verdicts = f.Judge(v)
+	rep.Shard = f.ShardPart()
 	return rep
 }
 

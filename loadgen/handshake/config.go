@@ -50,7 +50,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target server, http://HOST:PORT",
-	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run",
+	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
@@ -83,6 +83,11 @@ func (c *Config) normalize(set map[string]bool) error {
 	c.URL = u.Scheme + "://" + u.Host
 	if !strings.HasPrefix(c.Namespace, "/") {
 		return fmt.Errorf("invalid value %q for flag -namespace: want a path starting with /", c.Namespace)
+	}
+	if c.Shard.Set() {
+		if c.N, _ = c.Shard.Split(c.N); c.N == 0 {
+			return fmt.Errorf("-shard %s leaves this shard no connections: give -n of at least %d", c.Shard, c.Shard.N)
+		}
 	}
 	return c.ResolveAdmin(set, u.Hostname())
 }

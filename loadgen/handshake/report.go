@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/replicas"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/verdict"
@@ -64,6 +66,12 @@ type Report struct {
 	ServerError string      `json:"server_error,omitempty"`
 	// Verdicts say whose the failures were, client's or server's.
 	Verdicts []verdict.Verdict `json:"verdicts"`
+	// A sharded run (-shard) also carries, for 'loadgen merge', the
+	// handshake latency as the HdrHistogram's non-empty buckets (merging
+	// them is exact, unlike merging percentiles), and the counts the
+	// verdicts read.
+	LatencyHistogram []protocol.Bucket   `json:"latency_histogram,omitempty"`
+	Shard            *scenario.ShardPart `json:"shard,omitempty"`
 }
 
 // ServerView is what the server reported about the run.
@@ -91,6 +99,10 @@ type ServerView struct {
 	// the server's account of failures the client saw.
 	Faults       map[string]uint64 `json:"faults,omitempty"`
 	AcceptErrors map[string]uint64 `json:"accept_errors,omitempty"`
+	// Replicas: each replica's part of the run (-admin with several, or
+	// -shard); the figures above are their sum, and the percentiles
+	// those of every replica's handshakes together.
+	Replicas []replicas.Replica `json:"replicas,omitempty"`
 }
 
 // WriteJSON writes the report as one JSON object and a newline.
@@ -165,6 +177,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if err := t.Flush(); err != nil {
 		return err
+	}
+	if s != nil {
+		replicas.WriteTable(w, s.Replicas)
 	}
 	writeCounts(w, "errors", r.Errors)
 	writeCounts(w, "echo errors", r.EchoErrors)

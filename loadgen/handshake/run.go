@@ -45,7 +45,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		URL: cfg.URL, Transport: cfg.Transport, Namespace: cfg.Namespace, Deadline: cfg.Deadline.String(),
 		Attempts: cfg.N, Errors: map[string]int{},
 	}
-	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Settle: settleWait}, &run{cfg: cfg, opts: opts, rep: rep, notes: notes})
+	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Settle: settleWait, Scenario: "handshake", Shard: cfg.Shard}, &run{cfg: cfg, opts: opts, rep: rep, notes: notes})
 }
 
 // run is the scenario's part of a run: the connections, the echoes, the
@@ -76,6 +76,9 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		rep.P50ms, rep.P95ms, rep.P99ms, rep.MaxMs = msPtr(l.P50*1000), msPtr(l.P95*1000), msPtr(l.P99*1000), msPtr(l.Max*1000)
 	}
 	rep.Distribution = timeline.Distribution(lat)
+	if r.cfg.Shard.Set() {
+		rep.LatencyHistogram = protocol.Buckets(lat)
+	}
 	if r.cfg.Echo {
 		echoAll(ctx, r.cfg, conns, rep)
 	}
@@ -100,10 +103,13 @@ func (r *run) Finish(_ context.Context, f *scenario.Frame) *Report {
 		rep.ServerError = fmt.Sprintf("no /stats from %s after the run: %v", cfg.Admin, f.After.Err)
 		fmt.Fprintf(r.notes, "loadgen: %s\n", rep.ServerError)
 	default:
-		rep.Server = serverView(cfg.Admin, f.Before.Stats, f.After.Stats)
+		before, after := scenario.Pair(f.Before, f.After)
+		rep.Server = serverView(cfg.Admin, before.Stats, after.Stats)
+		rep.Server.Replicas = cfg.ReplicasOf(f.Before, f.After)
 		judge.ServerCPU = f.ServerCPU()
 	}
 	rep.Verdicts = f.Judge(judge)
+	rep.Shard = f.ShardPart()
 	return rep
 }
 

@@ -241,3 +241,46 @@ func Total(samples []Sample) (count, errors int64) {
 	}
 	return count, errors
 }
+
+// HistogramOf rebuilds a protocol.NewHistogram from its non-empty buckets
+// (protocol.Buckets): the same counts in the same buckets, so that the
+// percentiles of several runs' histograms added together are exact.
+func HistogramOf(buckets []protocol.Bucket) *hdrhistogram.Histogram {
+	h := protocol.NewHistogram()
+	for _, b := range buckets {
+		if b.Count > 0 {
+			_ = h.RecordValues(b.UpToMicros, b.Count)
+		}
+	}
+	return h
+}
+
+// MergeSamples adds up the samples of runs that went on at the same time
+// (the shards of one run), second by second: the counts and errors add
+// up; the percentiles of a second cannot be added, so each is the
+// highest of the runs' (an upper bound), and the max is the max.
+func MergeSamples(runs [][]Sample) []Sample {
+	var out []Sample
+	for _, run := range runs {
+		for _, s := range run {
+			for len(out) <= s.Second {
+				out = append(out, Sample{Second: len(out)})
+			}
+			m := &out[s.Second]
+			m.Count += s.Count
+			m.Errors += s.Errors
+			m.P50ms, m.P99ms, m.MaxMs = maxPtr(m.P50ms, s.P50ms), maxPtr(m.P99ms, s.P99ms), maxPtr(m.MaxMs, s.MaxMs)
+		}
+	}
+	if out == nil {
+		out = []Sample{}
+	}
+	return out
+}
+
+func maxPtr(a, b *float64) *float64 {
+	if a == nil || (b != nil && *b > *a) {
+		return b
+	}
+	return a
+}

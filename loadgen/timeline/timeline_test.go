@@ -114,3 +114,43 @@ func BenchmarkLocalRecord(b *testing.B) {
 	}
 	l.Flush()
 }
+
+// TestMergeSamples: counts and errors add up second by second; a
+// second's percentiles are the highest run's.
+func TestMergeSamples(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	got := MergeSamples([][]Sample{
+		{{Second: 0, Count: 10, P50ms: f(1), P99ms: f(5), MaxMs: f(6)}, {Second: 1, Count: 4, Errors: 1, P50ms: f(2), P99ms: f(2), MaxMs: f(2)}},
+		{{Second: 0, Count: 5, P50ms: f(3), P99ms: f(4), MaxMs: f(9)}},
+	})
+	if len(got) != 2 || got[0].Count != 15 || *got[0].P50ms != 3 || *got[0].P99ms != 5 || *got[0].MaxMs != 9 || got[1].Count != 4 || got[1].Errors != 1 {
+		t.Errorf("MergeSamples = %+v", got)
+	}
+	if got := MergeSamples(nil); got == nil || len(got) != 0 {
+		t.Errorf("MergeSamples(nil) = %#v", got)
+	}
+}
+
+// TestHistogramOf: a histogram rebuilt from its buckets, and two added
+// together, give the percentiles of all the values at once.
+func TestHistogramOf(t *testing.T) {
+	a, b, all := protocol.NewHistogram(), protocol.NewHistogram(), protocol.NewHistogram()
+	for v := int64(1); v <= 1000; v++ {
+		h := a
+		if v%3 == 0 {
+			h = b
+		}
+		_ = h.RecordValue(v * 37)
+		_ = all.RecordValue(v * 37)
+	}
+	m := HistogramOf(protocol.Buckets(a))
+	m.Merge(HistogramOf(protocol.Buckets(b)))
+	for _, p := range []float64{50, 90, 99, 99.9, 100} {
+		if m.ValueAtPercentile(p) != all.ValueAtPercentile(p) {
+			t.Errorf("p%v: merged %d, all at once %d", p, m.ValueAtPercentile(p), all.ValueAtPercentile(p))
+		}
+	}
+	if m.TotalCount() != 1000 || m.Max() != all.Max() {
+		t.Errorf("merged %d values, max %d; want 1000, %d", m.TotalCount(), m.Max(), all.Max())
+	}
+}

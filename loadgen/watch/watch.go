@@ -21,9 +21,12 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"knowngood/loadgen/internal/flagset"
+	"knowngood/loadgen/internal/replicas"
+	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/loadgen/internal/verdict"
@@ -69,11 +72,19 @@ func ParseFlags(args []string) (Config, error) {
 	if cfg.Admin == "" {
 		return Config{}, errors.New("flag -admin is required: the target's admin listener, http://HOST:PORT")
 	}
-	admin, err := statsclient.AdminURL(cfg.Admin, true, "")
-	if err != nil {
-		return Config{}, err
+	if strings.Contains(cfg.Admin, ",") {
+		admins, err := replicas.Split(cfg.Admin)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Admin = strings.Join(admins, ",")
+	} else {
+		admin, err := statsclient.AdminURL(cfg.Admin, true, "")
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Admin = admin
 	}
-	cfg.Admin = admin
 	if (cfg.OK >= 0) != (cfg.Attempts >= 0) {
 		return Config{}, errors.New("flags -client-ok and -client-attempts go together")
 	}
@@ -94,7 +105,7 @@ func Usage(w io.Writer) {
 func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT (required)")
+	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT (required)"+scenario.AdminMore)
 	flagset.Int(fs, &cfg.Attempts, "client-attempts", -1, -1, 100000000, "the tool's connection attempts, as it reports them (`N`; -1 = not given)")
 	flagset.Int(fs, &cfg.OK, "client-ok", -1, -1, 100000000, "the tool's successful connections, as it reports them (`N`; -1 = not given)")
 	fs.Func("client-sent", "messages the tool says it sent (`N`)", int64Flag(&cfg.Sent))
@@ -128,28 +139,29 @@ type Report struct {
 	OK       int      `json:"client_ok"`
 	Sent     int64    `json:"client_sent"`
 	Received int64    `json:"client_received"`
-	// Server is the /stats difference over the run.
-	Server   protocol.Stats    `json:"server"`
-	Verdicts []verdict.Verdict `json:"verdicts"`
+	// Server is the /stats difference over the run (of several replicas,
+	// the sum of theirs: Replicas has each one's).
+	Server   protocol.Stats     `json:"server"`
+	Replicas []replicas.Replica `json:"replicas,omitempty"`
+	Verdicts []verdict.Verdict  `json:"verdicts"`
 }
 
 // Run snapshots, runs the command, snapshots, and reports. It returns an
 // error when the target cannot be read; the command's own failure is in
 // the report (ExitCode).
 func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
-	stats := statsclient.New(cfg.Admin)
-	defer stats.Close()
-	before, err := stats.Get(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("no /stats from %s before the command: %w", cfg.Admin, err)
+	target := scenario.Open(ctx, cfg.Admin) // without the configuration, the verdicts that need it are left out
+	defer target.Close()
+	before := target.Snapshot(ctx)
+	if before.Err != nil {
+		return nil, fmt.Errorf("no /stats from %s before the command: %w", cfg.Admin, before.Err)
 	}
-	config, _ := stats.Config(ctx) // without it, the verdicts that need it are left out
 
 	cmd := exec.CommandContext(ctx, cfg.Command[0], cfg.Command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, cfg.Stdout, cfg.Stderr
 	began := time.Now()
 	runErr := cmd.Run()
-	rep := &Report{Admin: cfg.Admin, Variant: before.Variant, Command: cfg.Command, Seconds: time.Since(began).Seconds(),
+	rep := &Report{Admin: cfg.Admin, Variant: before.Stats.Variant, Command: cfg.Command, Seconds: time.Since(began).Seconds(),
 		Attempts: cfg.Attempts, OK: cfg.OK, Sent: cfg.Sent, Received: cfg.Received}
 	var exit *exec.ExitError
 	switch {
@@ -161,13 +173,17 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		fmt.Fprintf(notes, "loadgen watch: %v\n", runErr)
 	}
 
-	after, err := stats.Settled(context.WithoutCancel(ctx), before, cfg.Settle)
-	if err != nil {
-		return nil, fmt.Errorf("no /stats from %s after the command: %w", cfg.Admin, err)
+	after := target.Settled(context.WithoutCancel(ctx), before, cfg.Settle)
+	b, a := scenario.Pair(before, after)
+	if a.Err != nil {
+		return nil, fmt.Errorf("no /stats from %s after the command: %w", cfg.Admin, a.Err)
 	}
-	rep.Server = protocol.Diff(before.Stats, after.Stats)
+	rep.Server = protocol.Diff(b.Stats.Stats, a.Stats.Stats)
 	judge := verdict.Run{Attempts: max(cfg.Attempts, 0), Connected: cfg.OK, Deadline: cfg.Deadline,
-		Sent: cfg.Sent, Received: cfg.Received, ClientCPU: -1, Config: config, Server: &rep.Server, ServerCPU: -1}
+		Sent: cfg.Sent, Received: cfg.Received, ClientCPU: -1, Config: target.Config, Server: &rep.Server, ServerCPU: -1}
+	if parts := scenario.Parts(before, after); len(parts) > 1 {
+		rep.Replicas, judge.Replicas = parts, parts
+	}
 	if cfg.Attempts < 0 {
 		judge.Connected = 0
 	}
@@ -186,7 +202,11 @@ func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r
 func (r *Report) WriteTable(w io.Writer) error {
 	s := r.Server
 	fmt.Fprintf(w, "watch: %s (%s), %q exited %d after %.2fs; the server's view of it:\n", r.Variant, r.Admin, r.Command, r.ExitCode, r.Seconds)
-	t := sidebyside.New(w, &s, "server")
+	header := "server"
+	if n := len(r.Replicas); n > 1 {
+		header = fmt.Sprintf("server (sum of %d replicas)", n)
+	}
+	t := sidebyside.New(w, &s, header)
 	client := func(n int) string {
 		if n < 0 {
 			return "-"
@@ -218,6 +238,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := t.Flush(); err != nil {
 		return err
 	}
+	replicas.WriteTable(w, r.Replicas)
 	verdict.Write(w, r.Verdicts)
 	return nil
 }

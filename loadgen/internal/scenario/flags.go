@@ -14,10 +14,13 @@
 package scenario
 
 import (
+	"errors"
 	"flag"
 	"io"
+	"strings"
 
 	"knowngood/loadgen/internal/flagset"
+	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/statsclient"
 )
 
@@ -28,16 +31,22 @@ type Common struct {
 	JSON  string // write the report as JSON to this file; "-" is stdout
 	CSV   string // write the per-second samples as CSV to this file
 	HTML  string // write the report as an HTML page to this file
+	Shard Shard  // -shard I/N: this process's share of the clients
 }
 
 // Words are what a scenario says of its target in -h.
 type Words struct {
 	DefaultURL string
 	URL        string // -url's usage
-	// Admin is -admin's usage; the default (the target's host, port
-	// statsclient.DefaultAdminPort) is said after it.
+	// Admin is -admin's usage; that it takes several (one per replica)
+	// and the default (the target's host, port
+	// statsclient.DefaultAdminPort) are said after it.
 	Admin string
 }
+
+// AdminMore is what every scenario's -admin says after its own words
+// (Words.Admin ends with it).
+const AdminMore = "; for a target of several replicas, each one's, separated by commas: the server's view is then their sum, each replica's part shown beside it"
 
 // NewFlagSet is an empty flag set for scenario name: errors are returned
 // and printed by the caller, on one line.
@@ -53,12 +62,25 @@ func (c *Common) Register(fs *flag.FlagSet, w Words) {
 	fs.StringVar(&c.Admin, "admin", "", w.Admin+" (default: the target's host, port "+statsclient.DefaultAdminPort+"; '' = none)")
 	fs.StringVar(&c.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
 	fs.StringVar(&c.CSV, "csv", "", "also write the per-second samples to `FILE` as CSV: a header row (second,count,errors,p50_ms,p99_ms,max_ms), then one row a second")
+	fs.Func("shard", ShardUsage, func(v string) error {
+		sh, err := ParseShard(v)
+		if err != nil {
+			return errors.New("want I/N, 1 <= I <= N (e.g. 2/3)")
+		}
+		c.Shard = sh
+		return nil
+	})
 	fs.StringVar(&c.HTML, "html", "", "also write the report to `FILE` as one self-contained HTML page (inline SVG charts, opens offline): the table, client vs server, throughput and latency per second, the latency distribution")
 }
 
 // ResolveAdmin fills in -admin once the target's host is known (set: the
 // flags given on the command line); the error names the flag, on one line.
 func (c *Common) ResolveAdmin(set map[string]bool, targetHost string) error {
+	if strings.Contains(c.Admin, ",") {
+		admins, err := replicas.Split(c.Admin)
+		c.Admin = strings.Join(admins, ",")
+		return err
+	}
 	admin, err := statsclient.AdminURL(c.Admin, set["admin"], targetHost)
 	c.Admin = admin
 	return err

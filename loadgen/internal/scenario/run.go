@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/internal/proc"
+	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/verdict"
 )
 
@@ -33,6 +34,10 @@ type Options struct {
 	// is taken only after a good first read. 0: the second read is taken
 	// as soon as Load returns, whatever the first gave.
 	Settle time.Duration
+	// Scenario names the scenario and Shard is its -shard, for the part
+	// of a sharded report that 'loadgen merge' reads.
+	Scenario string
+	Shard    Shard
 }
 
 // Frame is what the skeleton knows of a run, for the scenario's part.
@@ -44,12 +49,15 @@ type Frame struct {
 	// Window Load's wall time.
 	ClientCPU float64
 	Window    time.Duration
+
+	opt    Options
+	judged *verdict.Run // what Judge judged
 }
 
 // Run runs s between two reads of the target's /stats, and returns its
 // report. It returns an error only when Prepare did.
 func Run[R any](ctx context.Context, opt Options, s Scenario[R]) (R, error) {
-	f := &Frame{Target: Open(ctx, opt.Admin)}
+	f := &Frame{Target: Open(ctx, opt.Admin), opt: opt}
 	defer f.Target.Close()
 	if err := s.Prepare(ctx, f); err != nil {
 		var zero R
@@ -85,5 +93,45 @@ func (f *Frame) Judge(v verdict.Run) []verdict.Verdict {
 	v.Server = Diff(f.Before, f.After)
 	v.Config = f.Target.Config
 	v.Cores = runtime.GOMAXPROCS(0)
+	v.Shard = f.opt.Shard.String()
+	if parts := Parts(f.Before, f.After); len(parts) > 1 {
+		v.Replicas = parts
+	}
+	f.judged = &v
 	return verdict.Judge(v)
+}
+
+// ShardPart is what a sharded run's -json report carries for 'loadgen
+// merge': the scenario and shard, the client's counts as the verdicts
+// read them, and each replica's raw /stats before and after the run, so
+// that the merged report judges the shards' sums against the server's
+// view of all of them.
+type ShardPart struct {
+	Scenario string             `json:"scenario"`
+	Shard    Shard              `json:"shard"`
+	Verdict  verdict.Run        `json:"verdict_input"`
+	Config   map[string]string  `json:"config,omitempty"`
+	Admin    string             `json:"admin,omitempty"`
+	Replicas []replicas.Replica `json:"run_replicas,omitempty"`
+}
+
+// ShardPart is the run's part for 'loadgen merge'; nil unless the run is
+// sharded and was judged.
+func (f *Frame) ShardPart() *ShardPart {
+	if !f.opt.Shard.Set() || f.judged == nil {
+		return nil
+	}
+	return &ShardPart{Scenario: f.opt.Scenario, Shard: f.opt.Shard, Verdict: *f.judged, Config: f.judged.Config,
+		Admin: f.Target.Admin, Replicas: Parts(f.Before, f.After)}
+}
+
+// ReplicasOf is each replica's part between before and after, for a
+// report: only for several replicas, or a sharded run (whose report
+// 'loadgen merge' reads); else nil, and the report shows none.
+func (c Common) ReplicasOf(before, after *Snapshot) []replicas.Replica {
+	parts := Parts(before, after)
+	if len(parts) < 2 && !c.Shard.Set() {
+		return nil
+	}
+	return parts
 }

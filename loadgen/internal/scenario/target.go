@@ -2,15 +2,21 @@ package scenario
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 
+	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/statsclient"
 	"knowngood/shared/protocol"
 )
 
 // Target is the target's admin listener for one run: its /stats, and its
 // effective configuration read once at the start. Without an admin
-// listener every read gives nil.
+// listener every read gives nil. A target of several replicas has one
+// admin listener each (Admin lists them, separated by commas): a read is
+// then the sum over the replicas that answered, each one's read kept
+// beside it.
 type Target struct {
 	Admin string
 	// Config is the target's configuration keyed by flag name (from
@@ -18,17 +24,23 @@ type Target struct {
 	// out.
 	Config map[string]string
 	stats  *statsclient.Client
+	set    *replicas.Set // several replicas
 }
 
-// Open opens the admin listener at admin ("" for none) and reads its
-// configuration.
+// Open opens the admin listener at admin ("" for none; several separated
+// by commas) and reads its configuration.
 func Open(ctx context.Context, admin string) *Target {
 	t := &Target{Admin: admin}
-	if admin == "" {
+	switch {
+	case admin == "":
 		return t
+	case strings.Contains(admin, ","):
+		t.set = replicas.New(strings.Split(admin, ","))
+		t.Config, _ = t.set.Config(ctx)
+	default:
+		t.stats = statsclient.New(admin)
+		t.Config, _ = t.stats.Config(ctx) // without it, the verdicts that need it are left out
 	}
-	t.stats = statsclient.New(admin)
-	t.Config, _ = t.stats.Config(ctx) // without it, the verdicts that need it are left out
 	return t
 }
 
@@ -37,12 +49,57 @@ func (t *Target) Close() {
 	if t.stats != nil {
 		t.stats.Close()
 	}
+	if t.set != nil {
+		t.set.Close()
+	}
 }
 
-// Snapshot is one /stats read: the document, or why it failed.
+// Snapshot is one /stats read: the document, or why it failed. Of several
+// replicas, Stats is the sum over those that answered and Err is set only
+// when none did.
 type Snapshot struct {
 	Stats statsclient.Snapshot
 	Err   error
+	// Reads are the replicas' own reads, in the order of -admin (one for
+	// a single admin listener).
+	Reads []replicas.Read
+}
+
+// summed is the snapshot of reads.
+func summed(reads []replicas.Read) *Snapshot {
+	s := &Snapshot{Reads: reads}
+	s.Stats, s.Err = replicas.Sum(reads)
+	return s
+}
+
+// single is the snapshot of one admin listener's read.
+func (t *Target) single(s statsclient.Snapshot, err error) *Snapshot {
+	return &Snapshot{Stats: s, Err: err, Reads: []replicas.Read{{Admin: t.Admin, Snapshot: s, Err: err}}}
+}
+
+// Pair is before and after summed over the replicas that answered both
+// times, so that their difference is what those replicas counted in
+// between; of a single admin listener, before and after as they are.
+func Pair(before, after *Snapshot) (*Snapshot, *Snapshot) {
+	if before == nil || after == nil || len(after.Reads) < 2 || !before.OK() || !after.OK() {
+		return before, after
+	}
+	b, a, _ := replicas.Common(before.Reads, after.Reads)
+	pb, pa := &Snapshot{Stats: b, Reads: before.Reads}, &Snapshot{Stats: a, Reads: after.Reads}
+	if a.Variant == "" {
+		err := errors.New("no replica answered both before and after the run")
+		pb.Err, pa.Err = err, err
+	}
+	return pb, pa
+}
+
+// Parts is each replica's part between before and after; nil unless both
+// were taken.
+func Parts(before, after *Snapshot) []replicas.Replica {
+	if before == nil || after == nil {
+		return nil
+	}
+	return replicas.Parts(before.Reads, after.Reads)
 }
 
 // OK reports whether s was read.
@@ -50,27 +107,36 @@ func (s *Snapshot) OK() bool { return s != nil && s.Err == nil }
 
 // Snapshot reads /stats now; nil without an admin listener.
 func (t *Target) Snapshot(ctx context.Context) *Snapshot {
-	if t.stats == nil {
+	switch {
+	case t.set != nil:
+		return summed(t.set.Get(ctx))
+	case t.stats == nil:
 		return nil
 	}
-	s, err := t.stats.Get(ctx)
-	return &Snapshot{Stats: s, Err: err}
+	return t.single(t.stats.Get(ctx))
 }
 
 // Settled reads /stats once the server has seen the run's connections go
 // (as many active as at before), or after wait; nil without an admin
 // listener or a good before.
 func (t *Target) Settled(ctx context.Context, before *Snapshot, wait time.Duration) *Snapshot {
-	if t.stats == nil || !before.OK() {
+	switch {
+	case !before.OK():
+		return nil
+	case t.set != nil:
+		return summed(t.set.Settled(ctx, before.Reads, wait))
+	case t.stats == nil:
 		return nil
 	}
-	s, err := t.stats.Settled(ctx, before.Stats, wait)
-	return &Snapshot{Stats: s, Err: err}
+	return t.single(t.stats.Settled(ctx, before.Stats, wait))
 }
 
 // FreeOSMemory asks the target to return its free memory to the OS (see
 // statsclient.Client.FreeOSMemory); nothing without an admin listener.
 func (t *Target) FreeOSMemory(ctx context.Context) error {
+	if t.set != nil {
+		return t.set.FreeOSMemory(ctx)
+	}
 	if t.stats == nil {
 		return nil
 	}
@@ -80,6 +146,7 @@ func (t *Target) FreeOSMemory(ctx context.Context) error {
 // Diff is what the server counted between two reads; nil unless both
 // were read.
 func Diff(before, after *Snapshot) *protocol.Stats {
+	before, after = Pair(before, after)
 	if !before.OK() || !after.OK() {
 		return nil
 	}
@@ -90,6 +157,7 @@ func Diff(before, after *Snapshot) *protocol.Stats {
 // CPU is the server's CPU seconds between two reads; nil unless both
 // were read and report it.
 func CPU(before, after *Snapshot) *float64 {
+	before, after = Pair(before, after)
 	if !before.OK() || !after.OK() || before.Stats.CPUSeconds == nil || after.Stats.CPUSeconds == nil {
 		return nil
 	}

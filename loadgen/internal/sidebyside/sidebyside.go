@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
+	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/verdict"
 )
@@ -19,6 +21,7 @@ type Table[V any] struct {
 	tw     *tabwriter.Writer
 	server *V
 	cap    *Capture // not nil: the rows go there, not to tw
+	parts  []replicas.Replica
 }
 
 // New writes the header row: "client", and serverHeader over the server
@@ -40,6 +43,9 @@ func New[V any](w io.Writer, server *V, serverHeader string) *Table[V] {
 // Header names the server column: the variant and admin URL that /stats
 // came from, or the process whose /proc figures were read.
 func Header(variant, admin string, pid int) string {
+	if n := strings.Count(admin, ",") + 1; variant != "" && n > 1 {
+		return fmt.Sprintf("server (%s, sum of %d replicas)", variant, n)
+	}
 	if variant != "" {
 		return fmt.Sprintf("server (%s, %s)", variant, admin)
 	}
@@ -63,6 +69,10 @@ func (t *Table[V]) Server(f func(*V) string) string {
 	}
 	return f(t.server)
 }
+
+// Replicas has Close write each replica's part under the table (nothing
+// for fewer than two).
+func (t *Table[V]) Replicas(parts []replicas.Replica) { t.parts = parts }
 
 // Flush writes the aligned table out.
 func (t *Table[V]) Flush() error {
@@ -113,6 +123,7 @@ func (t *Table[V]) Close(w io.Writer, errs map[string]tally.Count, serverError s
 	if err := t.Flush(); err != nil {
 		return err
 	}
+	replicas.WriteTable(w, t.parts)
 	tally.Write(w, "errors", errs)
 	if serverError != "" {
 		fmt.Fprintf(w, "server: %s\n", serverError)

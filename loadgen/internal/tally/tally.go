@@ -87,3 +87,20 @@ func Line(m map[string]uint64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Merge adds up the counts of several runs by kind; the first text is the
+// first run's that has the kind.
+func Merge(runs ...map[string]Count) map[string]Count {
+	out := map[string]Count{}
+	for _, m := range runs {
+		for k, c := range m {
+			o, ok := out[k]
+			if !ok {
+				o.First = c.First
+			}
+			o.Count += c.Count
+			out[k] = o
+		}
+	}
+	return out
+}

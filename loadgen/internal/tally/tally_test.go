@@ -40,3 +40,10 @@ func TestErrors(t *testing.T) {
 		t.Errorf("Write with none: %q", b.String())
 	}
 }
+
+func TestMerge(t *testing.T) {
+	got := Merge(map[string]Count{"read": {2, "a"}}, map[string]Count{"read": {3, "b"}, "dial": {1, "c"}}, nil)
+	if len(got) != 2 || got["read"] != (Count{5, "a"}) || got["dial"] != (Count{1, "c"}) {
+		t.Errorf("Merge = %v", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/shared/protocol"
 )
@@ -27,31 +28,42 @@ type Run struct {
 	// Attempts: connections (handshakes) the client tried; Connected: those
 	// it counted as done. Deadline bounds each attempt on the client (0:
 	// none known).
-	Attempts, Connected int
-	Deadline            time.Duration
+	Attempts  int           `json:"attempts"`
+	Connected int           `json:"connected"`
+	Deadline  time.Duration `json:"deadline_ns"`
 
 	// Sent: messages the client sent that the server should have
 	// received; Received: replies the client counted back, of the kind the
 	// server counts as sent. Slack: how many either count may be off by
 	// without anything being wrong (messages in flight when the server's
 	// snapshot was taken).
-	Sent, Received, Slack int64
+	Sent     int64 `json:"sent"`
+	Received int64 `json:"received"`
+	Slack    int64 `json:"slack"`
 	// Lost (broadcast): deliveries the client expected and did not get.
-	Lost int64
+	Lost int64 `json:"lost"`
 
 	// ClientCPU: the client's CPU seconds over Window, on Cores; negative
 	// when unknown.
-	ClientCPU float64
-	Window    time.Duration
-	Cores     int
+	ClientCPU float64       `json:"client_cpu_seconds"`
+	Window    time.Duration `json:"window_ns"`
+	Cores     int           `json:"cores"`
 
 	// Server is the server's /stats difference over the run, nil when
 	// there is none; Config its effective configuration keyed by flag name
 	// (nil when unknown); ServerCPU its CPU seconds over the run (negative
 	// when unknown).
-	Server    *protocol.Stats
-	Config    map[string]string
-	ServerCPU float64
+	Server    *protocol.Stats   `json:"-"`
+	Config    map[string]string `json:"-"`
+	ServerCPU float64           `json:"-"`
+	// Replicas: a target of several replicas, each one's part (Server is
+	// their sum), so that a loss is placed on the replica that counted
+	// it; nil for a single process.
+	Replicas []replicas.Replica `json:"-"`
+	// Shard is the run's -shard (I/N), "" for a whole run: the server's
+	// figures then include the other shards' load, and the client's
+	// counts are judged only once the shards' reports are merged.
+	Shard string `json:"-"`
 }
 
 // Verdict is one finding: Kind names the rule (for scripts and tests),
@@ -77,6 +89,8 @@ const (
 	SlowClient    = "slow-client"
 	ClientLimited = "client-limited"
 	NoServerView  = "no-server-view"
+	PartialView   = "partial-server-view"
+	Sharded       = "sharded"
 )
 
 // SaturationFrac: a client that used more than this share of the CPU it
@@ -93,10 +107,15 @@ func Judge(r Run) []Verdict {
 	if s == nil {
 		add(NoServerView, "no server view (no /stats): the run's failures cannot be placed on either side; give -admin")
 	} else {
-		connections(r, s, add)
-		messages(r, s, add)
+		partial(r, add)
+		if r.Shard != "" {
+			add(Sharded, "this is shard %s of a run: the server's figures include the other shards' load, so the client's counts are judged against them only in the merged report (loadgen merge)", r.Shard)
+		} else {
+			connections(r, s, add)
+			messages(r, s, add)
+		}
 		if n := sum(s.Faults); n > 0 {
-			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design", n, tally.Line(s.Faults))
+			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design%s", n, tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
 		}
 	}
 	saturation(r, add)
@@ -117,7 +136,7 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	n := uint64(r.Attempts)
 	p99 := ms(s.HandshakeLatency.P99)
 	if seen < n {
-		add(NeverReached, "the server saw %d of %d attempts: %d never reached it (check the listen backlog, open-files limits, ephemeral ports)", seen, n, n-seen)
+		add(NeverReached, "the server saw %d of %d attempts: %d never reached it (check the listen backlog, open-files limits, ephemeral ports)%s", seen, n, n-seen, onlyInSum(r))
 	}
 	if connected := uint64(max(r.Connected, 0)); ok > connected {
 		add(ClientLost, "the server completed %d of %d handshakes (p99 %s); the client counted %d: the other %d were lost on the client side",
@@ -125,9 +144,9 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	}
 	if rejected > 0 {
 		if cap := r.Config["max-conns"]; cap != "" && cap != "0" {
-			add(Capped, "the server refused %d of %d at its -max-conns %s cap (HTTP 503, or a Socket.IO connect error)", rejected, n, cap)
+			add(Capped, "the server refused %d of %d at its -max-conns %s cap (HTTP 503, or a Socket.IO connect error)%s", rejected, n, cap, byReplica(r, result(protocol.ResultRejected)))
 		} else {
-			add(Rejected, "the server rejected %d of %d (HTTP 503, a forbidden Origin, or a Socket.IO connect error)", rejected, n)
+			add(Rejected, "the server rejected %d of %d (HTTP 503, a forbidden Origin, or a Socket.IO connect error)%s", rejected, n, byReplica(r, result(protocol.ResultRejected)))
 		}
 	}
 	if r.Config["variant"] == "blocking" {
@@ -145,10 +164,10 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		if r.Deadline > 0 {
 			deadline = "its deadline of " + r.Deadline.String()
 		}
-		add(Abandoned, "the client left %d handshakes before the server had finished them (%s; the server's p99 of those it finished %s)", abandoned, deadline, p99)
+		add(Abandoned, "the client left %d handshakes before the server had finished them (%s; the server's p99 of those it finished %s)%s", abandoned, deadline, p99, byReplica(r, result(protocol.ResultAbandoned)))
 	}
 	if failed > 0 {
-		add(ServerGaveUp, "the server gave up on %d handshakes: bad requests, or its -handshake-timeout / -connect-timeout ran out", failed)
+		add(ServerGaveUp, "the server gave up on %d handshakes: bad requests, or its -handshake-timeout / -connect-timeout ran out%s", failed, byReplica(r, result(protocol.ResultFailed)))
 	}
 	if seen == n && ok == n && uint64(r.Connected) == n {
 		add(Agree, "client and server agree: %d of %d handshakes completed (server p99 %s)", n, n, p99)
@@ -163,7 +182,7 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	fine := true
 	if r.Sent >= 0 {
 		if got := int64(s.MessagesReceived); r.Sent-got > r.Slack {
-			add(NotDelivered, "the client sent %d messages and the server received %d: %d never reached it", r.Sent, got, r.Sent-got)
+			add(NotDelivered, "the client sent %d messages and the server received %d: %d never reached it%s", r.Sent, got, r.Sent-got, lossOn(r))
 			fine = false
 		}
 	}
@@ -176,10 +195,10 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	if r.Lost > 0 {
 		fine = false
 		if d := int64(s.BroadcastDropped); d > 0 {
-			add(SlowClient, "the client missed %d deliveries; the server dropped %d for connections whose send queue was full (-send-queue %s, -slow %s): those clients did not read fast enough, the client's limit",
-				r.Lost, d, orDash(r.Config["send-queue"]), orDash(r.Config["slow"]))
+			add(SlowClient, "the client missed %d deliveries; the server dropped %d for connections whose send queue was full (-send-queue %s, -slow %s): those clients did not read fast enough, the client's limit%s",
+				r.Lost, d, orDash(r.Config["send-queue"]), orDash(r.Config["slow"]), byReplica(r, func(d *protocol.Stats) uint64 { return d.BroadcastDropped }))
 		} else {
-			add(RepliesLost, "the client missed %d deliveries that the server dropped none of: they were lost on the client side, or are still on their way", r.Lost)
+			add(RepliesLost, "the client missed %d deliveries that the server dropped none of: they were lost on the client side, or are still on their way%s", r.Lost, lossOn(r))
 		}
 	}
 	if fine && (r.Sent >= 0 || r.Received >= 0) {
@@ -210,6 +229,113 @@ func saturation(r Run, add func(string, string, ...any)) {
 		add(ClientLimited, "the client used more CPU (%.2f s) than the target (%.2f s): the figures are the client's limit, not the server's",
 			r.ClientCPU, r.ServerCPU)
 	}
+}
+
+// partial says which replicas' figures are missing from the sum.
+func partial(r Run, add func(string, string, ...any)) {
+	if len(r.Replicas) < 2 {
+		return
+	}
+	var missing []string
+	for _, p := range r.Replicas {
+		if p.Diff == nil {
+			missing = append(missing, fmt.Sprintf("%s (%s)", p.Admin, p.Error))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	add(PartialView, "the server's view is partial: no /stats from replica %s; the figures are the sum over the other %d of %d replicas, and what the missing ones counted shows as lost",
+		strings.Join(missing, ", replica "), len(r.Replicas)-len(missing), len(r.Replicas))
+}
+
+// byReplica names the replicas whose count is not zero, for a verdict on
+// the sum: "" for a single process.
+func byReplica(r Run, count func(*protocol.Stats) uint64) string {
+	if len(r.Replicas) < 2 {
+		return ""
+	}
+	var on []string
+	for _, p := range r.Replicas {
+		if p.Diff == nil {
+			continue
+		}
+		if n := count(p.Diff); n > 0 {
+			on = append(on, fmt.Sprintf("%d on replica %s", n, p.Admin))
+		}
+	}
+	if len(on) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(on, ", ") + ")"
+}
+
+// result counts one handshake result.
+func result(name string) func(*protocol.Stats) uint64 {
+	return func(d *protocol.Stats) uint64 { return d.Handshakes[name] }
+}
+
+// lossOn names the replicas that counted a loss of messages (a fault
+// injected, a broadcast dropped, an invalid message answered with an
+// error), for a shortfall seen only in the sum; or says that none did.
+func lossOn(r Run) string {
+	if len(r.Replicas) < 2 {
+		return ""
+	}
+	var on []string
+	for _, p := range r.Replicas {
+		if p.Diff == nil {
+			continue
+		}
+		var what []string
+		if n := sum(p.Diff.Faults); n > 0 {
+			what = append(what, "faults "+tally.Line(p.Diff.Faults))
+		}
+		if p.Diff.BroadcastDropped > 0 {
+			what = append(what, fmt.Sprintf("%d dropped", p.Diff.BroadcastDropped))
+		}
+		if n := sum(p.Diff.InvalidMessages); n > 0 {
+			what = append(what, "invalid "+tally.Line(p.Diff.InvalidMessages))
+		}
+		if bad := abnormal(p.Diff.Disconnects); len(bad) > 0 {
+			what = append(what, "abnormal disconnects "+tally.Line(bad))
+		}
+		if len(what) > 0 {
+			on = append(on, fmt.Sprintf("replica %s counted %s", p.Admin, strings.Join(what, ", ")))
+		}
+	}
+	if len(on) == 0 {
+		return onlyInSum(r)
+	}
+	return "; " + strings.Join(on, "; ")
+}
+
+// abnormal keeps the disconnects that end a connection with messages
+// possibly in flight: a WebSocket close code other than a normal close
+// (1000), going away (1001) or none given (1005), and Engine.IO's ping
+// timeout, transport error and parse error.
+func abnormal(disconnects map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for reason, n := range disconnects {
+		code, err := strconv.Atoi(reason)
+		switch {
+		case err == nil && code != 1000 && code != 1001 && code != 1005,
+			reason == "ping timeout", reason == "transport error", reason == "parse error":
+			out[reason] = n
+		}
+	}
+	return out
+}
+
+// onlyInSum says that no replica counted a loss seen in the sum.
+func onlyInSum(r Run) string {
+	if len(r.Replicas) < 2 {
+		return ""
+	}
+	if missing := replicas.Missing(r.Replicas); len(missing) > 0 {
+		return "; no replica that answered counted it: it may be on replica " + strings.Join(missing, ", replica ") + ", whose figures are missing"
+	}
+	return "; no replica counted it: the loss can be seen only in the sum over the replicas"
 }
 
 func sum(m map[string]uint64) uint64 {

@@ -1,0 +1,106 @@
+package broadcast
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"knowngood/loadgen/internal/replicas"
+	"knowngood/loadgen/internal/scenario"
+	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/target"
+	"knowngood/loadgen/timeline"
+	"knowngood/shared/protocol"
+)
+
+// Merge makes the report of a whole run from the -json reports of its
+// shards (data, read from the files names, in any order): the client's
+// counts added up, the latency from the shards' histograms added up
+// (exact), the per-second samples added up (a second's percentiles are the
+// highest shard's), and the server's view taken once over every shard's
+// window, from each replica's earliest read before and latest read after.
+// Each shard counts the deliveries of its own broadcasts to its own
+// members: the deliveries that cross shards are in other_shards_deliveries
+// and in the server's figures, not in expected, received or lost.
+func Merge(names []string, data [][]byte) (*Report, error) {
+	reps := make([]*Report, len(data))
+	parts := make([]*scenario.ShardPart, len(data))
+	for i, b := range data {
+		if err := json.Unmarshal(b, &reps[i]); err != nil || reps[i] == nil {
+			return nil, fmt.Errorf("%s: not a broadcast report: %v", names[i], err)
+		}
+		parts[i] = reps[i].Shard
+	}
+	whole, err := scenario.MergeShards(names, parts)
+	if err != nil {
+		return nil, err
+	}
+	first := reps[0]
+	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Duration: first.Duration, Batches: []target.Batch{}}
+	lat, rtt := protocol.NewHistogram(), protocol.NewHistogram()
+	var urls, serverErrs []string
+	var samples [][]timeline.Sample
+	var errs []map[string]tally.Count
+	for i, r := range reps {
+		if r.Mode != first.Mode || r.Duration != first.Duration {
+			return nil, fmt.Errorf("%s and %s ran different flags (-push or -duration): not shards of one run", names[0], names[i])
+		}
+		if r.Received > 0 && len(r.LatencyHistogram) == 0 {
+			return nil, fmt.Errorf("%s has no latency_histogram: not a sharded report", names[i])
+		}
+		if !slices.Contains(urls, r.URL) {
+			urls = append(urls, r.URL)
+		}
+		out.Subscribers += r.Subscribers
+		out.Senders += r.Senders
+		out.Rate += r.Rate
+		out.Connected += r.Connected
+		out.Failed += r.Failed
+		out.ConnectSeconds = max(out.ConnectSeconds, r.ConnectSeconds)
+		out.Batches = append(out.Batches, r.Batches...)
+		out.Interrupted = out.Interrupted || r.Interrupted
+		out.WindowSeconds = max(out.WindowSeconds, r.WindowSeconds)
+		out.Sent += r.Sent
+		out.Pushes = max(out.Pushes, r.Pushes)
+		out.Expected += r.Expected
+		out.Received += r.Received
+		out.Lost += r.Lost
+		out.Duplicates += r.Duplicates
+		out.Results += r.Results
+		out.ListenerMismatches += r.ListenerMismatches
+		out.OtherShards += r.OtherShards
+		out.ClientCPUSeconds += r.ClientCPUSeconds
+		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
+		rtt.Merge(timeline.HistogramOf(r.ResultRTTHistogram))
+		samples = append(samples, r.Samples)
+		errs = append(errs, r.Errors)
+		if r.ServerError != "" {
+			serverErrs = append(serverErrs, names[i]+": "+r.ServerError)
+		}
+	}
+	out.URL = strings.Join(urls, ",")
+	out.ListenerCount = int64(out.Connected)
+	out.Latency, out.Distribution, out.ResultRTT = latencyOf(lat), timeline.Distribution(lat), latencyOf(rtt)
+	out.Samples = timeline.MergeSamples(samples)
+	out.Errors = tally.Merge(errs...)
+	out.ServerError = strings.Join(serverErrs, "; ")
+	cpu := -1.0
+	if b, a, ok := replicas.Ends(whole.Replicas); ok {
+		cfg := Config{}
+		cfg.Admin = whole.Admin
+		out.Server, _ = serverView(cfg, &scenario.Snapshot{Stats: b}, &scenario.Snapshot{Stats: a})
+		if out.Server != nil {
+			if len(whole.Replicas) > 1 {
+				out.Server.Replicas = whole.Replicas
+			}
+			if out.Server.CPUSeconds != nil {
+				cpu = *out.Server.CPUSeconds
+			}
+		}
+	}
+	if !out.Interrupted {
+		out.Verdicts = whole.Judge(cpu)
+	}
+	return out, nil
+}

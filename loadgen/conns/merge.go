@@ -1,0 +1,80 @@
+package conns
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"knowngood/loadgen/internal/replicas"
+	"knowngood/loadgen/internal/scenario"
+	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/timeline"
+)
+
+// Merge makes the report of a whole run from the -json reports of its
+// shards (data, read from the files names, in any order): the client's
+// counts added up, and the server's memory and connections from each
+// replica's earliest read before and latest read after. The shards must
+// hold their connections at the same time for the memory per connection
+// to mean anything; a shard's -pid and -free-os-memory figures are left
+// out.
+func Merge(names []string, data [][]byte) (*Report, error) {
+	reps := make([]*Report, len(data))
+	parts := make([]*scenario.ShardPart, len(data))
+	for i, b := range data {
+		if err := json.Unmarshal(b, &reps[i]); err != nil || reps[i] == nil {
+			return nil, fmt.Errorf("%s: not a conns report: %v", names[i], err)
+		}
+		parts[i] = reps[i].Shard
+	}
+	whole, err := scenario.MergeShards(names, parts)
+	if err != nil {
+		return nil, err
+	}
+	first := reps[0]
+	out := &Report{Client: first.Client, Version: first.Version, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold,
+		OpenFiles: first.OpenFiles, Batches: []Batch{}}
+	var urls, serverErrs []string
+	var samples [][]timeline.Sample
+	var errs []map[string]tally.Count
+	for i, r := range reps {
+		if r.Hold != first.Hold {
+			return nil, fmt.Errorf("%s and %s ran different flags (-hold): not shards of one run", names[0], names[i])
+		}
+		if !slices.Contains(urls, r.URL) {
+			urls = append(urls, r.URL)
+		}
+		out.N += r.N
+		out.OpenFilesAllow += r.OpenFilesAllow
+		out.Established += r.Established
+		out.Failed += r.Failed
+		out.Dropped += r.Dropped
+		out.Held += r.Held
+		out.EstablishSeconds = max(out.EstablishSeconds, r.EstablishSeconds)
+		out.Batches = append(out.Batches, r.Batches...)
+		out.ClientCPUSeconds += r.ClientCPUSeconds
+		samples = append(samples, r.Samples)
+		errs = append(errs, r.Errors)
+		if r.ServerError != "" {
+			serverErrs = append(serverErrs, names[i]+": "+r.ServerError)
+		}
+	}
+	out.URL = strings.Join(urls, ",")
+	out.Samples = timeline.MergeSamples(samples)
+	out.Errors = tally.Merge(errs...)
+	out.ServerError = strings.Join(serverErrs, "; ")
+	cpu := -1.0
+	if b, a, ok := replicas.Ends(whole.Replicas); ok {
+		cfg := Config{}
+		cfg.Admin = whole.Admin
+		before, after := sample{server: &scenario.Snapshot{Stats: b}}, sample{server: &scenario.Snapshot{Stats: a}}
+		out.Server, _ = serverView(cfg, before, after, nil, out.Held)
+		if out.Server != nil && len(whole.Replicas) > 1 {
+			out.Server.Replicas = whole.Replicas
+		}
+		cpu = *a.CPUSeconds - *b.CPUSeconds
+	}
+	out.Verdicts = whole.Judge(cpu)
+	return out, nil
+}

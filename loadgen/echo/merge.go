@@ -1,0 +1,125 @@
+package echo
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"knowngood/loadgen/internal/replicas"
+	"knowngood/loadgen/internal/scenario"
+	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/timeline"
+	"knowngood/shared/protocol"
+)
+
+// Merge makes the report of a whole run from the -json reports of its
+// shards (data, read from the files names, in any order): the client's
+// counts added up, the latency from the shards' histograms added up
+// (exact), the per-second samples added up (a second's percentiles are
+// the highest shard's), and the server's view taken once over every
+// shard's window, from each replica's earliest read before and latest
+// read after. A shard's -pid CPU figures are left out.
+func Merge(names []string, data [][]byte) (*Report, error) {
+	reps := make([]*Report, len(data))
+	parts := make([]*scenario.ShardPart, len(data))
+	for i, b := range data {
+		if err := json.Unmarshal(b, &reps[i]); err != nil || reps[i] == nil {
+			return nil, fmt.Errorf("%s: not an echo report: %v", names[i], err)
+		}
+		parts[i] = reps[i].Shard
+	}
+	whole, err := scenario.MergeShards(names, parts)
+	if err != nil {
+		return nil, err
+	}
+	first := reps[0]
+	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Size: first.Size, Inflight: first.Inflight,
+		Duration: first.Duration, Warmup: first.Warmup}
+	lat, late := protocol.NewHistogram(), protocol.NewHistogram()
+	var urls []string
+	var samples [][]timeline.Sample
+	var errs []map[string]tally.Count
+	var windows [][]replicas.Replica
+	var serverErrs []string
+	for i, r := range reps {
+		if r.Mode != first.Mode || r.Size != first.Size || r.Duration != first.Duration || r.Warmup != first.Warmup {
+			return nil, fmt.Errorf("%s and %s ran different flags (-mode, -size, -duration or -warmup): not shards of one run", names[0], names[i])
+		}
+		if r.Messages > 0 && len(r.LatencyHistogram) == 0 {
+			return nil, fmt.Errorf("%s has no latency_histogram: not a sharded report", names[i])
+		}
+		if !slices.Contains(urls, r.URL) {
+			urls = append(urls, r.URL)
+		}
+		out.Conns += r.Conns
+		out.Rate += r.Rate
+		out.Connected += r.Connected
+		out.Messages += r.Messages
+		out.Sent += r.Sent
+		out.BehindSchedule += r.BehindSchedule
+		out.MessagesPerSecond += r.MessagesPerSecond // the shards ran at the same time
+		out.WindowSeconds = max(out.WindowSeconds, r.WindowSeconds)
+		out.Interrupted = out.Interrupted || r.Interrupted
+		out.ClientCPUSeconds += r.ClientCPUSeconds
+		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
+		late.Merge(timeline.HistogramOf(r.SendLateHistogram))
+		samples = append(samples, r.Samples)
+		errs = append(errs, r.Errors)
+		if r.Server != nil {
+			windows = append(windows, r.Server.Replicas)
+		}
+		if r.ServerError != "" {
+			serverErrs = append(serverErrs, names[i]+": "+r.ServerError)
+		}
+	}
+	out.URL = strings.Join(urls, ",")
+	out.setLatency(lat, late)
+	if out.Mode != Rate {
+		out.SendLateP50ms, out.SendLateP99ms, out.SendLateMaxMs = nil, nil, nil
+	}
+	out.Samples = timeline.MergeSamples(samples)
+	out.Errors = tally.Merge(errs...)
+	out.ServerError = strings.Join(serverErrs, "; ")
+	cpu := -1.0
+	if len(windows) == len(reps) {
+		merged, err := replicas.Merge(windows)
+		if err != nil {
+			return nil, err
+		}
+		out.Server = mergedView(whole.Admin, merged)
+		if out.Server != nil && out.Server.CPUSeconds != nil {
+			cpu = *out.Server.CPUSeconds
+		}
+	} else if out.ServerError == "" && whole.Admin != "" {
+		out.ServerError = errors.New("a shard has no server view of its window").Error()
+	}
+	if !out.Interrupted {
+		out.Verdicts = whole.Judge(cpu)
+	}
+	return out, nil
+}
+
+// mergedView is the server's view of the window from each replica's
+// merged part; nil when no replica has one.
+func mergedView(admin string, parts []replicas.Replica) *ServerView {
+	d := replicas.Total(parts)
+	if d == nil {
+		return nil
+	}
+	var active int64
+	for _, p := range parts {
+		if p.After != nil {
+			active += p.After.ConnectionsActive
+		}
+	}
+	cpu := d.CPUSeconds
+	v := &ServerView{Admin: admin, Variant: d.Variant, CPUSeconds: &cpu, CPUSource: "stats",
+		MessagesReceived: &d.MessagesReceived, MessagesSent: &d.MessagesSent, BytesReceived: &d.BytesReceived, BytesSent: &d.BytesSent,
+		ConnectionsActive: &active, Faults: d.Faults, AcceptErrors: d.AcceptErrors}
+	if len(parts) > 1 {
+		v.Replicas = parts
+	}
+	return v
+}

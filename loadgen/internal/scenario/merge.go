@@ -1,0 +1,107 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+
+	"knowngood/loadgen/internal/replicas"
+	"knowngood/loadgen/internal/verdict"
+)
+
+// MergeShards checks that parts are every shard of one sharded run, each
+// once (names: the files they came from, for the errors), and merges them
+// into the part of the whole run: the client's counts added up, and each
+// replica's earliest read before and latest read after, so that the
+// server's view covers every shard's window.
+func MergeShards(names []string, parts []*ShardPart) (*ShardPart, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("no reports to merge")
+	}
+	by := map[int]string{}
+	for i, p := range parts {
+		if p == nil || !p.Shard.Set() {
+			return nil, fmt.Errorf("%s is not a sharded report: run each shard with -shard I/N and -json FILE", names[i])
+		}
+		first := parts[0]
+		if p.Scenario != first.Scenario {
+			return nil, fmt.Errorf("mixed scenarios: %s is %s, %s is %s", names[0], first.Scenario, names[i], p.Scenario)
+		}
+		if p.Shard.N != first.Shard.N {
+			return nil, fmt.Errorf("%s is shard %s, %s is shard %s: not the same split", names[0], first.Shard, names[i], p.Shard)
+		}
+		if prev, ok := by[p.Shard.I]; ok {
+			return nil, fmt.Errorf("shard %s is given twice: %s and %s", p.Shard, prev, names[i])
+		}
+		by[p.Shard.I] = names[i]
+	}
+	var missing []string
+	for i := 1; i <= parts[0].Shard.N; i++ {
+		if _, ok := by[i]; !ok {
+			missing = append(missing, Shard{I: i, N: parts[0].Shard.N}.String())
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("shard %s missing: give every shard's report", strings.Join(missing, ", "))
+	}
+
+	out := &ShardPart{Scenario: parts[0].Scenario, Config: parts[0].Config, Admin: parts[0].Admin}
+	var runs [][]replicas.Replica
+	v := &out.Verdict
+	for i, p := range parts {
+		if p.Admin != out.Admin {
+			return nil, fmt.Errorf("%s read /stats from %s, %s from %s: every shard needs the same -admin (every replica's)", names[0], out.Admin, names[i], p.Admin)
+		}
+		runs = append(runs, p.Replicas)
+		pv := p.Verdict
+		v.Attempts += pv.Attempts
+		v.Connected += pv.Connected
+		v.Deadline = max(v.Deadline, pv.Deadline)
+		v.Sent, v.Received, v.Lost = addKnown(v.Sent, pv.Sent, i), addKnown(v.Received, pv.Received, i), addKnown(v.Lost, pv.Lost, i)
+		v.Slack += pv.Slack
+		v.ClientCPU = addKnownF(v.ClientCPU, pv.ClientCPU, i)
+		v.Window = max(v.Window, pv.Window)
+		v.Cores += pv.Cores
+	}
+	merged, err := replicas.Merge(runs)
+	if err != nil {
+		return nil, err
+	}
+	out.Replicas = merged
+	return out, nil
+}
+
+// addKnown adds counts, negative (not kept) when either is; i is the
+// shard's place, 0 for the first.
+func addKnown(sum, n int64, i int) int64 {
+	switch {
+	case i == 0:
+		return n
+	case sum < 0 || n < 0:
+		return -1
+	}
+	return sum + n
+}
+
+func addKnownF(sum, n float64, i int) float64 {
+	switch {
+	case i == 0:
+		return n
+	case sum < 0 || n < 0:
+		return -1
+	}
+	return sum + n
+}
+
+// Judge applies the verdict rules to the merged counts and the server's
+// view of every shard's window; serverCPU is the server's CPU seconds
+// over the measured window (negative when unknown).
+func (p *ShardPart) Judge(serverCPU float64) []verdict.Verdict {
+	v := p.Verdict
+	v.Server = replicas.Total(p.Replicas)
+	v.Config = p.Config
+	v.ServerCPU = serverCPU
+	if len(p.Replicas) > 1 {
+		v.Replicas = p.Replicas
+	}
+	return verdict.Judge(v)
+}

@@ -1,0 +1,74 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+
+	"knowngood/loadgen/internal/replicas"
+	"knowngood/loadgen/internal/verdict"
+	"knowngood/shared/protocol"
+)
+
+func part(scenario string, i, n int, sent int64, admin string, reps ...replicas.Replica) *ShardPart {
+	return &ShardPart{Scenario: scenario, Shard: Shard{I: i, N: n}, Admin: admin, Replicas: reps,
+		Verdict: verdict.Run{Attempts: 2, Connected: 2, Sent: sent, Received: sent, ClientCPU: 0.5, Cores: 2}}
+}
+
+func TestMergeShardsRefuses(t *testing.T) {
+	names := []string{"a.json", "b.json", "c.json"}
+	for _, c := range []struct {
+		name  string
+		parts []*ShardPart
+		want  string
+	}{
+		{"not sharded", []*ShardPart{part("echo", 1, 2, 1, ""), nil}, "b.json is not a sharded report: run each shard with -shard I/N"},
+		{"mixed", []*ShardPart{part("echo", 1, 2, 1, ""), part("handshake", 2, 2, 1, "")}, "mixed scenarios: a.json is echo, b.json is handshake"},
+		{"split", []*ShardPart{part("echo", 1, 2, 1, ""), part("echo", 2, 3, 1, "")}, "a.json is shard 1/2, b.json is shard 2/3: not the same split"},
+		{"twice", []*ShardPart{part("echo", 1, 2, 1, ""), part("echo", 1, 2, 1, "")}, "shard 1/2 is given twice: a.json and b.json"},
+		{"missing", []*ShardPart{part("echo", 1, 3, 1, ""), part("echo", 3, 3, 1, "")}, "shard 2/3 missing"},
+		{"admin", []*ShardPart{part("echo", 1, 2, 1, "http://a"), part("echo", 2, 2, 1, "http://b")}, "every shard needs the same -admin"},
+		{"none", nil, "no reports"},
+	} {
+		_, err := MergeShards(names[:len(c.parts)], c.parts)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestMergeShards: the counts add up, and each replica's window runs from
+// its earliest read before to its latest read after, whichever shard took
+// them.
+func TestMergeShards(t *testing.T) {
+	at := func(uptime float64, received uint64) *protocol.Stats {
+		return &protocol.Stats{Variant: "echo-gorilla", UptimeSeconds: uptime, MessagesReceived: received, MessagesSent: received}
+	}
+	a1 := replicas.Replica{Admin: "http://a", Before: at(10, 100), After: at(20, 150)}
+	b1 := replicas.Replica{Admin: "http://b", Before: at(10, 0), After: at(20, 0)}
+	a2 := replicas.Replica{Admin: "http://a", Before: at(12, 120), After: at(18, 140)}
+	b2 := replicas.Replica{Admin: "http://b", Before: at(11, 0), After: at(25, 70)}
+	m, err := MergeShards([]string{"2.json", "1.json"}, []*ShardPart{
+		part("echo", 2, 2, 30, "http://a,http://b", a2, b2), part("echo", 1, 2, 90, "http://a,http://b", a1, b1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := m.Verdict; v.Sent != 120 || v.Received != 120 || v.Attempts != 4 || v.ClientCPU != 1 {
+		t.Errorf("merged counts %+v", v)
+	}
+	if len(m.Replicas) != 2 || m.Replicas[0].Diff.MessagesReceived != 50 || m.Replicas[1].Diff.MessagesReceived != 70 {
+		t.Fatalf("merged replicas %+v", m.Replicas)
+	}
+	if s := replicas.Total(m.Replicas); s.MessagesReceived != 120 {
+		t.Errorf("total received %d, want 120", s.MessagesReceived)
+	}
+	m.Verdict.Attempts = 0 // messages only
+	vs := m.Judge(-1)
+	if len(vs) != 1 || vs[0].Text != "client and server agree on the messages: the client sent 120, the server received 120; the server sent 120, the client counted 120" {
+		t.Errorf("verdicts %+v", vs)
+	}
+	// A count one shard did not keep is not kept for the whole run.
+	p1, p2 := part("echo", 1, 2, 5, ""), part("echo", 2, 2, -1, "")
+	if m, err := MergeShards([]string{"1", "2"}, []*ShardPart{p1, p2}); err != nil || m.Verdict.Sent != -1 {
+		t.Errorf("sent with one unknown: %+v, %v", m, err)
+	}
+}

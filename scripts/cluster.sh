@@ -20,8 +20,9 @@
 #                                (socket.io-client: query: {sticky: "<id>"})
 #                   round_robin  KNOWN-BAD for Socket.IO with polling: "Session ID unknown"
 #   REPLICA_PORT  the first replica's target port, the next ones follow; 0 = any
-#                 free port (PORT+1)
-#   ADMIN_PORT    the first replica's admin port, likewise (9101)
+#                 free port (8201)
+#   ADMIN_PORT    the first replica's admin port, likewise (9201, as in
+#                 docker/compose.cluster.yaml)
 #   ARGS          more flags for every replica ("-max-conns 10000 -push-interval 1s")
 #   REDIS_URL     an existing Redis to join; empty = start redis-server on a
 #                 Unix socket in RUN_DIR (only for the variants that take -redis)
@@ -38,8 +39,8 @@ VARIANT=${VARIANT:-empty}
 REPLICAS=${REPLICAS:-3}
 PORT=${PORT:-8080}
 LB=${LB:-}
-REPLICA_PORT=${REPLICA_PORT:-$((PORT + 1))}
-ADMIN_PORT=${ADMIN_PORT:-9101}
+REPLICA_PORT=${REPLICA_PORT:-8201}
+ADMIN_PORT=${ADMIN_PORT:-9201}
 ARGS=${ARGS:-}
 REDIS_URL=${REDIS_URL:-}
 RUN_DIR=${RUN_DIR:-${TMPDIR:-/tmp}/knowngood-cluster-$PORT}

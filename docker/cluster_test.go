@@ -131,7 +131,6 @@ func TestComposeCluster(t *testing.T) {
 	}
 }
 
-
 // stderrOf is what a failed command wrote to stderr.
 func stderrOf(err error) string {
 	if ee, ok := err.(*exec.ExitError); ok {

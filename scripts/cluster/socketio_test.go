@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -143,5 +144,25 @@ func TestRoundRobinSocketIO(t *testing.T) {
 	}
 	if after := unknownSid(c.stats(t)); after-before < r.HTTPErrors[sessionUnknown] {
 		t.Errorf("the replicas counted %d more refusals, the reconnecting clients saw %d", after-before, r.HTTPErrors[sessionUnknown])
+	}
+}
+
+// TestIPHashOneMachine: ip_hash, the sticky policy of production (real
+// client addresses), is correct on one machine but does not spread: every
+// client on 127.0.0.1 is sent to one replica. All connect and echo; one
+// replica opens every session.
+func TestIPHashOneMachine(t *testing.T) {
+	c := up(t, "empty", "ip_hash", 3)
+	const n = 30
+	r := sioConnect(t, c.URL(), "--n", strconv.Itoa(n), "--transports", "polling,websocket", "--echo", "--deadline-ms", "30000")
+	if r.Connected != n || r.Echoed != n || len(r.HTTPErrors) != 0 {
+		t.Errorf("%d clients: connected %d, echoed %d, errors %v, HTTP errors %v", n, r.Connected, r.Echoed, r.AttemptErrors, r.HTTPErrors)
+	}
+	var counts []uint64
+	for _, s := range c.stats(t) {
+		counts = append(counts, s.Handshakes[protocol.ResultOK])
+	}
+	if !slices.Contains(counts, n) {
+		t.Errorf("handshakes ok by replica %v: want all %d on one", counts, n)
 	}
 }

@@ -1,6 +1,7 @@
 package socketio_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -42,6 +43,11 @@ func TestUnknownSid(t *testing.T) {
 	}
 	if resp == nil || resp.StatusCode != 400 {
 		t.Fatalf("upgrade with an unknown sid: %v, %v; want 400", resp, err)
+	}
+	// Node's engine.io writes the bare message on the socket it refuses
+	// to upgrade.
+	if body, _ := io.ReadAll(resp.Body); string(body) != "Session ID unknown" {
+		t.Errorf("upgrade with an unknown sid: body %q, want Session ID unknown", body)
 	}
 	if n := refused(); n != 3 {
 		t.Errorf("refused_requests unknown_sid = %d after three requests with an unknown sid, want 3", n)

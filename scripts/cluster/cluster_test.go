@@ -113,12 +113,31 @@ func (c *cluster) down(t *testing.T) {
 	if out, err := c.script("down"); err != nil {
 		t.Errorf("cluster.sh down: %v\n%s", err, out)
 	}
-	for _, pid := range pids {
+	for _, pid := range append(pids, c.running()...) {
 		if alive(pid) {
 			t.Errorf("pid %d is still running after cluster.sh down", pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// running are the live processes whose command line names the run
+// directory: redis-server (its socket), the replicas (-redis), nginx (-p),
+// whether or not a pid file still lists them.
+func (c *cluster) running() []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(c.dir)) && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // logs is the tail of every log of the run, for a failure's message.
@@ -212,5 +231,32 @@ func TestClusterScript(t *testing.T) {
 	c.down(t)
 	if out, err := c.script("status"); err == nil {
 		t.Errorf("status after down succeeded:\n%s", out)
+	}
+}
+
+// TestClusterScriptFailsClean: an up that fails half-way (the replicas
+// refuse a flag, after redis-server has started) says why and leaves no
+// process; an unknown LB is refused before anything starts.
+func TestClusterScriptFailsClean(t *testing.T) {
+	need(t, "nginx", "redis-server", "curl")
+	for _, tc := range []struct{ name, lb, args, want string }{
+		{"bad flag", "least_conn", "-no-such-flag", "replica exited before listening"},
+		{"bad LB", "sticky_please", "", "LB=sticky_please"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cluster{dir: t.TempDir(), port: freePort(t)}
+			c.env = append(os.Environ(), "VARIANT=broadcast-gnet", "LB="+tc.lb, "REPLICAS=2",
+				"PORT="+strconv.Itoa(c.port), "REPLICA_PORT=0", "ADMIN_PORT=0", "RUN_DIR="+c.dir,
+				"KNOWNGOOD="+harness.KnowngoodT(t), "ARGS="+tc.args)
+			out, err := c.script("up")
+			if err == nil || !strings.Contains(string(out), tc.want) {
+				t.Errorf("up: %v, want a failure saying %q:\n%s", err, tc.want, out)
+			}
+			// up's own cleanup ran down: no process of the run is left.
+			for _, pid := range c.running() {
+				t.Errorf("pid %d left running after a failed up", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		})
 	}
 }

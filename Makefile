@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast experiment-handshake experiment-echo build clean \
+.PHONY: run-server list deps test lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast experiment-handshake experiment-echo build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
@@ -24,6 +24,21 @@ list:
 build:
 	CGO_ENABLED=0 go build -o bin/knowngood ./servers
 	CGO_ENABLED=0 go build -o bin/loadgen ./loadgen
+
+## cluster: REPLICAS of VARIANT joined through Redis, nginx in front on 127.0.0.1:PORT (LB=least_conn|ip_hash|query_hash|round_robin; scripts/cluster.sh)
+REPLICAS ?= 3
+PORT ?= 8080
+LB ?=
+cluster: build
+	VARIANT=$(VARIANT) REPLICAS=$(REPLICAS) PORT=$(PORT) LB=$(LB) ARGS="$(ARGS)" KNOWNGOOD=$(CURDIR)/bin/knowngood scripts/cluster.sh up
+
+## cluster-down: stop what make cluster started (the same PORT)
+cluster-down:
+	PORT=$(PORT) scripts/cluster.sh down
+
+## cluster-status: each replica's /health, nginx, Redis
+cluster-status:
+	PORT=$(PORT) scripts/cluster.sh status
 
 ## deps: what the tests need besides Go (the pinned npm packages, Debian's python3-socketio)
 deps:

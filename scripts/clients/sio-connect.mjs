@@ -4,7 +4,7 @@
 //
 //   node scripts/clients/sio-connect.mjs --url http://127.0.0.1:8080 --n 500 \
 //     --transports websocket|polling|polling,websocket --deadline-ms 15000 \
-//     [--echo] [--namespace /]
+//     [--echo] [--namespace /] [--sticky] [--reconnect N]
 //
 // Output (one line):
 //   {"client":"socket.io-client","version":"4.x.y","attempts":N,"connected":n,
@@ -17,6 +17,13 @@
 // emits `echo` with a payload and waits for the same payload back in the ack,
 // within a second window of --deadline-ms; echo failures are counted in
 // "echo_errors", not in errors.
+// --sticky sends query {sticky: "<pid>-<i>"} on every request of connection
+// i, which nginx's query_hash balancing (docker/nginx) keys on. --reconnect
+// N lets each connection try N more times after a failed connect (the
+// library's reconnection, 100-500 ms apart); it fails once it gives up.
+// Every connect_error of every attempt that carries an HTTP answer is
+// counted in "http_errors" by status and body ("400 {\"code\":1,...}"), and
+// every connect_error in "attempt_errors" by message.
 // Exit status: 0 when it ran (the counts tell the result), 2 on bad arguments.
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
@@ -50,6 +57,8 @@ function parse(argv) {
         // engine.io-client's polling transport checks certificates itself
         // (rejectUnauthorized), whatever NODE_TLS_REJECT_UNAUTHORIZED says.
         insecure: { type: "boolean", default: false },
+        sticky: { type: "boolean", default: false },
+        reconnect: { type: "string", default: "0" },
       },
     }));
   } catch (err) {
@@ -77,6 +86,9 @@ function parse(argv) {
   if (!values.namespace.startsWith("/")) {
     usage(`bad --namespace ${JSON.stringify(values.namespace)}: want a path starting with /`);
   }
+  if (!/^[0-9]+$/.test(values.reconnect) || Number(values.reconnect) > 1000) {
+    usage(`bad --reconnect ${JSON.stringify(values.reconnect)}: want an integer from 0 to 1000`);
+  }
   return {
     url: url.origin + (values.namespace === "/" ? "" : values.namespace),
     n: intFlag("n", 1000000),
@@ -85,6 +97,8 @@ function parse(argv) {
     echo: values.echo,
     times: values.times,
     insecure: values.insecure,
+    sticky: values.sticky,
+    reconnect: Number(values.reconnect),
   };
 }
 
@@ -109,12 +123,14 @@ function connectAll(opts) {
   const latencies = [];
   const completions = []; // since the common start, for --times
   const errors = {};
+  const attemptErrors = {};
+  const httpErrors = {};
   return new Promise((resolve) => {
     let pending = opts.n;
     const done = () => {
       if (--pending === 0) {
         clearTimeout(timer);
-        resolve({ sockets, latencies, completions, errors, totalMs: performance.now() - start });
+        resolve({ sockets, latencies, completions, errors, attemptErrors, httpErrors, totalMs: performance.now() - start });
       }
     };
     const timer = setTimeout(() => {
@@ -125,14 +141,18 @@ function connectAll(opts) {
           s.socket.close();
         }
       }
-      resolve({ sockets, latencies, completions, errors, totalMs: performance.now() - start });
+      resolve({ sockets, latencies, completions, errors, attemptErrors, httpErrors, totalMs: performance.now() - start });
     }, opts.deadlineMs);
     for (let i = 0; i < opts.n; i++) {
       const t0 = performance.now();
       const s = { state: "pending", socket: null };
       s.socket = io(opts.url, {
         forceNew: true,
-        reconnection: false,
+        reconnection: opts.reconnect > 0,
+        reconnectionAttempts: opts.reconnect,
+        reconnectionDelay: 100,
+        reconnectionDelayMax: 500,
+        query: opts.sticky ? { sticky: `${process.pid}-${i}` } : {},
         timeout: opts.deadlineMs,
         transports: opts.transports,
         rejectUnauthorized: !opts.insecure,
@@ -144,12 +164,24 @@ function connectAll(opts) {
         completions.push(performance.now() - start);
         done();
       });
-      s.socket.once("connect_error", (err) => {
+      const fail = (message) => {
         if (s.state !== "pending") return;
         s.state = "failed";
-        count(errors, err?.message || String(err));
+        count(errors, message);
         done();
+      };
+      let last = "";
+      s.socket.on("connect_error", (err) => {
+        last = err?.message || String(err);
+        count(attemptErrors, last);
+        // engine.io-client's TransportError: the HTTP status and the
+        // request, whose body says why (Engine.IO's {"code":..,"message":..}).
+        if (typeof err?.description === "number" && err.description > 0) {
+          count(httpErrors, `${err.description} ${err.context?.responseText ?? ""}`.trim());
+        }
+        if (opts.reconnect === 0) fail(last);
       });
+      s.socket.io.on("reconnect_failed", () => fail(last));
       sockets.push(s);
     }
   });
@@ -199,6 +231,8 @@ async function main() {
     echoed: echo.echoed,
     failed: opts.n - connected,
     errors: run.errors,
+    attempt_errors: run.attemptErrors,
+    http_errors: run.httpErrors,
     p50_ms: percentile(sorted, 50),
     p95_ms: percentile(sorted, 95),
     p99_ms: percentile(sorted, 99),

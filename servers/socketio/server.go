@@ -130,6 +130,7 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	// ServeHandler creates the engine, so it comes before io.Engine().
 	eio := s.io.ServeHandler(nil)
 	s.io.Engine().On("connection", func(args ...any) { s.onEngineOpen(args[0].(engine.Socket)) })
+	s.countUnknownSid()
 	for _, nsp := range []socket.Namespace{s.io.Of("/", nil), s.io.Of("/custom", nil)} {
 		nsp.Use(middleware)
 		nsp.On("connection", func(args ...any) { s.onConnect(args[0].(*socket.Socket)) })

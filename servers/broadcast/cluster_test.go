@@ -1,13 +1,20 @@
 package broadcast_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"knowngood/scripts/harness"
 	"knowngood/shared/cluster"
 	"knowngood/shared/cluster/clustertest"
 	"knowngood/shared/config"
@@ -237,4 +244,146 @@ func TestClusterRedisRestart(t *testing.T) {
 			t.Errorf("replica %d: %d connections, want %d", i, n, perReplica)
 		}
 	}
+}
+
+// TestClusterPusherKilled: three replicas as real processes; the one that
+// pushes is killed (SIGKILL: no goodbye, its lease simply runs out).
+// Another takes the push over, seq still only goes up, and loadgen's push
+// mode on a surviving replica, its window spanning the kill, counts as
+// lost exactly the seqs the cluster numbered but never sent (0, or 1 when
+// the kill fell between numbering a push and publishing it), as a client
+// of our own on the same replica sees them.
+func TestClusterPusherKilled(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	const subscribers = 50
+	rd := clustertest.StartRedis(t)
+	var procs []*harness.Process
+	for _, v := range broadcastTargets() {
+		procs = append(procs, harness.Start(t, "-variant", v.name, "-redis", rd.URL, "-push-interval", interval.String()))
+	}
+	waitCluster(t, rd, len(procs))
+
+	// The holder, by the replica id each process logs when it reaches Redis.
+	rc := redis.NewClient(&redis.Options{Addr: rd.Addr()})
+	defer rc.Close()
+	var holder string
+	lifecycletest.WaitUpTo(t, 10*time.Second, "a lease holder", func() bool {
+		holder, _ = rc.Get(context.Background(), "knowngood#push#lease").Result()
+		return holder != ""
+	})
+	var victim *harness.Process
+	var survivors []*harness.Process
+	for _, p := range procs {
+		if strings.Contains(p.Log(), `"replica":"`+holder+`"`) {
+			victim = p
+		} else {
+			survivors = append(survivors, p)
+		}
+	}
+	if victim == nil || len(survivors) != len(procs)-1 {
+		t.Fatalf("no process logs replica id %s", holder)
+	}
+	var refs []*client
+	for _, p := range survivors {
+		refs = append(refs, dial(t, "ws://"+p.Addr+"/"))
+	}
+	target := survivors[0]
+
+	// loadgen's window opens once its connections are open: the kill comes
+	// after that and three pushes more, well inside the 3 s window.
+	type report struct {
+		Subscribers                                  int
+		Pushes, Expected, Received, Lost, Duplicates uint64
+	}
+	var rep report
+	loadgenDone := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, harness.LoadgenT(t), "broadcast", "-url", "ws://"+target.Addr+"/", "-admin", target.AdminURL(),
+			"-subscribers", strconv.Itoa(subscribers), "-push", "-duration", "3s", "-json", "-")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err == nil {
+			err = json.Unmarshal(bytes.TrimSpace(out), &rep)
+		}
+		if err != nil {
+			err = fmt.Errorf("loadgen: %v\n%s", err, stderr.String())
+		}
+		loadgenDone <- err
+	}()
+	lifecycletest.WaitUpTo(t, 30*time.Second, "loadgen's subscribers connected", func() bool {
+		return target.Stats(t).ConnectionsActive >= subscribers+1
+	})
+	pushesNow := func(cl *client) (n int) {
+		cl.view(func(cl *client) { n = len(cl.pushes) })
+		return n
+	}
+	base := pushesNow(refs[0])
+	lifecycletest.WaitUpTo(t, 10*time.Second, "three pushes in loadgen's window", func() bool { return pushesNow(refs[0]) >= base+3 })
+	if err := victim.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.Exited()
+	killedAt := time.Now()
+	atKill := make([]int, len(refs))
+	for i, cl := range refs {
+		atKill[i] = pushesNow(cl)
+	}
+	for i, cl := range refs {
+		lifecycletest.WaitUpTo(t, 10*time.Second, "pushes after the kill", func() bool { return pushesNow(cl) >= atKill[i]+5 })
+	}
+	var newHolder string
+	newHolder, _ = rc.Get(context.Background(), "knowngood#push#lease").Result()
+	if newHolder == holder || newHolder == "" {
+		t.Errorf("lease holder %q after the kill; was %q", newHolder, holder)
+	}
+	select {
+	case err := <-loadgenDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("loadgen did not finish")
+	}
+
+	// Every reference client: seq only goes up; the seqs missing are the
+	// same for all (numbered, never published); the longest silence is
+	// the take-over.
+	var missing []uint64
+	for i, cl := range refs {
+		cl.view(func(cl *client) {
+			increasing(t, fmt.Sprintf("survivor %d", i), cl.pushes)
+			var miss []uint64
+			for j := 1; j < len(cl.pushes); j++ {
+				for s := cl.pushes[j-1] + 1; s < cl.pushes[j]; s++ {
+					miss = append(miss, s)
+				}
+			}
+			if i == 0 {
+				missing = miss
+			} else if fmt.Sprint(miss) != fmt.Sprint(missing) {
+				t.Errorf("survivor %d missed seqs %v, survivor 0 %v", i, miss, missing)
+			}
+			var silence time.Duration
+			for j := 1; j < len(cl.pushAt); j++ {
+				silence = max(silence, cl.pushAt[j].Sub(cl.pushAt[j-1]))
+			}
+			t.Logf("survivor %d: longest silence %v (interval %v, lease %v), killed at +%v", i, silence, interval, 2*interval, time.Since(killedAt))
+			// The lease runs out 2 intervals after the last renewal and the
+			// next tick takes it: about 3 intervals; 10 is the margin for a
+			// loaded host.
+			if silence > 10*interval {
+				t.Errorf("survivor %d: %v without a push", i, silence)
+			}
+		})
+	}
+	if len(missing) > 1 {
+		t.Errorf("seqs %v missing; at most one push can be numbered and not published", missing)
+	}
+	if rep.Duplicates != 0 || rep.Pushes < 10 || rep.Lost != uint64(subscribers*len(missing)) || rep.Expected != uint64(subscribers)*rep.Pushes {
+		t.Errorf("loadgen: %+v; want %d lost (%d subscribers x %d seqs missing), no duplicates", rep, subscribers*len(missing), subscribers, len(missing))
+	}
+	t.Logf("loadgen: %+v; seqs missing %v", rep, missing)
 }

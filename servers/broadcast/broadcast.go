@@ -67,7 +67,7 @@ func newTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, serve se
 		if r, err = cluster.Dial(cfg.Cluster.Redis, m, log); err != nil {
 			return nil, err
 		}
-		bus = cluster.NewBus(r, m, log, func(frame []byte) int { return hub.Send(wsserver.NewOutgoing(frame)) })
+		bus = cluster.NewBus(r, m, func(frame []byte) int { return hub.Send(wsserver.NewOutgoing(frame)) })
 	}
 	inner, err := serve(cfg, m, log, wsserver.Options{Handler: handler{hub: hub, m: m, bus: bus}, Queue: cfg.Broadcast.SendQueue})
 	if err != nil {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,7 +51,6 @@ const (
 type Bus struct {
 	r       *Redis
 	m       *metrics.Metrics
-	log     *slog.Logger
 	deliver func(frame []byte) int
 
 	out chan outMsg
@@ -92,10 +90,10 @@ type pending struct {
 }
 
 // NewBus subscribes this replica and starts its heartbeat. Close stops it.
-func NewBus(r *Redis, m *metrics.Metrics, log *slog.Logger, deliver func(frame []byte) int) *Bus {
+func NewBus(r *Redis, m *metrics.Metrics, deliver func(frame []byte) int) *Bus {
 	ctx, stop := context.WithCancel(context.Background())
 	b := &Bus{
-		r: r, m: m, log: log, deliver: deliver,
+		r: r, m: m, deliver: deliver,
 		out:     make(chan outMsg, outQueue),
 		pending: map[uint64]*pending{},
 		ctx:     ctx, stop: stop,

@@ -57,6 +57,8 @@ STRESS_RACES := ./servers/socketio:'^(TestPollingCloseRace|TestUpgradeRace|TestH
 STRESS_TESTS ?= $(STRESS_RACES) \
 	./servers/socketio:'^(TestBlockingContract|TestBlockingRepeatedConnects|TestBlockingLeaversGiveUpTheirTurn|TestFaultModes|TestPolling(Heartbeat|Upgrade|MalformedPacket))$$' \
 	./servers/broadcast:'^(TestMemberOnceUpgraded|TestSlowCloseFindsTheNonReader|TestBacklogGoesOutTogether|TestReaderOutlivesStuckWriter)$$' \
+	./servers/broadcast:'^(TestClusterFanOut|TestClusterRedisRestart|TestClusterPusherKilled)$$' \
+	./shared/cluster:'^TestBusBounded$$' \
 	./shared/wsserver:'^(TestFrameBytes|TestOverflowBounded)$$' \
 	./servers:'^(TestTimeBounds|TestLongPollOutlivesBounds|TestSIGHUP)$$' \
 	./loadgen/broadcast:'^TestSubscribers'

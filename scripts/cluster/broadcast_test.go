@@ -12,8 +12,9 @@ import (
 // Redis behind nginx's least_conn. WebSocket subscribers that connect
 // through the front spread over every replica (each replica's
 // connections_active > 0, summing to the subscribers), every subscriber's
-// echo comes back through nginx, and once they leave every replica's count
-// is back to zero.
+// echo comes back through nginx, a broadcast from any of them reaches
+// every subscriber exactly once with a listenerCount of all of them, and
+// once they leave every replica's count is back to zero.
 func TestLeastConnBroadcast(t *testing.T) {
 	c := up(t, "broadcast-gnet", "least_conn", 3)
 	const n = 30
@@ -61,6 +62,7 @@ func TestLeastConnBroadcast(t *testing.T) {
 	if sum != n {
 		t.Errorf("the replicas hold %d connections, want the %d subscribers", sum, n)
 	}
+	broadcastEverywhere(t, conns, []int{0, n / 2, n - 1})
 	for _, conn := range conns {
 		conn.Close()
 	}
@@ -73,6 +75,75 @@ func TestLeastConnBroadcast(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// broadcastEverywhere has each of senders broadcast once, then checks that
+// every subscriber got each broadcast exactly once and each sender's
+// listenerCount is every subscriber. An echo after the broadcasts closes
+// each subscriber's stream: a copy that came twice came before it, since
+// the replicas hand a remote broadcast to their clients before they
+// answer its count, and every count was in before the last result.
+func broadcastEverywhere(t *testing.T, conns []*websocket.Conn, senders []int) {
+	t.Helper()
+	type message struct {
+		Type          string `json:"type"`
+		Payload       string `json:"payload"`
+		ListenerCount int    `json:"listenerCount"`
+	}
+	pending := map[*websocket.Conn][]string{} // broadcasts a sender read before its result
+	for _, i := range senders {
+		if err := conns[i].WriteJSON(map[string]any{"type": "broadcast", "payload": fmt.Sprintf("from-%d", i)}); err != nil {
+			t.Fatalf("subscriber %d: %v", i, err)
+		}
+	}
+	// The results first, so that every replica has delivered every
+	// broadcast before the echoes go out.
+	for _, i := range senders {
+		for {
+			var m message
+			_ = conns[i].SetReadDeadline(time.Now().Add(10 * time.Second))
+			if err := conns[i].ReadJSON(&m); err != nil {
+				t.Fatalf("sender %d: %v", i, err)
+			}
+			if m.Type == "broadcastResult" {
+				if m.ListenerCount != len(conns) {
+					t.Errorf("sender %d: listenerCount %d, want every subscriber: %d", i, m.ListenerCount, len(conns))
+				}
+				break
+			}
+			if m.Type != "broadcast" {
+				t.Fatalf("sender %d: unexpected %+v", i, m)
+			}
+			pending[conns[i]] = append(pending[conns[i]], m.Payload)
+		}
+	}
+	for i, conn := range conns {
+		seen := map[string]int{}
+		for _, p := range pending[conn] {
+			seen[p]++
+		}
+		if err := conn.WriteJSON(map[string]any{"type": "echo", "payload": "end"}); err != nil {
+			t.Fatalf("subscriber %d: %v", i, err)
+		}
+		for {
+			var m message
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if err := conn.ReadJSON(&m); err != nil {
+				t.Fatalf("subscriber %d: %v (saw %v)", i, err, seen)
+			}
+			if m.Type == "echo" {
+				break
+			}
+			if m.Type == "broadcast" {
+				seen[m.Payload]++
+			}
+		}
+		for _, s := range senders {
+			if n := seen[fmt.Sprintf("from-%d", s)]; n != 1 {
+				t.Errorf("subscriber %d got sender %d's broadcast %d times, want once", i, s, n)
+			}
+		}
+	}
 }
 
 // waitFor polls cond every 20 ms for 15 s at most: what a replica counts

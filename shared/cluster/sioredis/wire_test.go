@@ -3,6 +3,7 @@ package sioredis
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,6 +107,10 @@ func TestRequestsFromNode(t *testing.T) {
 	r, ok = decodeRequest([]byte(`{"uid":"u","requestId":"q","type":0,"rooms":["a",7]}`))
 	if !ok || !reflect.DeepEqual(r.Rooms, []string{"a", "7"}) {
 		t.Errorf("SOCKETS rooms %v, %v; want [a 7]", r.Rooms, ok)
+	}
+	var resp response
+	if err := json.Unmarshal(goldenFetched, &resp); err != nil || resp.RequestID != "TOvIZ4" || len(resp.Sockets) != 1 {
+		t.Errorf("Node's fetchSockets answer read as %+v, %v; want 1 socket for TOvIZ4", resp, err)
 	}
 	if _, ok := decodeRequest([]byte{0x85}); ok {
 		t.Error("a msgpack request (a broadcast with acks) was taken")

@@ -1,7 +1,6 @@
 package broadcast
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,15 +23,7 @@ import (
 // members: the deliveries that cross shards are in other_shards_deliveries
 // and in the server's figures, not in expected, received or lost.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps := make([]*Report, len(data))
-	parts := make([]*scenario.ShardPart, len(data))
-	for i, b := range data {
-		if err := json.Unmarshal(b, &reps[i]); err != nil || reps[i] == nil {
-			return nil, fmt.Errorf("%s: not a broadcast report: %v", names[i], err)
-		}
-		parts[i] = reps[i].Shard
-	}
-	whole, err := scenario.MergeShards(names, parts)
+	reps, whole, err := scenario.DecodeShards(names, data, "a broadcast", func(r *Report) *scenario.ShardPart { return r.Shard })
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package echo
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -22,15 +21,7 @@ import (
 // shard's window, from each replica's earliest read before and latest
 // read after. A shard's -pid CPU figures are left out.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps := make([]*Report, len(data))
-	parts := make([]*scenario.ShardPart, len(data))
-	for i, b := range data {
-		if err := json.Unmarshal(b, &reps[i]); err != nil || reps[i] == nil {
-			return nil, fmt.Errorf("%s: not an echo report: %v", names[i], err)
-		}
-		parts[i] = reps[i].Shard
-	}
-	whole, err := scenario.MergeShards(names, parts)
+	reps, whole, err := scenario.DecodeShards(names, data, "an echo", func(r *Report) *scenario.ShardPart { return r.Shard })
 	if err != nil {
 		return nil, err
 	}

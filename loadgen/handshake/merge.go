@@ -1,7 +1,6 @@
 package handshake
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,15 +19,7 @@ import (
 // highest shard's), and the server's view taken once over every shard's
 // run, from each replica's earliest read before and latest read after.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps := make([]*Report, len(data))
-	parts := make([]*scenario.ShardPart, len(data))
-	for i, b := range data {
-		if err := json.Unmarshal(b, &reps[i]); err != nil || reps[i] == nil {
-			return nil, fmt.Errorf("%s: not a handshake report: %v", names[i], err)
-		}
-		parts[i] = reps[i].Shard
-	}
-	whole, err := scenario.MergeShards(names, parts)
+	reps, whole, err := scenario.DecodeShards(names, data, "a handshake", func(r *Report) *scenario.ShardPart { return r.Shard })
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -104,4 +105,23 @@ func (p *ShardPart) Judge(serverCPU float64) []verdict.Verdict {
 		v.Replicas = p.Replicas
 	}
 	return verdict.Judge(v)
+}
+
+// DecodeShards reads the -json reports of a sharded run (data, from the
+// files names) into R and merges their shard parts (MergeShards); kind
+// names the scenario in the error for a file that is not its report.
+func DecodeShards[R any](names []string, data [][]byte, kind string, part func(*R) *ShardPart) ([]*R, *ShardPart, error) {
+	reps := make([]*R, len(data))
+	parts := make([]*ShardPart, len(data))
+	for i, b := range data {
+		if err := json.Unmarshal(b, &reps[i]); err != nil || reps[i] == nil {
+			return nil, nil, fmt.Errorf("%s: not %s report: %v", names[i], kind, err)
+		}
+		parts[i] = part(reps[i])
+	}
+	whole, err := MergeShards(names, parts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return reps, whole, nil
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what knowngood's tests need besides Go, and only what is missing:
-# the pinned npm packages (socket.io-client, socket.io, ws) under scripts/,
+# the pinned npm packages (socket.io-client, socket.io, ws, and
+# @socket.io/redis-adapter with its redis client) under scripts/,
 # Debian's python3-socketio and python3-websockets for /usr/bin/python3, and
 # the recipes' tools: docker.io, Docker Compose v2, prometheus, tsung, k6,
 # artillery and wscat; redis-server and nginx for the cluster.

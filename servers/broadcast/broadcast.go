@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"knowngood/shared/cluster"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
@@ -46,6 +47,7 @@ type target struct {
 	lifecycle.Target
 	hub *Hub
 	cfg config.Config
+	bus *cluster.Bus // nil without -redis
 
 	mu      sync.Mutex
 	stopped bool
@@ -56,19 +58,60 @@ type target struct {
 
 func newTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, serve serveFunc) (lifecycle.Target, error) {
 	hub := NewHub(cfg.Broadcast.Slow, m)
-	inner, err := serve(cfg, m, log, wsserver.Options{Handler: handler{hub: hub, m: m}, Queue: cfg.Broadcast.SendQueue})
+	var (
+		r   *cluster.Redis
+		bus *cluster.Bus
+	)
+	if cfg.Cluster.Redis != "" {
+		var err error
+		if r, err = cluster.Dial(cfg.Cluster.Redis, m, log); err != nil {
+			return nil, err
+		}
+		bus = cluster.NewBus(r, m, func(frame []byte) int { return hub.Send(wsserver.NewOutgoing(frame)) })
+	}
+	inner, err := serve(cfg, m, log, wsserver.Options{Handler: handler{hub: hub, m: m, bus: bus}, Queue: cfg.Broadcast.SendQueue})
 	if err != nil {
+		if bus != nil {
+			bus.Close()
+			_ = r.Close()
+		}
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &target{Target: inner, hub: hub, cfg: cfg, ctx: ctx, stop: stop}, nil
+	t := &target{Target: inner, hub: hub, cfg: cfg, bus: bus, ctx: ctx, stop: stop}
+	if r != nil {
+		return &clusterTarget{target: t, r: r}, nil
+	}
+	return t, nil
+}
+
+// clusterTarget is a target that is one replica of a cluster (-redis): it
+// says whether Redis answers (admin.RedisState, for /health) and leaves
+// the cluster on Shutdown.
+type clusterTarget struct {
+	*target
+	r *cluster.Redis
+}
+
+func (t *clusterTarget) RedisState() string { return t.r.RedisState() }
+
+// Shutdown stops the push and the connections, then leaves the cluster.
+func (t *clusterTarget) Shutdown(ctx context.Context) error {
+	err := t.target.Shutdown(ctx)
+	t.bus.Close()
+	_ = t.r.Close()
+	return err
 }
 
 // Serve starts the push (with -push-interval) and serves until Shutdown.
 func (t *target) Serve(ln net.Listener) error {
 	t.mu.Lock()
 	if !t.stopped && t.cfg.Broadcast.PushInterval > 0 {
-		t.pusher.Go(func() { t.push(t.ctx) })
+		if t.bus != nil {
+			t.pusher.Go(func() { t.bus.Push(t.ctx, t.cfg.Broadcast.PushInterval, t.pushFrame) })
+		} else {
+			t.pusher.Go(func() { t.push(t.ctx) })
+		}
 	}
 	t.mu.Unlock()
 	return t.Target.Serve(ln)
@@ -102,4 +145,10 @@ func (t *target) push(ctx context.Context) {
 		buf = protocol.AppendPush(buf[:0], seq, time.Now().UnixNano(), filler)
 		t.hub.Send(wsserver.NewOutgoing(append([]byte(nil), buf...)))
 	}
+}
+
+// pushFrame is the push numbered seq, made now, for the cluster's push
+// (cluster.Bus.Push), which numbers it and sends it to every replica.
+func (t *target) pushFrame(seq uint64) []byte {
+	return protocol.AppendPush(nil, seq, time.Now().UnixNano(), strings.Repeat("x", t.cfg.Broadcast.PushSize))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
+	"knowngood/scripts/harness"
 	"knowngood/servers/targets"
 	"knowngood/servers/variants"
 	"knowngood/shared/config"
@@ -27,6 +29,10 @@ func TestMain(m *testing.M) {
 		// keeps idle workers for 10 s and its janitors for good.
 		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
 		goleak.IgnoreCurrent(),
+		goleak.Cleanup(func(code int) {
+			harness.RemoveBuilds()
+			os.Exit(code)
+		}),
 	)
 }
 
@@ -71,6 +77,7 @@ type client struct {
 	order      []string       // broadcast payloads in the order they came
 	results    []protocol.BroadcastMessage
 	pushes     []uint64
+	pushAt     []time.Time                 // when each push arrived
 	other      []protocol.BroadcastMessage // echo and error replies
 	closeCode  int                         // the server's close code, once read
 	done       chan struct{}               // closed when reading has ended
@@ -147,6 +154,7 @@ func (cl *client) read(pause, stop <-chan struct{}) {
 			cl.results = append(cl.results, msg)
 		case protocol.TypePush:
 			cl.pushes = append(cl.pushes, msg.Seq)
+			cl.pushAt = append(cl.pushAt, time.Now())
 		default:
 			cl.other = append(cl.other, msg)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"knowngood/shared/cluster"
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
 	"knowngood/shared/wsserver"
@@ -14,6 +15,7 @@ import (
 type handler struct {
 	hub *Hub
 	m   *metrics.Metrics
+	bus *cluster.Bus // nil without -redis: the local path stays as it is
 }
 
 func (h handler) Open(p wsserver.Peer) wsserver.Session {
@@ -49,12 +51,30 @@ func (s *session) Message(_ wsserver.Op, data []byte) {
 		if payload == nil {
 			payload = json.RawMessage("null")
 		}
+		if s.bus != nil {
+			s.clusterBroadcast(payload)
+			return
+		}
 		s.hub.Broadcast(wsserver.NewOutgoing(protocol.AppendBroadcast(nil, payload)), s.p, func(n int) *wsserver.Outgoing {
 			return wsserver.NewOutgoing(protocol.AppendBroadcastResult(nil, payload, n))
 		})
 	default:
 		s.invalid(protocol.InvalidType, fmt.Sprintf("unknown message type %q; want %q or %q", req.Type, protocol.TypeEcho, protocol.TypeBroadcast))
 	}
+}
+
+// clusterBroadcast hands the broadcast to every local client, the sender
+// too, at once, and to the other replicas' through the bus; the result
+// goes to the sender once the other replicas have said how many of their
+// clients took it (at most cluster.AnswerWait later). The sender's copy
+// and its result are two queue entries here, not one Pair: the result is
+// not known when the copy goes out.
+func (s *session) clusterBroadcast(payload json.RawMessage) {
+	frame := protocol.AppendBroadcast(nil, payload)
+	local := s.hub.Send(wsserver.NewOutgoing(frame))
+	s.bus.Broadcast(frame, func(remote int) {
+		s.hub.SendTo(s.p, wsserver.NewOutgoing(protocol.AppendBroadcastResult(nil, payload, local+remote)))
+	})
 }
 
 // invalid answers a message the server cannot act on, counts it, and keeps

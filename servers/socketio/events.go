@@ -7,6 +7,7 @@ import (
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
+	"knowngood/shared/cluster/sioredis"
 	"knowngood/shared/protocol"
 )
 
@@ -56,14 +57,35 @@ func (s *Server) onConnect(sock *socket.Socket) {
 		}
 	})
 	// broadcast: the arguments go, as a "broadcast" event, to every socket
-	// of the namespace, the sender included; the ack carries the count.
+	// of the namespace, the sender included; the ack carries the count
+	// (cluster-wide with -redis: see ackCount).
 	on("broadcast", func(args ...any) {
 		args, ack := splitAck(args)
 		listeners := sock.Nsp().Sockets().Len()
 		_ = sock.Nsp().Emit("broadcast", args...)
 		s.m.Sent(listeners, 0)
 		if ack != nil {
-			s.ack(ack, listeners)
+			s.ackCount(sock, ack, "", listeners)
+		}
+	})
+	// broadcast-room: the arguments after the first go, as a "broadcast"
+	// event, to every socket in the room named by the first, the sender
+	// included if it joined; the ack carries the room's count.
+	on("broadcast-room", func(args ...any) {
+		args, ack := splitAck(args)
+		room, listeners := "", 0
+		if len(args) > 0 {
+			room, args = fmt.Sprint(args[0]), args[1:]
+		}
+		if room != "" {
+			if ids, ok := sock.Nsp().Adapter().Rooms().Load(socket.Room(room)); ok {
+				listeners = ids.Len()
+			}
+			_ = sock.Nsp().To(socket.Room(room)).Emit("broadcast", args...)
+			s.m.Sent(listeners, 0)
+		}
+		if ack != nil {
+			s.ackCount(sock, ack, room, listeners)
 		}
 	})
 	// join: the socket joins the room named by the first argument; the ack
@@ -81,6 +103,24 @@ func (s *Server) onConnect(sock *socket.Socket) {
 			s.ack(ack, room)
 		}
 	})
+}
+
+// ackCount answers a broadcast's ack with its count: local, this
+// replica's sockets, at once; with -redis, the cluster's, once every
+// server has answered or sioredis.CountTimeout has passed (then the count
+// leaves out the servers that did not answer), on a goroutine of its own so
+// that the socket's other events go on meanwhile, as Node's await does.
+func (s *Server) ackCount(sock *socket.Socket, ack socket.Ack, room string, local int) {
+	a, ok := sock.Nsp().Adapter().(*sioredis.Adapter)
+	if !ok {
+		s.ack(ack, local)
+		return
+	}
+	var rooms []string
+	if room != "" {
+		rooms = []string{room}
+	}
+	s.counts.Go(func() { s.ack(ack, a.Count(rooms).Sockets) })
 }
 
 // withFaults returns sock.On with the known-bad modes applied to every

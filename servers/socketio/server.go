@@ -23,6 +23,8 @@ import (
 	"github.com/zishang520/socket.io/v3/pkg/types"
 	"github.com/zishang520/socket.io/v3/pkg/utils"
 
+	"knowngood/shared/cluster"
+	"knowngood/shared/cluster/sioredis"
 	"knowngood/shared/config"
 	"knowngood/shared/conns"
 	"knowngood/shared/faults"
@@ -55,6 +57,10 @@ type Server struct {
 	closed atomic.Bool
 	// sessions maps an Engine.IO session id to its *session.
 	sessions sync.Map
+	// redis joins the replica to a cluster (-redis); nil without.
+	redis *cluster.Redis
+	// counts tracks the cluster-wide counts that acks wait for.
+	counts sync.WaitGroup
 }
 
 // session follows one Engine.IO session from its open request to its first
@@ -124,6 +130,16 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	}
 	if cfg.Compression {
 		opts.SetPerMessageDeflate(&types.PerMessageDeflate{Threshold: 1024})
+	}
+
+	if cfg.Cluster.Redis != "" {
+		r, err := cluster.Dial(cfg.Cluster.Redis, m, log)
+		if err != nil {
+			return nil, fmt.Errorf("-redis: %w", err)
+		}
+		s.redis = r
+		opts.SetAdapter(sioredis.NewBuilder(sioredis.Options{Redis: r, Metrics: m, Log: log,
+			Delivered: func(n int) { m.Sent(n, 0) }}))
 	}
 
 	s.io = socket.NewServer(nil, opts)
@@ -330,7 +346,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		})
 	}
 	waitUntil(grace, s.delivered)
-	s.io.Close(nil)
+	s.io.Close(nil) // closes the namespaces' adapters too
+	s.counts.Wait() // ended by the adapters' close, if not before
+	if s.redis != nil {
+		_ = s.redis.Close()
+	}
 	// Every session is closed now, but the library can leave a polling GET
 	// that arrived while its session was closing waiting for a response that
 	// will not come; http.Server.Shutdown would wait for it until the
@@ -342,6 +362,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		_ = s.http.Close()
 	}
 	return ctx.Err()
+}
+
+// RedisState is "up" or "down" with -redis, "" without.
+func (s *Server) RedisState() string {
+	if s.redis == nil {
+		return ""
+	}
+	return s.redis.RedisState()
 }
 
 // delivered reports whether every session has written what it queued.

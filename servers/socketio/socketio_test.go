@@ -224,6 +224,22 @@ func TestEvents(t *testing.T) {
 				}
 			}
 
+			// Only a joined room-1: b is not in it.
+			if got := b.emitAck(t, "broadcast-room", "room-1", "members"); fmt.Sprint(got) != "[1]" {
+				t.Errorf("broadcast-room ack (members) = %v", got)
+			}
+			if got := a.nextEvent(t); fmt.Sprint(got) != "[broadcast members]" {
+				t.Errorf("broadcast-room received = %v", got)
+			}
+			if got := b.emitAck(t, "echo", "after"); fmt.Sprint(got) != "[after]" {
+				t.Errorf("echo ack = %v", got)
+			}
+			select {
+			case e := <-b.events:
+				t.Errorf("a socket outside the room got %v", e)
+			default:
+			}
+
 			custom := dial(t, tg.url, "/custom", transports, nil)
 			if got := custom.emitAck(t, "echo", "custom"); fmt.Sprint(got) != "[custom]" {
 				t.Errorf("echo on /custom = %v", got)

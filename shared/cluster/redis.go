@@ -9,6 +9,71 @@
 // failed (knowngood_redis_errors_total{op}) and every message that could
 // not cross (knowngood_cluster_messages_total{direction,result}), logs at
 // most once a second, and reconnects by itself.
+//
+// # The broadcast targets across replicas (bus.go, push.go)
+//
+// Every replica subscribes to two channels: knowngood#broadcast, which
+// all share, and knowngood#broadcast#answer#ID, its own (ID: the
+// replica's random id, new at each start). A message on
+// knowngood#broadcast is one header line and the WebSocket frame's text:
+//
+//	b ORIGIN REQ\n{"type":"broadcast","payload":...}
+//	p ORIGIN SEQ\n{"type":"push","seq":SEQ,"sentAt":...,"payload":"..."}
+//
+// A broadcast goes to the origin's own clients at once, the sender
+// included, then is published. Every other replica hands it to its
+// clients and publishes "REQ COUNT" on the origin's answer channel: how
+// many of its clients took it. The origin's own copy, back from Redis,
+// counts as its own answer of 0. listenerCount is the origin's count plus
+// the answers, and it is exact: PUBLISH returns how many subscribers got
+// the message, each of them hands it to its clients and answers once, and
+// the origin waits for exactly that many answers (ordering does not
+// matter: answers that come before PUBLISH's reply are kept). A replica
+// subscribing meanwhile is either counted by PUBLISH and answers, or is
+// not and does not; one that dies after PUBLISH counted it makes the wait
+// run out.
+//
+// The wait is bounded: AnswerWait (1 s) after the broadcast its result
+// goes to the sender with the answers that came, and
+// knowngood_cluster_partial_results_total{reason} counts it: timeout (a
+// replica got it and did not answer: it died, or its answer could not be
+// published), unpublished (Redis refused it or the publish queue was full:
+// the count is this replica's clients only), missed (PUBLISH reached fewer
+// subscribers than replicas were live: one was reconnecting and never got
+// it), overflow (MaxPending, 10,000, broadcasts were already waiting: it
+// was still delivered everywhere, but its count is this replica's only).
+// So while a replica is down, listenerCount counts the replicas that
+// answered, and the partial counter says how often that was not all.
+// A publish that waited AnswerWait in the queue (Redis gone) is dropped,
+// not sent late, and counted as cluster_messages_total{out,failed}.
+//
+// Live replicas are a sorted set, knowngood#replicas, of id -> expiry
+// (unix ms, this host's clock): each replica adds itself every second with
+// a 3 s expiry and drops the expired; Close removes it at once.
+//
+// # The timed push
+//
+// One push per interval for the whole cluster, numbered by the cluster.
+// Each interval every replica runs one Lua script: it takes the lease
+// (knowngood#push#lease = its id, PX 2 x interval) if nobody holds it,
+// renews it if it is the holder, and the holder gets the next seq (INCR
+// knowngood#push#seq). The holder hands the push to its clients and
+// publishes it; the others hand it to theirs, and skip any seq not above
+// the last they handed out, so that a client's seq only goes up. A killed
+// holder's lease runs out within 2 intervals and the next replica to tick
+// takes it: pushes pause about 3 intervals, and seq goes on from the
+// counter. A seq numbered by a holder killed before it published is
+// missing for every client: a loss a load client counts, as it was one.
+//
+// The script also raises the counter to the highest seq the caller has
+// handed out, so that seq still only goes up after Redis restarts empty.
+// While a replica cannot reach Redis, if it held the lease it goes on
+// numbering by itself and pushes to its own clients only (counted as
+// out/failed); the others push nothing. Each client thus still sees one
+// stream whose gaps are exactly the pushes it missed, which is what a load
+// client's loss and latency accounting needs. (With Redis lost by only the
+// holder, the others elect a new one meanwhile: its clients may then see
+// a step of seq, never a step back.)
 package cluster
 
 import (

@@ -47,6 +47,7 @@ type Metrics struct {
 	refused           *prometheus.CounterVec
 	redisErrors       *prometheus.CounterVec
 	cluster           *prometheus.CounterVec
+	clusterPartial    *prometheus.CounterVec
 
 	// handshakeHist keeps exact percentiles for /stats, which the
 	// Prometheus histogram's buckets cannot give.
@@ -101,6 +102,11 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 			"Messages between replicas through Redis (-redis), by direction and result: out/ok published, out/failed could not be published "+
 				"(a broadcast that reached only this replica's clients), in/ok received from another replica, in/failed received but not understood.",
 			"direction", "result"),
+		clusterPartial: f.counterVec("cluster_partial_results_total",
+			"Broadcasts (-redis) whose broadcastResult.listenerCount counts fewer replicas than were live, by reason: "+
+				"unpublished (Redis refused or the publish queue was full: this replica's clients only), missed (a live replica was not subscribed), "+
+				"timeout (a replica that got it did not answer within the wait), overflow (too many broadcasts waiting: this replica's clients only).",
+			"reason"),
 
 		handshakeHist: protocol.NewHistogram(),
 	}
@@ -325,5 +331,21 @@ const (
 func (m *Metrics) Cluster(direction, result string, n int) {
 	if m != nil && n != 0 {
 		m.cluster.WithLabelValues(direction, result).Add(float64(n))
+	}
+}
+
+// Reasons of ClusterPartial.
+const (
+	PartialUnpublished = "unpublished"
+	PartialMissed      = "missed"
+	PartialTimeout     = "timeout"
+	PartialOverflow    = "overflow"
+)
+
+// ClusterPartial records a broadcast whose listenerCount is not the whole
+// cluster's.
+func (m *Metrics) ClusterPartial(reason string) {
+	if m != nil {
+		m.clusterPartial.WithLabelValues(reason).Inc()
 	}
 }

@@ -24,6 +24,7 @@ func (m *Metrics) Snapshot() protocol.Stats {
 		RefusedRequests:       map[string]uint64{},
 		RedisErrors:           map[string]uint64{},
 		Cluster:               map[string]map[string]uint64{},
+		ClusterPartial:        map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
@@ -71,6 +72,8 @@ func (m *Metrics) Snapshot() protocol.Stats {
 				s.Timeouts[listener][label(metric, "stage")] = n
 			case "knowngood_refused_requests_total":
 				s.RefusedRequests[label(metric, "reason")] = n
+			case "knowngood_cluster_partial_results_total":
+				s.ClusterPartial[label(metric, "reason")] = n
 			case "knowngood_redis_errors_total":
 				s.RedisErrors[label(metric, "op")] = n
 			case "knowngood_cluster_messages_total":

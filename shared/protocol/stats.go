@@ -66,6 +66,9 @@ type Stats struct {
 	// then result (ok, failed).
 	RedisErrors map[string]uint64            `json:"redis_errors"`
 	Cluster     map[string]map[string]uint64 `json:"cluster"`
+	// ClusterPartial counts broadcasts whose listenerCount left out a
+	// replica, by reason (unpublished, missed, timeout, overflow).
+	ClusterPartial map[string]uint64 `json:"cluster_partial_results"`
 
 	// CPUSeconds is the process's user+system CPU time; ResidentBytes its
 	// resident memory. A diff gives the CPU the run cost the server.
@@ -179,6 +182,7 @@ func Diff(before, after Stats) Stats {
 	d.RefusedRequests = diffMap(before.RefusedRequests, after.RefusedRequests)
 	d.RedisErrors = diffMap(before.RedisErrors, after.RedisErrors)
 	d.Cluster = diffNested(before.Cluster, after.Cluster)
+	d.ClusterPartial = diffMap(before.ClusterPartial, after.ClusterPartial)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	return d
 }

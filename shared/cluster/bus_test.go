@@ -1,0 +1,77 @@
+package cluster_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"knowngood/shared/cluster"
+	"knowngood/shared/cluster/clustertest"
+	"knowngood/shared/metrics"
+)
+
+// TestBusBounded: a client that broadcasts in a loop while another
+// replica never answers cannot make a replica hold more than MaxPending
+// results, nor any for longer than AnswerWait; every result still goes
+// out once, and every one is counted as partial, with its reason.
+func TestBusBounded(t *testing.T) {
+	srv := clustertest.StartRedis(t)
+	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
+	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	bus := cluster.NewBus(r, m, func([]byte) int { return 1 })
+	defer bus.Close()
+
+	// A "replica" that takes every broadcast and never answers.
+	silent := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer silent.Close()
+	ps := silent.Subscribe(context.Background(), cluster.BusChannel)
+	defer ps.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := silent.PubSubNumSub(context.Background(), cluster.BusChannel).Result()
+		if err == nil && n[cluster.BusChannel] == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("subscribers %v after 10s, want 2", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	const total = cluster.MaxPending + 500
+	var done, wrong atomic.Int64
+	start := time.Now()
+	for range total {
+		bus.Broadcast([]byte(`{"type":"broadcast","payload":1}`), func(remote int) {
+			if remote != 0 {
+				wrong.Add(1)
+			}
+			done.Add(1)
+		})
+	}
+	for done.Load() < total {
+		if time.Since(start) > 10*cluster.AnswerWait {
+			t.Fatalf("%d of %d results after %v", done.Load(), total, time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	partial := m.Snapshot().ClusterPartial
+	sum := uint64(0)
+	for _, n := range partial {
+		sum += n
+	}
+	if sum != total || partial[metrics.PartialTimeout] > cluster.MaxPending || partial[metrics.PartialTimeout] == 0 || wrong.Load() != 0 {
+		t.Errorf("partial results %v (sum %d), want %d, at most %d timeouts; %d results counted a client", partial, sum, total, cluster.MaxPending, wrong.Load())
+	}
+	t.Logf("%d broadcasts, results in %v: %v", total, time.Since(start), partial)
+}

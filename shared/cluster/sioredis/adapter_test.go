@@ -1,0 +1,192 @@
+package sioredis
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/zishang520/socket.io/servers/socket/v3"
+
+	"knowngood/shared/cluster"
+	"knowngood/shared/cluster/clustertest"
+	"knowngood/shared/metrics"
+)
+
+// These tests put one adapter on a real Redis and play the other server
+// of the cluster by hand, on the wire a Node server uses (the
+// servers/socketio cluster tests run a real Node server).
+
+type fixture struct {
+	srv   *clustertest.Redis
+	m     *metrics.Metrics
+	r     *cluster.Redis
+	io    *socket.Server
+	a     *Adapter
+	peer  *redis.Client // the other server
+	chans channels
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{srv: clustertest.StartRedis(t), m: metrics.New(prometheus.NewRegistry(), "empty")}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var err error
+	if f.r, err = cluster.Dial(f.srv.URL, f.m, log); err != nil {
+		t.Fatal(err)
+	}
+	opts := socket.DefaultServerOptions()
+	opts.SetAdapter(NewBuilder(Options{Redis: f.r, Metrics: f.m, Log: log}))
+	f.io = socket.NewServer(nil, opts)
+	f.a = f.io.Of("/", nil).Adapter().(*Adapter)
+	f.chans = channelsOf("/", "peer00")
+	f.peer = redis.NewClient(&redis.Options{Addr: f.srv.Addr()})
+	t.Cleanup(func() {
+		f.io.Close(nil)
+		_ = f.r.Close()
+		_ = f.peer.Close()
+	})
+	f.waitNumSub(t, 1)
+	return f
+}
+
+// waitNumSub waits until n servers listen on the request channel.
+func (f *fixture) waitNumSub(t *testing.T, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got, err := f.peer.PubSubNumSub(context.Background(), f.chans.request).Result()
+		if err == nil && got[f.chans.request] == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscribers to %s after 10s (%v); want %d", got[f.chans.request], f.chans.request, err, n)
+		}
+	}
+}
+
+// subscribe makes the peer a server of the cluster (it counts in NUMSUB)
+// and returns its messages.
+func (f *fixture) subscribe(t *testing.T, channels ...string) <-chan *redis.Message {
+	t.Helper()
+	ps := f.peer.Subscribe(context.Background(), channels...)
+	if _, err := ps.Receive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ps.Close() })
+	return ps.Channel()
+}
+
+func next(t *testing.T, ch <-chan *redis.Message) *redis.Message {
+	t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message within 5s")
+		return nil
+	}
+}
+
+// TestBroadcastPublished: an emit on the namespace is published on the
+// namespace's channel, and one to a single room on the room's, in the
+// Node adapter's format with this adapter's uid.
+func TestBroadcastPublished(t *testing.T) {
+	f := newFixture(t)
+	msgs := f.subscribe(t, f.chans.broadcast, f.chans.broadcast+"r1#")
+	_ = f.io.Emit("hello", "x", 1)
+	m := next(t, msgs)
+	got, err := decodeBroadcast([]byte(m.Payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Channel != f.chans.broadcast || got.UID != f.a.UID() || got.Packet.Nsp != "/" || len(got.Packet.Data) != 3 {
+		t.Errorf("on %s: %+v", m.Channel, got)
+	}
+	_ = f.io.To("r1").Emit("hello")
+	if m := next(t, msgs); m.Channel != f.chans.broadcast+"r1#" {
+		t.Errorf("a one-room broadcast went to %s", m.Channel)
+	}
+	waitCount(t, f.m, "out", "ok", 2)
+}
+
+func waitCount(t *testing.T, m *metrics.Metrics, direction, result string, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); m.Snapshot().Cluster[direction][result] < n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster %s/%s = %d after 5s; want %d", direction, result, m.Snapshot().Cluster[direction][result], n)
+		}
+	}
+}
+
+// TestCount: the count waits for the server NUMSUB reports besides this
+// one and adds its answer; a server that does not answer is left out
+// after CountTimeout, and counted.
+func TestCount(t *testing.T) {
+	f := newFixture(t)
+	reqs := f.subscribe(t, f.chans.request)
+	f.waitNumSub(t, 2)
+
+	done := make(chan CountResult, 1)
+	go func() { done <- f.a.Count(nil) }()
+	m := next(t, reqs)
+	req, ok := decodeRequest([]byte(m.Payload))
+	if !ok || req.Type != typeSockets || req.UID != f.a.UID() {
+		t.Fatalf("request %q", m.Payload)
+	}
+	b, _ := json.Marshal(map[string]any{"requestId": req.RequestID, "sockets": []string{"a", "b", "c"}})
+	f.peer.Publish(context.Background(), f.chans.response, b)
+	if got := <-done; got != (CountResult{Sockets: 3, Servers: 2, Expected: 2}) {
+		t.Errorf("count %+v; want 3 sockets from 2 of 2 servers", got)
+	}
+
+	start := time.Now()
+	got := f.a.Count([]string{"r1"})
+	if got != (CountResult{Sockets: 0, Servers: 1, Expected: 2}) || time.Since(start) < CountTimeout {
+		t.Errorf("unanswered count %+v after %v; want 0 sockets from 1 of 2 servers after %v", got, time.Since(start), CountTimeout)
+	}
+	if n := f.m.Snapshot().RedisErrors[metrics.RedisCount]; n != 1 {
+		t.Errorf("redis_errors{op=count} = %d; want 1", n)
+	}
+}
+
+// TestAnswersRequests: the adapter answers a Node server's SOCKETS,
+// ALL_ROOMS and REMOTE_FETCH requests on the response channel, and ignores
+// its own.
+func TestAnswersRequests(t *testing.T) {
+	f := newFixture(t)
+	resps := f.subscribe(t, f.chans.response)
+	for _, req := range []string{
+		`{"uid":"peer00","requestId":"q1","type":0,"rooms":[]}`,
+		`{"uid":"peer00","requestId":"q2","type":1}`,
+		string(goldenFetch),
+	} {
+		f.peer.Publish(context.Background(), f.chans.request, req)
+		var resp map[string]any
+		if err := json.Unmarshal([]byte(next(t, resps).Payload), &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp["requestId"] == nil || (resp["sockets"] == nil && resp["rooms"] == nil) {
+			t.Errorf("answer to %s: %v", req, resp)
+		}
+	}
+}
+
+// TestResubscribes: after Redis restarts, the adapter subscribes again by
+// itself, and publishing works again.
+func TestResubscribes(t *testing.T) {
+	f := newFixture(t)
+	f.srv.Stop()
+	_ = f.io.Emit("lost")
+	waitCount(t, f.m, "out", "failed", 1)
+	f.srv.Start()
+	f.waitNumSub(t, 1)
+	msgs := f.subscribe(t, f.chans.broadcast)
+	_ = f.io.Emit("again")
+	if got, err := decodeBroadcast([]byte(next(t, msgs).Payload)); err != nil || got.Packet.Data[0] != "again" {
+		t.Errorf("after the restart: %+v, %v", got, err)
+	}
+}

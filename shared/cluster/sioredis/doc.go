@@ -1,0 +1,64 @@
+// Package sioredis is a Socket.IO adapter for github.com/zishang520/socket.io
+// v3 that speaks the Redis wire format of Node's @socket.io/redis-adapter
+// 8.3.0 (with its default options: key "socket.io", msgpack by
+// notepack.io), so that knowngood replicas and Node socket.io servers can
+// share one Redis and serve one cluster.
+//
+// # Broadcasts across replicas
+//
+// Each namespace's adapter keeps the library's in-memory adapter for its
+// own sockets and rooms, and adds Redis pub/sub:
+//
+//   - A broadcast (io.Emit, To(room).Emit...) is delivered to this
+//     replica's sockets at once and published, unless it is local, as
+//     msgpack [uid, packet, opts] with packet {type, data, nsp} and opts
+//     {rooms, except, flags}: on socket.io#NSP#ROOM# when it goes to
+//     exactly one room, on socket.io#NSP# otherwise. The encoding is
+//     byte for byte Node's (integral numbers as integers, buffers as bin;
+//     wire_test.go holds bytes a Node server published).
+//   - Every server PSUBSCRIBEs socket.io#NSP#* and delivers what others
+//     published to its own sockets, dropping its own messages by uid (six
+//     random letters or digits, as the Node adapter's uid2(6), new for each
+//     namespace at each start) and, unread, the messages of a room it has
+//     no socket in.
+//   - Messages are published in order by one goroutine per namespace,
+//     pipelined, from a queue of 4096: a broadcast that finds the queue
+//     full, or whose PUBLISH fails, reached this replica's sockets only.
+//
+// Broadcasts with acks from clients (BroadcastWithAck), server-side emits
+// and connection state recovery stay local.
+//
+// # Counting sockets across the cluster
+//
+// Count is what Node's fetchSockets() does, minus the socket details: PUBSUB
+// NUMSUB on socket.io-request#NSP# says how many servers listen (this
+// one included), a SOCKETS request {uid, requestId, type: 0, rooms} on
+// that channel asks the others, and their answers {requestId, sockets}
+// on socket.io-response#NSP# (or the specific channel
+// socket.io-response#NSP#UID#) are added to this replica's count. Count
+// waits at most CountTimeout (1 s; Node's requestsTimeout default of 5 s is
+// long for an ack a load client times), then reports what it has: the
+// servers that did not answer are left out, CountResult says how many
+// answered out of how many, and knowngood_redis_errors_total{op="count"}
+// counts the incomplete count.
+//
+// The adapter answers other servers' SOCKETS, ALL_ROOMS and REMOTE_FETCH
+// requests (Node's fetchSockets(), so a Node server counting gets this
+// replica's sockets too, with their handshake, rooms and data), and acts
+// on REMOTE_JOIN, REMOTE_LEAVE and REMOTE_DISCONNECT (socketsJoin,
+// socketsLeave, disconnectSockets). Answers go to the shared response
+// channel, as Node's do by default.
+//
+// # When Redis is down
+//
+// A replica keeps serving its own sockets: local delivery never waits on
+// Redis. Each broadcast that could not be published is counted as
+// knowngood_cluster_messages_total{direction="out",result="failed"} and
+// knowngood_redis_errors_total{op="publish"}; a count is this replica's
+// own (op="count"); a failed request or answer is op="request". Nothing
+// is kept for later: what did not cross while Redis was away is lost
+// (a Node server's redis client, unlike this one, queues its commands
+// while offline and publishes them late). go-redis reconnects by itself and subscribes
+// again to every channel and pattern, so delivery resumes without
+// anything else; until then the replica is alone.
+package sioredis

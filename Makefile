@@ -56,7 +56,8 @@ STRESSN ?= 20
 STRESS_RACES := ./servers/socketio:'^(TestPollingCloseRace|TestUpgradeRace|TestHeartbeatRace)$$'
 STRESS_TESTS ?= $(STRESS_RACES) \
 	./servers/socketio:'^(TestBlockingContract|TestBlockingRepeatedConnects|TestBlockingLeaversGiveUpTheirTurn|TestFaultModes|TestPolling(Heartbeat|Upgrade|MalformedPacket))$$' \
-	./servers/broadcast:'^(TestMemberOnceUpgraded|TestSlowCloseFindsTheNonReader|TestBacklogGoesOutTogether|TestReaderOutlivesStuckWriter)$$' \
+	./servers/broadcast:'^(TestMemberOnceUpgraded|TestSlowCloseFindsTheNonReader|TestBacklogGoesOutTogether|TestReaderOutlivesStuckWriter|TestClusterFanOut|TestClusterRedisRestart|TestClusterPusherKilled)$$' \
+	./shared/cluster:'^TestBusBounded$$' \
 	./shared/wsserver:'^(TestFrameBytes|TestOverflowBounded)$$' \
 	./servers:'^(TestTimeBounds|TestLongPollOutlivesBounds|TestSIGHUP)$$' \
 	./loadgen/broadcast:'^TestSubscribers'

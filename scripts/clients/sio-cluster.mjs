@@ -3,9 +3,9 @@
 // broadcasts cross servers exactly once and that acks carry the cluster's
 // counts.
 //
-//   node scripts/clients/sio-cluster.mjs --url http://A --url http://B [--per 4] [--room r]
+//   node scripts/clients/sio-cluster.mjs --url http://A --url http://B [--per 4] [--room r] [--namespace /]
 //
-// Opens --per sockets (websocket transport) on namespace / of each --url;
+// Opens --per sockets (websocket transport) on --namespace of each --url;
 // sockets with an even index on their server join --room. Then prints
 //   {"msg":"ready","clients":[{"server":0,"id":"...","room":true},...]}
 // and reads one JSON command per line, answering each with one JSON line:
@@ -26,7 +26,7 @@ import { io } from "socket.io-client";
 let values;
 try {
   ({ values } = parseArgs({
-    options: { url: { type: "string", multiple: true }, per: { type: "string", default: "4" }, room: { type: "string", default: "r" } },
+    options: { url: { type: "string", multiple: true }, per: { type: "string", default: "4" }, room: { type: "string", default: "r" }, namespace: { type: "string", default: "/" } },
   }));
 } catch (err) {
   console.error(`sio-cluster: ${err.message}`);
@@ -45,7 +45,7 @@ const clients = [];
 
 function connect(url, server, index) {
   return new Promise((resolve) => {
-    const socket = io(url, { transports: ["websocket"], reconnection: false, forceNew: true });
+    const socket = io(url + values.namespace, { transports: ["websocket"], reconnection: false, forceNew: true });
     const c = { socket, server, room: index % 2 === 0, n: clients.length };
     clients.push(c);
     socket.on("broadcast", (payload) => {

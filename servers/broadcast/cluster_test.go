@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -282,6 +283,19 @@ func TestClusterPusherKilled(t *testing.T) {
 	}
 	if victim == nil || len(survivors) != len(procs)-1 {
 		t.Fatalf("no process logs replica id %s", holder)
+	}
+	// /health says the replica reaches Redis (admin.RedisState).
+	for _, p := range survivors {
+		resp, err := http.Get(p.AdminURL() + "/health?require=redis")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h struct{ Redis string }
+		err = json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || h.Redis != "up" {
+			t.Fatalf("/health?require=redis: %s, redis %q (%v)", resp.Status, h.Redis, err)
+		}
 	}
 	var refs []*client
 	for _, p := range survivors {

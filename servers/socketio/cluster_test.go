@@ -78,9 +78,9 @@ type driverClient struct {
 	Room   bool
 }
 
-func startDriver(t *testing.T, per int, urls ...string) (*driver, []driverClient) {
+func startDriver(t *testing.T, nsp string, per int, urls ...string) (*driver, []driverClient) {
 	t.Helper()
-	args := []string{"../../scripts/clients/sio-cluster.mjs", "--per", fmt.Sprint(per)}
+	args := []string{"../../scripts/clients/sio-cluster.mjs", "--per", fmt.Sprint(per), "--namespace", nsp}
 	for _, u := range urls {
 		args = append(args, "--url", u)
 	}
@@ -215,12 +215,14 @@ func startCluster(t *testing.T) *cluster {
 // publish.
 func (c *cluster) waitSubscribed(t *testing.T) {
 	t.Helper()
-	waitFor(t, "3 servers subscribed to socket.io-request#/#", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		n, err := c.rdb.PubSubNumSub(ctx, "socket.io-request#/#").Result()
-		return err == nil && n["socket.io-request#/#"] == 3
-	})
+	for _, ch := range []string{"socket.io-request#/#", "socket.io-request#/custom#"} {
+		waitFor(t, "3 servers subscribed to "+ch, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			n, err := c.rdb.PubSubNumSub(ctx, ch).Result()
+			return err == nil && n[ch] == 3
+		})
+	}
 }
 
 // TestClusterBroadcast: namespace-wide and room broadcasts sent on each
@@ -229,7 +231,7 @@ func (c *cluster) waitSubscribed(t *testing.T) {
 func TestClusterBroadcast(t *testing.T) {
 	c := startCluster(t)
 	const per = 4
-	d, clients := startDriver(t, per, c.urls...)
+	d, clients := startDriver(t, "/", per, c.urls...)
 	total, members := len(clients), 0
 	for _, cl := range clients {
 		if cl.Room {
@@ -273,6 +275,22 @@ func TestClusterBroadcast(t *testing.T) {
 			}
 		}
 	}
+	// Namespaces are apart: /custom has its own channels and counts.
+	custom, customClients := startDriver(t, "/custom", 1, c.urls...)
+	for server := range c.urls {
+		p := fmt.Sprintf("custom-%d", server)
+		if n := custom.broadcast(server, "", p); n != len(customClients) {
+			t.Errorf("server %d: /custom broadcast ack %d, want %d", server, n, len(customClients))
+		}
+		if m := custom.wait(p, false); m != 0 {
+			t.Errorf("server %d: %d of %d /custom sockets did not get the broadcast", server, m, len(customClients))
+		}
+	}
+	for p, counts := range d.report() {
+		if strings.HasPrefix(p, "custom-") {
+			t.Errorf("a socket of / got %s (%v)", p, counts)
+		}
+	}
 	for i, r := range c.replicas {
 		s := r.metrics.Snapshot()
 		t.Logf("replica %d: cluster %v, redis errors %v", i, s.Cluster, s.RedisErrors)
@@ -292,7 +310,7 @@ func TestClusterBroadcast(t *testing.T) {
 func TestClusterRedisDown(t *testing.T) {
 	c := startCluster(t)
 	const per = 2
-	d, clients := startDriver(t, per, c.urls...)
+	d, clients := startDriver(t, "/", per, c.urls...)
 	if n := d.broadcast(0, "", "before"); n != len(clients) {
 		t.Errorf("broadcast ack before %d, want %d", n, len(clients))
 	}

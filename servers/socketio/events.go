@@ -112,7 +112,8 @@ func (s *Server) onConnect(sock *socket.Socket) {
 // that the socket's other events go on meanwhile, as Node's await does.
 func (s *Server) ackCount(sock *socket.Socket, ack socket.Ack, room string, local int) {
 	a, ok := sock.Nsp().Adapter().(*sioredis.Adapter)
-	if !ok {
+	// Once closing, Shutdown may be waiting for the counts already.
+	if !ok || s.closed.Load() {
 		s.ack(ack, local)
 		return
 	}

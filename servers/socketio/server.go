@@ -2,6 +2,14 @@
 // blocking) on github.com/zishang520/socket.io v3. The three variants differ
 // only in their connect middleware (connect.go); the events they serve are
 // in events.go.
+//
+// With -redis, the replica joins a cluster through the adapter of
+// shared/cluster/sioredis, wire-compatible with Node's
+// @socket.io/redis-adapter: broadcasts reach the sockets of every
+// replica, knowngood or Node, and a broadcast's ack carries the
+// cluster-wide count, after at most sioredis.CountTimeout (1 s; servers
+// that did not answer by then are left out of it). Without -redis nothing
+// waits on anything but this replica.
 package socketio
 
 import (

@@ -75,3 +75,49 @@ func TestBusBounded(t *testing.T) {
 	}
 	t.Logf("%d broadcasts, results in %v: %v", total, time.Since(start), partial)
 }
+
+// TestBusMissed: a replica whose heartbeat is current but which is not
+// subscribed (reconnecting) does not get a broadcast: PUBLISH reaches
+// fewer replicas than are live, and the result is counted as missed.
+func TestBusMissed(t *testing.T) {
+	srv := clustertest.StartRedis(t)
+	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
+	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	bus := cluster.NewBus(r, m, func([]byte) int { return 1 })
+	defer bus.Close()
+
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rc.Close()
+	ghost := float64(time.Now().Add(time.Hour).UnixMilli())
+	if err := rc.ZAdd(context.Background(), "knowngood#replicas", redis.Z{Score: ghost, Member: "ghost"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := rc.PubSubNumSub(context.Background(), cluster.BusChannel).Result()
+		if err == nil && n[cluster.BusChannel] == 1 && bus.Live() == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("subscribers %v, live %d after 10s; want 1 and 2", n, bus.Live())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := make(chan int, 1)
+	bus.Broadcast([]byte(`{"type":"broadcast","payload":1}`), func(remote int) { got <- remote })
+	select {
+	case n := <-got:
+		if n != 0 {
+			t.Errorf("remote count %d, want 0", n)
+		}
+	case <-time.After(5 * cluster.AnswerWait):
+		t.Fatal("no result")
+	}
+	if p := m.Snapshot().ClusterPartial; p[metrics.PartialMissed] != 1 || len(p) != 1 {
+		t.Errorf("partial results %v, want missed: 1", p)
+	}
+}

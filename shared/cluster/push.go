@@ -48,7 +48,12 @@ func (b *Bus) Push(ctx context.Context, interval time.Duration, frame func(seq u
 	defer ticker.Stop()
 	held := false
 	lease := strconv.FormatInt((2 * interval).Milliseconds(), 10)
-	wait := max(interval, 200*time.Millisecond)
+	// The script's reply may come late on a loaded host; giving up on it
+	// early would lose a seq it has already taken (a gap that no client
+	// could tell from a lost push), so the wait is generous. A Redis that
+	// does not answer holds the push no longer than that, and pushes
+	// nothing meanwhile.
+	wait := max(2*interval, time.Second)
 	for {
 		select {
 		case <-ctx.Done():

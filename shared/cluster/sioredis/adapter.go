@@ -349,8 +349,12 @@ func (a *Adapter) onBroadcast(channel string, payload []byte) {
 	p := &parser.Packet{Type: parser.PacketType(msg.Packet.Type), Nsp: msg.Packet.Nsp, Data: msg.Packet.Data}
 	a.Adapter.Broadcast(p, opts)
 	if a.opts.Delivered != nil {
-		n := 0
-		a.Adapter.FetchSockets(opts)(func(s []socket.SocketDetails, _ error) { n = len(s) })
+		// The namespace's size for the common case; the matching sockets
+		// counted one by one only for rooms or exceptions.
+		n := a.Nsp().Sockets().Len()
+		if opts.Rooms.Len() > 0 || opts.Except.Len() > 0 {
+			a.Adapter.FetchSockets(opts)(func(s []socket.SocketDetails, _ error) { n = len(s) })
+		}
 		a.opts.Delivered(n)
 	}
 }

@@ -41,6 +41,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,8 +119,6 @@ type row struct {
 	serverCPU    float64 // seconds, over the window
 	redisCPU     float64 // seconds, -1 without Redis
 	clientCPU    float64
-	ratio, goal  string
-	met          string
 	err          error
 	ratioOf      *row // the row this one is compared with
 	ratioIsSpend bool // true: CPU per delivery, this/ratioOf; false: deliveries per CPU s, this/ratioOf
@@ -136,7 +135,7 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 	loadBefore := benchrun.LoadAvg()
 	started := time.Now()
 	var rows []*row
-	if contains(o.parts, "push") {
+	if slices.Contains(o.parts, "push") {
 		for _, v := range o.variants {
 			single := pushSetup(ctx, stderr, o, bins, v, 1)
 			multi := pushSetup(ctx, stderr, o, bins, v, o.replicas)
@@ -149,7 +148,7 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 			}
 		}
 	}
-	if contains(o.parts, "sio") {
+	if slices.Contains(o.parts, "sio") {
 		kg := sioSetup(ctx, stderr, o, "knowngood")
 		node := sioSetup(ctx, stderr, o, "node")
 		if kg.err == nil && node.err == nil {
@@ -159,15 +158,6 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 	}
 	writeTable(stdout, o, rows, loadBefore, benchrun.LoadAvg(), time.Since(started))
 	return ctx.Err()
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // stopAll stops every process started, in reverse order.
@@ -544,7 +534,7 @@ func writeTable(w io.Writer, o options, rows []*row, loadBefore, loadAfter strin
 			r.part, r.setup, r.clients, r.deliveries, lost, float64(r.deliveries)/r.window, fmtMS(r.p50), fmtMS(r.p99),
 			r.serverCPU, fmtCPU(r.redisCPU), r.clientCPU, us, per, ratio, goal, met)
 	}
-	fmt.Fprintf(w, "\nMachine: %d CPUs; load average (1, 5, 15 min) %s before, %s after; %s in all.\n", numCPU(), loadBefore, loadAfter, took.Round(time.Second))
+	fmt.Fprintf(w, "\nMachine: %d CPUs; load average (1, 5, 15 min) %s before, %s after; %s in all.\n", runtime.NumCPU(), loadBefore, loadAfter, took.Round(time.Second))
 }
 
 func yesNo(ok bool) string {
@@ -569,5 +559,3 @@ func fmtCPU(v float64) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", "/") }
-
-func numCPU() int { return runtime.NumCPU() }

@@ -235,13 +235,24 @@ func pushSetup(ctx context.Context, stderr io.Writer, o options, bins *benchrun.
 			}
 		})
 	}
-	r.err = pushWindow(lctx, o, replicas, redis, r)
-	wg.Wait()
-	if r.err != nil {
-		return r
-	}
+	// The window gives up as soon as every shard has exited: a shard that
+	// failed says why, rather than the wait for its subscribers timing out.
+	wctx, stopWindow := context.WithCancel(lctx)
+	exited := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(exited)
+		stopWindow()
+	}()
+	werr := pushWindow(wctx, o, replicas, redis, r)
+	<-exited
+	stopWindow()
 	if err := errors.Join(errs...); err != nil {
 		r.err = err
+		return r
+	}
+	if werr != nil {
+		r.err = werr
 		return r
 	}
 	rep, err := merge(lctx, bins.Loadgen, files)

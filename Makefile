@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast experiment-handshake experiment-echo build clean cluster cluster-down cluster-status \
+.PHONY: run-server list deps test lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
@@ -106,6 +106,10 @@ bench-instr:
 ## bench-broadcast: every broadcast variant at 1,000 and 10,000 subscribers, timed push and 10 senders (not a test)
 bench-broadcast:
 	go run ./scripts/bench/broadcast
+
+## bench-cluster: push to 9,000 subscribers on 1 vs 3 replicas on Redis (CPU per delivery); Socket.IO room broadcast, 2 knowngood vs 2 Node redis-adapter servers (not a test)
+bench-cluster: deps
+	go run ./scripts/bench/cluster
 
 ## experiment-handshake: the seed experiment: empty, async, blocking x N = 50..500 x loadgen, JS, python-socketio (not a test)
 experiment-handshake: deps

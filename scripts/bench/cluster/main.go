@@ -160,13 +160,15 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 	return ctx.Err()
 }
 
-// stopAll stops every process started, in reverse order.
+// stopAll stops every process started, in reverse order. stop has a
+// pointer receiver so that `defer procs.stop()`, evaluated while procs is
+// still empty, stops what was added after it.
 type stopAll []*harness.Process
 
 func (s *stopAll) add(p *harness.Process) { *s = append(*s, p) }
-func (s stopAll) stop() {
-	for i := len(s) - 1; i >= 0; i-- {
-		_ = s[i].Stop()
+func (s *stopAll) stop() {
+	for i := len(*s) - 1; i >= 0; i-- {
+		_ = (*s)[i].Stop()
 	}
 }
 

@@ -32,6 +32,7 @@ type Common struct {
 	CSV   string // write the per-second samples as CSV to this file
 	HTML  string // write the report as an HTML page to this file
 	Shard Shard  // -shard I/N: this process's share of the clients
+	TLS   TLS    // -ca, -insecure: a target in TLS
 }
 
 // Words are what a scenario says of its target in -h.
@@ -70,6 +71,7 @@ func (c *Common) Register(fs *flag.FlagSet, w Words) {
 		c.Shard = sh
 		return nil
 	})
+	c.TLS.Register(fs)
 	fs.StringVar(&c.HTML, "html", "", "also write the report to `FILE` as one self-contained HTML page (inline SVG charts, opens offline): the table, client vs server, throughput and latency per second, the latency distribution")
 }
 

@@ -1,13 +1,16 @@
 package target
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
+	"time"
 )
 
 // KindTLS is the error kind of a connection whose TLS handshake failed.
@@ -42,6 +45,12 @@ func CheckTLS(ctx context.Context, u URL, o Options) error {
 	d := &tls.Dialer{NetDialer: o.netDialer(), Config: o.TLS}
 	c, err := d.DialContext(ctx, "tcp", u.Addr)
 	if err == nil {
+		// Say goodbye (close_notify) and wait, bounded, for the target to
+		// close its end: the run's first read of /stats then finds this
+		// connection gone, not still open.
+		_ = c.SetDeadline(time.Now().Add(cmp.Or(o.Timeout, time.Second)))
+		_ = c.(*tls.Conn).CloseWrite()
+		_, _ = io.Copy(io.Discard, c)
 		return c.Close()
 	}
 	var op *net.OpError

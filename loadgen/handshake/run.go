@@ -43,12 +43,12 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if u, err := url.Parse(cfg.URL); err == nil && u.Scheme == "https" {
+	if u, err := url.Parse(cfg.URL); err == nil { // checked by ParseFlags
 		addr := u.Host
 		if u.Port() == "" {
 			addr = net.JoinHostPort(u.Hostname(), "443")
 		}
-		t := target.URL{String: cfg.URL, TLS: true, Addr: addr, Host: u.Hostname()}
+		t := target.URL{String: cfg.URL, TLS: u.Scheme == "https", Addr: addr, Host: u.Hostname()}
 		if err := cfg.TLS.Check(ctx, notes, t, cfg.Deadline); err != nil {
 			return nil, err
 		}

@@ -1,5 +1,6 @@
 // Package scenario is the skeleton every loadgen scenario fills in: the
-// flags they share (-url, -admin, -json, -csv, -html), the run around the
+// flags they share (-url, -admin, -json, -csv, -html, and -ca and -insecure
+// for a target in TLS), the run around the
 // scenario's own work (read the target's /stats before, do the work, read
 // /stats after, take the difference and judge it with the client's own
 // counts, loadgen/internal/verdict), and the subcommand that parses the

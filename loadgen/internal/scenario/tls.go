@@ -45,7 +45,7 @@ func (t *TLS) Register(fs *flag.FlagSet) {
 func (t TLS) Config() *tls.Config {
 	switch {
 	case t.Insecure:
-		return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for by -insecure, and said so
+		return &tls.Config{InsecureSkipVerify: true} // asked for, and Check says so
 	case t.roots != nil:
 		return &tls.Config{RootCAs: t.roots}
 	}
@@ -56,9 +56,13 @@ func (t TLS) Config() *tls.Config {
 // -insecure leaves the certificate unverified, then completes one TLS
 // handshake with the target (target.CheckTLS), whose failure (a
 // certificate not trusted, a target that does not speak TLS) is the
-// run's error. Nothing for a plain target.
+// run's error. For a plain target, only a note that -ca and -insecure
+// have nothing to do.
 func (t TLS) Check(ctx context.Context, notes io.Writer, u target.URL, timeout time.Duration) error {
 	if !u.TLS {
+		if t.CA != "" || t.Insecure {
+			fmt.Fprintf(notes, "loadgen: -ca and -insecure are for a target in TLS (wss://, https://, tls://); %s is plain, they are ignored\n", u.String)
+		}
 		return nil
 	}
 	if t.Insecure {

@@ -65,3 +65,17 @@ func TestTLSFlags(t *testing.T) {
 		t.Errorf("untrusted: check %v", err)
 	}
 }
+
+// TestTLSFlagsPlain: -ca and -insecure with a plain target are said to do
+// nothing.
+func TestTLSFlagsPlain(t *testing.T) {
+	cfg, err := Parse([]string{"-insecure"}, newTestFlagSet, normalizeTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := target.ParseURL("ws://127.0.0.1:1/")
+	var notes strings.Builder
+	if err := cfg.TLS.Check(context.Background(), &notes, u, time.Second); err != nil || !strings.Contains(notes.String(), "ws://127.0.0.1:1/ is plain, they are ignored") {
+		t.Errorf("check %v, notes %q", err, notes.String())
+	}
+}

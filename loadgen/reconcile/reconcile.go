@@ -6,8 +6,9 @@
 //	(run the load tool)
 //	loadgen reconcile -admin http://127.0.0.1:9100 -before before.json -client-attempts 100 -client-ok 39
 //
-// The snapshot after the run is read from -admin, or from -after (a file
-// saved the same way). A target of several replicas takes one snapshot
+// The snapshot after the run is read from -admin once the target has seen
+// the run's connections close (as many active as in -before, or after 5
+// s), or from -after (a file saved the same way). A target of several replicas takes one snapshot
 // file per admin listener, in the order of -admin, separated by commas.
 package reconcile
 
@@ -145,8 +146,13 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*watch.Report, error
 			return nil, err
 		}
 	} else {
-		after = target.Snapshot(ctx)
-		if after.Err != nil {
+		// Once the target has seen the run's connections go (as many
+		// active as before it), or after watch's settle time.
+		after = target.Settled(ctx, before, watch.DefaultSettle)
+		if after == nil || after.Err != nil {
+			if after == nil {
+				after = &scenario.Snapshot{Err: errors.New("no admin listener")}
+			}
 			return nil, fmt.Errorf("no /stats from %s: %w", cfg.Admin, after.Err)
 		}
 	}

@@ -154,9 +154,9 @@ func Judge(r Run) []Verdict {
 		if r.Shard != "" {
 			add(Sharded, "this is shard %s of a run: the server's figures include the other shards' load, so the client's counts are judged against them only in the merged report (loadgen merge)", r.Shard)
 		} else {
-			unknown(r, s, add)
 			connections(r, s, add)
 			messages(r, s, add)
+			unknown(r, s, add)
 		}
 		if n := sum(s.Faults); n > 0 {
 			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design%s", n, tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
@@ -244,8 +244,12 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 			need := time.Duration(n) * d
 			if r.Deadline > 0 && need > r.Deadline {
 				expect := int(min(1, float64(r.Deadline)/float64(need)) * float64(n))
-				add(Queued, "the server held each connect %s in one queue: %d connects need %s, the client's deadline was %s, so about %d (min(1, T / (N x delay))) can succeed; the client counted %d",
-					d, n, round(need), r.Deadline, expect, r.Connected)
+				counted := strconv.Itoa(r.Connected)
+				if r.Connected < 0 {
+					counted = "unknown"
+				}
+				add(Queued, "the server held each connect %s in one queue: %d connects need %s, the client's deadline was %s, so about %d (min(1, T / (N x delay))) can succeed; the client counted %s",
+					d, n, round(need), r.Deadline, expect, counted)
 			}
 		}
 	}

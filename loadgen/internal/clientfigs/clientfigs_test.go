@@ -51,8 +51,20 @@ func TestK6Generic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want(t, f, "", -1, 10, 40, 40)
-	want(t, f.ForSocketIO(), "", -1, 10, -1, -1)
+	want(t, f, "", 10, -1, 40, 40)
+	want(t, f.ForSocketIO(), "", 10, -1, -1, -1)
+	// k6 counts a refused dial as a session: a real run against a closed
+	// port, 4 iterations.
+	f, err = parseK6(read(t, "k6/ws-echo-refused-summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, f, "", 4, 0, 0, 0)
+	raw = strings.NewReplacer(`"knowngood_`, `"other_`).Replace(string(read(t, "k6/ws-echo-refused-summary.json")))
+	if f, err = parseK6([]byte(raw)); err != nil {
+		t.Fatal(err)
+	}
+	want(t, f, "", 4, -1, 0, 0)
 	// handleSummary's data: the count under values.
 	f, err = parseK6([]byte(`{"metrics":{"knowngood_attempts":{"type":"counter","values":{"count":5,"rate":1}},"knowngood_ok":{"type":"counter","values":{"count":4,"rate":1}}}}`))
 	if err != nil {

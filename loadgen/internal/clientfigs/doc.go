@@ -12,8 +12,8 @@
 //	k6 (k6 summary),              knowngood_attempts    knowngood_ok              knowngood_sent                knowngood_received
 //	  recipes and any script      (handshakes tried)    (101 / CONNECT acked)     (events / messages)           (acks / echoes)
 //	  with these Counters
-//	k6, another script            unknown               ws_sessions               ws_msgs_sent (WebSocket       ws_msgs_received (same)
-//	                                                                              targets only: frames)
+//	k6, another script            ws_sessions (a        unknown                   ws_msgs_sent (WebSocket       ws_msgs_received (same)
+//	                              refused dial too)                               targets only: frames)
 //	artillery (artillery report)  vusers.created        vusers.created when       websocket.messages_sent,      websocket.messages_received;
 //	                                                    vusers.failed is 0,       socketio.emit                 unknown for socketio
 //	                                                    else unknown

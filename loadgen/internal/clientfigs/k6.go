@@ -37,8 +37,9 @@ func (m k6Metric) count() (int64, bool) {
 
 // parseK6 reads k6's summary JSON (--summary-export, or handleSummary's
 // data written as JSON). The knowngood_* counters map exactly; without
-// them, ws_sessions (sessions that got the 101) is the connections done,
-// and ws_msgs_sent / ws_msgs_received the WebSocket messages each way
+// them, ws_sessions is the connections tried (k6 counts a session whose
+// dial was refused too: the connections done are unknown), and
+// ws_msgs_sent / ws_msgs_received the WebSocket messages each way
 // (frames: not Socket.IO events). A metric that is absent is unknown,
 // except that a knowngood_* counter that never counted is absent too:
 // when any of them is there, the missing ones are 0.
@@ -74,18 +75,13 @@ func parseK6(raw []byte) (Figures, error) {
 		f.Received, _ = get(K6Received)
 		return f, nil
 	}
-	if n, ok := get("ws_sessions"); ok {
-		f.OK = int(n)
+	n, ws := get("ws_sessions")
+	if !ws {
+		return f, nil // not a k6/ws script
 	}
-	if n, ok := get("ws_msgs_sent"); ok {
-		f.Sent, f.Frames = n, true
-	}
-	if n, ok := get("ws_msgs_received"); ok {
-		f.Received, f.Frames = n, true
-	}
-	if f.Frames {
-		// A counter that never counted is left out of the summary.
-		f.Sent, f.Received = max(f.Sent, 0), max(f.Received, 0)
-	}
+	// A counter that never counted is left out of the summary: 0.
+	f.Attempts, f.Frames = int(n), true
+	f.Sent, _ = get("ws_msgs_sent")
+	f.Received, _ = get("ws_msgs_received")
 	return f, nil
 }

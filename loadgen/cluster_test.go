@@ -288,7 +288,9 @@ func TestClusterFaultOnOneReplica(t *testing.T) {
 func TestClusterWatch(t *testing.T) {
 	a, b := startTarget(t, "echo-gorilla"), startTarget(t, "echo-gorilla")
 	t.Setenv("KG_DROPPER_URL", b.ws)
-	vs := loadgen(t, "watch", "-admin", a.admin+","+b.admin, "-client-attempts", "1", "-client-ok", "1", "-client-sent", "100", "-client-received", "50", "--", os.Args[0])
+	counts := filepath.Join(t.TempDir(), "counts.json")
+	t.Setenv("KG_DROPPER_JSON", counts)
+	vs := loadgen(t, "watch", "-admin", a.admin+","+b.admin, "-client-json", counts, "--", os.Args[0])
 	has(t, vs, verdict.RepliesLost, "the server sent 100 messages and the client counted 50: the other 50 were lost on the client side")
 	has(t, vs, verdict.Agree, "client and server agree: 1 of 1 handshakes completed")
 }

@@ -210,6 +210,9 @@ func TestWatchTools(t *testing.T) {
 			}, 10, 20},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "k6" && testing.Short() {
+				t.Skip("-short: k6 is one of the load tools make test-quick does without (make test runs this)")
+			}
 			need(t, c.what, c.path)
 			tg := startTarget(t, "empty")
 			args := append([]string{"watch", "-admin", tg.admin, "-client-attempts", fmt.Sprint(c.n), "-client-ok", fmt.Sprint(c.n),

@@ -48,12 +48,13 @@ deps:
 deps-quick:
 	scripts/install-deps.sh quick
 
-# The packages whose tests need more than Go and the JS and Python clients:
-# a Docker engine, Docker Compose and Prometheus (docker: the image, every
-# compose target, the scrape configs), the external load tools
-# (scripts/recipes: k6, artillery, tsung, wscat), nginx and Redis in front
-# of replicas (scripts/cluster). make test-slow runs them.
-SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster
+# The packages whose tests need more than Go and the JS and Python clients,
+# or take minutes: a Docker engine, Docker Compose and Prometheus (docker:
+# the image, every compose target, the scrape configs), the external load
+# tools (scripts/recipes: k6, artillery, tsung, wscat), nginx and Redis in
+# front of replicas (scripts/cluster), and make soak in small on every
+# variant (scripts/soak, 2.5 minutes alone). make test-slow runs them.
+SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak
 CORE_PKGS = $(filter-out $(SLOW_PKGS:./%=knowngood/%),$(shell go list ./...))
 
 ## test: lint, then every test under -race, with the real JS and Python clients and every external tool (what CI runs)
@@ -62,11 +63,11 @@ test: deps lint test-go
 ## test-go: every test, without lint or deps: the core packages, then test-slow
 test-go: test-core test-slow-only
 
-## test-quick: the Go and real-client tests (JS, Python) under -race -short, without Docker, Prometheus, the load tools or nginx
+## test-quick: the Go and real-client tests (JS, Python) under -race -short, without Docker, Prometheus, the load tools, nginx or the soak test
 test-quick: deps-quick
 	$(GOTEST) -short $(CORE_PKGS)
 
-## test-slow: the tests that need Docker, Compose, Prometheus, k6, artillery, tsung, wscat or nginx (part of make test)
+## test-slow: the tests that need Docker, Compose, Prometheus, k6, artillery, tsung, wscat or nginx, and the soak test (part of make test)
 test-slow: deps test-slow-only
 
 test-core:

@@ -115,6 +115,9 @@ func TestClusterShardsMerge(t *testing.T) {
 // TestClusterBehindNginx: the same two shards, both through nginx in
 // front of three replicas, as a cluster is deployed.
 func TestClusterBehindNginx(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: nginx is one of the tools make test-quick does without (make test runs this)")
+	}
 	nginx := "/usr/sbin/nginx" // Debian's, outside a user's PATH
 	if p, err := exec.LookPath("nginx"); err == nil {
 		nginx = p

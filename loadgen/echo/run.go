@@ -16,6 +16,7 @@ import (
 	"knowngood/loadgen/internal/progress"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
 	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
@@ -286,7 +287,7 @@ func dialAll(ctx context.Context, cfg Config, dial dialFunc, errs *tally.Errors,
 			defer cancel()
 			c, err := dial(dctx)
 			if err != nil {
-				errs.Add(kindDial, 1, err)
+				errs.Add(target.KindOr(err, kindDial), 1, err)
 				return
 			}
 			conns[i] = c

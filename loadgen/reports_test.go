@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// The report texts as a new user reads them: each test runs a scenario
+// against a real target and checks what the table says, and does not.
+
+// report runs loadgen with args and returns its table (stdout); it fails
+// the test unless loadgen exits 0.
+func report(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("loadgen %q: exit %d\n%s", args, code, stderr.String())
+	}
+	t.Logf("loadgen %q:\n%s", args, stdout.String())
+	return stdout.String()
+}
+
+// says fails the test unless text has every one of want and none of not.
+func says(t *testing.T, text string, want []string, not ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("the report does not say %q:\n%s", w, text)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(text, n) {
+			t.Errorf("the report says %q:\n%s", n, text)
+		}
+	}
+}
+
+// scenarioLines are the usage's scenario lines.
+var scenarioLines = []string{
+	"handshake: ", "echo:      ", "conns:     ", "broadcast: ", "watch:     ", "merge:     ",
+	"reconcile: reconcile a saved /stats snapshot with counts typed after the run",
+}
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout bool // the usage goes to stdout (asked for), else stderr
+		first  string
+	}{
+		{nil, 2, false, "usage: loadgen SCENARIO [flags]"},
+		{[]string{"-h"}, 0, true, "usage: loadgen SCENARIO [flags]"},
+		{[]string{"--help"}, 0, true, "usage: loadgen SCENARIO [flags]"},
+		{[]string{"help"}, 0, true, "usage: loadgen SCENARIO [flags]"},
+		{[]string{"soak"}, 2, false, `loadgen: unknown scenario "soak"`},
+		{[]string{"help", "soak"}, 2, false, `loadgen: unknown scenario "soak"`},
+	} {
+		var stdout, stderr strings.Builder
+		code := run(context.Background(), tc.args, &stdout, &stderr)
+		out, other := stderr.String(), stdout.String()
+		if tc.stdout {
+			out, other = other, out
+		}
+		if code != tc.code || !strings.HasPrefix(out, tc.first) || other != "" {
+			t.Errorf("loadgen %q: exit %d, stdout %q, stderr %q; want exit %d and %q first", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.first)
+			continue
+		}
+		for _, line := range scenarioLines {
+			if !strings.Contains(out, "\n  "+line) {
+				t.Errorf("loadgen %q does not list %q:\n%s", tc.args, line, out)
+			}
+		}
+	}
+	var stdout strings.Builder
+	if code := run(context.Background(), []string{"help", "echo"}, &stdout, new(strings.Builder)); code != 0 || !strings.HasPrefix(stdout.String(), "usage: loadgen echo") {
+		t.Errorf("loadgen help echo: exit %d, %q", code, stdout.String())
+	}
+}

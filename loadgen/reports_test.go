@@ -77,3 +77,22 @@ func TestUsage(t *testing.T) {
 		t.Errorf("loadgen help echo: exit %d, %q", code, stdout.String())
 	}
 }
+
+// TestReportRefusedAtCap: a target at its -max-conns cap answers 503;
+// every scenario's error tally says so, never "bad handshake".
+func TestReportRefusedAtCap(t *testing.T) {
+	const atCap = "HTTP 503 (server at -max-conns)"
+	echoTarget := startTarget(t, "echo-gorilla", "-max-conns", "2")
+	says(t, report(t, "echo", "-url", echoTarget.ws, "-admin", echoTarget.admin, "-c", "4", "-duration", "200ms", "-warmup", "0s"),
+		[]string{atCap}, "bad handshake")
+	says(t, report(t, "conns", "-url", echoTarget.ws, "-admin", echoTarget.admin, "-n", "4", "-hold", "100ms"),
+		[]string{atCap}, "bad handshake")
+	bcast := startTarget(t, "broadcast-gorilla", "-max-conns", "2")
+	says(t, report(t, "broadcast", "-url", bcast.ws, "-admin", bcast.admin, "-subscribers", "4", "-senders", "1", "-rate", "10", "-duration", "200ms"),
+		[]string{atCap}, "bad handshake")
+	sio := startTarget(t, "empty", "-max-conns", "2")
+	for _, transport := range []string{"websocket", "polling"} {
+		says(t, report(t, "handshake", "-url", sio.url, "-admin", sio.admin, "-n", "4", "-transport", transport),
+			[]string{atCap}, "bad handshake")
+	}
+}

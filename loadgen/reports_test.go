@@ -96,3 +96,17 @@ func TestReportRefusedAtCap(t *testing.T) {
 			[]string{atCap}, "bad handshake")
 	}
 }
+
+// TestReportEchoTotals: the echo table counts the window, and the
+// verdicts' counts, which take in the warmup and the last echoes, say
+// that they are the whole run's.
+func TestReportEchoTotals(t *testing.T) {
+	tg := startTarget(t, "echo-gorilla")
+	text := report(t, "echo", "-url", tg.ws, "-admin", tg.admin, "-c", "2", "-duration", "300ms", "-warmup", "200ms")
+	says(t, text, []string{
+		"the table counts the 300ms window only; the verdicts count the whole run (warmup, window and the last echoes)\n",
+		"\nmessages echoed ",
+		"client and server agree on the messages: the client sent ",
+		"(counts of the whole run, first connection to last close)\n",
+	}, "\nmessages  ")
+}

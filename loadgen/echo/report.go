@@ -237,6 +237,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Interrupted {
 		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
 	}
+	if len(r.Verdicts) > 0 {
+		fmt.Fprintf(w, "the table counts the %s window only; the verdicts count the whole run (warmup, window and the last echoes)\n", r.Duration)
+	}
 	s := r.Server
 	var header string
 	if s != nil {
@@ -250,7 +253,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			return fmt.Sprintf("%d active", *s.ConnectionsActive)
 		}))
-	t.Row("messages", strconv.FormatInt(r.Messages, 10),
+	t.Row("messages echoed", strconv.FormatInt(r.Messages, 10),
 		t.Server(func(s *ServerView) string {
 			if s.MessagesReceived == nil {
 				return ""

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -107,6 +108,34 @@ func TestReportEchoTotals(t *testing.T) {
 		"the table counts the 300ms window only; the verdicts count the whole run (warmup, window and the last echoes)\n",
 		"\nmessages echoed ",
 		"client and server agree on the messages: the client sent ",
-		"(counts of the whole run, first connection to last close)\n",
+		"(counts of the whole run, through the last close)\n",
 	}, "\nmessages  ")
+}
+
+// TestReportBroadcastPushes: against a target that also pushes, loadgen
+// broadcast counts the pushes apart from the broadcast deliveries, and
+// says what the server's "messages sent" adds up.
+func TestReportBroadcastPushes(t *testing.T) {
+	tg := startTarget(t, "broadcast-gorilla", "-push-interval", "20ms")
+	args := []string{"broadcast", "-url", tg.ws, "-admin", tg.admin, "-subscribers", "3", "-senders", "1", "-rate", "20", "-duration", "300ms"}
+	text := report(t, args...)
+	says(t, text, []string{
+		"\ndeliveries received ", "\npushes received ", "(the target's -push-interval; not deliveries)",
+		"\nmessages received in all ", "(deliveries, duplicates, broadcastResults and pushes)", "messages sent",
+		"3 subscribers", "1 sender,", "broadcastResults, 0 with a listenerCount other than 4",
+	}, "1 senders", "map[")
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), append(args, "-json", "-"), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var r struct {
+		Received       uint64 `json:"received"`
+		PushesReceived uint64 `json:"pushes_received"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.PushesReceived == 0 || r.Received == 0 {
+		t.Errorf("pushes_received %d, received %d: want both counted", r.PushesReceived, r.Received)
+	}
 }

@@ -19,7 +19,7 @@ import (
 
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/tally"
-	"knowngood/loadgen/internal/words"
+	"knowngood/loadgen/internal/plural"
 	"knowngood/shared/protocol"
 )
 
@@ -116,7 +116,7 @@ func Judge(r Run) []Verdict {
 			messages(r, s, add)
 		}
 		if n := sum(s.Faults); n > 0 {
-			add(Faults, "the server injected %s on purpose (%s): failures up to that many are the server's, by design%s", words.Plural(n, "fault"), tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
+			add(Faults, "the server injected %s on purpose (%s): failures up to that many are the server's, by design%s", plural.Of(n, "fault"), tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
 		}
 	}
 	saturation(r, add)
@@ -165,10 +165,10 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		if r.Deadline > 0 {
 			deadline = "its deadline of " + r.Deadline.String()
 		}
-		add(Abandoned, "the client left %s before the server had finished them (%s; the server's p99 of those it finished %s)%s", words.Plural(abandoned, "handshake"), deadline, p99, byReplica(r, result(protocol.ResultAbandoned)))
+		add(Abandoned, "the client left %s before the server had finished them (%s; the server's p99 of those it finished %s)%s", plural.Of(abandoned, "handshake"), deadline, p99, byReplica(r, result(protocol.ResultAbandoned)))
 	}
 	if failed > 0 {
-		add(ServerGaveUp, "the server gave up on %s: bad requests, or its -handshake-timeout / -connect-timeout ran out%s", words.Plural(failed, "handshake"), byReplica(r, result(protocol.ResultFailed)))
+		add(ServerGaveUp, "the server gave up on %s: bad requests, or its -handshake-timeout / -connect-timeout ran out%s", plural.Of(failed, "handshake"), byReplica(r, result(protocol.ResultFailed)))
 	}
 	if seen == n && ok == n && uint64(r.Connected) == n {
 		add(Agree, "client and server agree: %d of %d handshakes completed (server p99 %s)", n, n, p99)
@@ -183,13 +183,13 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	fine := true
 	if r.Sent >= 0 {
 		if got := int64(s.MessagesReceived); r.Sent-got > r.Slack {
-			add(NotDelivered, "over the whole run, the client sent %s and the server received %d: %d never reached it%s", words.Plural(r.Sent, "message"), got, r.Sent-got, lossOn(r))
+			add(NotDelivered, "over the whole run, the client sent %s and the server received %d: %d never reached it%s", plural.Of(r.Sent, "message"), got, r.Sent-got, lossOn(r))
 			fine = false
 		}
 	}
 	if r.Received >= 0 {
 		if sent := int64(s.MessagesSent); sent-r.Received > r.Slack {
-			add(RepliesLost, "over the whole run, the server sent %s and the client counted %d: %s lost on the client side", words.Plural(sent, "message"), r.Received, other(sent-r.Received))
+			add(RepliesLost, "over the whole run, the server sent %s and the client counted %d: %s lost on the client side", plural.Of(sent, "message"), r.Received, other(sent-r.Received))
 			fine = false
 		}
 	}
@@ -197,9 +197,9 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		fine = false
 		if d := int64(s.BroadcastDropped); d > 0 {
 			add(SlowClient, "the client missed %s; the server dropped %d for connections whose send queue was full (-send-queue %s, -slow %s): those clients did not read fast enough, the client's limit%s",
-				words.Plural(r.Lost, "delivery"), d, orDash(r.Config["send-queue"]), orDash(r.Config["slow"]), byReplica(r, func(d *protocol.Stats) uint64 { return d.BroadcastDropped }))
+				plural.Of(r.Lost, "delivery"), d, orDash(r.Config["send-queue"]), orDash(r.Config["slow"]), byReplica(r, func(d *protocol.Stats) uint64 { return d.BroadcastDropped }))
 		} else {
-			add(RepliesLost, "the client missed %s that the server dropped none of: lost on the client side, or still on the way%s", words.Plural(r.Lost, "delivery"), lossOn(r))
+			add(RepliesLost, "the client missed %s that the server dropped none of: lost on the client side, or still on the way%s", plural.Of(r.Lost, "delivery"), lossOn(r))
 		}
 	}
 	if fine && (r.Sent >= 0 || r.Received >= 0) {
@@ -210,7 +210,7 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		if r.Received >= 0 {
 			what = append(what, fmt.Sprintf("the server sent %d, the client counted %d", s.MessagesSent, r.Received))
 		}
-		add(Agree, "client and server agree on the messages: %s (counts of the whole run, first connection to last close)", strings.Join(what, "; "))
+		add(Agree, "client and server agree on the messages: %s (counts of the whole run, through the last close)", strings.Join(what, "; "))
 	}
 }
 
@@ -223,7 +223,7 @@ func saturation(r Run, add func(string, string, ...any)) {
 	switch {
 	case r.ClientCPU > SaturationFrac*avail:
 		add(ClientLimited, "the client used %.2f of the %.2f CPU seconds it could have had (%d%%, %s): the figures are the client's limit, not the server's",
-			r.ClientCPU, avail, int(100*r.ClientCPU/avail), words.Plural(r.Cores, "core"))
+			r.ClientCPU, avail, int(100*r.ClientCPU/avail), plural.Of(r.Cores, "core"))
 	case r.ServerCPU >= 0 && r.ClientCPU > r.ServerCPU && r.ClientCPU > 0.25*avail:
 		// Only a client busy for a quarter of the machine or more: a
 		// light run says nothing about either side's limits.

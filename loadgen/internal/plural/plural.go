@@ -1,16 +1,16 @@
-// Package words writes counts in reports as English: "1 message",
+// Package plural writes counts in reports as English: "1 message",
 // "2 messages".
-package words
+package plural
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Plural is n and noun, the noun made plural unless n is 1 :
+// Of is n and noun, the noun made plural unless n is 1:
 // "1 message", "0 messages", "3 replies". A noun that does not take an
 // -s or -es gives its plural as the optional argument.
-func Plural[N int | int64 | uint64 | int32 | uint32](n N, noun string, plural ...string) string {
+func Of[N int | int64 | uint64 | int32 | uint32](n N, noun string, plural ...string) string {
 	return fmt.Sprintf("%d %s", n, Noun(n, noun, plural...))
 }
 

@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"knowngood/loadgen/internal/plural"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/tally"
-	"knowngood/loadgen/internal/plural"
 	"knowngood/shared/protocol"
 )
 

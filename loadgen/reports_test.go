@@ -139,3 +139,16 @@ func TestReportBroadcastPushes(t *testing.T) {
 		t.Errorf("pushes_received %d, received %d: want both counted", r.PushesReceived, r.Received)
 	}
 }
+
+// TestReportSentences: no report prints a Go map ("map[reason:2]"), and
+// a count of one reads in the singular.
+func TestReportSentences(t *testing.T) {
+	sio := startTarget(t, "empty")
+	says(t, report(t, "handshake", "-url", sio.url, "-admin", sio.admin, "-n", "1", "-transport", "websocket"),
+		[]string{"handshake: 1 connection at once", "\ndisconnects ", "transport close 1"}, "map[", "1 connections")
+	tg := startTarget(t, "echo-gorilla")
+	says(t, report(t, "echo", "-url", tg.ws, "-admin", tg.admin, "-c", "1", "-duration", "100ms", "-warmup", "0s"),
+		[]string{"echo: 1 connection to "}, "map[", "1 connections")
+	says(t, report(t, "conns", "-url", tg.ws, "-admin", tg.admin, "-n", "1", "-hold", "50ms"),
+		[]string{"conns: 1 idle connection to ", "\nbatches             1 ("}, "map[", "1 idle connections")
+}

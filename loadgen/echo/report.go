@@ -10,6 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/plural"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
@@ -232,8 +233,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	case Rate:
 		how = fmt.Sprintf("rate (%d msg/s in total, latency from each message's due time)", r.Rate)
 	}
-	fmt.Fprintf(w, "echo: %d connections to %s, %d-byte messages, %s, %s after a %s warmup (%s %s)\n",
-		r.Conns, r.URL, r.Size, how, r.Duration, r.Warmup, r.Client, r.Version)
+	fmt.Fprintf(w, "echo: %s to %s, %d-byte messages, %s, %s after a %s warmup (%s %s)\n",
+		plural.Of(r.Conns, "connection"), r.URL, r.Size, how, r.Duration, r.Warmup, r.Client, r.Version)
 	if r.Interrupted {
 		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
 	}

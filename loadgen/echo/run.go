@@ -22,8 +22,9 @@ import (
 	"knowngood/shared/protocol"
 )
 
-// Error kinds. dial, write and read count connections that ended so;
-// mismatch and lost count messages.
+// Error kinds. dial (or, for an upgrade the target refused, its HTTP
+// status and reason: target.KindAtCap...), write and read count
+// connections that ended so; mismatch and lost count messages.
 const (
 	kindDial     = "dial"
 	kindWrite    = "write"

@@ -56,7 +56,25 @@ var scenarios = []scenario.Command{
 	scenario.NewCommand("merge", merge.ParseFlags, merge.Usage, merge.Run, merge.Config.Files),
 }
 
-const usage = "usage: loadgen handshake|echo|conns|broadcast|watch|reconcile|merge [flags] (loadgen SCENARIO -h lists them)"
+// summaries says what each scenario is for, one line each, in the usage.
+var summaries = []struct{ name, line string }{
+	{"handshake", "open Socket.IO connections at once and time their namespace CONNECT"},
+	{"echo", "message rate and latency on a WebSocket or raw TCP echo target"},
+	{"conns", "open idle connections and report what each one costs the target"},
+	{"broadcast", "fan-out latency and loss on a websocket-shootout target (or its timed push)"},
+	{"watch", "run another load tool and reconcile what it says with what the target saw"},
+	{"merge", "make one report of the -json reports of a run's shards (-shard I/N)"},
+	{"reconcile", "reconcile a saved /stats snapshot with counts typed after the run"},
+}
+
+// writeUsage lists the scenarios, one line each.
+func writeUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: loadgen SCENARIO [flags]   (loadgen SCENARIO -h, or loadgen help SCENARIO, lists its flags)")
+	fmt.Fprintln(w, "\nscenarios:")
+	for _, s := range summaries {
+		fmt.Fprintf(w, "  %-11s%s\n", s.name+":", s.line)
+	}
+}
 
 func main() {
 	// The zishang520 engine.io client catches SIGINT and SIGTERM itself
@@ -95,11 +113,38 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	for _, s := range scenarios {
-		if len(args) > 0 && args[0] == s.Name {
-			return s.Main(ctx, args[1:], stdout, stderr)
+	if len(args) == 0 {
+		writeUsage(stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && name == "help" && scenarioNamed(args[1]) != nil {
+			return scenarioNamed(args[1]).Main(ctx, []string{"-h"}, stdout, stderr)
+		}
+		if len(args) > 1 && name == "help" {
+			fmt.Fprintf(stderr, "loadgen: unknown scenario %q\n", args[1])
+			writeUsage(stderr)
+			return 2
+		}
+		writeUsage(stdout)
+		return 0
+	}
+	if s := scenarioNamed(name); s != nil {
+		return s.Main(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "loadgen: unknown scenario %q\n", name)
+	writeUsage(stderr)
+	return 2
+}
+
+// scenarioNamed is the scenario called name; nil when there is none.
+func scenarioNamed(name string) *scenario.Command {
+	for i := range scenarios {
+		if scenarios[i].Name == name {
+			return &scenarios[i]
 		}
 	}
-	fmt.Fprintln(stderr, usage)
-	return 2
+	return nil
 }

@@ -12,8 +12,6 @@ func TestRunFlags(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{nil, 2, "usage: loadgen handshake|echo|conns"},
-		{[]string{"soak"}, 2, "usage: loadgen handshake|echo|conns"},
 		{[]string{"handshake", "-n", "0"}, 2, "loadgen handshake: invalid value \"0\" for flag -n"},
 		{[]string{"handshake", "-transport", "ws"}, 2, "flag -transport"},
 		{[]string{"handshake", "-h"}, 0, ""},

@@ -61,6 +61,7 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.Results += r.Results
 		out.ListenerMismatches += r.ListenerMismatches
 		out.OtherShards += r.OtherShards
+		out.PushesReceived += r.PushesReceived
 		out.ClientCPUSeconds += r.ClientCPUSeconds
 		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
 		rtt.Merge(timeline.HistogramOf(r.ResultRTTHistogram))

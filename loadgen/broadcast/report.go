@@ -10,6 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/plural"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
@@ -67,6 +68,12 @@ type Report struct {
 	// OtherShards (-shard): deliveries of the other shards' broadcasts,
 	// which this shard's members also get and leave to those shards.
 	OtherShards int64 `json:"other_shards_deliveries,omitempty"`
+	// PushesReceived (broadcast mode, against a target started with
+	// -push-interval): the target's timed pushes that every member got
+	// from the window's start until the close, in all. They are not
+	// broadcast deliveries (Received), but the server counts them among
+	// the messages it sent.
+	PushesReceived uint64 `json:"pushes_received,omitempty"`
 
 	ClientCPUSeconds float64                `json:"client_cpu_seconds"`
 	Errors           map[string]tally.Count `json:"errors"`
@@ -171,11 +178,11 @@ func (r *Report) HTMLRun() (htmlreport.Run, error) {
 // WriteTable writes the report as a table, the server's figures beside the
 // client's.
 func (r *Report) WriteTable(w io.Writer) error {
-	how := fmt.Sprintf("%d senders, %d broadcasts/s in total", r.Senders, r.Rate)
+	how := fmt.Sprintf("%s, %s in total", plural.Of(r.Senders, "sender"), plural.Of(r.Rate, "broadcast/s", "broadcasts/s"))
 	if r.Mode == "push" {
 		how = "the server's timed push"
 	}
-	fmt.Fprintf(w, "broadcast: %d subscribers on %s, %s, for %s (%s %s)\n", r.Subscribers, r.URL, how, r.Duration, r.Client, r.Version)
+	fmt.Fprintf(w, "broadcast: %s on %s, %s, for %s (%s %s)\n", plural.Of(r.Subscribers, "subscriber"), r.URL, how, r.Duration, r.Client, r.Version)
 	if r.Interrupted {
 		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
 	}
@@ -194,15 +201,29 @@ func (r *Report) WriteTable(w io.Writer) error {
 			t.Server(func(s *ServerView) string { return fmt.Sprintf("%d messages received", s.MessagesReceived) }))
 	}
 	t.Row("deliveries expected", strconv.FormatUint(r.Expected, 10), "")
-	t.Row("received", strconv.FormatUint(r.Received, 10),
-		t.Server(func(s *ServerView) string { return fmt.Sprintf("%d messages sent", s.MessagesSent) }))
+	sent := t.Server(func(s *ServerView) string { return plural.Of(s.MessagesSent, "message") + " sent" })
+	if r.Mode == "push" {
+		t.Row("deliveries received", strconv.FormatUint(r.Received, 10), sent)
+	} else {
+		t.Row("deliveries received", strconv.FormatUint(r.Received, 10), "")
+	}
 	t.Row("lost", fmt.Sprintf("%d (%s)", r.Lost, percent(r.Lost, r.Expected)),
 		t.Server(func(s *ServerView) string { return fmt.Sprintf("%d dropped for slow clients", s.Dropped) }))
 	t.Row("duplicates", strconv.FormatUint(r.Duplicates, 10), "")
+	if r.Mode == "broadcast" {
+		// The server counts every message it sent: the deliveries, the
+		// senders' broadcastResults, and the timed pushes of a target
+		// started with -push-interval, which are not deliveries.
+		if r.PushesReceived > 0 {
+			t.Row("pushes received", fmt.Sprintf("%d (the target's -push-interval; not deliveries)", r.PushesReceived), "")
+		}
+		all := r.Received + r.Duplicates + uint64(r.Results) + r.PushesReceived + uint64(r.OtherShards)
+		t.Row("messages received in all", fmt.Sprintf("%d (%s)", all, r.allParts()), sent)
+	}
 	t.Row("latency p50/p99/max", latencyString(r.Latency), "")
 	if r.Mode == "broadcast" {
 		t.Row("broadcastResult rtt p50/p99/max", latencyString(r.ResultRTT), "")
-		t.Row("listenerCount", fmt.Sprintf("%d results, %d not %d", r.Results, r.ListenerMismatches, r.ListenerCount), "")
+		t.Row("listenerCount", fmt.Sprintf("%s, %d with a listenerCount other than %d", plural.Of(r.Results, "broadcastResult"), r.ListenerMismatches, r.ListenerCount), "")
 	}
 	t.Row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64),
 		t.Server(func(s *ServerView) string {
@@ -212,15 +233,27 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return strconv.FormatFloat(*s.CPUSeconds, 'f', 2, 64)
 		}))
 	if s != nil && len(s.Disconnects) > 0 {
-		t.Row("disconnects", "", fmt.Sprint(s.Disconnects))
+		t.Row("disconnects", "", tally.Line(s.Disconnects))
 	}
 	if s != nil && len(s.Invalid) > 0 {
-		t.Row("invalid messages", "", fmt.Sprint(s.Invalid))
+		t.Row("invalid messages", "", tally.Line(s.Invalid))
 	}
 	if s != nil {
 		t.Replicas(s.Replicas)
 	}
 	return t.Close(w, r.Errors, r.ServerError, r.Verdicts)
+}
+
+// allParts names what "messages received in all" adds up.
+func (r *Report) allParts() string {
+	parts := []string{"deliveries", "duplicates", "broadcastResults"}
+	if r.PushesReceived > 0 {
+		parts = append(parts, "pushes")
+	}
+	if r.OtherShards > 0 {
+		parts = append(parts, "other shards' deliveries")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 func latencyString(l *protocol.Latency) string {

@@ -116,6 +116,10 @@ type run struct {
 	mismatches atomic.Int64 // broadcastResults that carried another
 	results    atomic.Int64
 	others     atomic.Int64 // sharded: deliveries of the other shards' broadcasts
+	// otherPushes (broadcast mode): the target's timed pushes that came
+	// from the window's start until the close, counted apart from the
+	// broadcasts' deliveries.
+	otherPushes atomic.Uint64
 }
 
 // ours reports whether p is one of this run's (this shard's) broadcasts.
@@ -345,9 +349,7 @@ func (r *run) handle(m *member, buf []byte, now int64) {
 	// The two messages that come by the hundred thousand, first without
 	// encoding/json.
 	if seq, at, ok := protocol.ParsePush(buf); ok {
-		if r.cfg.Push {
-			r.push(m, seq, at, now)
-		}
+		r.pushed(m, seq, at, now)
 		return
 	}
 	if p, ok := parseBroadcast(buf); ok && r.ours(p) {
@@ -362,9 +364,7 @@ func (r *run) handle(m *member, buf []byte, now int64) {
 	}
 	switch msg.Type {
 	case protocol.TypePush:
-		if r.cfg.Push {
-			r.push(m, msg.Seq, msg.SentAt, now)
-		}
+		r.pushed(m, msg.Seq, msg.SentAt, now)
 	case protocol.TypeBroadcast:
 		var p sent
 		if err := json.Unmarshal(msg.Payload, &p); err != nil || !r.ours(p) {
@@ -393,6 +393,18 @@ func (r *run) handle(m *member, buf []byte, now int64) {
 		r.errs.Add(kindServerErr, 1, errors.New(msg.Error))
 	default:
 		r.errs.Add(kindUnknown, 1, fmt.Errorf("type %q", msg.Type))
+	}
+}
+
+// pushed takes a timed push: measured in push mode, counted apart from
+// the deliveries in broadcast mode.
+func (r *run) pushed(m *member, seq uint64, sentAt, now int64) {
+	if r.cfg.Push {
+		r.push(m, seq, sentAt, now)
+		return
+	}
+	if r.windowStart.Load() != 0 && !r.closing.Load() {
+		r.otherPushes.Add(1)
 	}
 }
 
@@ -528,6 +540,9 @@ func (r *run) fill(rep *Report) {
 	}
 	rep.Results = r.results.Load()
 	rep.OtherShards = r.others.Load()
+	if !r.cfg.Push {
+		rep.PushesReceived = r.otherPushes.Load()
+	}
 	rep.ListenerMismatches = r.mismatches.Load()
 	rep.ListenerCount = r.listeners.Load()
 	lat := r.lat.merged()

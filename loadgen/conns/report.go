@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/plural"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
@@ -148,10 +149,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 				addrs = append(addrs, addr)
 			}
 		}
-		sources = fmt.Sprintf("%d source addresses (%s)", len(r.Sources), target.SourceList(addrs))
+		sources = fmt.Sprintf("%s (%s)", plural.Of(len(r.Sources), "source address"), target.SourceList(addrs))
 	}
-	fmt.Fprintf(w, "conns: %d idle connections to %s in batches of %d from %s, held %s (%s %s)\n",
-		r.N, r.URL, r.Batch, sources, r.Hold, r.Client, r.Version)
+	fmt.Fprintf(w, "conns: %s to %s in batches of %d from %s, held %s (%s %s)\n",
+		plural.Of(r.N, "idle connection"), r.URL, r.Batch, sources, r.Hold, r.Client, r.Version)
 	if r.OpenFiles != "" {
 		fmt.Fprintf(w, "%s\n", r.OpenFiles)
 	}
@@ -214,11 +215,11 @@ func batchSummary(batches []Batch) string {
 		for i, t := range times {
 			s[i] = seconds(t)
 		}
-		return fmt.Sprintf("%d: %s", len(times), strings.Join(s, " "))
+		return fmt.Sprintf("%d (%s)", len(times), strings.Join(s, ", "))
 	}
 	sorted := slices.Clone(times)
 	slices.Sort(sorted)
-	return fmt.Sprintf("%d: median %s, slowest %s", len(times), seconds(sorted[len(sorted)/2]), seconds(sorted[len(sorted)-1]))
+	return fmt.Sprintf("%d (median %s, slowest %s)", len(times), seconds(sorted[len(sorted)/2]), seconds(sorted[len(sorted)-1]))
 }
 
 func seconds(s float64) string {

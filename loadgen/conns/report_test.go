@@ -35,16 +35,16 @@ func TestWriteTable(t *testing.T) {
 	}
 	want := `conns: 19000 idle connections to ws://127.0.0.1:8080/ in batches of 1000 from 3 source addresses (127.0.0.1-127.0.0.3), held 10s (gorilla/websocket v1.5.3)
 open-files limit 20000 (hard 20000), 9 open: room for 19959 connections
-                    client          server (echo-gorilla, http://127.0.0.1:9100)
-established         18995 of 19000  19000 opened
-failed              5               
-dropped while held  5               
-held                18990           18990 active
-establish           2.5s (7598/s)   
-batches             2: 123ms 500ms  
-cpu seconds         1.23            
-resident MiB                        20.0 -> 335.3 (stats)
-per connection                      17.00 KiB
+                    client            server (echo-gorilla, http://127.0.0.1:9100)
+established         18995 of 19000    19000 opened
+failed              5                 
+dropped while held  5                 
+held                18990             18990 active
+establish           2.5s (7598/s)     
+batches             2 (123ms, 500ms)  
+cpu seconds         1.23              
+resident MiB                          20.0 -> 335.3 (stats)
+per connection                        17.00 KiB
 errors:
          5  dropped while held  first: websocket: close 1001 (going away)
          5  timeout             first: dial tcp 127.0.0.3:0->127.0.0.1:8080: i/o timeout
@@ -64,7 +64,7 @@ errors:
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"from the kernel's choice of source address", "batches             19: median 1s, slowest 1.9s", "server: no /stats from"} {
+	for _, want := range []string{"from the kernel's choice of source address", "batches             19 (median 1s, slowest 1.9s)", "server: no /stats from"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

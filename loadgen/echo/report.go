@@ -10,6 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/plural"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
@@ -232,10 +233,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	case Rate:
 		how = fmt.Sprintf("rate (%d msg/s in total, latency from each message's due time)", r.Rate)
 	}
-	fmt.Fprintf(w, "echo: %d connections to %s, %d-byte messages, %s, %s after a %s warmup (%s %s)\n",
-		r.Conns, r.URL, r.Size, how, r.Duration, r.Warmup, r.Client, r.Version)
+	fmt.Fprintf(w, "echo: %s to %s, %d-byte messages, %s, %s after a %s warmup (%s %s)\n",
+		plural.Of(r.Conns, "connection"), r.URL, r.Size, how, r.Duration, r.Warmup, r.Client, r.Version)
 	if r.Interrupted {
 		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
+	}
+	if len(r.Verdicts) > 0 {
+		fmt.Fprintf(w, "the table counts the %s window only; the verdicts count the whole run (warmup, window and the last echoes)\n", r.Duration)
 	}
 	s := r.Server
 	var header string
@@ -250,7 +254,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			return fmt.Sprintf("%d active", *s.ConnectionsActive)
 		}))
-	t.Row("messages", strconv.FormatInt(r.Messages, 10),
+	t.Row("messages echoed", strconv.FormatInt(r.Messages, 10),
 		t.Server(func(s *ServerView) string {
 			if s.MessagesReceived == nil {
 				return ""

@@ -37,16 +37,16 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `echo: 100 connections to ws://127.0.0.1:8080/, 128-byte messages, pipelined (32 in flight per connection), 10s after a 2s warmup (gorilla/websocket v1.5.3)
-             client     server (echo-gorilla, http://127.0.0.1:9100)
-connected    99 of 100  100 active
-messages     1234567    1234600 received, 1234599 sent
-msg/s        123457     
-p50          0.512ms    
-p90          1.500ms    
-p99          3.250ms    
-p99.9        7.000ms    
-max          12.125ms   
-cpu seconds  8.46       9.50 (stats)
+                 client     server (echo-gorilla, http://127.0.0.1:9100)
+connected        99 of 100  100 active
+messages echoed  1234567    1234600 received, 1234599 sent
+msg/s            123457     
+p50              0.512ms    
+p90              1.500ms    
+p99              3.250ms    
+p99.9            7.000ms    
+max              12.125ms   
+cpu seconds      8.46       9.50 (stats)
 errors:
          3  mismatch  first: connection 7, message 12: echo differs from the message sent: byte 9 is 0x0, want 0x6a
          1  dial      first: dial tcp 127.0.0.1:8080: connect: connection refused

@@ -22,8 +22,9 @@ import (
 	"knowngood/shared/protocol"
 )
 
-// Error kinds. dial, write and read count connections that ended so;
-// mismatch and lost count messages.
+// Error kinds. dial (or, for an upgrade the target refused, its HTTP
+// status and reason: target.KindAtCap...), write and read count
+// connections that ended so; mismatch and lost count messages.
 const (
 	kindDial     = "dial"
 	kindWrite    = "write"
@@ -291,7 +292,7 @@ func dialAll(ctx context.Context, cfg Config, dial dialFunc, errs *tally.Errors,
 			defer cancel()
 			c, err := dial(dctx)
 			if err != nil {
-				errs.Add(kindDial, 1, err)
+				errs.Add(target.KindOr(err, kindDial), 1, err)
 				return
 			}
 			conns[i] = c

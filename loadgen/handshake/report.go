@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/plural"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
@@ -135,8 +136,8 @@ func (r *Report) HTMLRun() (htmlreport.Run, error) {
 // WriteTable writes the report as a table: the client's figures, and the
 // server's next to them when there are any.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "handshake: %d connections at once to %s, namespace %s, transport %s, deadline %s (%s %s)\n",
-		r.Attempts, r.URL, r.Namespace, r.Transport, r.Deadline, r.Client, r.Version)
+	fmt.Fprintf(w, "handshake: %s at once to %s, namespace %s, transport %s, deadline %s (%s %s)\n",
+		plural.Of(r.Attempts, "connection"), r.URL, r.Namespace, r.Transport, r.Deadline, r.Client, r.Version)
 	s := r.Server
 	var header string
 	if s != nil {
@@ -167,7 +168,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		t.Row("resident MiB", "", strconv.FormatFloat(*s.ResidentBytes/(1<<20), 'f', 1, 64))
 	}
 	if s != nil {
-		t.Row("disconnects", fmt.Sprintf("%d closed by the client", r.Connected), fmt.Sprint(s.Disconnects))
+		t.Row("disconnects", fmt.Sprintf("%d closed by the client", r.Connected), disconnects(s.Disconnects))
 	}
 	if s != nil && len(s.Faults) > 0 {
 		t.Row("injected faults", "", tally.Line(s.Faults))
@@ -203,6 +204,15 @@ func writeCounts(w io.Writer, title string, counts map[string]int) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %6d  %s\n", counts[k], k)
 	}
+}
+
+// disconnects says the server's disconnects by reason: "transport
+// close 2, ping timeout 1", or "none".
+func disconnects(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	return tally.Line(m)
 }
 
 func percent(n, of int) string {

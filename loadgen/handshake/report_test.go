@@ -12,7 +12,7 @@ func sampleReport() *Report {
 		Client: clientName, Version: "v3.0.6",
 		URL: "http://127.0.0.1:8080", Transport: "websocket", Namespace: "/", Deadline: "15s",
 		Attempts: 500, Connected: 497, Echoed: 496, Failed: 3,
-		Errors:     map[string]int{"deadline exceeded": 2, "websocket: bad handshake": 1},
+		Errors:     map[string]int{"deadline exceeded": 2, "HTTP 503 (server at -max-conns)": 1},
 		EchoErrors: map[string]int{"deadline exceeded": 1},
 		P50ms:      f(12.345), P95ms: f(20), P99ms: f(25.5), MaxMs: f(31.25),
 		TotalMs: 250.5, HandshakesPerSecond: 1984.03, ClientCPUSeconds: 0.4213,
@@ -44,10 +44,10 @@ total         251ms
 handshakes/s  1984                      
 cpu seconds   0.42                      0.31
 resident MiB                            50.0
-disconnects   497 closed by the client  map[client namespace disconnect:497]
+disconnects   497 closed by the client  client namespace disconnect 497
 errors:
        2  deadline exceeded
-       1  websocket: bad handshake
+       1  HTTP 503 (server at -max-conns)
 echo errors:
        1  deadline exceeded
 `

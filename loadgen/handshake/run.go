@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"knowngood/loadgen/internal/verdict"
 	"knowngood/loadgen/sioclient"
 	"knowngood/loadgen/timeline"
+	"knowngood/shared/faults"
 	"knowngood/shared/protocol"
 )
 
@@ -123,7 +125,30 @@ func (r *run) Finish(_ context.Context, f *scenario.Frame) *Report {
 	}
 	rep.Verdicts = f.Judge(judge)
 	rep.Shard = f.ShardPart()
+	nameRefusals(rep.Errors, scenario.Diff(f.Before, f.After), f.Target.Config)
 	return rep
+}
+
+// badHandshake is the Socket.IO client's WebSocket transport's error for
+// an upgrade the target refused: it drops the HTTP status and the reason.
+const badHandshake = "websocket: bad handshake"
+
+// nameRefusals names the refusals the client could not: when the server
+// rejected at least as many handshakes at its -max-conns cap, with no
+// -fault-reject fault among them, they were 503s at the cap; else they
+// are said to be refusals of unknown status.
+func nameRefusals(errs map[string]int, server *protocol.Stats, config map[string]string) {
+	n := errs[badHandshake]
+	if n == 0 {
+		return
+	}
+	delete(errs, badHandshake)
+	capped := config["max-conns"] != "" && config["max-conns"] != "0"
+	if server != nil && capped && server.Handshakes[protocol.ResultRejected] >= uint64(n) && server.Faults[faults.KindReject] == 0 {
+		errs[target.KindAtCap] += n
+		return
+	}
+	errs["upgrade refused (the Socket.IO client's WebSocket transport does not say the HTTP status)"] += n
 }
 
 // connectAll starts every connection at the same moment and waits until each
@@ -241,7 +266,15 @@ func errorKey(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
 	}
-	return localAddr.ReplaceAllString(err.Error(), "tcp ${1}->")
+	var refused *target.Refused
+	if errors.As(err, &refused) {
+		return refused.Kind()
+	}
+	text := localAddr.ReplaceAllString(err.Error(), "tcp ${1}->")
+	if strings.Contains(text, "HTTP 503") && strings.Contains(text, "-max-conns") {
+		return target.KindAtCap // a refusal whose type the client did not keep
+	}
+	return text
 }
 
 // clientVersion is the version of the zishang520 client built in.

@@ -5,11 +5,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +18,8 @@ import (
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
 	"github.com/zishang520/socket.io/parsers/engine/v3/parser"
 	"github.com/zishang520/socket.io/v3/pkg/types"
+
+	"knowngood/loadgen/internal/target"
 )
 
 // postTimeout bounds one polling write (an HTTP POST).
@@ -223,7 +225,9 @@ func (p *pollingTransport) request(method string, body io.Reader, timeout time.D
 		return nil, err
 	}
 	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", method, res.Status)
+		// The body says why (a 503 at -max-conns, an injected fault).
+		reason, _, _ := strings.Cut(string(buf.Bytes()[:min(buf.Len(), 200)]), "\n")
+		return nil, &target.Refused{Status: res.StatusCode, Reason: strings.TrimSpace(reason), What: method}
 	}
 	return types.NewStringBuffer(buf.Bytes()), nil
 }

@@ -63,7 +63,7 @@ func TestMergeShards(t *testing.T) {
 	}
 	m.Verdict.Attempts = 0 // messages only
 	vs := m.Judge(-1)
-	if len(vs) != 1 || vs[0].Text != "client and server agree on the messages: the client sent 120, the server received 120; the server sent 120, the client counted 120" {
+	if len(vs) != 1 || vs[0].Text != "client and server agree on the messages: the client sent 120, the server received 120; the server sent 120, the client counted 120 (counts of the whole run, through the last close)" {
 		t.Errorf("verdicts %+v", vs)
 	}
 	// A count one shard did not keep is not kept for the whole run.

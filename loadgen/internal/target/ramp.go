@@ -31,6 +31,7 @@ const (
 // ErrorKind sorts a failed dial.
 func ErrorKind(err error) string {
 	var netErr net.Error
+	var refused *Refused
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return KindRefused
@@ -42,6 +43,8 @@ func ErrorKind(err error) string {
 		return KindNoFiles
 	case isTLSError(err):
 		return KindTLS
+	case errors.As(err, &refused):
+		return refused.Kind()
 	case errors.Is(err, websocket.ErrBadHandshake):
 		return KindHandshake
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),

@@ -9,9 +9,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"runtime"
@@ -105,11 +106,14 @@ func DialWebSocket(ctx context.Context, u URL, o Options) (*websocket.Conn, erro
 		TLSClientConfig:  o.TLS,
 	}
 	c, res, err := d.DialContext(ctx, u.String, nil)
+	if err != nil && res != nil && errors.Is(err, websocket.ErrBadHandshake) {
+		err = &Refused{Status: res.StatusCode, Reason: reasonOf(res.Body)}
+	}
 	if res != nil && res.Body != nil {
 		res.Body.Close()
 	}
 	if err != nil {
-		if res != nil {
+		if _, refused := err.(*Refused); res != nil && !refused {
 			return nil, fmt.Errorf("%w (HTTP %s)", err, res.Status)
 		}
 		return nil, err
@@ -123,16 +127,18 @@ func DialWebSocket(ctx context.Context, u URL, o Options) (*websocket.Conn, erro
 // response; read through it, never from c directly. A refused upgrade's
 // error carries the HTTP status.
 func DialWebSocketStream(ctx context.Context, u URL, o Options) (c net.Conn, r *bufio.Reader, err error) {
+	var reason string
 	d := ws.Dialer{
 		NetDial:        o.netDialer().DialContext,
 		Timeout:        o.Timeout,
 		ReadBufferSize: o.ReadBuffer,
 		TLSConfig:      o.TLS,
+		OnStatusError:  func(_ int, _ []byte, res io.Reader) { reason = reasonOfResponse(res) },
 	}
 	c, r, _, err = d.Dial(ctx, u.String)
 	if err != nil {
 		if s, ok := err.(ws.StatusError); ok {
-			return nil, nil, fmt.Errorf("websocket: bad handshake (HTTP %d %s)", int(s), http.StatusText(int(s)))
+			return nil, nil, &Refused{Status: int(s), Reason: reason}
 		}
 		return nil, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"knowngood/loadgen/internal/plural"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/tally"
 	"knowngood/shared/protocol"
@@ -159,7 +160,7 @@ func Judge(r Run) []Verdict {
 			unknown(r, s, add)
 		}
 		if n := sum(s.Faults); n > 0 {
-			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design%s", n, tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
+			add(Faults, "the server injected %s on purpose (%s): failures up to that many are the server's, by design%s", plural.Of(n, "fault"), tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
 		}
 	}
 	saturation(r, add)
@@ -235,8 +236,8 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		add(NeverReached, "the server saw %d of %d attempts: %d never reached it (check the listen backlog, open-files limits, ephemeral ports)%s", seen, n, n-seen, onlyInSum(r))
 	}
 	if connected := uint64(max(r.Connected, 0)); ok > connected && (r.Connected >= 0 || !r.Unknown) {
-		add(ClientLost, "the server completed %d of %d handshakes (p99 %s); the client counted %d: the other %d were lost on the client side",
-			ok, n, p99, connected, ok-connected)
+		add(ClientLost, "the server completed %d of %d handshakes (p99 %s); the client counted %d: %s lost on the client side",
+			ok, n, p99, connected, other(int64(ok-connected)))
 	}
 	serverSide(r, s, n, add)
 	if r.Config["variant"] == "blocking" {
@@ -258,7 +259,7 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		if r.Deadline > 0 {
 			deadline = "its deadline of " + r.Deadline.String()
 		}
-		add(Abandoned, "the client left %d handshakes before the server had finished them (%s; the server's p99 of those it finished %s)%s", abandoned, deadline, p99, byReplica(r, result(protocol.ResultAbandoned)))
+		add(Abandoned, "the client left %s before the server had finished them (%s; the server's p99 of those it finished %s)%s", plural.Of(abandoned, "handshake"), deadline, p99, byReplica(r, result(protocol.ResultAbandoned)))
 	}
 	if seen == n && ok == n && uint64(r.Connected) == n {
 		add(Agree, "client and server agree: %d of %d handshakes completed (server p99 %s)%s", n, n, p99, from(r))
@@ -281,7 +282,7 @@ func serverSide(r Run, s *protocol.Stats, n uint64, add func(string, string, ...
 		}
 	}
 	if failed > 0 {
-		add(ServerGaveUp, "the server gave up on %d handshakes: bad requests, or its -handshake-timeout / -connect-timeout ran out%s", failed, byReplica(r, result(protocol.ResultFailed)))
+		add(ServerGaveUp, "the server gave up on %s: bad requests, or its -handshake-timeout / -connect-timeout ran out%s", plural.Of(failed, "handshake"), byReplica(r, result(protocol.ResultFailed)))
 	}
 }
 
@@ -301,13 +302,13 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	fine := true
 	if r.Sent >= 0 {
 		if got := int64(s.MessagesReceived); r.Sent-got > r.Slack {
-			add(NotDelivered, "the client sent %d messages and the server received %d: %d never reached it%s", r.Sent, got, r.Sent-got, lossOn(r))
+			add(NotDelivered, "over the whole run, the client sent %s and the server received %d: %d never reached it%s", plural.Of(r.Sent, "message"), got, r.Sent-got, lossOn(r))
 			fine = false
 		}
 	}
 	if r.Received >= 0 {
 		if sent := int64(s.MessagesSent); sent-r.Received > r.Slack {
-			add(RepliesLost, "the server sent %d messages and the client counted %d: the other %d were lost on the client side", sent, r.Received, sent-r.Received)
+			add(RepliesLost, "over the whole run, the server sent %s and the client counted %d: %s lost on the client side", plural.Of(sent, "message"), r.Received, other(sent-r.Received))
 			fine = false
 		}
 		if sent := int64(s.MessagesSent); r.Received-sent > r.Slack {
@@ -318,10 +319,10 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	if r.Lost > 0 {
 		fine = false
 		if d := int64(s.BroadcastDropped); d > 0 {
-			add(SlowClient, "the client missed %d deliveries; the server dropped %d for connections whose send queue was full (-send-queue %s, -slow %s): those clients did not read fast enough, the client's limit%s",
-				r.Lost, d, orDash(r.Config["send-queue"]), orDash(r.Config["slow"]), byReplica(r, func(d *protocol.Stats) uint64 { return d.BroadcastDropped }))
+			add(SlowClient, "the client missed %s; the server dropped %d for connections whose send queue was full (-send-queue %s, -slow %s): those clients did not read fast enough, the client's limit%s",
+				plural.Of(r.Lost, "delivery"), d, orDash(r.Config["send-queue"]), orDash(r.Config["slow"]), byReplica(r, func(d *protocol.Stats) uint64 { return d.BroadcastDropped }))
 		} else {
-			add(RepliesLost, "the client missed %d deliveries that the server dropped none of: they were lost on the client side, or are still on their way%s", r.Lost, lossOn(r))
+			add(RepliesLost, "the client missed %s that the server dropped none of: lost on the client side, or still on the way%s", plural.Of(r.Lost, "delivery"), lossOn(r))
 		}
 	}
 	if fine && (r.Sent >= 0 || r.Received >= 0) {
@@ -332,7 +333,7 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		if r.Received >= 0 {
 			what = append(what, fmt.Sprintf("the server sent %d, the client counted %d", s.MessagesSent, r.Received))
 		}
-		add(Agree, "client and server agree on the messages: %s%s", strings.Join(what, "; "), from(r))
+		add(Agree, "client and server agree on the messages: %s (counts of the whole run, through the last close)%s", strings.Join(what, "; "), from(r))
 	}
 }
 
@@ -344,8 +345,8 @@ func saturation(r Run, add func(string, string, ...any)) {
 	avail := r.Window.Seconds() * float64(r.Cores)
 	switch {
 	case r.ClientCPU > SaturationFrac*avail:
-		add(ClientLimited, "the client used %.2f of the %.2f CPU seconds it could have had (%d%%, %d cores): the figures are the client's limit, not the server's",
-			r.ClientCPU, avail, int(100*r.ClientCPU/avail), r.Cores)
+		add(ClientLimited, "the client used %.2f of the %.2f CPU seconds it could have had (%d%%, %s): the figures are the client's limit, not the server's",
+			r.ClientCPU, avail, int(100*r.ClientCPU/avail), plural.Of(r.Cores, "core"))
 	case r.ServerCPU >= 0 && r.ClientCPU > r.ServerCPU && r.ClientCPU > 0.25*avail:
 		// Only a client busy for a quarter of the machine or more: a
 		// light run says nothing about either side's limits.
@@ -459,6 +460,14 @@ func onlyInSum(r Run) string {
 		return "; no replica that answered counted it: it may be on replica " + strings.Join(missing, ", replica ") + ", whose figures are missing"
 	}
 	return "; no replica counted it: the loss can be seen only in the sum over the replicas"
+}
+
+// other is "the other 1 was" or "the other N were".
+func other(n int64) string {
+	if n == 1 {
+		return "the other 1 was"
+	}
+	return fmt.Sprintf("the other %d were", n)
 }
 
 func sum(m map[string]uint64) uint64 {

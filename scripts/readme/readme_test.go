@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"knowngood/scripts/harness"
+	"knowngood/servers/variants"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -651,5 +652,38 @@ func TestWords(t *testing.T) {
 	}
 	if s := slug("A cluster (`-redis`)"); s != "a-cluster--redis" {
 		t.Errorf("slug = %q", s)
+	}
+}
+
+// TestVariantsTable checks README.md's variants table against the
+// catalog: every variant named once, none that does not exist.
+func TestVariantsTable(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(raw), "\n## Variants\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Variants" section`)
+	}
+	rest, _, _ = strings.Cut(rest, "\n## ")
+	seen := map[string]int{}
+	for _, l := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(l, "| `") {
+			continue
+		}
+		first := strings.Split(l, "|")[1]
+		for _, m := range codeSpan.FindAllStringSubmatch(first, -1) {
+			seen[m[1]]++
+		}
+	}
+	for _, name := range variants.Names() {
+		if seen[name] != 1 {
+			t.Errorf("README.md's variants table names %s %d times; want once", name, seen[name])
+		}
+		delete(seen, name)
+	}
+	for name := range seen {
+		t.Errorf("README.md's variants table names %s, which is not in servers/variants", name)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -304,11 +306,17 @@ func TestMakeAndGoDoc(t *testing.T) {
 }
 
 // block is a fenced block of README.md marked runnable: its commands, a
-// command continued with a backslash on one line, comment lines left out.
+// command continued with a backslash on one line, comment lines left out,
+// and the exit statuses its commands may end with: 0, or the list of the
+// marker's exit= ("<!-- runnable exit=0,1 -->" for an example whose point
+// is a failed run).
 type block struct {
 	line int
 	cmds []string
+	exit map[int]bool
 }
+
+var runnableMark = regexp.MustCompile(`^<!-- runnable(?: exit=([0-9]+(?:,[0-9]+)*))? -->$`)
 
 func runnableBlocks(t *testing.T) []block {
 	t.Helper()
@@ -319,13 +327,24 @@ func runnableBlocks(t *testing.T) []block {
 	lines := strings.Split(string(raw), "\n")
 	var out []block
 	for i := 0; i+1 < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != "<!-- runnable -->" {
+		mark := runnableMark.FindStringSubmatch(strings.TrimSpace(lines[i]))
+		if mark == nil {
+			if strings.Contains(lines[i], "runnable") && strings.HasPrefix(strings.TrimSpace(lines[i]), "<!--") {
+				t.Fatalf("README.md:%d: %q: want <!-- runnable --> or <!-- runnable exit=0,1 -->", i+1, lines[i])
+			}
 			continue
 		}
 		if !strings.HasPrefix(lines[i+1], "```") {
 			t.Fatalf("README.md:%d: <!-- runnable --> is not followed by a fenced block", i+1)
 		}
-		b := block{line: i + 2}
+		b := block{line: i + 2, exit: map[int]bool{0: true}}
+		if mark[1] != "" {
+			b.exit = map[int]bool{}
+			for _, c := range strings.Split(mark[1], ",") {
+				n, _ := strconv.Atoi(c)
+				b.exit[n] = true
+			}
+		}
 		cont := ""
 		for i += 2; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
 			l := strings.TrimSpace(lines[i])
@@ -550,8 +569,8 @@ var (
 
 // runCommand runs cmd from the root (3 minutes at most) with stdin held
 // open (wscat quits when its stdin ends), in a process group that is
-// killed whatever happens.
-func runCommand(t *testing.T, cmd, path string) {
+// killed whatever happens; it must exit with one of the statuses in exit.
+func runCommand(t *testing.T, cmd, path string, exit map[int]bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -576,10 +595,23 @@ func runCommand(t *testing.T, cmd, path string) {
 	}
 	err = c.Wait()
 	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // anything it left behind
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", cmd, err, tail(out.String(), 40))
+	var ee *exec.ExitError
+	switch {
+	case err == nil && exit[0]:
+	case errors.As(err, &ee) && exit[ee.ExitCode()]:
+	default:
+		t.Fatalf("%s: %v (want exit status %v)\n%s", cmd, err, keys(exit), tail(out.String(), 40))
 	}
-	t.Logf("%s:\n%s", cmd, tail(out.String(), 15))
+	t.Logf("%s: %v\n%s", cmd, err, tail(out.String(), 15))
+}
+
+func keys(m map[int]bool) []int {
+	var out []int
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func tail(s string, n int) string {
@@ -629,7 +661,7 @@ func TestRunnable(t *testing.T) {
 					_, adminPort, _ := net.SplitHostPort(srv.admin)
 					run := port9100.ReplaceAllString(port8080.ReplaceAllString(cmd, port), adminPort)
 					before := srv.connections(t)
-					runCommand(t, run, path)
+					runCommand(t, run, path, b.exit)
 					if after := srv.connections(t); after == before {
 						t.Errorf("%s: the target saw no connection", run)
 					}

@@ -113,7 +113,8 @@ func TestDashboard(t *testing.T) {
 			}
 		}
 	}
-	// What the issue asks the dashboard to show.
+	// What a user opens the dashboard for: handshakes and their latency,
+	// connections, messages, drops, disconnects, CPU and memory.
 	for _, name := range []string{
 		"knowngood_handshakes_total", "knowngood_handshake_duration_seconds_bucket",
 		"knowngood_connections_active", "knowngood_messages_received_total",

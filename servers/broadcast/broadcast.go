@@ -7,6 +7,9 @@
 // policy (-slow drop|close), and the push ticker. The libraries sit behind
 // shared/wsserver, whose send queue (-send-queue) gives each connection
 // exactly one writer: a client that does not read fills only its own queue.
+//
+// The protocol as a client sees it, and the cluster's promises with -redis,
+// are in servers/README.md.
 package broadcast
 
 import (

@@ -8,6 +8,9 @@
 // handshake, 1001 on Shutdown, the accounting (its tests are beside it).
 // What is this package's: every message comes back as it came, written by
 // the reader that read it.
+//
+// What a client sees (close codes, compression, time bounds, the writes of
+// replies) is in servers/README.md.
 package echo
 
 import (

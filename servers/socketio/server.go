@@ -10,6 +10,9 @@
 // cluster-wide count, after at most sioredis.CountTimeout (1 s; servers
 // that did not answer by then are left out of it). Without -redis nothing
 // waits on anything but this replica.
+//
+// What a client sees (the events, the connect models and their curve, the
+// library problems corrected here) is in servers/README.md.
 package socketio
 
 import (
@@ -44,8 +47,8 @@ import (
 // Mode is a connect model: how the namespace middleware spends -delay.
 type Mode string
 
-// The three connect models (the README's "The three connect models" says
-// how each spends -delay).
+// The three connect models (servers/README.md, "The three connect models",
+// says how each spends -delay).
 const (
 	Empty    Mode = "empty"
 	Async    Mode = "async"

@@ -85,7 +85,7 @@ func (tg *target) shutdown(t testing.TB) {
 
 // client is the zishang520 Go client, through loadgen/sioclient: used
 // plainly, that client loses connects and sends duplicate CONNECTs under
-// concurrency (README, "Known client problems"); sioclient sets its
+// concurrency (servers/README.md, "Known problems of the Socket.IO libraries"); sioclient sets its
 // transports explicitly and opens them only once every listener is in
 // place.
 type client struct {
@@ -248,7 +248,7 @@ func TestEvents(t *testing.T) {
 	}
 }
 
-// TestBlockingContract checks the curve the README promises: with N
+// TestBlockingContract checks the curve servers/README.md promises: with N
 // simultaneous connects on the blocking variant, the k-th completes after
 // k x delay at the earliest, while on async they all complete within a few
 // delays. Only bounds that a slow machine cannot break are used.

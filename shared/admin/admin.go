@@ -2,6 +2,8 @@
 // and /stats (JSON), and /debug/pprof/ when -pprof is on. It is a separate
 // listener so that a load test on the target never competes with the
 // scrape, and so that it can be bound to loopback alone.
+//
+// servers/README.md documents what each endpoint answers and every metric.
 package admin
 
 import (

@@ -2,6 +2,8 @@
 // parsed and checked. Every flag has an environment twin (-admin-addr is
 // KG_ADMIN_ADDR); a flag beats the environment, the environment beats the
 // default.
+//
+// README.md beside this file lists every flag, its twin and its default.
 package config
 
 import (

@@ -35,7 +35,7 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestNames pins the metric names that the README and dashboards promise.
+// TestNames pins the metric names that servers/README.md and the dashboards promise.
 func TestNames(t *testing.T) {
 	reg := processRegistry()
 	m := metrics.New(reg, "empty")

@@ -23,7 +23,7 @@ import (
 // and the pool keeps an idle worker, with its stack, for 10 s: with the
 // registrations unbounded, a burst left one idle worker per connection
 // still waiting, hundreds of them, a large part of an idle connection's
-// memory (README, bench-conns).
+// memory (scripts/bench/README.md, bench-conns).
 func TestGnetBurstLeavesFewWorkers(t *testing.T) {
 	const (
 		burst = 400

@@ -179,7 +179,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | |\n", r.variant, r.n, r.err)
 			continue
 		}
-		// The README's blocking curve: min(1, T / (N x delay)).
+		// The blocking curve servers/README.md promises: min(1, T / (N x delay)).
 		predicted := "100.0"
 		if r.variant == "blocking" {
 			predicted = fmt.Sprintf("%.1f", 100*min(1, o.deadline.Seconds()/(float64(r.n)*o.delayOrDefault().Seconds())))

@@ -17,8 +17,6 @@ import (
 	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"knowngood/shared/config"
 	"knowngood/shared/conns"
 	"knowngood/shared/metrics"
@@ -49,7 +47,7 @@ func (e *SignalError) Error() string { return "received " + SignalName(e.Signal)
 // SignalName is a signal's conventional name: SIGTERM, SIGHUP, ...
 func SignalName(sig os.Signal) string {
 	if s, ok := sig.(syscall.Signal); ok {
-		if name := unix.SignalName(s); name != "" {
+		if name := signalName(s); name != "" {
 			return name
 		}
 	}
@@ -171,7 +169,7 @@ func Listen(addr string, backlog int) (net.Listener, int, error) {
 	// Calling listen(2) again on a listening socket changes its backlog.
 	raw, err := ln.(*net.TCPListener).SyscallConn()
 	if err == nil {
-		ctlErr := raw.Control(func(fd uintptr) { err = syscall.Listen(int(fd), backlog) })
+		ctlErr := raw.Control(func(fd uintptr) { err = relisten(fd, backlog) })
 		err = errors.Join(err, ctlErr)
 	}
 	if err != nil {

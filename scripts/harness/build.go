@@ -21,12 +21,12 @@ import (
 var builds struct {
 	mu    sync.Mutex
 	dir   string
-	paths map[string]string // package (./servers) to binary
+	paths map[string]string // package (./cmd/knowngood) to binary
 }
 
 // Knowngood is the path of the knowngood binary, built from this module's
-// ./servers on the first call.
-func Knowngood() (string, error) { return build("./servers", "knowngood") }
+// ./cmd/knowngood on the first call.
+func Knowngood() (string, error) { return build("./cmd/knowngood", "knowngood") }
 
 // Loadgen is the path of the loadgen binary, built from ./loadgen on the
 // first call.

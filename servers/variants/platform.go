@@ -26,3 +26,21 @@ var Platforms = []string{"linux", "darwin", "windows"}
 
 // RunsOn reports whether v runs on goos (one of Platforms).
 func RunsOn(v Variant, goos string) bool { return unavailableOn(goos, v) == "" }
+
+// URL is the address a client of v pastes to reach it at hostport:
+// ws://HOST:PORT/ for the WebSocket variants, http://HOST:PORT/socket.io/
+// for Socket.IO, tcp://HOST:PORT for echo-tcp; wss, https and tls with
+// TLS.
+func (v Variant) URL(hostport string, tls bool) string {
+	scheme, path := "tcp", ""
+	switch v.Protocol {
+	case WebSocket:
+		scheme, path = "ws", "/"
+	case SocketIOProtocol:
+		scheme, path = "http", "/socket.io/"
+	}
+	if tls {
+		scheme = map[string]string{"ws": "wss", "http": "https", "tcp": "tls"}[scheme]
+	}
+	return scheme + "://" + hostport + path
+}

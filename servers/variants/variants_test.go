@@ -144,3 +144,17 @@ func TestUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestURL: the URL on the "listening" line, per protocol, plain and TLS.
+func TestURL(t *testing.T) {
+	for name, want := range map[string][2]string{
+		"empty":        {"http://127.0.0.1:8080/socket.io/", "https://127.0.0.1:8080/socket.io/"},
+		"echo-gorilla": {"ws://127.0.0.1:8080/", "wss://127.0.0.1:8080/"},
+		"echo-tcp":     {"tcp://127.0.0.1:8080", "tls://127.0.0.1:8080"},
+	} {
+		v, _ := variants.Lookup(name)
+		if got := [2]string{v.URL("127.0.0.1:8080", false), v.URL("127.0.0.1:8080", true)}; got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}

@@ -354,6 +354,8 @@ func checkAddr(addr string) string {
 		return fmt.Sprintf("port %q is not a number", port)
 	case err != nil || n > 65535:
 		return fmt.Sprintf("port %s out of range 0-65535", port)
+	case host != "" && !validIP(host) && strings.Trim(host, "0123456789.") == "":
+		return fmt.Sprintf("host %q is not an IP address", host)
 	case host != "" && !validIP(host) && !validHostname(host):
 		return fmt.Sprintf("host %q is not an IP address or a host name", host)
 	}

@@ -57,6 +57,9 @@ var scenarios = []scenario.Command{
 const usage = "usage: loadgen handshake|echo|conns|broadcast|watch|merge [flags] (loadgen SCENARIO -h lists them)"
 
 func main() {
+	if printVersion(os.Args[1:], os.Stdout) {
+		return
+	}
 	// The zishang520 engine.io client catches SIGINT and SIGTERM itself
 	// (and then does not exit): stop the run on them here.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -32,11 +32,11 @@ list:
 
 # The commands, built into a directory each (go build -o DIR/ names the
 # binaries knowngood and loadgen, with .exe on Windows).
-COMMANDS := ./cmd/knowngood ./loadgen
+COMMANDS := ./cmd/knowngood ./cmd/loadgen
 
 ## build: bin/knowngood and bin/loadgen, static, for this machine (-version says which commit)
 build:
-	CGO_ENABLED=0 go build -o bin/ $(COMMANDS)
+	CGO_ENABLED=0 go build -buildvcs=auto -o bin/ $(COMMANDS)
 
 ## dist: knowngood and loadgen for linux, darwin, windows x amd64, arm64: six archives and SHA256SUMS in dist/ (VERSION=)
 VERSION ?=

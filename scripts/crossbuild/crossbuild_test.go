@@ -57,24 +57,30 @@ func goCmd(dir, goos, goarch string, args ...string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
-// packages expands patterns for goos/goarch, less the skipped ones.
-func packages(t *testing.T, dir, goos, goarch string, patterns, skip []string) []string {
+// packages expands patterns for goos/goarch, less the skipped ones: all
+// of them for vet, those with non-test files for build (go build refuses
+// a package of tests only).
+func packages(t *testing.T, dir, goos, goarch string, patterns, skip []string) (build, vet []string) {
 	t.Helper()
-	out, err := goCmd(dir, goos, goarch, append([]string{"list", "-e", "-f", "{{.ImportPath}}"}, patterns...)...)
+	out, err := goCmd(dir, goos, goarch, append([]string{"list", "-e", "-f", "{{.ImportPath}}:{{len .GoFiles}}"}, patterns...)...)
 	if err != nil {
 		t.Fatalf("go list %s/%s: %v\n%s", goos, goarch, err, out)
 	}
-	var pkgs []string
-	for p := range strings.FieldsSeq(string(out)) {
+	for line := range strings.FieldsSeq(string(out)) {
+		p, files, _ := strings.Cut(line, ":")
 		left := false
 		for _, s := range skip {
 			left = left || p == s || strings.HasPrefix(p, s+"/")
 		}
-		if !left {
-			pkgs = append(pkgs, p)
+		if left {
+			continue
+		}
+		vet = append(vet, p)
+		if files != "0" {
+			build = append(build, p)
 		}
 	}
-	return pkgs
+	return build, vet
 }
 
 // TestCrossBuild builds and vets every package meant for macOS and Windows
@@ -82,12 +88,15 @@ func packages(t *testing.T, dir, goos, goarch string, patterns, skip []string) [
 func TestCrossBuild(t *testing.T) {
 	dir := root(t)
 	for _, tg := range targets {
-		pkgs := packages(t, dir, tg.goos, tg.goarch, tg.pkgs, tg.skip)
+		build, vet := packages(t, dir, tg.goos, tg.goarch, tg.pkgs, tg.skip)
 		// go build of several packages compiles and links each and keeps
 		// nothing; vet type-checks the tests too.
-		for _, step := range []string{"build", "vet"} {
-			if out, err := goCmd(dir, tg.goos, tg.goarch, append([]string{step}, pkgs...)...); err != nil {
-				t.Errorf("GOOS=%s GOARCH=%s go %s: %v\n%s%s", tg.goos, tg.goarch, step, err, explain(out), out)
+		for _, step := range []struct {
+			verb string
+			pkgs []string
+		}{{"build", build}, {"vet", vet}} {
+			if out, err := goCmd(dir, tg.goos, tg.goarch, append([]string{step.verb}, step.pkgs...)...); err != nil {
+				t.Errorf("GOOS=%s GOARCH=%s go %s: %v\n%s%s", tg.goos, tg.goarch, step.verb, err, explain(out), out)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -24,9 +25,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -49,13 +52,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dist: unexpected argument", flag.Arg(0))
 		os.Exit(2)
 	}
-	if err := run(*out, *version, strings.Split(*only, ",")); err != nil {
+	// Interrupted, it stops the go build under way and removes its
+	// temporary directory before it exits.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, *out, *version, strings.Split(*only, ","))
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "dist:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, version string, platforms []string) error {
+func run(ctx context.Context, out, version string, platforms []string) error {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return errors.New("run it from the repository root (no go.mod here)")
 	}
@@ -85,7 +93,7 @@ func run(out, version string, platforms []string) error {
 		}
 		name := fmt.Sprintf("knowngood-%s-%s-%s", version, goos, goarch)
 		dir := filepath.Join(work, name)
-		if err := build(dir, goos, goarch); err != nil {
+		if err := build(ctx, dir, goos, goarch); err != nil {
 			return err
 		}
 		if err := copyFile("README.md", filepath.Join(dir, "README.md")); err != nil {
@@ -116,9 +124,9 @@ func describe() string {
 	return "dev"
 }
 
-func build(dir, goos, goarch string) error {
+func build(ctx context.Context, dir, goos, goarch string) error {
 	args := append([]string{"build", "-trimpath", "-buildvcs=true", "-ldflags=-s -w", "-o", dir + string(filepath.Separator)}, Commands...)
-	cmd := exec.Command("go", args...)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

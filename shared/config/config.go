@@ -182,7 +182,9 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || envErr != nil {
+		// -version has no environment twin: KG_VERSION is too likely to
+		// be set for something else (an image tag) to stop the target.
+		if set[f.Name] || envErr != nil || f.Name == "version" {
 			return
 		}
 		name := EnvName(f.Name)

@@ -1,7 +1,12 @@
 # knowngood: reference WebSocket and Socket.IO targets for load clients.
 #
+#   make help
 #   make run-server VARIANT=blocking ARGS="-delay 100ms"
 #   make test
+#
+# A target's "## name: text" line is what make help prints for it.
+
+.DEFAULT_GOAL := help
 
 VARIANT ?= empty
 ARGS ?=
@@ -10,20 +15,33 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps deps-quick test test-quick test-slow test-core test-slow-only observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo build clean cluster cluster-down cluster-status \
+.PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-core test-slow-only observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
+
+## help: every target with its line (this list)
+help:
+	@awk '/^## [^:]+: / { sub(/^## /, ""); i = index($$0, ": "); printf "  %-20s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }' $(firstword $(MAKEFILE_LIST))
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
 run-server:
-	go run ./servers -variant $(VARIANT) $(ARGS)
+	go run ./cmd/knowngood -variant $(VARIANT) $(ARGS)
 
 ## list: every variant with one line each
 list:
-	@go run ./servers -list
+	@go run ./cmd/knowngood -list
 
+# The commands, built into a directory each (go build -o DIR/ names the
+# binaries knowngood and loadgen, with .exe on Windows).
+COMMANDS := ./cmd/knowngood ./cmd/loadgen
+
+## build: bin/knowngood and bin/loadgen, static, for this machine (-version says which commit)
 build:
-	CGO_ENABLED=0 go build -o bin/knowngood ./servers
-	CGO_ENABLED=0 go build -o bin/loadgen ./loadgen
+	CGO_ENABLED=0 go build -buildvcs=auto -o bin/ $(COMMANDS)
+
+## dist: knowngood and loadgen for linux, darwin, windows x amd64, arm64: six archives and SHA256SUMS in dist/ (VERSION=)
+VERSION ?=
+dist:
+	go run ./scripts/dist -out dist $(if $(VERSION),-version $(VERSION))
 
 ## cluster: REPLICAS of VARIANT joined through Redis, nginx in front on 127.0.0.1:PORT (LB=least_conn|ip_hash|query_hash|round_robin; scripts/cluster.sh)
 REPLICAS ?= 3
@@ -149,9 +167,14 @@ experiment-echo: deps
 bench-blocking:
 	go run ./scripts/bench/handshake -variants blocking -node=false -n 20,50,100,200 -deadline 2500ms
 
-## docker: the static binaries, then the image knowngood:dev FROM scratch (needs a Docker engine, no registry)
-docker: build
-	docker build -f docker/Dockerfile -t knowngood:dev bin
+## docker: the static Linux binaries for the engine's CPU, then the image knowngood:dev FROM scratch (needs a Docker engine, no registry)
+# The image runs Linux whatever the host (a Mac, say): the binaries are
+# built for linux and the architecture the engine reports, into their own
+# directory so that bin/ keeps the host's.
+DOCKER_ARCH ?= $(firstword $(shell docker version -f '{{.Server.Arch}}' 2>/dev/null) $(shell go env GOARCH))
+docker:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(DOCKER_ARCH) go build -o bin/docker/ $(COMMANDS)
+	docker build -f docker/Dockerfile -t knowngood:dev bin/docker
 
 ## test-docker: the image, every compose target on the host network, loadgen against each, /stats (also part of make test)
 test-docker: deps
@@ -230,5 +253,7 @@ observe:
 		{ prometheus --config.file=docker/prometheus/prometheus.host.yml --storage.tsdb.path="$$dir" \
 			--web.listen-address=$(OBSERVE_ADDR) --log.level=warn; rc=$$?; rm -rf "$$dir"; exit $$rc; }
 
+
+## clean: remove bin/ and dist/
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 // A target of several replicas, each with its own admin listener: the
 // server's view is the sum over them, a loss is placed on the replica that

@@ -1,4 +1,5 @@
-// Command loadgen is knowngood's reference load client. Each scenario is a
+// Package loadgen is knowngood's reference load client, the loadgen
+// command (cmd/loadgen is its main). Each scenario is a
 // subcommand with its own flags (loadgen SCENARIO -h lists them):
 //
 //	loadgen handshake -url http://127.0.0.1:8080 -n 500 -deadline 15s -transport websocket
@@ -24,7 +25,7 @@
 // them: -admin lists each one's admin listener). Exit status: 0 when the run took place (the
 // report tells how it went), 1 when it could not, 2 for bad flags, 130 when
 // interrupted (after printing the partial report).
-package main
+package loadgen
 
 import (
 	"context"
@@ -76,19 +77,24 @@ func writeUsage(w io.Writer) {
 	}
 }
 
-func main() {
+// Main runs the command with the process's arguments and standard
+// streams, and returns its exit status.
+func Main() int {
+	if printVersion(os.Args[1:], os.Stdout) {
+		return 0
+	}
 	// The zishang520 engine.io client catches SIGINT and SIGTERM itself
 	// (and then does not exit): stop the run on them here.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile, err := startCPUProfile(os.Getenv("LOADGEN_CPUPROFILE"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
-		os.Exit(1)
+		return 1
 	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stopProfile()
 	stop()
-	os.Exit(code)
+	return code
 }
 
 // startCPUProfile writes a CPU profile of the whole run to path (the

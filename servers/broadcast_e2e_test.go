@@ -1,4 +1,4 @@
-package main
+package servers
 
 // The broadcast variants as a user runs them: the built binary with the
 // timed push on, checked by Node's ws (scripts/clients/ws-broadcast.mjs),

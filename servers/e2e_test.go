@@ -1,4 +1,4 @@
-package main
+package servers
 
 // End-to-end tests: the knowngood binary as users run it, driven by the
 // official JavaScript socket.io-client and by python-socketio.
@@ -151,7 +151,8 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"-variant", "echo-gnet", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `invalid value for -redis: variant echo-gnet has nothing to share`},
 		{[]string{"-variant", "echo-tcp", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `-redis is for the broadcast and Socket.IO variants`},
 		{[]string{"-variant", "broadcast-gnet", "-redis", "127.0.0.1:6379"}, 2, "", `invalid value for -redis: "127.0.0.1:6379"`},
-		{[]string{"-variant", "empty", "-addr", "127.0.0.1:99999"}, 1, "", ""},
+		{[]string{"-variant", "empty", "-addr", "127.0.0.1:99999"}, 2, "", `invalid value for -addr: "127.0.0.1:99999": port 99999 out of range`},
+		{[]string{"-version"}, 0, "knowngood ", ""},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

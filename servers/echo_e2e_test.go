@@ -1,4 +1,4 @@
-package main
+package servers
 
 // End-to-end tests of the echo variants: the knowngood binary driven by
 // Node's ws and Python's websockets (scripts/clients/ws-echo.mjs and

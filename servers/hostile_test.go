@@ -1,4 +1,4 @@
-package main
+package servers
 
 // The hostile mix: every kind of bad input at once against one target,
 // beside one healthy client. The target must survive, answer every bad

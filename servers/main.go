@@ -1,5 +1,7 @@
-// Command knowngood runs one reference target, chosen with -variant.
-package main
+// Package servers is the knowngood command: it runs one reference target,
+// chosen with -variant (cmd/knowngood is its main). The targets are in the
+// packages below it; the catalog of variants in servers/variants.
+package servers
 
 import (
 	"errors"
@@ -7,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,13 +18,16 @@ import (
 	"knowngood/servers/targets"
 	"knowngood/servers/variants"
 	"knowngood/shared/admin"
+	"knowngood/shared/buildinfo"
 	"knowngood/shared/config"
 	"knowngood/shared/lifecycle"
 	"knowngood/shared/metrics"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+// Main runs the command with the process's arguments, environment and
+// standard streams, and returns its exit status.
+func Main() int {
+	return run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 }
 
 // run is main with its inputs and outputs passed in; it returns the exit
@@ -39,9 +45,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "knowngood:", err)
 		return 2
 	}
+	if cfg.Version {
+		fmt.Fprintln(stdout, "knowngood", buildinfo.Read())
+		return 0
+	}
 	if cfg.List {
 		for _, v := range variants.All() {
-			fmt.Fprintf(stdout, "%-18s %s\n", v.Name, v.About)
+			about := v.About
+			if why := v.Unavailable(); why != "" {
+				about += " (not on " + runtime.GOOS + ": " + why + ")"
+			}
+			fmt.Fprintf(stdout, "%-18s %s\n", v.Name, about)
 		}
 		return 0
 	}
@@ -49,6 +63,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	build, built := targets.For(cfg.Variant)
 	if !ok || !built {
 		fmt.Fprintf(stderr, "knowngood: invalid value for -variant: %q; want one of %s\n", cfg.Variant, strings.Join(variants.Names(), ", "))
+		return 2
+	}
+	if why := v.Unavailable(); why != "" {
+		fmt.Fprintf(stderr, "knowngood: variant %s is not available on %s: %s\n", v.Name, runtime.GOOS, why)
 		return 2
 	}
 
@@ -80,7 +98,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := lifecycle.SignalContext()
 	defer stop()
-	if err := lifecycle.Run(ctx, cfg, log, m, target, admin.Handler(cfg, reg, m, redisOf(target))); err != nil {
+	handler := admin.Handler(cfg, reg, m, redisOf(target))
+	if err := lifecycle.Run(ctx, cfg, log, m, lifecycle.WithURL(target, v.URL), handler); err != nil {
 		log.Error("exiting", "err", err)
 		return 1
 	}

@@ -1,8 +1,10 @@
-package main
+package servers
 
 import (
 	"bytes"
+	"net"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -26,8 +28,13 @@ func TestListOutput(t *testing.T) {
 // TestUnreadFlagWarnings: each flag given to a variant that does not read
 // it, on the command line or in the environment, is one WARN line at
 // start-up that names it; flags the variant reads are not. The address
-// cannot be listened on, so run returns after the start-up lines.
+// is taken (by this test), so run returns after the start-up lines.
 func TestUnreadFlagWarnings(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
 	cases := []struct {
 		args []string
 		env  map[string]string
@@ -41,7 +48,7 @@ func TestUnreadFlagWarnings(t *testing.T) {
 		{[]string{"-variant", "empty", "-delay", "1s"}, nil, []string{"-delay"}},
 	}
 	for _, c := range cases {
-		args := append(c.args, "-addr", "127.0.0.1:99999", "-admin-addr", "")
+		args := append(c.args, "-addr", taken.Addr().String(), "-admin-addr", "")
 		var out, errOut bytes.Buffer
 		if status := run(args, func(k string) string { return c.env[k] }, &out, &errOut); status != 1 {
 			t.Fatalf("%v: status %d, want 1 (the address is bad); stderr %s", c.args, status, errOut.String())
@@ -61,5 +68,29 @@ func TestUnreadFlagWarnings(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(c.want, " ") {
 			t.Errorf("%v %v: warned about %q, want %q; stderr:\n%s", c.args, c.env, got, c.want, errOut.String())
 		}
+	}
+}
+
+// TestBadAddressExits2: an out-of-range port is one line that names the
+// flag, exit status 2, before anything listens.
+func TestBadAddressExits2(t *testing.T) {
+	for _, args := range [][]string{{"-addr", ":99999"}, {"-admin-addr", "127.0.0.1:65536"}, {"-addr", "8080"}} {
+		var out, errOut bytes.Buffer
+		status := run(args, func(string) string { return "" }, &out, &errOut)
+		lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+		if status != 2 || len(lines) != 1 || !strings.Contains(lines[0], "invalid value for "+args[0]+":") {
+			t.Errorf("%v: status %d, stderr %q; want 2 and one line naming %s", args, status, errOut.String(), args[0])
+		}
+	}
+}
+
+// TestVersion: -version prints one line with the Go version.
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if status := run([]string{"-version"}, func(string) string { return "" }, &out, &errOut); status != 0 {
+		t.Fatalf("status %d; stderr %s", status, errOut.String())
+	}
+	if line := out.String(); !strings.HasPrefix(line, "knowngood ") || !strings.Contains(line, runtime.Version()) || strings.Count(line, "\n") != 1 {
+		t.Errorf("-version printed %q", line)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package servers
 
 // probe: one Go client per kind of target, enough to connect and echo, for
 // the tests that run the same steps against every variant (EMFILE, TLS,

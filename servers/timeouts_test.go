@@ -1,4 +1,4 @@
-package main
+package servers
 
 // Time bounds: a client that opens a connection and stops, at any stage,
 // on any listener, is closed once that stage's bound has passed, and the

@@ -90,7 +90,7 @@ func dialer(rcvbuf int) *websocket.Dialer {
 	if rcvbuf > 0 {
 		nd := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 			var err error
-			_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+			_ = rc.Control(func(fd uintptr) { err = setRcvbuf(fd, rcvbuf) })
 			return err
 		}}
 		d.NetDialContext = nd.DialContext

@@ -65,7 +65,7 @@ func (v Variant) Reads(name string) bool {
 // (the admin listener is an HTTP server for every variant), the connection
 // cap, the known-bad modes and the keep-alive of a quiet connection.
 var Common = []string{
-	"variant", "list", "addr", "admin-addr", "log-format", "log-level",
+	"variant", "list", "version", "addr", "admin-addr", "log-format", "log-level",
 	"backlog", "max-conns", "shutdown-timeout", "tls-cert", "tls-key",
 	"handshake-timeout", "idle-timeout", "body-timeout", "metrics", "pprof",
 	"fault-reject", "fault-delay", "fault-close-after", "fault-drop",

@@ -42,7 +42,8 @@ func TestRows(t *testing.T) {
 // ignored).
 func TestFlagsExist(t *testing.T) {
 	defined := config.Default().Effective()
-	defined["list"] = "" // not a setting, so not in Effective
+	defined["list"] = "" // not settings, so not in Effective
+	defined["version"] = ""
 	named := map[string]bool{}
 	for _, f := range variants.Common {
 		named[f] = true
@@ -126,5 +127,34 @@ func TestAllIsACopy(t *testing.T) {
 	a[0].Name = "changed"
 	if variants.All()[0].Name == "changed" {
 		t.Error("All returned the catalog itself")
+	}
+}
+
+// TestUnavailable: the gnet variants are refused on Windows with the
+// reason, and every variant runs on Linux and macOS.
+func TestUnavailable(t *testing.T) {
+	for _, v := range variants.All() {
+		for _, goos := range []string{"linux", "darwin"} {
+			if !variants.RunsOn(v, goos) {
+				t.Errorf("%s does not run on %s", v.Name, goos)
+			}
+		}
+		if got, want := variants.RunsOn(v, "windows"), v.Library != variants.Gnet; got != want {
+			t.Errorf("%s runs on windows: %v, want %v", v.Name, got, want)
+		}
+	}
+}
+
+// TestURL: the URL on the "listening" line, per protocol, plain and TLS.
+func TestURL(t *testing.T) {
+	for name, want := range map[string][2]string{
+		"empty":        {"http://127.0.0.1:8080/socket.io/", "https://127.0.0.1:8080/socket.io/"},
+		"echo-gorilla": {"ws://127.0.0.1:8080/", "wss://127.0.0.1:8080/"},
+		"echo-tcp":     {"tcp://127.0.0.1:8080", "tls://127.0.0.1:8080"},
+	} {
+		v, _ := variants.Lookup(name)
+		if got := [2]string{v.URL("127.0.0.1:8080", false), v.URL("127.0.0.1:8080", true)}; got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
 	}
 }

@@ -12,8 +12,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +28,7 @@ import (
 type Config struct {
 	Variant string
 	List    bool
+	Version bool // print the build's version and exit
 
 	Addr             string
 	AdminAddr        string
@@ -180,7 +184,9 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || envErr != nil {
+		// -version has no environment twin: KG_VERSION is too likely to
+		// be set for something else (an image tag) to stop the target.
+		if set[f.Name] || envErr != nil || f.Name == "version" {
 			return
 		}
 		name := EnvName(f.Name)
@@ -219,6 +225,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 
 	str(&c.Variant, "variant", "target to run (see -list)")
 	fs.BoolVar(&c.List, "list", false, "print every variant with a one-line description and exit")
+	fs.BoolVar(&c.Version, "version", false, "print the module version, commit and Go version and exit")
 	str(&c.Addr, "addr", "listen address of the target")
 	str(&c.AdminAddr, "admin-addr", "listen address of /metrics, /health, /stats (and /debug/pprof with -pprof); empty turns it off")
 	str(&c.LogFormat, "log-format", "log format: text or json")
@@ -268,6 +275,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.Addr == "":
 		return bad("addr", "empty; want host:port such as :8080 or 127.0.0.1:0")
+	case checkAddr(c.Addr) != "":
+		return bad("addr", "%q: %s; want host:port such as :8080 or 127.0.0.1:0", c.Addr, checkAddr(c.Addr))
+	case c.AdminAddr != "" && checkAddr(c.AdminAddr) != "":
+		return bad("admin-addr", "%q: %s; want host:port such as :9100 or 127.0.0.1:0, or empty for none", c.AdminAddr, checkAddr(c.AdminAddr))
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return bad("log-format", "%q; want text or json", c.LogFormat)
 	case !validLevel(c.LogLevel):
@@ -325,6 +336,51 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// checkAddr is what is wrong with a listen address, or "" when it is a
+// host:port that net.Listen can take: a port number from 0 to 65535 (0
+// picks a free one) and a host that is empty, an IP address or a name.
+// A port out of range would otherwise only fail at listen time, after the
+// start-up lines, with a message that does not name the flag.
+func checkAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return ae.Err
+		}
+		return err.Error()
+	}
+	n, err := strconv.ParseUint(port, 10, 64)
+	switch {
+	case port == "":
+		return "no port"
+	case err != nil && !isDigits(port):
+		return fmt.Sprintf("port %q is not a number", port)
+	case err != nil || n > 65535:
+		return fmt.Sprintf("port %s out of range 0-65535", port)
+	case host != "" && !validIP(host) && strings.Trim(host, "0123456789.") == "":
+		return fmt.Sprintf("host %q is not an IP address", host)
+	case host != "" && !validIP(host) && !validHostname(host):
+		return fmt.Sprintf("host %q is not an IP address or a host name", host)
+	}
+	return ""
+}
+
+// validHostname: letters, digits, '-', '_' and '.' (RFC 1123 and what
+// resolvers accept in practice), at most 253 bytes.
+func validHostname(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, r := range h {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // validRedisURL accepts what go-redis's ParseURL accepts, by scheme and
 // host, without config depending on the Redis client.
 func validRedisURL(s string) bool {
@@ -368,9 +424,15 @@ func (c Config) Effective() map[string]string {
 	out := map[string]string{}
 	fs := newFlagSet(&c)
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name != "list" {
+		if f.Name != "list" && f.Name != "version" {
 			out[f.Name] = f.Value.String()
 		}
 	})
 	return out
+}
+
+// validIP: an IPv4 or IPv6 address, with a zone (fe80::1%eth0) or not.
+func validIP(h string) bool {
+	_, err := netip.ParseAddr(h)
+	return err == nil
 }

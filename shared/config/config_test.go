@@ -152,3 +152,12 @@ func TestGiven(t *testing.T) {
 		t.Errorf("nothing given: %v, err %v", c.Given, err)
 	}
 }
+
+// TestVersionHasNoEnvTwin: KG_VERSION (an image tag, say) neither prints
+// the version nor fails start-up.
+func TestVersionHasNoEnvTwin(t *testing.T) {
+	c, err := config.Parse(nil, env(map[string]string{"KG_VERSION": "1.2"}), nil)
+	if err != nil || c.Version {
+		t.Errorf("KG_VERSION=1.2: version %v, err %v; want neither", c.Version, err)
+	}
+}

@@ -27,7 +27,8 @@ var every = []string{
 
 // invalid breaks each check of Validate once.
 var invalid = [][]string{
-	{"-addr", ""}, {"-log-format", "xml"}, {"-log-level", "loud"}, {"-backlog", "-1"}, {"-max-conns", "-1"},
+	{"-addr", ""}, {"-addr", ":99999"}, {"-addr", "8080"}, {"-addr", "127.0.0.1:http"}, {"-addr", "127.0.0.1:"},
+	{"-addr", "bad host:80"}, {"-addr", "256.0.0.1:80"}, {"-addr", "[::1:80"}, {"-admin-addr", ":65536"}, {"-admin-addr", "localhost"}, {"-log-format", "xml"}, {"-log-level", "loud"}, {"-backlog", "-1"}, {"-max-conns", "-1"},
 	{"-shutdown-timeout", "0s"}, {"-max-message", "0"}, {"-tls-cert", "a.pem"}, {"-tls-key", "a.pem"},
 	{"-handshake-timeout", "0s"}, {"-idle-timeout", "0s"}, {"-body-timeout", "0s"}, {"-fault-delay", "-1s"},
 	{"-fault-close-after", "-1"}, {"-delay", "-1s"}, {"-transports", ""}, {"-transports", "pigeon"},

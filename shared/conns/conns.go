@@ -14,8 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Registry is the set of connections a target has to tell when it shuts
@@ -135,7 +133,7 @@ func AcceptBackoff(prev time.Duration) time.Duration {
 func AcceptErrorReason(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		if name := unix.ErrnoName(errno); name != "" {
+		if name := errnoName(errno); name != "" {
 			return name
 		}
 	}

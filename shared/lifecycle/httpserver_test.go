@@ -2,7 +2,6 @@ package lifecycle_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -237,24 +235,5 @@ func TestHTTPServerHeldResponse(t *testing.T) {
 	}
 	if n := s.m.Snapshot().Timeouts; len(n) != 0 {
 		t.Errorf("timeouts %v, want none", n)
-	}
-}
-
-// TestSignalContextNamesTheSignal: SIGHUP starts a shutdown as SIGTERM
-// does, and says which signal it was.
-func TestSignalContextNamesTheSignal(t *testing.T) {
-	ctx, stop := lifecycle.SignalContext()
-	defer stop()
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(closedWithin):
-		t.Fatal("SIGHUP did not end the context")
-	}
-	var sig *lifecycle.SignalError
-	if !errors.As(context.Cause(ctx), &sig) || lifecycle.SignalName(sig.Signal) != "SIGHUP" {
-		t.Errorf("cause %v, want SIGHUP", context.Cause(ctx))
 	}
 }

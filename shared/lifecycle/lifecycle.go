@@ -17,8 +17,6 @@ import (
 	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"knowngood/shared/config"
 	"knowngood/shared/conns"
 	"knowngood/shared/metrics"
@@ -35,6 +33,32 @@ type Target interface {
 	Shutdown(ctx context.Context) error
 }
 
+// WithURL is target with the URL a client pastes to reach it, which the
+// "listening" line then carries as url: url builds it from the address
+// (host:port, with a loopback host for an unspecified one) and whether the
+// listener speaks TLS.
+func WithURL(target Target, url func(hostport string, tls bool) string) Target {
+	return urlTarget{target, url}
+}
+
+type urlTarget struct {
+	Target
+	url func(hostport string, tls bool) string
+}
+
+// PasteAddr is a listen address as a client dials it: an unspecified host
+// (":8080", "0.0.0.0:8080", "[::]:8080") becomes 127.0.0.1.
+func PasteAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // ShutdownSignals start a graceful shutdown. SIGHUP is one of them: a
 // target started from a terminal or under nohup-less supervision gets it
 // when its session ends, and its default action would kill the process
@@ -49,7 +73,7 @@ func (e *SignalError) Error() string { return "received " + SignalName(e.Signal)
 // SignalName is a signal's conventional name: SIGTERM, SIGHUP, ...
 func SignalName(sig os.Signal) string {
 	if s, ok := sig.(syscall.Signal); ok {
-		if name := unix.SignalName(s); name != "" {
+		if name := signalName(s); name != "" {
 			return name
 		}
 	}
@@ -116,15 +140,19 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 
 	errc := make(chan error, 1)
 	go func() { errc <- target.Serve(ln) }()
-	log.Info("listening", "variant", cfg.Variant, "addr", ln.Addr().String(), "admin_addr", adminAddr,
-		"backlog", backlog, "backlog_requested", cfg.Backlog, "somaxconn", Somaxconn(), "tls", cfg.TLS.Cert != "")
+	attrs := []any{"variant", cfg.Variant}
+	if u, ok := target.(urlTarget); ok {
+		attrs = append(attrs, "url", u.url(PasteAddr(ln.Addr().String()), cfg.TLS.Cert != ""))
+	}
+	log.Info("listening", append(attrs, "addr", ln.Addr().String(), "admin_addr", adminAddr,
+		"backlog", backlog, "backlog_requested", cfg.Backlog, "somaxconn", Somaxconn(), "tls", cfg.TLS.Cert != "")...)
 
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving %s: %w", cfg.Variant, err)
 	case <-ctx.Done():
 	}
-	attrs := []any{"timeout", cfg.ShutdownTimeout.String()}
+	attrs = []any{"timeout", cfg.ShutdownTimeout.String()}
 	var sig *SignalError
 	if errors.As(context.Cause(ctx), &sig) {
 		attrs = append(attrs, "signal", SignalName(sig.Signal))
@@ -171,7 +199,7 @@ func Listen(addr string, backlog int) (net.Listener, int, error) {
 	// Calling listen(2) again on a listening socket changes its backlog.
 	raw, err := ln.(*net.TCPListener).SyscallConn()
 	if err == nil {
-		ctlErr := raw.Control(func(fd uintptr) { err = syscall.Listen(int(fd), backlog) })
+		ctlErr := raw.Control(func(fd uintptr) { err = relisten(fd, backlog) })
 		err = errors.Join(err, ctlErr)
 	}
 	if err != nil {

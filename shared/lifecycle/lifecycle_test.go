@@ -108,11 +108,66 @@ type lineWatch struct {
 	want string
 	seen chan struct{}
 	once sync.Once
+	mu   sync.Mutex
+	text string // the line, once seen
 }
 
 func (w *lineWatch) Write(p []byte) (int, error) {
 	if strings.Contains(string(p), w.want) {
-		w.once.Do(func() { close(w.seen) })
+		w.once.Do(func() {
+			w.mu.Lock()
+			w.text = string(p)
+			w.mu.Unlock()
+			close(w.seen)
+		})
 	}
 	return len(p), nil
+}
+
+func (w *lineWatch) line() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.text
+}
+
+// TestListeningURL: a target given WithURL has its URL on the "listening"
+// line, built from the address it listens on, beside the fields scripts
+// parse (addr, admin_addr).
+func TestListeningURL(t *testing.T) {
+	cfg := config.Default()
+	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", ""
+	target := lifecycle.WithURL(&slowTarget{srv: &http.Server{}}, func(hostport string, tls bool) string {
+		return "ws://" + hostport + "/"
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listening := &lineWatch{want: "msg=listening", seen: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		done <- lifecycle.Run(ctx, cfg, slog.New(slog.NewTextHandler(listening, nil)), nil, target, nil)
+	}()
+	select {
+	case <-listening.seen:
+	case err := <-done:
+		t.Fatalf("Run ended before it listened: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := listening.line()
+	if !strings.Contains(got, "url=ws://127.0.0.1:") || !strings.Contains(got, " addr=127.0.0.1:") || !strings.Contains(got, "admin_addr=off") {
+		t.Errorf("listening line %q, want url=ws://127.0.0.1:PORT/ beside addr and admin_addr", got)
+	}
+}
+
+func TestPasteAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		":8080": "127.0.0.1:8080", "0.0.0.0:8080": "127.0.0.1:8080", "[::]:8080": "127.0.0.1:8080",
+		"127.0.0.2:9": "127.0.0.2:9", "[::1]:9": "[::1]:9", "example.org:80": "example.org:80",
+	} {
+		if got := lifecycle.PasteAddr(in); got != want {
+			t.Errorf("PasteAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

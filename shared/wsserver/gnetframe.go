@@ -5,7 +5,6 @@ import (
 
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 
 	"knowngood/shared/wsserver/wsframe"
 )
@@ -56,7 +55,7 @@ func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
 		// The close frame is out (unless the client does not read: then
 		// the close wait ends it): FIN, as Node's ws ends the socket.
 		if c.OutboundBuffered() == 0 {
-			_ = unix.Shutdown(c.Fd(), unix.SHUT_WR)
+			shutdownWrite(c.Fd())
 		}
 		_, _ = c.Discard(-1)
 		return gnet.None

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 
 	"knowngood/shared/protocol"
 )
@@ -115,7 +114,7 @@ func (g *gnetTarget) refuse(c gnet.Conn, st *gconn, rf *refusal) gnet.Action {
 	_, _ = c.Discard(-1)
 	st.phase = phaseLinger
 	if c.OutboundBuffered() == 0 {
-		_ = unix.Shutdown(c.Fd(), unix.SHUT_WR)
+		shutdownWrite(c.Fd())
 	}
 	st.arm(g, closeWait)
 	return gnet.None

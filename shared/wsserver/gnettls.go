@@ -3,13 +3,9 @@ package wsserver
 import (
 	"crypto/tls"
 	"io"
-	"net"
-	"os"
 	"time"
 
 	"knowngood/shared/conns"
-
-	"golang.org/x/sys/unix"
 )
 
 // bridgeTLS serves one TLS connection on gnet, which reads its sockets
@@ -44,29 +40,4 @@ func (g *gnetTarget) bridgeTLS(tc *tls.Conn, accepted time.Time) {
 	_ = tc.Close()
 	_ = outer.Close()
 	<-fromClient
-}
-
-// socketpair is a connected pair of Unix stream sockets as net.Conns.
-func socketpair() (inner, outer *net.UnixConn, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	conns := make([]*net.UnixConn, 2)
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "tls-bridge")
-		c, err := net.FileConn(f) // a duplicate of fd
-		_ = f.Close()
-		if err != nil {
-			for _, c := range conns[:i] {
-				_ = c.Close()
-			}
-			for _, fd := range fds[i+1:] {
-				_ = unix.Close(fd)
-			}
-			return nil, nil, err
-		}
-		conns[i] = c.(*net.UnixConn)
-	}
-	return conns[0], conns[1], nil
 }

@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"knowngood/shared/conns"
 	"knowngood/shared/metrics"
 	"knowngood/shared/wsserver/wsframe"
@@ -28,7 +26,7 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	tc := &trackedConn{Conn: c}
-	if sc, ok := c.(syscall.Conn); ok {
+	if sc, ok := c.(syscall.Conn); ok && rawSockets {
 		tc.raw, _ = sc.SyscallConn() // plain TCP; nil in TLS
 	}
 	return tc, nil
@@ -148,11 +146,7 @@ func (c *trackedConn) inputWaiting() bool {
 	}
 	if c.probe == nil {
 		c.probe = func(fd uintptr) {
-			n, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ) // FIONREAD
-			if err != nil {
-				n = 0
-			}
-			c.waiting = n
+			c.waiting = inputBytes(fd)
 		}
 	}
 	if err := c.raw.Control(c.probe); err != nil {
@@ -223,13 +217,14 @@ func (c *trackedConn) Close() error {
 // writeNoWait writes what the socket takes at once.
 func (c *trackedConn) writeNoWait(b []byte) {
 	if c.raw == nil {
-		// TLS: a record cannot be written in part without waiting.
+		// TLS: a record cannot be written in part without waiting. (Or
+		// no descriptor to write to on this OS: see rawSockets.)
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		_, _ = c.Conn.Write(b)
 		return
 	}
 	_ = c.raw.Write(func(fd uintptr) bool {
-		_, _ = unix.Write(int(fd), b)
+		writeFD(fd, b)
 		return true // once, whatever it wrote
 	})
 }

@@ -1,0 +1,325 @@
+// Package crossbuild keeps knowngood building where its releases run: it
+// builds and vets the module for macOS and Windows (tests included, so that
+// a Mac can run them), checks the release archives make dist writes, and
+// the target list make help prints. A Linux-only symbol (a socket option,
+// an ioctl, an errno table) outside a build-tagged file fails here with
+// its package and name, instead of in a user's go install.
+package crossbuild
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// targets are the platforms besides Linux, and the packages meant to build
+// on each (patterns relative to the module root). The docker tests drive a
+// Docker engine on the host network and the scripts are Linux tooling
+// (rlimits, signals to process groups): Windows builds the commands and
+// the packages under them only.
+var targets = []struct {
+	goos, goarch string
+	pkgs         []string
+	skip         []string // packages left out, by import path prefix
+}{
+	{"darwin", "amd64", []string{"./..."}, []string{"knowngood/docker"}},
+	{"darwin", "arm64", []string{"./..."}, []string{"knowngood/docker"}},
+	{"windows", "amd64", []string{"./cmd/...", "./servers/...", "./shared/...", "./loadgen/..."}, nil},
+}
+
+// root is the module's directory.
+func root(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// goCmd runs go with args in dir for goos/goarch and returns its output.
+func goCmd(dir, goos, goarch string, args ...string) ([]byte, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=")
+	return cmd.CombinedOutput()
+}
+
+// packages expands patterns for goos/goarch, less the skipped ones: all
+// of them for vet, those with non-test files for build (go build refuses
+// a package of tests only).
+func packages(t *testing.T, dir, goos, goarch string, patterns, skip []string) (build, vet []string) {
+	t.Helper()
+	out, err := goCmd(dir, goos, goarch, append([]string{"list", "-e", "-f", "{{.ImportPath}}:{{len .GoFiles}}"}, patterns...)...)
+	if err != nil {
+		t.Fatalf("go list %s/%s: %v\n%s", goos, goarch, err, out)
+	}
+	for line := range strings.FieldsSeq(string(out)) {
+		p, files, _ := strings.Cut(line, ":")
+		left := false
+		for _, s := range skip {
+			left = left || p == s || strings.HasPrefix(p, s+"/")
+		}
+		if left {
+			continue
+		}
+		vet = append(vet, p)
+		if files != "0" {
+			build = append(build, p)
+		}
+	}
+	return build, vet
+}
+
+// TestCrossBuild builds and vets every package meant for macOS and Windows
+// there, one platform after the other.
+func TestCrossBuild(t *testing.T) {
+	dir := root(t)
+	for _, tg := range targets {
+		build, vet := packages(t, dir, tg.goos, tg.goarch, tg.pkgs, tg.skip)
+		// go build of several packages compiles and links each and keeps
+		// nothing; vet type-checks the tests too.
+		for _, step := range []struct {
+			verb string
+			pkgs []string
+		}{{"build", build}, {"vet", vet}} {
+			if out, err := goCmd(dir, tg.goos, tg.goarch, append([]string{step.verb}, step.pkgs...)...); err != nil {
+				t.Errorf("GOOS=%s GOARCH=%s go %s: %v\n%s%s", tg.goos, tg.goarch, step.verb, err, explain(out), out)
+			}
+		}
+	}
+}
+
+// undefined matches the compiler's and vet's report of a symbol the
+// platform's syscall or x/sys/unix does not have.
+var undefined = regexp.MustCompile(`(?m)^(?:vet: )?([^\s:]+\.go):(\d+):\d+: undefined: ((?:unix|syscall|windows)\.\w+)`)
+
+// explain names each platform-only symbol found in out, and where.
+func explain(out []byte) string {
+	var b strings.Builder
+	for _, m := range undefined.FindAllSubmatch(out, -1) {
+		file, line, sym := string(m[1]), string(m[2]), string(m[3])
+		fmt.Fprintf(&b, "package %s uses %s (%s:%s), which this platform does not have: move it to a build-tagged file (name_linux.go, name_unix.go) with a fallback for the others\n",
+			filepath.Dir(file), sym, file, line)
+	}
+	return b.String()
+}
+
+func TestExplain(t *testing.T) {
+	out := []byte("# knowngood/shared/wsserver\nshared/wsserver/gnettls.go:51:66: undefined: unix.SOCK_CLOEXEC\nvet: shared/lifecycle/x_test.go:9:2: undefined: syscall.Kill\n")
+	got := explain(out)
+	for _, want := range []string{"package shared/wsserver uses unix.SOCK_CLOEXEC (shared/wsserver/gnettls.go:51)", "package shared/lifecycle uses syscall.Kill"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("explain: %q, want it to contain %q", got, want)
+		}
+	}
+}
+
+// TestDist runs make dist's program into a temporary directory: six
+// archives (tar.gz, zip for Windows), SHA256SUMS that match them, and in
+// each both binaries, for the archive's platform, with the module's build
+// information that go version -m and -version read.
+func TestDist(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles the release; not in -short")
+	}
+	dir := root(t)
+	out := t.TempDir()
+	cmd := exec.Command("go", "run", "./scripts/dist", "-out", out, "-version", "test")
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/dist: %v\n%s", err, b)
+	}
+	sums, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]string{}
+	for line := range strings.Lines(string(sums)) {
+		sum, name, ok := strings.Cut(strings.TrimSpace(line), "  ")
+		if !ok {
+			t.Fatalf("SHA256SUMS line %q", line)
+		}
+		listed[name] = sum
+	}
+	platforms := []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"}
+	if len(listed) != len(platforms) {
+		t.Errorf("SHA256SUMS lists %d archives, want %d:\n%s", len(listed), len(platforms), sums)
+	}
+	bins := t.TempDir()
+	// The go command finds a repository by its .git directory: in a git
+	// worktree (.git is a file) it stamps no commit.
+	fi, err := os.Stat(filepath.Join(dir, ".git"))
+	stamped := err == nil && fi.IsDir()
+	for _, p := range platforms {
+		goos, goarch, _ := strings.Cut(p, "/")
+		name, exe := fmt.Sprintf("knowngood-test-%s-%s.tar.gz", goos, goarch), ""
+		if goos == "windows" {
+			name, exe = strings.TrimSuffix(name, ".tar.gz")+".zip", ".exe"
+		}
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if sum := sha256.Sum256(b); listed[name] != hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: sha256 %x, SHA256SUMS says %q", name, sum, listed[name])
+		}
+		files, err := unpack(name, b)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		top := strings.TrimSuffix(strings.TrimSuffix(name, ".zip"), ".tar.gz")
+		if _, ok := files[top+"/README.md"]; !ok {
+			t.Errorf("%s: no README.md", name)
+		}
+		for _, cmd := range []string{"knowngood", "loadgen"} {
+			bin, ok := files[top+"/"+cmd+exe]
+			if !ok {
+				t.Errorf("%s: no %s%s in %v", name, cmd, exe, keys(files))
+				continue
+			}
+			path := filepath.Join(bins, goos+"-"+goarch+"-"+cmd+exe)
+			if err := os.WriteFile(path, bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			checkBuildInfo(t, path, cmd, goos, goarch, stamped)
+		}
+	}
+}
+
+// checkBuildInfo reads path's build information with go version -m.
+func checkBuildInfo(t *testing.T, path, cmd, goos, goarch string, stamped bool) {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", path).CombinedOutput()
+	if err != nil {
+		t.Errorf("go version -m %s: %v\n%s", path, err, out)
+		return
+	}
+	info := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) >= 2 && (f[0] == "path" || f[0] == "mod"):
+			info[f[0]] = f[1]
+		case len(f) >= 2 && f[0] == "build":
+			k, v, _ := strings.Cut(f[1], "=")
+			info[k] = v
+		}
+	}
+	want := map[string]string{"mod": "knowngood", "GOOS": goos, "GOARCH": goarch, "CGO_ENABLED": "0"}
+	if stamped {
+		want["vcs"] = "git"
+	}
+	for k, want := range want {
+		if info[k] != want {
+			t.Errorf("%s: %s %q, want %q\n%s", filepath.Base(path), k, info[k], want, out)
+		}
+	}
+	if !strings.HasSuffix(info["path"], "/"+cmd) || (stamped && info["vcs.revision"] == "") {
+		t.Errorf("%s: path %q, vcs.revision %q; want .../%s and a commit\n%s", filepath.Base(path), info["path"], info["vcs.revision"], cmd, out)
+	}
+}
+
+// unpack is every regular file in a tar.gz or zip archive, by name.
+func unpack(name string, b []byte) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	if strings.HasSuffix(name, ".zip") {
+		zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range zr.File {
+			r, err := f.Open()
+			if err != nil {
+				return nil, err
+			}
+			files[f.Name], err = io.ReadAll(r)
+			r.Close()
+			if err != nil {
+				return nil, err
+			}
+		}
+		return files, nil
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if files[h.Name], err = io.ReadAll(tr); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestMakeHelp: make help prints every target that has a "## name: text"
+// line in the Makefile, with its text.
+func TestMakeHelp(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	dir := root(t)
+	makefile, err := os.ReadFile(filepath.Join(dir, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "--no-print-directory", "help")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make help: %v", err)
+	}
+	n := 0
+	for line := range strings.Lines(string(makefile)) {
+		rest, ok := strings.CutPrefix(line, "## ")
+		name, text, ok2 := strings.Cut(strings.TrimSpace(rest), ": ")
+		if !ok || !ok2 {
+			continue
+		}
+		n++
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(name) + `\s+` + regexp.QuoteMeta(text) + `$`).Match(out) {
+			t.Errorf("make help has no line for %s (%q)", name, text)
+		}
+	}
+	if n < 10 {
+		t.Errorf("found %d ## lines in the Makefile; the pattern is wrong", n)
+	}
+	for _, target := range []string{"build", "dist", "docker", "help", "test"} {
+		if !regexp.MustCompile(`(?m)^\s+` + target + `\s`).Match(out) {
+			t.Errorf("make help does not list %s:\n%s", target, out)
+		}
+	}
+}

@@ -24,15 +24,15 @@ help:
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
 run-server:
-	go run ./cmd/knowngood -variant $(VARIANT) $(ARGS)
+	go run ./servers/knowngood -variant $(VARIANT) $(ARGS)
 
 ## list: every variant with one line each
 list:
-	@go run ./cmd/knowngood -list
+	@go run ./servers/knowngood -list
 
 # The commands, built into a directory each (go build -o DIR/ names the
 # binaries knowngood and loadgen, with .exe on Windows).
-COMMANDS := ./cmd/knowngood ./cmd/loadgen
+COMMANDS := ./servers/knowngood ./loadgen
 
 ## build: bin/knowngood and bin/loadgen, static, for this machine (-version says which commit)
 build:

@@ -1,4 +1,4 @@
-package loadgen
+package main
 
 // A target of several replicas, each with its own admin listener: the
 // server's view is the sum over them, a loss is placed on the replica that

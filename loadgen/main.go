@@ -1,5 +1,4 @@
-// Package loadgen is knowngood's reference load client, the loadgen
-// command (cmd/loadgen is its main). Each scenario is a
+// Command loadgen is knowngood's reference load client. Each scenario is a
 // subcommand with its own flags (loadgen SCENARIO -h lists them):
 //
 //	loadgen handshake -url http://127.0.0.1:8080 -n 500 -deadline 15s -transport websocket
@@ -25,7 +24,7 @@
 // them: -admin lists each one's admin listener). Exit status: 0 when the run took place (the
 // report tells how it went), 1 when it could not, 2 for bad flags, 130 when
 // interrupted (after printing the partial report).
-package loadgen
+package main
 
 import (
 	"context"
@@ -77,9 +76,12 @@ func writeUsage(w io.Writer) {
 	}
 }
 
-// Main runs the command with the process's arguments and standard
-// streams, and returns its exit status.
-func Main() int {
+func main() { os.Exit(realMain()) }
+
+// realMain runs the command with the process's arguments and standard
+// streams, and returns its exit status (main exits with it, after the
+// deferred work here is done).
+func realMain() int {
 	if printVersion(os.Args[1:], os.Stdout) {
 		return 0
 	}

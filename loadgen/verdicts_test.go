@@ -1,4 +1,4 @@
-package loadgen
+package main
 
 // Each verdict made true by a real run against a real target: a connect
 // that holds one shared loop beside a short deadline, a -max-conns cap, a

@@ -1,5 +1,5 @@
 // Package servers is the knowngood command: it runs one reference target,
-// chosen with -variant (cmd/knowngood is its main). The targets are in the
+// chosen with -variant (servers/knowngood is its main). The targets are in the
 // packages below it; the catalog of variants in servers/variants.
 package servers
 

@@ -41,7 +41,7 @@ var Platforms = []string{
 }
 
 // Commands are the packages built, by binary name.
-var Commands = []string{"./cmd/knowngood", "./cmd/loadgen"}
+var Commands = []string{"./servers/knowngood", "./loadgen"}
 
 func main() {
 	out := flag.String("out", "dist", "directory the archives and SHA256SUMS are written to (emptied of old archives first)")

@@ -21,16 +21,16 @@ import (
 var builds struct {
 	mu    sync.Mutex
 	dir   string
-	paths map[string]string // package (./cmd/knowngood) to binary
+	paths map[string]string // package (./servers/knowngood) to binary
 }
 
 // Knowngood is the path of the knowngood binary, built from this module's
-// ./cmd/knowngood on the first call.
-func Knowngood() (string, error) { return build("./cmd/knowngood", "knowngood") }
+// ./servers/knowngood on the first call.
+func Knowngood() (string, error) { return build("./servers/knowngood", "knowngood") }
 
-// Loadgen is the path of the loadgen binary, built from ./cmd/loadgen on the
+// Loadgen is the path of the loadgen binary, built from ./loadgen on the
 // first call.
-func Loadgen() (string, error) { return build("./cmd/loadgen", "loadgen") }
+func Loadgen() (string, error) { return build("./loadgen", "loadgen") }
 
 // KnowngoodT is Knowngood for a test, which fails if the build does.
 func KnowngoodT(t testing.TB) string {

@@ -20,14 +20,14 @@ type Binaries struct {
 	Server, Loadgen string
 }
 
-// Build compiles ./cmd/knowngood and ./cmd/loadgen (once per process); Remove
+// Build compiles ./servers/knowngood and ./loadgen (once per process); Remove
 // deletes them. It must run from the repository root, where the Node
 // servers and client scripts are found.
 func Build(stderr io.Writer) (*Binaries, error) {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return nil, errors.New("run it from the repository root (no go.mod here)")
 	}
-	fmt.Fprintln(stderr, "building ./cmd/knowngood and ./cmd/loadgen")
+	fmt.Fprintln(stderr, "building ./servers/knowngood and ./loadgen")
 	server, err := harness.Knowngood()
 	if err != nil {
 		return nil, err

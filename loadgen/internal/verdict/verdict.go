@@ -67,10 +67,26 @@ type Run struct {
 }
 
 // Verdict is one finding: Kind names the rule (for scripts and tests),
-// Text says it with the figures.
+// Text says it with the figures. Loss: the finding is a loss, on either
+// side (connections or messages that one side counted and the other did
+// not), which fails the run.
 type Verdict struct {
 	Kind string `json:"kind"`
 	Text string `json:"text"`
+	Loss bool   `json:"loss,omitempty"`
+}
+
+// lossKinds are the kinds of verdict that find a loss.
+var lossKinds = map[string]bool{NeverReached: true, ClientLost: true, NotDelivered: true, RepliesLost: true, SlowClient: true}
+
+// Lost says whether any of vs found a loss.
+func Lost(vs []Verdict) bool {
+	for _, v := range vs {
+		if v.Loss {
+			return true
+		}
+	}
+	return false
 }
 
 // Kinds of verdict.
@@ -101,7 +117,7 @@ const SaturationFrac = 0.9
 func Judge(r Run) []Verdict {
 	var out []Verdict
 	add := func(kind, format string, args ...any) {
-		out = append(out, Verdict{Kind: kind, Text: fmt.Sprintf(format, args...)})
+		out = append(out, Verdict{Kind: kind, Text: fmt.Sprintf(format, args...), Loss: lossKinds[kind]})
 	}
 	s := r.Server
 	if s == nil {

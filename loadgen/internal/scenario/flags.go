@@ -22,6 +22,7 @@ import (
 	"knowngood/loadgen/internal/flagset"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/threshold"
 )
 
 // Common is the flags every scenario has.
@@ -32,6 +33,9 @@ type Common struct {
 	CSV   string // write the per-second samples as CSV to this file
 	HTML  string // write the report as an HTML page to this file
 	Shard Shard  // -shard I/N: this process's share of the clients
+	// thresholds (-threshold, repeatable): the run fails (exit 1) when
+	// one does not hold. A pointer keeps Common comparable; nil for none.
+	thresholds *[]threshold.Threshold
 }
 
 // Words are what a scenario says of its target in -h.
@@ -42,6 +46,8 @@ type Words struct {
 	// and the default (the target's host, port
 	// statsclient.DefaultAdminPort) are said after it.
 	Admin string
+	// Metrics are what -threshold may name.
+	Metrics []threshold.Metric
 }
 
 // AdminMore is what every scenario's -admin says after its own words
@@ -70,6 +76,12 @@ func (c *Common) Register(fs *flag.FlagSet, w Words) {
 		c.Shard = sh
 		return nil
 	})
+	thresholdFlag(fs, w.Metrics, func(t threshold.Threshold) {
+		if c.thresholds == nil {
+			c.thresholds = new([]threshold.Threshold)
+		}
+		*c.thresholds = append(*c.thresholds, t)
+	})
 	fs.StringVar(&c.HTML, "html", "", "also write the report to `FILE` as one self-contained HTML page (inline SVG charts, opens offline): the table, client vs server, throughput and latency per second, the latency distribution")
 }
 
@@ -85,6 +97,58 @@ func (c *Common) ResolveAdmin(set map[string]bool, targetHost string) error {
 	c.Admin = admin
 	return err
 }
+
+// ThresholdFlag defines -threshold on fs: repeatable, each one appended to
+// *p, naming one of metrics.
+func ThresholdFlag(fs *flag.FlagSet, p *[]threshold.Threshold, metrics []threshold.Metric) {
+	thresholdFlag(fs, metrics, func(t threshold.Threshold) { *p = append(*p, t) })
+}
+
+func thresholdFlag(fs *flag.FlagSet, metrics []threshold.Metric, add func(threshold.Threshold)) {
+	fs.Func("threshold", "pass/fail criterion `EXPR`, repeatable: METRIC OP VALUE, OP one of < <= > >= == !=, "+
+		"e.g. 'p99<50ms' 'success>=99.9%' 'lost==0'; the run fails (exit 1) when one does not hold. The metrics: "+describe(metrics),
+		func(v string) error {
+			t, err := threshold.Parse(v, metrics)
+			if err != nil {
+				return err
+			}
+			add(t)
+			return nil
+		})
+}
+
+// describe lists the metrics with what each is and its form, for -h.
+func describe(metrics []threshold.Metric) string {
+	var b strings.Builder
+	for i, m := range metrics {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(m.Name)
+		switch m.Kind {
+		case threshold.Share:
+			b.WriteString(" (%)")
+		case threshold.Duration:
+			b.WriteString(" (duration)")
+		}
+		if m.Help != "" {
+			b.WriteString(" " + m.Help)
+		}
+	}
+	return b.String()
+}
+
+// ThresholdList is -threshold's expressions.
+func (c Common) ThresholdList() []threshold.Threshold {
+	if c.thresholds == nil {
+		return nil
+	}
+	return *c.thresholds
+}
+
+// TargetURL is -url, for the check of whether the target could be
+// reached.
+func (c Common) TargetURL() string { return c.URL }
 
 // Files are the report's files: -json, -csv and -html.
 func (c Common) Files() (json, csv, html string) { return c.JSON, c.CSV, c.HTML }

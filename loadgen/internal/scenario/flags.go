@@ -132,7 +132,7 @@ func describe(metrics []threshold.Metric) string {
 			b.WriteString(" (duration)")
 		}
 		if m.Help != "" {
-			b.WriteString(" " + m.Help)
+			b.WriteString(": " + m.Help)
 		}
 	}
 	return b.String()
@@ -176,4 +176,17 @@ func Parse[C any](args []string, newFlagSet func(*C) *flag.FlagSet, normalize fu
 func Usage[C any](w io.Writer, newFlagSet func(*C) *flag.FlagSet) {
 	var cfg C
 	flagset.Usage(w, newFlagSet(&cfg))
+	io.WriteString(w, ExitHelp)
 }
+
+// ExitHelp is the exit statuses, for the end of -h.
+const ExitHelp = `exit status:
+  0    pass
+  1    the run failed: nothing succeeded, a verdict found a loss (client or server side),
+       a -threshold was crossed (loadgen watch: or the command failed); or it could not run
+  2    bad flags
+  3    could not reach the target: no connection was established and the target's
+       address takes no TCP connection (refused, unknown host, no route, no answer);
+       loadgen watch: no /stats from -admin before the command
+  130  interrupted (after the partial report)
+`

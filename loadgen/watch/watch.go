@@ -46,6 +46,7 @@ type Config struct {
 	Deadline       time.Duration // the tool's per-connection deadline, for the verdicts; 0 = unknown
 	Settle         time.Duration
 	JSON           string
+	scenario.Thresholds
 	// Stdout and Stderr receive the command's output; os.Stdout and
 	// os.Stderr unless a test sets them.
 	Stdout, Stderr io.Writer
@@ -100,6 +101,7 @@ func Usage(w io.Writer) {
 	fs := newFlagSet(&Config{})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
+	io.WriteString(w, scenario.ExitHelp)
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
@@ -113,6 +115,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	cfg.Sent, cfg.Received = -1, -1
 	flagset.Duration(fs, &cfg.Deadline, "deadline", 0, true, "the tool's per-connection deadline, for the verdicts (0 = unknown)")
 	flagset.Duration(fs, &cfg.Settle, "settle", DefaultSettle, true, "after the command, how long to wait for the target to see its connections close")
+	cfg.Thresholds.Flag(fs, metrics)
 	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
 	return fs
 }
@@ -144,6 +147,8 @@ type Report struct {
 	Server   protocol.Stats     `json:"server"`
 	Replicas []replicas.Replica `json:"replicas,omitempty"`
 	Verdicts []verdict.Verdict  `json:"verdicts"`
+	// Thresholds: each -threshold and whether it held.
+	scenario.Checks
 }
 
 // Run snapshots, runs the command, snapshots, and reports. It returns an
@@ -154,7 +159,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	defer target.Close()
 	before := target.Snapshot(ctx)
 	if before.Err != nil {
-		return nil, fmt.Errorf("no /stats from %s before the command: %w", cfg.Admin, before.Err)
+		return nil, fmt.Errorf("%w: no /stats from %s before the command: %w", scenario.ErrUnreachable, cfg.Admin, before.Err)
 	}
 
 	cmd := exec.CommandContext(ctx, cfg.Command[0], cfg.Command[1:]...)

@@ -33,9 +33,41 @@ type Common struct {
 	CSV   string // write the per-second samples as CSV to this file
 	HTML  string // write the report as an HTML page to this file
 	Shard Shard  // -shard I/N: this process's share of the clients
-	// thresholds (-threshold, repeatable): the run fails (exit 1) when
-	// one does not hold. A pointer keeps Common comparable; nil for none.
-	thresholds *[]threshold.Threshold
+
+	// -threshold EXPR, repeatable.
+	Thresholds
+}
+
+// Thresholds are a configuration's -threshold expressions: the run fails
+// (exit 1) when one does not hold. Embedded in a configuration, they give
+// it ThresholdList, which the subcommand reads.
+type Thresholds struct {
+	list *[]threshold.Threshold // a pointer keeps a configuration comparable; nil for none
+}
+
+// ThresholdList is the expressions given, in their order.
+func (t Thresholds) ThresholdList() []threshold.Threshold {
+	if t.list == nil {
+		return nil
+	}
+	return *t.list
+}
+
+// Flag defines -threshold on fs, each expression naming one of metrics.
+func (t *Thresholds) Flag(fs *flag.FlagSet, metrics []threshold.Metric) {
+	fs.Func("threshold", "pass/fail criterion `EXPR`, repeatable: METRIC OP VALUE, OP one of < <= > >= == !=, "+
+		"e.g. 'p99<50ms' 'success>=99.9%' 'lost==0'; the run fails (exit 1) when one does not hold. The metrics: "+describe(metrics),
+		func(v string) error {
+			th, err := threshold.Parse(v, metrics)
+			if err != nil {
+				return err
+			}
+			if t.list == nil {
+				t.list = new([]threshold.Threshold)
+			}
+			*t.list = append(*t.list, th)
+			return nil
+		})
 }
 
 // Words are what a scenario says of its target in -h.
@@ -76,12 +108,7 @@ func (c *Common) Register(fs *flag.FlagSet, w Words) {
 		c.Shard = sh
 		return nil
 	})
-	thresholdFlag(fs, w.Metrics, func(t threshold.Threshold) {
-		if c.thresholds == nil {
-			c.thresholds = new([]threshold.Threshold)
-		}
-		*c.thresholds = append(*c.thresholds, t)
-	})
+	c.Thresholds.Flag(fs, w.Metrics)
 	fs.StringVar(&c.HTML, "html", "", "also write the report to `FILE` as one self-contained HTML page (inline SVG charts, opens offline): the table, client vs server, throughput and latency per second, the latency distribution")
 }
 
@@ -96,25 +123,6 @@ func (c *Common) ResolveAdmin(set map[string]bool, targetHost string) error {
 	admin, err := statsclient.AdminURL(c.Admin, set["admin"], targetHost)
 	c.Admin = admin
 	return err
-}
-
-// ThresholdFlag defines -threshold on fs: repeatable, each one appended to
-// *p, naming one of metrics.
-func ThresholdFlag(fs *flag.FlagSet, p *[]threshold.Threshold, metrics []threshold.Metric) {
-	thresholdFlag(fs, metrics, func(t threshold.Threshold) { *p = append(*p, t) })
-}
-
-func thresholdFlag(fs *flag.FlagSet, metrics []threshold.Metric, add func(threshold.Threshold)) {
-	fs.Func("threshold", "pass/fail criterion `EXPR`, repeatable: METRIC OP VALUE, OP one of < <= > >= == !=, "+
-		"e.g. 'p99<50ms' 'success>=99.9%' 'lost==0'; the run fails (exit 1) when one does not hold. The metrics: "+describe(metrics),
-		func(v string) error {
-			t, err := threshold.Parse(v, metrics)
-			if err != nil {
-				return err
-			}
-			add(t)
-			return nil
-		})
 }
 
 // describe lists the metrics with what each is and its form, for -h.
@@ -136,14 +144,6 @@ func describe(metrics []threshold.Metric) string {
 		}
 	}
 	return b.String()
-}
-
-// ThresholdList is -threshold's expressions.
-func (c Common) ThresholdList() []threshold.Threshold {
-	if c.thresholds == nil {
-		return nil
-	}
-	return *c.thresholds
 }
 
 // TargetURL is -url, for the check of whether the target could be

@@ -23,6 +23,8 @@ func TestLoss(t *testing.T) {
 		{"replies lost", verdict.Run{Sent: -1, Received: 90, Server: &protocol.Stats{MessagesSent: 100}}, true},
 		{"broadcast dropped", verdict.Run{Sent: -1, Received: -1, Lost: 5, Server: &protocol.Stats{BroadcastDropped: 5}}, true},
 		{"messages agree", verdict.Run{Sent: 100, Received: 100, Server: &protocol.Stats{MessagesReceived: 100, MessagesSent: 100}}, false},
+		{"faults: drop", verdict.Run{Sent: -1, Received: -1, Server: &protocol.Stats{Faults: map[string]uint64{"drop": 3}}}, true},
+		{"faults: delay", verdict.Run{Sent: -1, Received: -1, Server: &protocol.Stats{Faults: map[string]uint64{"delay": 3}}}, false},
 		{"no server view", verdict.Run{Attempts: 10, Connected: 0, Sent: -1, Received: -1}, false},
 	} {
 		vs := verdict.Judge(c.run)

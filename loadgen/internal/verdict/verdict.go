@@ -132,6 +132,9 @@ func Judge(r Run) []Verdict {
 		}
 		if n := sum(s.Faults); n > 0 {
 			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design%s", n, tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
+			// Messages dropped on purpose (-fault-drop) are a loss on
+			// the server's side.
+			out[len(out)-1].Loss = s.Faults["drop"] > 0
 		}
 	}
 	saturation(r, add)

@@ -10,7 +10,11 @@
 //
 //	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin}, &myRun{cfg: cfg})
 //
-// and loadgen's main lists it with NewCommand.
+// and loadgen's main lists it with NewCommand. The subcommand's exit
+// status says whether the run passed: the report's Outcome (nothing
+// succeeded, a verdict's loss) and the -threshold expressions
+// (loadgen/internal/threshold) fail it; a target that takes no connection
+// is told apart (ExitUnreachable).
 package scenario
 
 import (

@@ -45,7 +45,8 @@ const (
 
 // Config is one run of the scenario.
 type Config struct {
-	// -url (ws://HOST:PORT/PATH), -admin, -json, -csv, -html
+	// -url (ws[s]://HOST:PORT/PATH), -ca, -insecure, -admin, -json, -csv,
+	// -html
 	scenario.Common
 	Subscribers int
 	Senders     int           // broadcast mode: connections that send
@@ -74,7 +75,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	Metrics:    metrics,
 	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH",
+	URL:        "`URL` of the target: ws://HOST:PORT/PATH, or wss://HOST:PORT/PATH in TLS (see -ca, -insecure; the subscribers then read on a goroutine each, not on event loops)",
 	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
 }
 
@@ -108,7 +109,7 @@ func (c *Config) normalize(set map[string]bool) error {
 		return err
 	}
 	if u.TCP {
-		return errors.New("invalid value " + strconv.Quote(c.URL) + " for flag -url: the broadcast protocol needs WebSocket: want ws://HOST:PORT/PATH")
+		return errors.New("invalid value " + strconv.Quote(c.URL) + " for flag -url: the broadcast protocol needs WebSocket: want ws://HOST:PORT/PATH or wss://HOST:PORT/PATH")
 	}
 	if c.Push && (set["senders"] || set["rate"] || set["payload"]) {
 		return errors.New("flag -push: the server sends; -senders, -rate and -payload are for broadcast mode")

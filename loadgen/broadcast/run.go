@@ -70,6 +70,9 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.TLS.Check(ctx, notes, u, cfg.Timeout); err != nil {
+		return nil, err
+	}
 	r := &run{cfg: cfg, u: u, notes: notes, rep: newReport(cfg), errs: &tally.Errors{}, rtt: newShardedHist(nil)}
 	r.lat = newShardedHist(&r.timeline)
 	if r.subs, err = newListeners(r); err != nil {
@@ -167,19 +170,21 @@ func (r *run) Prepare(ctx context.Context, _ *scenario.Frame) error {
 }
 
 // connect opens member i from src: a subscriber on the gnet client, a
-// sender on gorilla, which then asks to join.
+// sender on gorilla, which then asks to join. In TLS (wss://) every member
+// is a gorilla connection read by a goroutine of its own: gnet's loops
+// read bare sockets, and TLS is not theirs to unwrap.
 func (r *run) connect(ctx context.Context, i int, src netip.Addr, pool *target.BufferPool) error {
 	cfg := r.cfg
 	tracks := max(cfg.Senders, 1)
 	m := &member{shard: i % shards, joined: make(chan struct{}), done: make(chan struct{}), last: make([]uint64, tracks), got: make([]uint64, tracks)}
-	if i >= cfg.Senders || cfg.Push {
+	if (i >= cfg.Senders || cfg.Push) && !r.u.TLS {
 		if err := r.subs.dial(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096}, m); err != nil {
 			return err
 		}
 		r.members[i] = m
 		return nil
 	}
-	c, err := target.DialWebSocket(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096, WriteBuffer: 1024, WriteBufferPool: pool})
+	c, err := target.DialWebSocket(ctx, r.u, target.Options{Timeout: cfg.Timeout, Source: src, ReadBuffer: 4096, WriteBuffer: 1024, WriteBufferPool: pool, TLS: cfg.TLS.Config()})
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,8 @@ const (
 
 // Config is one run of the scenario.
 type Config struct {
-	// -url (ws://HOST:PORT/PATH or tcp://HOST:PORT), -admin, -json, -csv,
+	// -url (ws[s]://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT),
+	// -ca, -insecure, -admin, -json, -csv,
 	// -html
 	scenario.Common
 	N       int           // connections
@@ -66,7 +67,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	Metrics:    metrics,
 	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP)",
+	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
 	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,
 }
 

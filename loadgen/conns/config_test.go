@@ -55,7 +55,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-url", "http://127.0.0.1:8080"}, "flag -url: want ws://HOST:PORT/PATH or tcp://HOST:PORT"},
+		{[]string{"-url", "http://127.0.0.1:8080"}, "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
 		{[]string{"-url", "ws://127.0.0.1"}, "flag -url: want ws://"},
 		{[]string{"-n", "0"}, "flag -n: want an integer from 1 to 10000000"},
 		{[]string{"-n", "1e3"}, "flag -n: want an integer"},

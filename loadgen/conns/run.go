@@ -54,6 +54,9 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.TLS.Check(ctx, notes, u, cfg.Timeout); err != nil {
+		return nil, err
+	}
 	r := &run{cfg: cfg, u: u, rep: newReport(cfg, u), errs: &tally.Errors{}, notes: notes}
 	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Scenario: "conns", Shard: cfg.Shard}, r)
 	if rep != nil && err == nil {
@@ -152,7 +155,7 @@ func (r *run) keep(h held) {
 
 // dial opens one connection from src.
 func (r *run) dial(ctx context.Context, src netip.Addr, writePool *target.BufferPool) (held, error) {
-	opts := target.Options{Timeout: r.cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool}
+	opts := target.Options{Timeout: r.cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool, TLS: r.cfg.TLS.Config()}
 	if r.u.TCP {
 		c, err := target.DialTCP(ctx, r.u, opts)
 		if err != nil {

@@ -14,6 +14,7 @@
 // ws:// URLs speak WebSocket (gobwas/ws for the upgrade, binary messages
 // framed here, several to a write when pipelined);
 // tcp:// URLs send the same bytes without framing and read back as many.
+// wss:// and tls:// are the same in TLS (-ca, -insecure).
 // Every echo is compared with the message sent.
 package echo
 
@@ -61,7 +62,8 @@ const (
 
 // Config is one run of the scenario.
 type Config struct {
-	// -url (ws://HOST:PORT/PATH or tcp://HOST:PORT), -admin, -json, -csv,
+	// -url (ws[s]://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT),
+	// -ca, -insecure, -admin, -json, -csv,
 	// -html
 	scenario.Common
 	Conns    int           // -c
@@ -88,7 +90,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	Metrics:    metrics,
 	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket) or tcp://HOST:PORT (raw TCP echo, no framing)",
+	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw TCP echo, no framing), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
 	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
 }
 

@@ -52,9 +52,11 @@ func TestParseFlagsErrors(t *testing.T) {
 		args []string
 		want string // in the message: the flag, and the accepted form
 	}{
-		{[]string{"-url", "127.0.0.1:8080"}, "flag -url: want ws://HOST:PORT/PATH or tcp://HOST:PORT"},
+		{[]string{"-url", "127.0.0.1:8080"}, "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
 		{[]string{"-url", "http://127.0.0.1:8080/"}, "flag -url: want ws://"},
-		{[]string{"-url", "wss://127.0.0.1:8080/"}, "flag -url: want ws://HOST:PORT/PATH or tcp://HOST:PORT (wss is not supported)"},
+		{[]string{"-url", "https://127.0.0.1:8080/"}, "flag -url: want ws://HOST:PORT/PATH, wss://"},
+		{[]string{"-url", "tls://127.0.0.1:7000/echo"}, "flag -url: a tls:// URL has no path"},
+		{[]string{"-ca", "/nonexistent/cert.pem"}, "flag -ca: open /nonexistent/cert.pem"},
 		{[]string{"-url", "ws://127.0.0.1/"}, "flag -url: want ws://HOST:PORT"},
 		{[]string{"-url", "tcp://127.0.0.1:7000/echo"}, "flag -url: a tcp:// URL has no path"},
 		{[]string{"-c", "0"}, "flag -c: want an integer from 1 to"},

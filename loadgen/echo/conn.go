@@ -49,7 +49,7 @@ const readBuffer = 16 << 10
 // cfg.Timeout.
 func dialer(cfg Config) dialFunc {
 	u, _ := target.ParseURL(cfg.URL) // checked by ParseFlags
-	opts := target.Options{Timeout: cfg.Timeout, ReadBuffer: readBuffer}
+	opts := target.Options{Timeout: cfg.Timeout, ReadBuffer: readBuffer, TLS: cfg.TLS.Config()}
 	if u.TCP {
 		return func(ctx context.Context) (msgConn, error) {
 			c, err := target.DialTCP(ctx, u, opts)

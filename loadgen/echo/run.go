@@ -16,6 +16,7 @@ import (
 	"knowngood/loadgen/internal/progress"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/tally"
+	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
 	"knowngood/loadgen/timeline"
 	"knowngood/shared/protocol"
@@ -43,6 +44,10 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err != nil {
 		fmt.Fprintf(notes, "loadgen: open-files limit unknown (%v); going on\n", err)
 	} else if err := files.Check("c", cfg.Conns); err != nil {
+		return nil, err
+	}
+	u, _ := target.ParseURL(cfg.URL) // checked by ParseFlags
+	if err := cfg.TLS.Check(ctx, notes, u, cfg.Timeout); err != nil {
 		return nil, err
 	}
 	return runDial(ctx, cfg, notes, dialer(cfg))

@@ -28,7 +28,8 @@ const (
 
 // Config is one run of the scenario.
 type Config struct {
-	// -url (the target, http(s)://HOST:PORT), -admin, -json, -csv, -html
+	// -url (the target, http(s)://HOST:PORT), -ca, -insecure, -admin,
+	// -json, -csv, -html
 	scenario.Common
 	N         int           // connections opened at once
 	Deadline  time.Duration // bounds each connection's namespace CONNECT, and then the echo
@@ -50,7 +51,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	Metrics:    metrics,
 	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target server, http://HOST:PORT",
+	URL:        "`URL` of the target server, http://HOST:PORT, or https://HOST:PORT in TLS (polling over https, the WebSocket over wss; see -ca, -insecure)",
 	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
 }
 
@@ -79,7 +80,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 func (c *Config) normalize(set map[string]bool) error {
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return fmt.Errorf("invalid value %q for flag -url: want http://HOST:PORT (the namespace is -namespace)", c.URL)
+		return fmt.Errorf("invalid value %q for flag -url: want http://HOST:PORT or https://HOST:PORT (the namespace is -namespace)", c.URL)
 	}
 	c.URL = u.Scheme + "://" + u.Host
 	if !strings.HasPrefix(c.Namespace, "/") {

@@ -67,7 +67,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-transport", "websocket,polling"}, "flag -transport: want"},
 		{[]string{"-url", "127.0.0.1:8080"}, "flag -url: want http://HOST:PORT"},
 		{[]string{"-url", "ws://127.0.0.1:8080"}, "flag -url: want http://HOST:PORT"},
-		{[]string{"-url", "http://127.0.0.1:8080/custom"}, "flag -url: want http://HOST:PORT (the namespace is -namespace)"},
+		{[]string{"-url", "http://127.0.0.1:8080/custom"}, "flag -url: want http://HOST:PORT or https://HOST:PORT (the namespace is -namespace)"},
 		{[]string{"-namespace", "custom"}, "flag -namespace: want a path starting with /"},
 		{[]string{"-admin", "http://127.0.0.1:9100/stats"}, "flag -admin: want http://HOST:PORT"},
 		{[]string{"-echo=maybe"}, "-echo"},

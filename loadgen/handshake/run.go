@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"regexp"
 	"runtime/debug"
 	"sync"
@@ -15,6 +17,7 @@ import (
 
 	"knowngood/loadgen/internal/progress"
 	"knowngood/loadgen/internal/scenario"
+	"knowngood/loadgen/internal/target"
 	"knowngood/loadgen/internal/verdict"
 	"knowngood/loadgen/sioclient"
 	"knowngood/loadgen/timeline"
@@ -36,9 +39,19 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	// The deadline is ours (a context); the client's own open timeout only
 	// backs it up, later, so that a late connection reads "deadline
 	// exceeded", never sometimes "timeout".
-	opts := sioclient.Options{URL: cfg.URL, Namespace: cfg.Namespace, Transport: cfg.Transport, OpenTimeout: cfg.Deadline + time.Second}
+	opts := sioclient.Options{URL: cfg.URL, Namespace: cfg.Namespace, Transport: cfg.Transport, OpenTimeout: cfg.Deadline + time.Second, TLS: cfg.TLS.Config()}
 	if err := opts.Validate(); err != nil {
 		return nil, err
+	}
+	if u, err := url.Parse(cfg.URL); err == nil { // checked by ParseFlags
+		addr := u.Host
+		if u.Port() == "" {
+			addr = net.JoinHostPort(u.Hostname(), "443")
+		}
+		t := target.URL{String: cfg.URL, TLS: u.Scheme == "https", Addr: addr, Host: u.Hostname()}
+		if err := cfg.TLS.Check(ctx, notes, t, cfg.Deadline); err != nil {
+			return nil, err
+		}
 	}
 	rep := &Report{
 		Client: clientName, Version: clientVersion(),

@@ -1,5 +1,6 @@
 // Package scenario is the skeleton every loadgen scenario fills in: the
-// flags they share (-url, -admin, -json, -csv, -html), the run around the
+// flags they share (-url, -admin, -json, -csv, -html, and -ca and -insecure
+// for a target in TLS), the run around the
 // scenario's own work (read the target's /stats before, do the work, read
 // /stats after, take the difference and judge it with the client's own
 // counts, loadgen/internal/verdict), and the subcommand that parses the
@@ -37,6 +38,7 @@ type Common struct {
 	CSV   string // write the per-second samples as CSV to this file
 	HTML  string // write the report as an HTML page to this file
 	Shard Shard  // -shard I/N: this process's share of the clients
+	TLS   TLS    // -ca, -insecure: a target in TLS
 
 	// -threshold EXPR, repeatable.
 	Thresholds
@@ -112,6 +114,7 @@ func (c *Common) Register(fs *flag.FlagSet, w Words) {
 		c.Shard = sh
 		return nil
 	})
+	c.TLS.Register(fs)
 	c.Thresholds.Flag(fs, w.Metrics)
 	fs.StringVar(&c.HTML, "html", "", "also write the report to `FILE` as one self-contained HTML page (inline SVG charts, opens offline): the table, client vs server, throughput and latency per second, the latency distribution")
 }

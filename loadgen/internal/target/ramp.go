@@ -40,6 +40,8 @@ func ErrorKind(err error) string {
 		return KindNoPorts
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
 		return KindNoFiles
+	case isTLSError(err):
+		return KindTLS
 	case errors.Is(err, websocket.ErrBadHandshake):
 		return KindHandshake
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),

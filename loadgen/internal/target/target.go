@@ -1,11 +1,14 @@
 // Package target is the load scenarios' one way to name and reach a target:
-// a ws:// URL (WebSocket, through gorilla/websocket) or a tcp:// URL (a raw
-// TCP stream), dialled from a chosen source address when asked.
+// a ws:// or wss:// URL (WebSocket, through gorilla/websocket or gobwas/ws)
+// or a tcp:// or tls:// URL (a raw TCP stream, in TLS for tls://), dialled
+// from a chosen source address when asked. A wss:// or tls:// target's
+// certificate is verified against Options.TLS (see CheckTLS).
 package target
 
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -29,29 +32,34 @@ const (
 
 // URL is a parsed -url.
 type URL struct {
-	String string // ws://HOST:PORT/PATH?QUERY or tcp://HOST:PORT
+	String string // ws[s]://HOST:PORT/PATH?QUERY, tcp://HOST:PORT or tls://HOST:PORT
 	TCP    bool   // raw TCP, no WebSocket
+	TLS    bool   // wss:// or tls://: in TLS
 	Addr   string // HOST:PORT
 	Host   string // HOST, for the default admin address
 }
 
+// URLForms is what -url accepts, for its errors.
+const URLForms = "ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"
+
 // ParseURL checks a -url value; the error names the flag, on one line.
 func ParseURL(raw string) (URL, error) {
 	u, err := url.Parse(raw)
+	bare := u != nil && (u.Scheme == "tcp" || u.Scheme == "tls")
 	switch {
 	case err != nil || u.Host == "" || u.Port() == "" || u.User != nil || u.Fragment != "":
-		return URL{}, fmt.Errorf("invalid value %q for flag -url: want ws://HOST:PORT/PATH or tcp://HOST:PORT", raw)
-	case u.Scheme == "tcp" && ((u.Path != "" && u.Path != "/") || u.RawQuery != ""):
-		return URL{}, fmt.Errorf("invalid value %q for flag -url: a tcp:// URL has no path: want tcp://HOST:PORT", raw)
-	case u.Scheme == "tcp":
-		return URL{String: "tcp://" + u.Host, TCP: true, Addr: u.Host, Host: u.Hostname()}, nil
-	case u.Scheme == "ws":
+		return URL{}, fmt.Errorf("invalid value %q for flag -url: want %s", raw, URLForms)
+	case bare && ((u.Path != "" && u.Path != "/") || u.RawQuery != ""):
+		return URL{}, fmt.Errorf("invalid value %q for flag -url: a %s:// URL has no path: want %s://HOST:PORT", raw, u.Scheme, u.Scheme)
+	case bare:
+		return URL{String: u.Scheme + "://" + u.Host, TCP: true, TLS: u.Scheme == "tls", Addr: u.Host, Host: u.Hostname()}, nil
+	case u.Scheme == "ws" || u.Scheme == "wss":
 		if u.Path == "" {
 			u.Path = "/"
 		}
-		return URL{String: u.String(), Addr: u.Host, Host: u.Hostname()}, nil
+		return URL{String: u.String(), TLS: u.Scheme == "wss", Addr: u.Host, Host: u.Hostname()}, nil
 	}
-	return URL{}, fmt.Errorf("invalid value %q for flag -url: want ws://HOST:PORT/PATH or tcp://HOST:PORT (wss is not supported)", raw)
+	return URL{}, fmt.Errorf("invalid value %q for flag -url: want %s", raw, URLForms)
 }
 
 // Options shape a dial.
@@ -62,6 +70,9 @@ type Options struct {
 	// an idle connection holds no write buffer.
 	ReadBuffer, WriteBuffer int
 	WriteBufferPool         websocket.BufferPool
+	// TLS is the client's TLS configuration for a wss:// or tls:// URL
+	// (nil: the system's roots); the server name is the URL's host.
+	TLS *tls.Config
 }
 
 func (o Options) netDialer() *net.Dialer {
@@ -72,8 +83,13 @@ func (o Options) netDialer() *net.Dialer {
 	return d
 }
 
-// DialTCP opens a raw TCP connection to u.
+// DialTCP opens a raw TCP connection to u, in TLS (handshake done) for a
+// tls:// URL.
 func DialTCP(ctx context.Context, u URL, o Options) (net.Conn, error) {
+	if u.TLS {
+		d := &tls.Dialer{NetDialer: o.netDialer(), Config: o.TLS}
+		return d.DialContext(ctx, "tcp", u.Addr)
+	}
 	return o.netDialer().DialContext(ctx, "tcp", u.Addr)
 }
 
@@ -86,6 +102,7 @@ func DialWebSocket(ctx context.Context, u URL, o Options) (*websocket.Conn, erro
 		ReadBufferSize:   o.ReadBuffer,
 		WriteBufferSize:  o.WriteBuffer,
 		WriteBufferPool:  o.WriteBufferPool,
+		TLSClientConfig:  o.TLS,
 	}
 	c, res, err := d.DialContext(ctx, u.String, nil)
 	if res != nil && res.Body != nil {
@@ -110,6 +127,7 @@ func DialWebSocketStream(ctx context.Context, u URL, o Options) (c net.Conn, r *
 		NetDial:        o.netDialer().DialContext,
 		Timeout:        o.Timeout,
 		ReadBufferSize: o.ReadBuffer,
+		TLSConfig:      o.TLS,
 	}
 	c, r, _, err = d.Dial(ctx, u.String)
 	if err != nil {
@@ -127,7 +145,10 @@ func DialWebSocketStream(ctx context.Context, u URL, o Options) (c net.Conn, r *
 // Client names the client library for u, module (Gorilla or Gobwas) for a
 // WebSocket, and its version, for reports.
 func Client(u URL, module string) (name, version string) {
-	if u.TCP {
+	switch {
+	case u.TCP && u.TLS:
+		return "crypto/tls (raw TCP in TLS)", runtime.Version()
+	case u.TCP:
 		return "net (raw TCP)", runtime.Version()
 	}
 	name = strings.TrimPrefix(module, "github.com/")

@@ -19,13 +19,16 @@ func TestParseURL(t *testing.T) {
 		"tcp://localhost:7000/":        {String: "tcp://localhost:7000", TCP: true, Addr: "localhost:7000", Host: "localhost"},
 		"tcp://127.0.0.1:7000":         {String: "tcp://127.0.0.1:7000", TCP: true, Addr: "127.0.0.1:7000", Host: "127.0.0.1"},
 		"ws://echo.example:80/socket/": {String: "ws://echo.example:80/socket/", Addr: "echo.example:80", Host: "echo.example"},
+		"wss://127.0.0.1:8443":         {String: "wss://127.0.0.1:8443/", TLS: true, Addr: "127.0.0.1:8443", Host: "127.0.0.1"},
+		"wss://localhost:8443/e?x=1":   {String: "wss://localhost:8443/e?x=1", TLS: true, Addr: "localhost:8443", Host: "localhost"},
+		"tls://127.0.0.1:7000/":        {String: "tls://127.0.0.1:7000", TCP: true, TLS: true, Addr: "127.0.0.1:7000", Host: "127.0.0.1"},
 	} {
 		got, err := ParseURL(in)
 		if err != nil || got != want {
 			t.Errorf("ParseURL(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "127.0.0.1:8080", "http://127.0.0.1:8080", "wss://h:1/", "ws://h/", "tcp://h:1/x", "tcp://h:1?x=1", "ws://u@h:1/", "ws://h:1/#f"} {
+	for _, in := range []string{"", "127.0.0.1:8080", "http://127.0.0.1:8080", "https://h:1/", "wss://h/", "tls://h:1/x", "ws://h/", "tcp://h:1/x", "tcp://h:1?x=1", "ws://u@h:1/", "ws://h:1/#f"} {
 		if _, err := ParseURL(in); err == nil {
 			t.Errorf("ParseURL(%q): no error", in)
 		}

@@ -161,7 +161,7 @@ func hostPort(raw string) (string, error) {
 		return net.JoinHostPort(u.Hostname(), port), nil
 	}
 	switch u.Scheme {
-	case "https", "wss":
+	case "https", "wss", "tls":
 		return net.JoinHostPort(u.Hostname(), "443"), nil
 	}
 	return net.JoinHostPort(u.Hostname(), "80"), nil

@@ -118,7 +118,7 @@ func TestOutcomeExitStatus(t *testing.T) {
 func TestHostPort(t *testing.T) {
 	for raw, want := range map[string]string{
 		"ws://127.0.0.1:8080/x": "127.0.0.1:8080", "http://example.com": "example.com:80",
-		"wss://example.com/": "example.com:443", "tcp://[::1]:7": "[::1]:7",
+		"wss://example.com/": "example.com:443", "tls://example.com": "example.com:443", "tcp://[::1]:7": "[::1]:7",
 	} {
 		if got, err := hostPort(raw); got != want || err != nil {
 			t.Errorf("hostPort(%q) = %q, %v; want %q", raw, got, err, want)

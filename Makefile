@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # tests from measuring each other.
 GOTEST := go test -race -p 1 -count=1
 
-.PHONY: run-server list deps test lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo build clean cluster cluster-down cluster-status \
+.PHONY: run-server list deps deps-quick test test-quick test-slow test-core test-slow-only observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## run-server: run one target (VARIANT=empty|async|blocking|..., ARGS="-flag value ...")
@@ -40,15 +40,41 @@ cluster-down:
 cluster-status:
 	PORT=$(PORT) scripts/cluster.sh status
 
-## deps: what the tests need besides Go (the pinned npm packages, Debian's python3-socketio)
+## deps: everything make test and the recipes need besides Go and Node, only what is missing; each step says what, why and how long first (apt-get needs root; ~17 min cold, 1 s warm)
 deps:
 	scripts/install-deps.sh
 
-## test: lint, then every test under -race, with the real JS and Python clients
+## deps-quick: what make test-quick needs: the pinned JS clients and Debian's python3-socketio for /usr/bin/python3
+deps-quick:
+	scripts/install-deps.sh quick
+
+# The packages whose tests need more than Go and the JS and Python clients,
+# or take minutes: a Docker engine, Docker Compose and Prometheus (docker:
+# the image, every compose target, the scrape configs), the external load
+# tools (scripts/recipes: k6, artillery, tsung, wscat), nginx and Redis in
+# front of replicas (scripts/cluster), and make soak in small on every
+# variant (scripts/soak, 2.5 minutes alone). make test-slow runs them.
+SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak
+CORE_PKGS = $(filter-out $(SLOW_PKGS:./%=knowngood/%),$(shell go list ./...))
+
+## test: lint, then every test under -race, with the real JS and Python clients and every external tool (what CI runs)
 test: deps lint test-go
 
-test-go:
-	$(GOTEST) ./...
+## test-go: every test, without lint or deps: the core packages, then test-slow
+test-go: test-core test-slow-only
+
+## test-quick: the Go and real-client tests (JS, Python) under -race -short, without Docker, Prometheus, the load tools, nginx or the soak test
+test-quick: deps-quick
+	$(GOTEST) -short $(CORE_PKGS)
+
+## test-slow: the tests that need Docker, Compose, Prometheus, k6, artillery, tsung, wscat or nginx, and the soak test (part of make test)
+test-slow: deps test-slow-only
+
+test-core:
+	$(GOTEST) $(CORE_PKGS)
+
+test-slow-only:
+	$(GOTEST) $(SLOW_PKGS)
 
 lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
@@ -131,48 +157,78 @@ docker: build
 test-docker: deps
 	$(GOTEST) -v -run 'TestComposeHost|TestPrometheus|TestPromtool|TestDashboard' ./docker
 
-# Recipes for external load tools (scripts/README.md). Point them at a
-# running target: WS= for the echo targets, SIO= for the Socket.IO ones.
-WS ?= ws://127.0.0.1:8083/
-SIO ?= http://127.0.0.1:8080
+# Recipes for external load tools (scripts/README.md), against a target
+# that is running. By default each goes to 127.0.0.1:PORT, PORT 8080: where
+# make run-server listens, whatever its VARIANT (run an echo or broadcast
+# variant for the WS recipes, a Socket.IO one for the SIO ones), and where
+# make cluster's nginx listens. COMPOSE=1 goes to the port of VARIANT in
+# docker/compose.yaml instead (echo-gorilla for the WS recipes and empty for
+# the SIO ones when no VARIANT is given; KG_PORT_PREFIX as compose applies
+# it). WS= or SIO= set the whole URL.
+#
+#   make run-server VARIANT=echo-gnet &  make k6-echo
+#   make k6-echo COMPOSE=1 VARIANT=echo-gnet          # docker/compose.yaml's echo-gnet, 8085
+WS_RECIPES := k6-echo artillery-ws tsung wscat js-ws-echo
+SIO_RECIPES := k6-socketio artillery-socketio python-handshake js-handshake
+# docker/compose.yaml's target port of each variant (a test checks the two agree).
+COMPOSE_PORTS := empty:8080 async:8081 blocking:8082 echo-gorilla:8083 echo-coder:8084 echo-gnet:8085 echo-tcp:8086 \
+	broadcast-gorilla:8087 broadcast-coder:8088 broadcast-gnet:8089
+PORT ?= 8080
+# The variant a recipe aims at with COMPOSE=1: VARIANT when given, else the
+# recipe's kind's default (VARIANT's own default, empty, is run-server's).
+$(WS_RECIPES): RECIPE_VARIANT = $(if $(filter file,$(origin VARIANT)),echo-gorilla,$(VARIANT))
+$(SIO_RECIPES): RECIPE_VARIANT = $(if $(filter file,$(origin VARIANT)),empty,$(VARIANT))
+compose_port = $(patsubst $(RECIPE_VARIANT):%,%,$(filter $(RECIPE_VARIANT):%,$(COMPOSE_PORTS)))
+TARGET_PORT = $(if $(COMPOSE),$(if $(compose_port),$(KG_PORT_PREFIX)$(compose_port),$(error VARIANT=$(RECIPE_VARIANT) is not a service of docker/compose.yaml; want one of: $(foreach p,$(COMPOSE_PORTS),$(firstword $(subst :, ,$(p)))))),$(PORT))
+WS ?= ws://127.0.0.1:$(TARGET_PORT)/
+SIO ?= http://127.0.0.1:$(TARGET_PORT)
 N ?= 50
 K6 := $(shell go env GOPATH)/bin/k6
 
-## k6-echo: k6/ws echo against WS (VUS, ITERATIONS, MESSAGES via K6ARGS="-e VUS=20")
+## k6-echo: k6/ws echo against WS (127.0.0.1:PORT, PORT=8080; COMPOSE=1 VARIANT=echo-gnet for compose's; VUS, ITERATIONS, MESSAGES via K6ARGS="-e VUS=20")
 k6-echo: deps
 	$(K6) run -e TARGET=$(WS) $(K6ARGS) scripts/k6/ws-echo.js
 
-## k6-socketio: Socket.IO v5 over k6/ws against SIO
+## k6-socketio: Socket.IO v5 over k6/ws against SIO (127.0.0.1:PORT; COMPOSE=1 [VARIANT=async])
 k6-socketio: deps
 	$(K6) run -e TARGET=$(SIO) $(K6ARGS) scripts/k6/socketio.js
 
-## artillery-ws / artillery-socketio: artillery's ws and socketio engines
+## artillery-ws / artillery-socketio: artillery's ws and socketio engines against WS / SIO (127.0.0.1:PORT; COMPOSE=1 [VARIANT=])
 artillery-ws: deps
 	cd scripts/artillery && ARTILLERY_DISABLE_TELEMETRY=true npx artillery run --target $(WS) ws-echo.yml
 
 artillery-socketio: deps
 	cd scripts/artillery && ARTILLERY_DISABLE_TELEMETRY=true npx artillery run --target $(SIO) socketio.yml
 
-## tsung: ts_websocket echo against HOST PORT (TSUNG_HOST, TSUNG_PORT)
+## tsung: ts_websocket echo against TSUNG_HOST TSUNG_PORT (127.0.0.1 PORT; COMPOSE=1 [VARIANT=])
 TSUNG_HOST ?= 127.0.0.1
-TSUNG_PORT ?= 8083
+TSUNG_PORT ?= $(TARGET_PORT)
 tsung: deps
 	scripts/tsung/run.sh $(TSUNG_HOST) $(TSUNG_PORT)
 
-## wscat: one message to WS and its echo back (a one-line manual check)
+## wscat: one message to WS and its echo back, a one-line manual check (127.0.0.1:PORT; COMPOSE=1 [VARIANT=])
 wscat: deps
 	sleep 3 | scripts/wscat/node_modules/.bin/wscat -c $(WS) -x "hello from wscat" -w 1
 
-## python-handshake / js-handshake: N concurrent connects to SIO, 15 s deadline, success table as JSON
+## python-handshake / js-handshake: N concurrent connects to SIO, 15 s deadline, success table as JSON (127.0.0.1:PORT; COMPOSE=1 [VARIANT=])
 python-handshake: deps
 	/usr/bin/python3 scripts/clients/sio_connect.py --url $(SIO) --n $(N) --transports websocket --deadline-ms 15000
 
 js-handshake: deps
 	node scripts/clients/sio-connect.mjs --url $(SIO) --n $(N) --transports websocket --deadline-ms 15000
 
-## js-ws-echo: the ws package's echo cases against WS
+## js-ws-echo: the ws package's echo cases against WS (127.0.0.1:PORT; COMPOSE=1 [VARIANT=])
 js-ws-echo: deps
 	node scripts/clients/ws-echo.mjs --url $(WS)
+
+## observe: Debian's prometheus on OBSERVE_ADDR (127.0.0.1:9090), scraping the admin ports 9100-9109 of running targets (docker/prometheus/prometheus.host.yml: compose.yaml's, or make run-server's on 9100); no image pulled; Ctrl-C stops
+OBSERVE_ADDR ?= 127.0.0.1:9090
+observe:
+	@command -v prometheus >/dev/null || { echo "observe: no prometheus binary on PATH: make deps installs Debian's (apt-get install -y prometheus)" >&2; exit 1; }
+	@dir=$$(mktemp -d /tmp/knowngood-observe.XXXXXX) && trap : INT TERM && \
+		echo "observe: Prometheus on http://$(OBSERVE_ADDR), scraping 127.0.0.1:9100-9109 every 5 s; data in $$dir until it stops (Ctrl-C)" && \
+		{ prometheus --config.file=docker/prometheus/prometheus.host.yml --storage.tsdb.path="$$dir" \
+			--web.listen-address=$(OBSERVE_ADDR) --log.level=warn; rc=$$?; rm -rf "$$dir"; exit $$rc; }
 
 clean:
 	rm -rf bin

@@ -3,6 +3,7 @@ package docker
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -136,4 +137,62 @@ func scrapeTargets(t *testing.T, path string) []string {
 		}
 	}
 	return out
+}
+
+// TestRecipePorts: the Makefile's COMPOSE_PORTS, which the recipe targets
+// (make k6-echo COMPOSE=1 VARIANT=...) aim at, is compose.yaml's port of
+// every variant; and the recipes resolve to make run-server's port by
+// default, to the variant's compose port with COMPOSE=1, shifted by
+// KG_PORT_PREFIX as compose shifts it.
+func TestRecipePorts(t *testing.T) {
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(mk), "\\\n", " ")
+	var table []string
+	for line := range strings.Lines(text) {
+		if rest, ok := strings.CutPrefix(line, "COMPOSE_PORTS :="); ok {
+			table = strings.Fields(rest)
+		}
+	}
+	bridge := composeServices(t, "compose.yaml")
+	got := map[string]string{}
+	for _, entry := range table {
+		name, port, _ := strings.Cut(entry, ":")
+		got[name] = port
+	}
+	for _, v := range variants.All() {
+		if want := strings.TrimPrefix(bridge[v.Name]["KG_ADDR"], ":"); got[v.Name] != want {
+			t.Errorf("Makefile COMPOSE_PORTS has %s on %q; compose.yaml on %q", v.Name, got[v.Name], want)
+		}
+	}
+	if len(got) != len(variants.Names()) {
+		t.Errorf("Makefile COMPOSE_PORTS has %d variants; the catalog %d: %v", len(got), len(variants.Names()), table)
+	}
+
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"js-ws-echo"}, "--url ws://127.0.0.1:8080/"},
+		{[]string{"js-ws-echo", "PORT=9000"}, "--url ws://127.0.0.1:9000/"},
+		{[]string{"js-ws-echo", "COMPOSE=1"}, "--url ws://127.0.0.1:8083/"},
+		{[]string{"js-ws-echo", "COMPOSE=1", "VARIANT=echo-gnet", "KG_PORT_PREFIX=1"}, "--url ws://127.0.0.1:18085/"},
+		{[]string{"js-handshake", "COMPOSE=1"}, "--url http://127.0.0.1:8080 "},
+		{[]string{"js-handshake", "COMPOSE=1", "VARIANT=blocking"}, "--url http://127.0.0.1:8082 "},
+		{[]string{"tsung", "COMPOSE=1", "VARIANT=echo-coder"}, "run.sh 127.0.0.1 8084"},
+	} {
+		out, err := exec.Command("make", append([]string{"-s", "-n", "-C", ".."}, c.args...)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("make -n %s: %v; want a command with %q in:\n%s", strings.Join(c.args, " "), err, c.want, out)
+		}
+	}
+	out, err := exec.Command("make", "-s", "-n", "-C", "..", "wscat", "COMPOSE=1", "VARIANT=nope").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "VARIANT=nope is not a service of docker/compose.yaml") {
+		t.Errorf("make -n wscat COMPOSE=1 VARIANT=nope: %v, %s; want an error naming VARIANT", err, out)
+	}
 }

@@ -18,8 +18,9 @@ import (
 	"knowngood/shared/protocol"
 )
 
-// registryNames is every metric name a knowngood target exposes, with each
-// histogram's _bucket, _sum and _count series.
+// registryNames is every metric name a knowngood target of any family
+// exposes, with each histogram's _bucket, _sum and _count series: the
+// dashboard shows every variant.
 func registryNames(t *testing.T) map[string]bool {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -30,6 +31,7 @@ func registryNames(t *testing.T) map[string]bool {
 	m.Received(1, 1)
 	m.Sent(1, 1)
 	m.Closed("1000")
+	m.EnableBroadcast() // what a broadcast target adds
 	m.Fanout(time.Millisecond)
 	m.Dropped(1)
 	m.Fault("drop")

@@ -121,6 +121,9 @@ func TestClusterShardsMerge(t *testing.T) {
 // TestClusterBehindNginx: the same two shards, both through nginx in
 // front of three replicas, as a cluster is deployed.
 func TestClusterBehindNginx(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: nginx is one of the tools make test-quick does without (make test runs this)")
+	}
 	nginx := "/usr/sbin/nginx" // Debian's, outside a user's PATH
 	if p, err := exec.LookPath("nginx"); err == nil {
 		nginx = p
@@ -295,7 +298,9 @@ func TestClusterFaultOnOneReplica(t *testing.T) {
 func TestClusterWatch(t *testing.T) {
 	a, b := startTarget(t, "echo-gorilla"), startTarget(t, "echo-gorilla")
 	t.Setenv("KG_DROPPER_URL", b.ws)
-	vs := loadgenExit(t, []int{1}, "watch", "-admin", a.admin+","+b.admin, "-client-attempts", "1", "-client-ok", "1", "-client-sent", "100", "-client-received", "50", "--", os.Args[0])
+	counts := filepath.Join(t.TempDir(), "counts.json")
+	t.Setenv("KG_DROPPER_JSON", counts)
+	vs := loadgenExit(t, []int{1}, "watch", "-admin", a.admin+","+b.admin, "-client-json", counts, "--", os.Args[0])
 	has(t, vs, verdict.RepliesLost, "the server sent 100 messages and the client counted 50: the other 50 were lost on the client side")
 	has(t, vs, verdict.Agree, "client and server agree: 1 of 1 handshakes completed")
 }

@@ -5,7 +5,7 @@
 //	loadgen echo -url ws://127.0.0.1:8080/ -c 100 -size 128 -mode pipelined -duration 10s
 //	loadgen conns -url ws://127.0.0.1:8080/ -n 19000 -batch 1000 -sources 127.0.0.1-127.0.0.8
 //	loadgen broadcast -url ws://127.0.0.1:8080/ -subscribers 10000 -senders 10 -rate 100 -duration 10s
-//	loadgen watch -admin http://127.0.0.1:9100 -client-attempts 100 -client-ok 39 -- COMMAND ARGS...
+//	loadgen watch -admin http://127.0.0.1:9100 -- COMMAND ARGS...
 //	loadgen merge -json all.json shard1.json shard2.json
 //
 // handshake opens Socket.IO connections at once and times their namespace
@@ -61,6 +61,7 @@ import (
 	"knowngood/loadgen/handshake"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/merge"
+	"knowngood/loadgen/reconcile"
 	"knowngood/loadgen/watch"
 )
 
@@ -71,10 +72,11 @@ var scenarios = []scenario.Command{
 	scenario.NewCommand("conns", conns.ParseFlags, conns.Usage, conns.Run, scenario.CommonFiles[conns.Config]),
 	scenario.NewCommand("broadcast", broadcast.ParseFlags, broadcast.Usage, broadcast.Run, scenario.CommonFiles[broadcast.Config]),
 	scenario.NewCommand("watch", watch.ParseFlags, watch.Usage, watch.Run, func(c watch.Config) scenario.Files { return scenario.Files{JSON: c.JSON} }),
+	scenario.NewCommand("reconcile", reconcile.ParseFlags, reconcile.Usage, reconcile.Run, func(c reconcile.Config) scenario.Files { return scenario.Files{JSON: c.JSON} }),
 	scenario.NewCommand("merge", merge.ParseFlags, merge.Usage, merge.Run, merge.Config.Files),
 }
 
-const usage = "usage: loadgen handshake|echo|conns|broadcast|watch|merge [flags] (loadgen SCENARIO -h lists them)"
+const usage = "usage: loadgen handshake|echo|conns|broadcast|watch|reconcile|merge [flags] (loadgen SCENARIO -h lists them)"
 
 func main() {
 	// The zishang520 engine.io client catches SIGINT and SIGTERM itself

@@ -1,73 +1,170 @@
 #!/usr/bin/env bash
-# Installs what knowngood's tests need besides Go, and only what is missing:
-# the pinned npm packages (socket.io-client, socket.io, ws, and
-# @socket.io/redis-adapter with its redis client) under scripts/,
-# Debian's python3-socketio and python3-websockets for /usr/bin/python3, and
-# the recipes' tools: docker.io, Docker Compose v2, prometheus, tsung, k6,
-# artillery and wscat; redis-server and nginx for the cluster.
+# Installs what knowngood's tests and recipes need besides Go and Node, and
+# only what is missing. Each step says what it installs, why, and about how
+# long it takes on a cold 2-core machine before it starts; what is present
+# is skipped with a line that says so.
+#
+#   scripts/install-deps.sh         everything (make deps, make test)
+#   scripts/install-deps.sh quick   the JS and Python clients only (make test-quick)
+#
+# Everything:
+# - npm ci under scripts/: socket.io-client, socket.io, ws and
+#   @socket.io/redis-adapter with its redis client, pinned: the real JS
+#   clients and the Node reference servers the tests run.
+# - Debian's python3-socketio, python3-aiohttp and python3-websockets for
+#   /usr/bin/python3: the real Python clients.
+# - Debian's docker.io, prometheus (with promtool), tsung, redis-server and
+#   nginx: the image and compose tests, make observe and the scrape-config
+#   tests, the tsung recipe, the cluster.
+# - Docker Compose v2 as a docker CLI plugin and k6, both built from their
+#   Go modules, and the artillery and wscat recipes (npm ci each).
+#
+# apt-get needs root: when a Debian package is missing and this is not
+# root, it says which and stops (exit 1) before changing anything.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-	echo "install-deps: npm ci (scripts/package-lock.json)"
-	npm ci --no-audit --no-fund --loglevel=error
-fi
+mode=${1:-all}
+case $mode in
+all | quick) ;;
+*)
+	echo "install-deps: unknown mode '$mode': want all (the default) or quick" >&2
+	exit 2
+	;;
+esac
 
-if ! /usr/bin/python3 -c 'import socketio, aiohttp, websockets' 2>/dev/null; then
-	if [ "$(id -u)" != 0 ]; then
-		echo "install-deps: /usr/bin/python3 lacks socketio/aiohttp/websockets; run as root, or:" >&2
-		echo "  apt-get install -y python3-socketio python3-aiohttp python3-websockets" >&2
+started=$SECONDS
+installed=0
+say() { echo "install-deps: $*"; }
+# took prints how long the step that started at $1 took.
+took() { say "  done in $((SECONDS - $1))s"; }
+
+for c in go node npm; do
+	if ! command -v "$c" >/dev/null; then
+		say "$c is not on PATH; install Go 1.26 and Node 20 with npm first, then run make deps again" >&2
 		exit 1
 	fi
-	echo "install-deps: apt-get install python3-socketio python3-aiohttp python3-websockets"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq python3-socketio python3-aiohttp python3-websockets >/dev/null
-fi
-
-# Docker (engine and CLI), Prometheus (with promtool), tsung, and the
-# cluster's Redis and nginx (the tests start their own on free ports), from
-# Debian.
-missing=()
-for c in dockerd:docker.io prometheus:prometheus promtool:prometheus tsung:tsung redis-server:redis-server nginx:nginx; do
-	command -v "${c%%:*}" >/dev/null || missing+=("${c##*:}")
 done
-if [ ${#missing[@]} -gt 0 ]; then
+
+# npm_current DIR: DIR/node_modules holds what DIR/package-lock.json pins
+# (npm's own record of the installed tree, node_modules/.package-lock.json,
+# names every locked package at its locked version). Comparing contents, not
+# file times, keeps a fresh checkout from reinstalling an unchanged tree.
+npm_current() {
+	[ -f "$1/node_modules/.package-lock.json" ] || return 1
+	(cd "$1" && node -e '
+		const want = require("./package-lock.json").packages || {};
+		const have = require("./node_modules/.package-lock.json").packages || {};
+		for (const [k, p] of Object.entries(want)) {
+			if (!k) continue;
+			if (have[k] ? have[k].version !== p.version : !p.optional) process.exit(1);
+		}')
+}
+
+# npm_step DIR WHY TIME: npm ci in scripts/DIR unless it is current.
+npm_step() {
+	local d=scripts/$1
+	[ "$1" = . ] && d=scripts
+	if npm_current "$1"; then
+		say "have $d/node_modules as $d/package-lock.json pins it ($2)"
+		return
+	fi
+	say "npm ci in $d: $2 (~$3 cold)"
+	local t=$SECONDS
+	(cd "$1" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+	took "$t"
+	installed=$((installed + 1))
+}
+
+npm_step . "socket.io-client, socket.io, ws, @socket.io/redis-adapter: the JS clients and Node servers the tests run" "10 s"
+
+# Debian packages: what is missing, and why each is needed, first; then one
+# apt-get for all of them.
+apt_missing=()
+apt_why=()
+if ! /usr/bin/python3 -c 'import socketio, aiohttp, websockets' 2>/dev/null; then
+	apt_missing+=(python3-socketio python3-aiohttp python3-websockets)
+	apt_why+=("python3-socketio python3-aiohttp python3-websockets: the Python clients (/usr/bin/python3)")
+fi
+if [ "$mode" = all ]; then
+	while IFS='|' read -r cmds pkg why; do
+		for c in $cmds; do
+			if ! command -v "$c" >/dev/null; then
+				apt_missing+=("$pkg")
+				apt_why+=("$pkg: $why")
+				break
+			fi
+		done
+	done <<-'EOF'
+		dockerd docker|docker.io|the Docker engine and CLI: make docker, the image and compose tests (they start their own dockerd)
+		prometheus promtool|prometheus|make observe, promtool over the scrape configs, the test that scrapes a live target
+		tsung|tsung|make tsung and its test
+		redis-server|redis-server|the cluster: make cluster, the Redis tests (each starts its own on a free port)
+		nginx|nginx|the cluster's front: make cluster and its tests
+	EOF
+fi
+if [ ${#apt_missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ]; then
-		echo "install-deps: missing ${missing[*]}; run as root, or: apt-get install -y ${missing[*]}" >&2
+		say "needs root to install Debian packages (missing: ${apt_missing[*]}): run 'sudo make deps', or as root 'apt-get install -y ${apt_missing[*]}' and then make deps again" >&2
 		exit 1
 	fi
-	echo "install-deps: apt-get install ${missing[*]}"
+	say "apt-get install ${apt_missing[*]} (with apt-get update first; ~2 min cold for all, less for fewer):"
+	for w in "${apt_why[@]}"; do
+		say "  $w"
+	done
+	t=$SECONDS
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq "${missing[@]}" >/dev/null
+	apt-get install -y -qq "${apt_missing[@]}" >/dev/null
+	took "$t"
+	installed=$((installed + 1))
+else
+	say "have Debian's python3-socketio, python3-aiohttp, python3-websockets$([ "$mode" = all ] && echo ", docker.io, prometheus, tsung, redis-server, nginx")"
+fi
+
+if [ "$mode" = quick ]; then
+	say "quick: skipped Docker Compose, k6, artillery, wscat and the Debian tools (make deps installs them)"
+	say "finished in $((SECONDS - started))s$([ $installed = 0 ] && echo ", nothing to install")"
+	exit 0
 fi
 
 # Docker Compose v2 as a docker CLI plugin, built from its Go module (Debian
 # has only the Python 1.x, which cannot run docker/compose.host.yaml). Its
 # go.mod has exclude directives, so go install refuses it: build it in the
-# module's own directory.
+# module's own directory. As root it goes where every user's docker finds
+# it; otherwise into ~/.docker, where the docker CLI also looks.
 COMPOSE_VERSION=v2.40.3
 plugin=/usr/local/lib/docker/cli-plugins/docker-compose
-if [ "$("$plugin" version --short 2>/dev/null)" != "${COMPOSE_VERSION#v}" ]; then
-	echo "install-deps: building docker compose $COMPOSE_VERSION (a few minutes)"
+if [ "$(id -u)" != 0 ]; then
+	plugin=$HOME/.docker/cli-plugins/docker-compose
+fi
+if [ "$("$plugin" version --short 2>/dev/null)" = "${COMPOSE_VERSION#v}" ]; then
+	say "have Docker Compose $COMPOSE_VERSION ($plugin)"
+else
+	say "building Docker Compose $COMPOSE_VERSION from source into $plugin (go build; ~8 min cold on 2 busy cores, seconds when Go's build cache has it): Debian's docker-compose is 1.x, which cannot run docker/compose.host.yaml"
+	t=$SECONDS
 	dir=$(go mod download -json "github.com/docker/compose/v2@$COMPOSE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 	mkdir -p "$(dirname "$plugin")"
 	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" -o "$plugin" ./cmd)
+	took "$t"
+	installed=$((installed + 1))
 fi
 
 # k6, pinned, into GOPATH/bin.
 K6_VERSION=v1.8.1
 k6="$(go env GOPATH)/bin/k6"
-if ! "$k6" version 2>/dev/null | grep -q "k6 $K6_VERSION "; then
-	echo "install-deps: go install go.k6.io/k6@$K6_VERSION (a few minutes)"
+if "$k6" version 2>/dev/null | grep -q "k6 $K6_VERSION "; then
+	say "have k6 $K6_VERSION ($k6)"
+else
+	say "building k6 $K6_VERSION from source into $k6 (go install; ~3.5-5 min cold): make k6-echo, make k6-socketio and their tests"
+	t=$SECONDS
 	go install "go.k6.io/k6@$K6_VERSION"
+	took "$t"
+	installed=$((installed + 1))
 fi
 
 # The npm recipes, each with its own lockfile.
-for d in artillery wscat; do
-	if [ ! -d "$d/node_modules" ] || [ "$d/package-lock.json" -nt "$d/node_modules/.package-lock.json" ]; then
-		echo "install-deps: npm ci (scripts/$d/package-lock.json)"
-		(cd "$d" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
-	fi
-done
+npm_step artillery "artillery 2 with its ws and socketio engines: make artillery-ws, make artillery-socketio" "2 min"
+npm_step wscat "wscat: make wscat" "5 s"
+
+say "finished in $((SECONDS - started))s$([ $installed = 0 ] && echo ", nothing to install")"

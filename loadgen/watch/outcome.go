@@ -7,15 +7,15 @@ import (
 )
 
 // metrics are what -threshold may name in a watched run: the command's
-// status, the tool's own counts (-client-*) and the server's view.
+// status, the tool's own counts and the server's view.
 var metrics = []threshold.Metric{
 	{Name: "exit_code", Help: "the command's exit status"},
 	{Name: "seconds", Help: "how long the command ran"},
-	{Name: "success", Kind: threshold.Share, Help: "-client-ok / -client-attempts"},
-	{Name: "ok", Help: "-client-ok"},
-	{Name: "failed", Help: "-client-attempts - -client-ok"},
-	{Name: "sent", Help: "-client-sent"},
-	{Name: "received", Help: "-client-received"},
+	{Name: "success", Kind: threshold.Share, Help: "the tool's ok / attempts (its own counts, read from its output or -client-json)"},
+	{Name: "ok", Help: "the tool's successful connections"},
+	{Name: "failed", Help: "the tool's attempts - ok"},
+	{Name: "sent", Help: "messages the tool sent"},
+	{Name: "received", Help: "replies the tool counted"},
 	{Name: "server_ok", Help: "handshakes the server completed"},
 	{Name: "rejected", Help: "handshakes the server rejected"},
 	{Name: "server_failed", Help: "handshakes the server gave up on"},

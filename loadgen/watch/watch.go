@@ -1,14 +1,19 @@
 // Package watch is `loadgen watch`: reconciliation around any load tool.
 // It snapshots the target's /stats (and its configuration from /health),
-// runs the tool with its output passing through, waits for the target to
-// see the tool's connections go, snapshots again, and prints the server's
-// view of exactly what the tool did: handshakes by result and their
-// latency, messages, disconnects, drops, faults, CPU. Given the tool's own
-// counts (-client-attempts, -client-ok, and for messages -client-sent,
-// -client-received), it adds the verdicts: which failures were the
-// client's and which the server's.
+// runs the tool with its output passing through (and kept, to read the
+// tool's figures from), waits for the target to see the tool's
+// connections go, snapshots again, and prints the server's view of
+// exactly what the tool did: handshakes by result and their latency,
+// messages, disconnects, drops, faults, CPU. The client side of every
+// comparison is the tool's own: read from its output or report file
+// (k6, artillery, tsung, websocket-bench, the project's Socket.IO clients:
+// see package clientfigs), or from the -client-json file the tool wrote.
+// Without either, the verdicts tell the server's figures and say that the
+// client's are unknown; a command that failed is reported as failed.
 //
-//	loadgen watch -admin http://127.0.0.1:9100 -client-attempts 100 -client-ok 39 -- node client.mjs --n 100
+//	loadgen watch -admin http://127.0.0.1:9100 -- node scripts/clients/sio-connect.mjs --url http://127.0.0.1:8080 --n 100
+//
+// Counts typed by hand go to loadgen reconcile, after the run.
 package watch
 
 import (
@@ -24,11 +29,13 @@ import (
 	"strings"
 	"time"
 
+	"knowngood/loadgen/internal/clientfigs"
 	"knowngood/loadgen/internal/flagset"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/scenario"
 	"knowngood/loadgen/internal/sidebyside"
 	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/tally"
 	"knowngood/loadgen/internal/verdict"
 	"knowngood/shared/protocol"
 )
@@ -39,13 +46,15 @@ const DefaultSettle = 5 * time.Second
 
 // Config is one watched run.
 type Config struct {
-	Admin          string
-	Command        []string
-	Attempts, OK   int           // the tool's own counts; -1 = not given
-	Sent, Received int64         // -1 = not given
-	Deadline       time.Duration // the tool's per-connection deadline, for the verdicts; 0 = unknown
-	Settle         time.Duration
-	JSON           string
+	Admin   string
+	Command []string
+	// ClientJSON is the file, in clientfigs.JSONShape, that the command
+	// writes its counts to; read after it exits ("" for none: the figures
+	// are read from the tool's own output).
+	ClientJSON string
+	Deadline   time.Duration // the tool's per-connection deadline, for the verdicts; 0 = unknown
+	Settle     time.Duration
+	JSON       string
 	scenario.Thresholds
 	// Stdout and Stderr receive the command's output; os.Stdout and
 	// os.Stderr unless a test sets them.
@@ -61,6 +70,9 @@ func ParseFlags(args []string) (Config, error) {
 			return Config{}, flag.ErrHelp
 		}
 		return Config{}, errors.New("no command: want loadgen watch [flags] -- COMMAND [ARGS...]")
+	}
+	if err := refuseTyped(args[:i]); err != nil {
+		return Config{}, err
 	}
 	fs := newFlagSet(&cfg)
 	if _, err := flagset.Parse(fs, args[:i]); err != nil {
@@ -86,13 +98,23 @@ func ParseFlags(args []string) (Config, error) {
 		}
 		cfg.Admin = admin
 	}
-	if (cfg.OK >= 0) != (cfg.Attempts >= 0) {
-		return Config{}, errors.New("flags -client-ok and -client-attempts go together")
-	}
-	if cfg.OK > cfg.Attempts {
-		return Config{}, fmt.Errorf("flag -client-ok %d is more than -client-attempts %d", cfg.OK, cfg.Attempts)
-	}
 	return cfg, nil
+}
+
+// typed are the flags of counts typed by hand, which loadgen watch no
+// longer takes: typed before the run, they could only be guesses.
+var typed = []string{"client-attempts", "client-ok", "client-sent", "client-received"}
+
+// refuseTyped refuses counts typed before the run, saying where they go.
+func refuseTyped(args []string) error {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && slices.Contains(typed, name) {
+			return fmt.Errorf("flag -%s: loadgen watch reads the client's counts from the tool itself (k6, artillery, tsung, websocket-bench, scripts/clients), "+
+				"or from -client-json FILE that the tool writes; to type counts after a run, use loadgen reconcile -before stats.json -%s N", name, name)
+		}
+	}
+	return nil
 }
 
 // Usage prints the flags and their defaults.
@@ -108,11 +130,8 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the target's admin listener, http://HOST:PORT (required)"+scenario.AdminMore)
-	flagset.Int(fs, &cfg.Attempts, "client-attempts", -1, -1, 100000000, "the tool's connection attempts, as it reports them (`N`; -1 = not given)")
-	flagset.Int(fs, &cfg.OK, "client-ok", -1, -1, 100000000, "the tool's successful connections, as it reports them (`N`; -1 = not given)")
-	fs.Func("client-sent", "messages the tool says it sent (`N`)", int64Flag(&cfg.Sent))
-	fs.Func("client-received", "replies the tool says it received (`N`)", int64Flag(&cfg.Received))
-	cfg.Sent, cfg.Received = -1, -1
+	fs.StringVar(&cfg.ClientJSON, "client-json", "", "read the tool's counts from `FILE` after it exits, "+
+		`{"attempts":N,"ok":N,"sent":N,"received":N} (each optional), for a tool loadgen does not read itself`)
 	flagset.Duration(fs, &cfg.Deadline, "deadline", 0, true, "the tool's per-connection deadline, for the verdicts (0 = unknown)")
 	flagset.Duration(fs, &cfg.Settle, "settle", DefaultSettle, true, "after the command, how long to wait for the target to see its connections close")
 	cfg.Thresholds.Flag(fs, metrics)
@@ -120,36 +139,36 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	return fs
 }
 
-func int64Flag(p *int64) func(string) error {
-	return func(s string) error {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return errors.New("want a count, 0 or more")
-		}
-		*p = n
-		return nil
-	}
-}
-
 // Report is the server's view of the command's run, and the verdicts.
 type Report struct {
 	Admin    string   `json:"admin"`
 	Variant  string   `json:"variant"`
-	Command  []string `json:"command"`
+	Command  []string `json:"command,omitempty"`
 	ExitCode int      `json:"exit_code"` // the command's; -1 when it could not start or was killed
 	Seconds  float64  `json:"seconds"`
-	Attempts int      `json:"client_attempts"`
-	OK       int      `json:"client_ok"`
-	Sent     int64    `json:"client_sent"`
-	Received int64    `json:"client_received"`
+	// Client is the tool's own counts (-1: unknown) and where they came
+	// from (client_source; "" when unknown).
+	clientfigs.Figures
 	// Server is the /stats difference over the run (of several replicas,
 	// the sum of theirs: Replicas has each one's).
 	Server   protocol.Stats     `json:"server"`
 	Replicas []replicas.Replica `json:"replicas,omitempty"`
 	Verdicts []verdict.Verdict  `json:"verdicts"`
+	// Loss: the verdicts found something lost, refused or failed on
+	// either side (verdict.Lossy); ClientUnknown: the client's figures
+	// were unknown, so nothing was placed on the client.
+	Loss          bool `json:"loss"`
+	ClientUnknown bool `json:"client_unknown"`
 	// Thresholds: each -threshold and whether it held.
 	scenario.Checks
 }
+
+// FoundLoss reports whether the verdicts found something lost, refused or
+// failed (the command's failure included).
+func (r *Report) FoundLoss() bool { return r.Loss }
+
+// FiguresUnknown reports whether the client's figures were unknown.
+func (r *Report) FiguresUnknown() bool { return r.ClientUnknown }
 
 // Run snapshots, runs the command, snapshots, and reports. It returns an
 // error when the target cannot be read; the command's own failure is in
@@ -161,13 +180,24 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if before.Err != nil {
 		return nil, fmt.Errorf("%w: no /stats from %s before the command: %w", scenario.ErrUnreachable, cfg.Admin, before.Err)
 	}
+	plan, err := clientfigs.Prepare(cfg.Command)
+	if err != nil {
+		return nil, err
+	}
+	defer plan.Close()
+	if plan.Note != "" && cfg.ClientJSON == "" {
+		fmt.Fprintln(notes, plan.Note)
+	} else {
+		plan.Command = cfg.Command
+	}
 
-	cmd := exec.CommandContext(ctx, cfg.Command[0], cfg.Command[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, cfg.Stdout, cfg.Stderr
+	var stdout, stderr clientfigs.Tail
+	cmd := exec.CommandContext(ctx, plan.Command[0], plan.Command[1:]...)
+	cmd.Stdin = os.Stdin
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(cfg.Stdout, &stdout), io.MultiWriter(cfg.Stderr, &stderr)
 	began := time.Now()
 	runErr := cmd.Run()
-	rep := &Report{Admin: cfg.Admin, Variant: before.Stats.Variant, Command: cfg.Command, Seconds: time.Since(began).Seconds(),
-		Attempts: cfg.Attempts, OK: cfg.OK, Sent: cfg.Sent, Received: cfg.Received}
+	rep := &Report{Admin: cfg.Admin, Variant: before.Stats.Variant, Command: plan.Command, Seconds: time.Since(began).Seconds()}
 	var exit *exec.ExitError
 	switch {
 	case runErr == nil:
@@ -178,22 +208,47 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		fmt.Fprintf(notes, "loadgen watch: %v\n", runErr)
 	}
 
+	var figs clientfigs.Figures
+	if cfg.ClientJSON != "" {
+		figs, err = clientfigs.ReadJSONFile(cfg.ClientJSON)
+	} else {
+		figs, err = plan.Read(clientfigs.Output{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, rep.ExitCode)
+	}
+	if err != nil {
+		fmt.Fprintf(notes, "loadgen watch: the client's figures: %v\n", err)
+	}
 	after := target.Settled(context.WithoutCancel(ctx), before, cfg.Settle)
 	b, a := scenario.Pair(before, after)
 	if a.Err != nil {
 		return nil, fmt.Errorf("no /stats from %s after the command: %w", cfg.Admin, a.Err)
 	}
 	rep.Server = protocol.Diff(b.Stats.Stats, a.Stats.Stats)
-	judge := verdict.Run{Attempts: max(cfg.Attempts, 0), Connected: cfg.OK, Deadline: cfg.Deadline,
-		Sent: cfg.Sent, Received: cfg.Received, ClientCPU: -1, Config: target.Config, Server: &rep.Server, ServerCPU: -1}
-	if parts := scenario.Parts(before, after); len(parts) > 1 {
-		rep.Replicas, judge.Replicas = parts, parts
-	}
-	if cfg.Attempts < 0 {
-		judge.Connected = 0
-	}
-	rep.Verdicts = verdict.Judge(judge)
+	rep.Judge(figs, target.Config, scenario.Parts(before, after), cfg.Deadline)
 	return rep, nil
+}
+
+// Judge sets the client's figures and the verdicts on the server's view
+// (Server): config is the target's configuration, parts each replica's
+// part (nil for one process), deadline the client's per-connection
+// deadline (0: unknown).
+func (r *Report) Judge(figs clientfigs.Figures, config map[string]string, parts []replicas.Replica, deadline time.Duration) {
+	if socketIO(r.Variant) {
+		figs = figs.ForSocketIO()
+	}
+	r.Figures = figs
+	judge := verdict.Run{Attempts: figs.Attempts, Connected: figs.OK, Deadline: deadline, Sent: figs.Sent, Received: figs.Received,
+		ClientCPU: -1, Config: config, Server: &r.Server, ServerCPU: -1, Unknown: true, Source: figs.Source, ExitStatus: r.ExitCode}
+	if len(parts) > 1 {
+		r.Replicas, judge.Replicas = parts, parts
+	}
+	r.Verdicts = verdict.Judge(judge)
+	r.Loss, r.ClientUnknown = verdict.Lossy(r.Verdicts), verdict.Unknowing(r.Verdicts)
+}
+
+// socketIO reports whether the variant speaks Socket.IO (the WebSocket
+// ones are echo-* and broadcast-*).
+func socketIO(variant string) bool {
+	return variant != "" && !strings.HasPrefix(variant, "echo-") && !strings.HasPrefix(variant, "broadcast-")
 }
 
 // ExitStatus is the command's exit status, which loadgen watch exits with.
@@ -206,7 +261,11 @@ func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r
 // verdicts.
 func (r *Report) WriteTable(w io.Writer) error {
 	s := r.Server
-	fmt.Fprintf(w, "watch: %s (%s), %q exited %d after %.2fs; the server's view of it:\n", r.Variant, r.Admin, r.Command, r.ExitCode, r.Seconds)
+	if r.Command != nil {
+		fmt.Fprintf(w, "watch: %s (%s), %q exited %d after %.2fs; the server's view of it:\n", r.Variant, r.Admin, r.Command, r.ExitCode, r.Seconds)
+	} else {
+		fmt.Fprintf(w, "reconcile: %s (%s), over %.2fs; the server's view of the run:\n", r.Variant, r.Admin, r.Seconds)
+	}
 	header := "server"
 	if n := len(r.Replicas); n > 1 {
 		header = fmt.Sprintf("server (sum of %d replicas)", n)
@@ -224,6 +283,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		return strconv.FormatInt(n, 10)
 	}
+	source := r.Source
+	if source == "" {
+		source = "unknown"
+	}
+	t.Row("client figures from", source, "")
 	h := s.Handshakes
 	t.Row("attempts", client(r.Attempts), strconv.FormatUint(h[protocol.ResultOK]+h[protocol.ResultRejected]+h[protocol.ResultFailed]+h[protocol.ResultAbandoned], 10)+" seen")
 	t.Row("connected", client(r.OK), fmt.Sprintf("ok %d", h[protocol.ResultOK]))
@@ -232,12 +296,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 	t.Row("messages to the server", client64(r.Sent), strconv.FormatUint(s.MessagesReceived, 10))
 	t.Row("messages from the server", client64(r.Received), strconv.FormatUint(s.MessagesSent, 10))
 	t.Row("bytes in / out", "", fmt.Sprintf("%d / %d", s.BytesReceived, s.BytesSent))
-	t.Row("disconnects", "", fmt.Sprint(s.Disconnects))
-	if s.BroadcastDropped > 0 || len(s.InvalidMessages) > 0 {
-		t.Row("dropped / invalid", "", fmt.Sprintf("%d / %v", s.BroadcastDropped, s.InvalidMessages))
+	t.Row("disconnects", "", orNone(s.Disconnects))
+	if s.BroadcastDropped > 0 {
+		t.Row("broadcasts dropped", "", strconv.FormatUint(s.BroadcastDropped, 10))
 	}
-	if len(s.Faults) > 0 || len(s.AcceptErrors) > 0 {
-		t.Row("faults / accept errors", "", fmt.Sprintf("%v / %v", s.Faults, s.AcceptErrors))
+	if len(s.InvalidMessages) > 0 {
+		t.Row("invalid messages", "", tally.Line(s.InvalidMessages))
+	}
+	if len(s.Faults) > 0 {
+		t.Row("faults injected", "", tally.Line(s.Faults))
+	}
+	if len(s.AcceptErrors) > 0 {
+		t.Row("accept errors", "", tally.Line(s.AcceptErrors))
 	}
 	t.Row("cpu seconds", "", strconv.FormatFloat(s.CPUSeconds, 'f', 2, 64))
 	if err := t.Flush(); err != nil {
@@ -246,4 +316,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	replicas.WriteTable(w, r.Replicas)
 	verdict.Write(w, r.Verdicts)
 	return nil
+}
+
+// orNone is the counts by kind on one line, or "none".
+func orNone(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	return tally.Line(m)
 }

@@ -9,7 +9,7 @@
 // Output (one line):
 //   {"client":"socket.io-client","version":"4.x.y","attempts":N,"connected":n,
 //    "echoed":n,"failed":n,"errors":{"message":count},"p50_ms":..,"p95_ms":..,
-//    "p99_ms":..,"max_ms":..,"total_ms":..}
+//    "p99_ms":..,"max_ms":..,"total_ms":..,"sent":n,"received":n}
 // failed = attempts - connected, and the counts in errors add up to failed.
 // Latency is from a connection's start to its "connect" event; percentiles are
 // nearest-rank over the connected ones (null when none connected). total_ms
@@ -191,6 +191,8 @@ function connectAll(opts) {
 // carry the payload back.
 async function echoAll(sockets, deadlineMs) {
   const echoErrors = {};
+  let sent = 0;
+  let received = 0;
   const results = await Promise.all(
     sockets
       .filter((s) => s.state === "connected")
@@ -198,7 +200,9 @@ async function echoAll(sockets, deadlineMs) {
         (s, i) =>
           new Promise((resolve) => {
             const payload = `echo-${i}`;
+            sent++;
             s.socket.timeout(deadlineMs).emit("echo", payload, (err, got) => {
+              if (!err) received++;
               if (err) {
                 count(echoErrors, err.message || String(err));
                 resolve(false);
@@ -212,14 +216,14 @@ async function echoAll(sockets, deadlineMs) {
           }),
       ),
   );
-  return { echoed: results.filter(Boolean).length, echoErrors };
+  return { echoed: results.filter(Boolean).length, echoErrors, sent, received };
 }
 
 async function main() {
   const opts = parse(process.argv.slice(2));
   const run = await connectAll(opts);
   const connected = run.sockets.filter((s) => s.state === "connected").length;
-  let echo = { echoed: 0, echoErrors: {} };
+  let echo = { echoed: 0, echoErrors: {}, sent: 0, received: 0 };
   if (opts.echo) echo = await echoAll(run.sockets, opts.deadlineMs);
   for (const s of run.sockets) s.socket.close();
   const sorted = run.latencies.sort((a, b) => a - b);
@@ -238,6 +242,8 @@ async function main() {
     p99_ms: percentile(sorted, 99),
     max_ms: sorted.length ? round(sorted[sorted.length - 1]) : null,
     total_ms: round(run.totalMs),
+    sent: echo.sent,
+    received: echo.received,
   };
   if (opts.echo) report.echo_errors = echo.echoErrors;
   // --times: when each connect completed, since the moment they all

@@ -13,14 +13,16 @@ first on PATH may not see that package.
 The output has the same shape as scripts/clients/sio-connect.mjs:
     {"client":"python-socketio","version":"5.7.2","attempts":N,"connected":n,
      "echoed":n,"failed":n,"errors":{"message":count},"p50_ms":..,"p95_ms":..,
-     "p99_ms":..,"max_ms":..,"total_ms":..}
+     "p99_ms":..,"max_ms":..,"total_ms":..,"sent":n,"received":n}
 failed = attempts - connected, and the counts in errors add up to failed.
 Latency is from a connection's start to its namespace "connect" event;
 percentiles are nearest-rank over the connected ones (null when none
 connected). total_ms covers the connect phase only. With --echo, every
 connected client then calls `echo` with a payload and waits for the same
 payload back in the ack, within a second window of --deadline-ms; echo
-failures are counted in "echo_errors", not in errors.
+failures are counted in "echo_errors", not in errors. sent counts the echo
+calls made and received the acks that came back (whatever their payload):
+the server's messages received and sent (0 without --echo).
 Exit status: 0 when it ran (the counts tell the result), 2 on bad arguments.
 """
 
@@ -101,6 +103,7 @@ class Conn:
         self.latency_ms = None
         self.error = None
         self.rejected = asyncio.Event()
+        self.acked = False
         ns = args.namespace
 
         @self.sio.on("connect", namespace=ns)
@@ -157,6 +160,7 @@ class Conn:
             return "ack timeout"
         except Exception as exc:  # noqa: BLE001: the message is the report
             return message_of(exc)
+        self.acked = True
         return None if got == payload else "wrong ack payload"
 
     async def close(self):
@@ -214,6 +218,8 @@ async def run(args):
         "p99_ms": percentile(lat, 99),
         "max_ms": round(lat[-1], 3) if lat else None,
         "total_ms": round(total_ms, 3),
+        "sent": len(connected) if args.echo else 0,
+        "received": sum(1 for c in connected if c.acked),
     }
     if args.echo:
         report["echo_errors"] = echo_errors

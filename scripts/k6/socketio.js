@@ -14,6 +14,9 @@
 // ack, and closes. Thresholds make a failed check fail the run. The /stats
 // diff should show ITERATIONS ok handshakes (transport websocket) and
 // ITERATIONS x EMITS messages received and sent.
+// The knowngood_* counters count what the server counts, in its units
+// (handshakes tried and completed, Socket.IO events sent and acks back, not
+// Engine.IO frames): loadgen watch reads them from the end-of-test summary.
 import ws from "k6/ws";
 import { check, fail } from "k6";
 import { Counter, Trend } from "k6/metrics";
@@ -26,6 +29,10 @@ const timeoutMs = parseInt(__ENV.TIMEOUT_MS || "15000", 10);
 const connected = new Counter("sio_connected");
 const acked = new Counter("sio_acks_matched");
 const connectTime = new Trend("sio_connect_duration", true);
+const attempts = new Counter("knowngood_attempts");
+const ok = new Counter("knowngood_ok");
+const sent = new Counter("knowngood_sent");
+const received = new Counter("knowngood_received");
 
 export const options = {
   scenarios: {
@@ -46,8 +53,12 @@ export default function () {
   const start = Date.now();
   let acks = 0;
   let sid = "";
+  attempts.add(1);
   const res = ws.connect(url, null, (socket) => {
-    const emit = () => socket.send(`42${acks + 1}${JSON.stringify(["echo", `k6 ${__VU}-${__ITER}-${acks + 1}`])}`);
+    const emit = () => {
+      socket.send(`42${acks + 1}${JSON.stringify(["echo", `k6 ${__VU}-${__ITER}-${acks + 1}`])}`);
+      sent.add(1);
+    };
     socket.on("message", (msg) => {
       if (msg === "2") {
         socket.send("3");
@@ -57,10 +68,12 @@ export default function () {
         sid = JSON.parse(msg.slice(2)).sid;
         connectTime.add(Date.now() - start);
         connected.add(1);
+        ok.add(1);
         emit();
       } else if (msg.startsWith("44")) {
         fail(`connect error: ${msg}`);
       } else if (msg.startsWith("43")) {
+        received.add(1);
         const m = /^43(\d+)(.*)$/.exec(msg);
         const id = m ? parseInt(m[1], 10) : -1;
         const ok = check(m && JSON.parse(m[2]), {

@@ -7,7 +7,9 @@
 // that fails, or a connection that does not finish, fails the run
 // (thresholds), so k6's exit status is the verdict. The server's /stats diff
 // should then show ITERATIONS connections and ITERATIONS x MESSAGES messages
-// each way (see scripts/README.md).
+// each way (see scripts/README.md). The knowngood_* counters count what the
+// server counts (connections tried and upgraded, messages each way):
+// loadgen watch reads them from the end-of-test summary.
 import ws from "k6/ws";
 import { check, fail } from "k6";
 import { Counter } from "k6/metrics";
@@ -18,6 +20,10 @@ const timeoutMs = parseInt(__ENV.TIMEOUT_MS || "10000", 10);
 
 const echoed = new Counter("echoes_matched");
 const finished = new Counter("sessions_finished");
+const attempts = new Counter("knowngood_attempts");
+const ok = new Counter("knowngood_ok");
+const sentCount = new Counter("knowngood_sent");
+const receivedCount = new Counter("knowngood_received");
 
 export const options = {
   scenarios: {
@@ -37,14 +43,20 @@ export const options = {
 export default function () {
   let sent = 0;
   let got = 0;
+  attempts.add(1);
   const res = ws.connect(target, null, (socket) => {
     const next = () => {
       sent++;
       socket.send(`k6 ${__VU}-${__ITER}-${sent}`);
+      sentCount.add(1);
     };
-    socket.on("open", next);
+    socket.on("open", () => {
+      ok.add(1);
+      next();
+    });
     socket.on("message", (data) => {
       got++;
+      receivedCount.add(1);
       if (check(data, { "echo matches": (d) => d === `k6 ${__VU}-${__ITER}-${got}` })) {
         echoed.add(1);
       }

@@ -33,6 +33,8 @@ type Hub struct {
 }
 
 func NewHub(slow string, m *metrics.Metrics) *Hub {
+	// The fan-out series are this family's alone: a hub brings them.
+	m.EnableBroadcast()
 	h := &Hub{m: m, closeSlow: slow == "close"}
 	h.members.Store(&[]Client{})
 	return h

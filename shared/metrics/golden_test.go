@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"knowngood/shared/metrics"
 	"knowngood/shared/protocol"
 )
@@ -16,8 +18,9 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
 
 // TestGolden pins every knowngood metric a target exposes: name, type, help
-// text and labels. Dashboards, alerts and scripts read these names, so a
-// change here is a change users see.
+// text and labels, per family: the series every variant has, then the ones
+// only a broadcast target registers (EnableBroadcast). Dashboards, alerts
+// and scripts read these names, so a change here is a change users see.
 func TestGolden(t *testing.T) {
 	reg := processRegistry()
 	m := metrics.New(reg, "empty")
@@ -27,12 +30,48 @@ func TestGolden(t *testing.T) {
 	m.Received(1, 1)
 	m.Sent(1, 1)
 	m.Closed("1000")
-	m.Fanout(time.Millisecond)
+	m.Fanout(time.Millisecond) // not registered yet: records nothing
 	m.Dropped(1)
 	m.Invalid("unknown_type")
 	m.Fault("drop")
 	m.AcceptError("EMFILE")
 	m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
+	every := describe(t, reg)
+	if strings.Contains(every, "broadcast_") {
+		t.Errorf("a target that is not a broadcast one exposes broadcast series:\n%s", every)
+	}
+	m.EnableBroadcast()
+	m.EnableBroadcast() // a second hub on the same metrics: no double registration
+	m.Fanout(time.Millisecond)
+	m.Dropped(1)
+	all := describe(t, reg)
+	var broadcast strings.Builder
+	for _, e := range entries(all) {
+		if !strings.Contains(every, e) {
+			broadcast.WriteString(e)
+		}
+	}
+	got := "# every variant\n" + every + "# broadcast variants add (EnableBroadcast)\n" + broadcast.String()
+
+	const golden = "testdata/metrics.golden"
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("metrics changed (go test -run TestGolden -update rewrites %s if on purpose):\n got:\n%s\nwant:\n%s", golden, got, want)
+	}
+}
+
+// describe renders reg's knowngood_ families, one entry each (see entries),
+// and checks that the Go and process collectors are there too.
+func describe(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -68,17 +107,22 @@ func TestGolden(t *testing.T) {
 			t.Errorf("%s is missing", name)
 		}
 	}
-	const golden = "testdata/metrics.golden"
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
+	return b.String()
+}
+
+// entries splits describe's text into one string per family: its
+// unindented first line and the indented lines after it.
+func entries(s string) []string {
+	var out []string
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if line == "" {
+			continue
 		}
+		if strings.HasPrefix(line, " ") && len(out) > 0 {
+			out[len(out)-1] += line
+			continue
+		}
+		out = append(out, line)
 	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("metrics changed (go test -run TestGolden -update rewrites %s if on purpose):\n got:\n%s\nwant:\n%s", golden, got, want)
-	}
+	return out
 }

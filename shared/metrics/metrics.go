@@ -2,6 +2,13 @@
 // its caller gives (see New). Servers record through the methods of *Metrics; a nil
 // *Metrics records nothing, which is how -metrics=false builds a target
 // without instrumentation.
+//
+// New registers the series every variant records. A series that only one
+// family of variants can record is registered by that family's target when
+// it is built (EnableBroadcast), so that /metrics never shows a variant a
+// series that stays at zero because the variant cannot move it: echo-tcp
+// has no broadcast_fanout_seconds. A labelled series (a vector) appears
+// only once something is counted under it, so it needs no such step.
 package metrics
 
 import (
@@ -28,6 +35,7 @@ type Metrics struct {
 	// /metrics serves without needing more of the caller than a
 	// Registerer.
 	stats *prometheus.Registry
+	f     factory
 
 	connectionsActive prometheus.Gauge
 	connectionsTotal  prometheus.Counter
@@ -38,8 +46,9 @@ type Metrics struct {
 	receivedBytes     prometheus.Counter
 	sentBytes         prometheus.Counter
 	disconnects       *prometheus.CounterVec
-	fanout            prometheus.Histogram
-	dropped           prometheus.Counter
+	broadcastOnce     sync.Once
+	fanout            prometheus.Histogram // nil until EnableBroadcast
+	dropped           prometheus.Counter   // nil until EnableBroadcast
 	invalid           *prometheus.CounterVec
 	faults            *prometheus.CounterVec
 	acceptErrors      *prometheus.CounterVec
@@ -55,7 +64,8 @@ type Metrics struct {
 	handshakeHist *hdrhistogram.Histogram
 }
 
-// New registers every knowngood metric on reg; variant becomes a constant
+// New registers the knowngood metrics every variant records on reg (the
+// broadcast family's come with EnableBroadcast); variant becomes a constant
 // label. The caller owns reg: a target's is prometheus.NewRegistry() with
 // the Go and process collectors, never the global one.
 func New(reg prometheus.Registerer, variant string) *Metrics {
@@ -66,6 +76,7 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 		variant: variant,
 		started: time.Now(),
 		stats:   stats,
+		f:       f,
 
 		connectionsActive: f.gauge("connections_active", "Connections open now (Engine.IO sessions for Socket.IO)."),
 		connectionsTotal:  f.counter("connections_total", "Connections accepted since start (Engine.IO sessions for Socket.IO)."),
@@ -80,9 +91,6 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 		receivedBytes:    f.counter("received_bytes_total", "Payload bytes received from clients."),
 		sentBytes:        f.counter("sent_bytes_total", "Payload bytes sent to clients."),
 		disconnects:      f.counterVec("disconnects_total", "Connections closed, by close code or reason.", "reason"),
-		fanout: f.histogram("broadcast_fanout_seconds", "Time to hand one broadcast to every client's send queue.",
-			prometheus.ExponentialBucketsRange(0.00001, 10, 24)),
-		dropped: f.counter("broadcast_dropped_total", "Broadcast messages dropped for slow clients."),
 		invalid: f.counterVec("invalid_messages_total",
 			"Messages the target could not act on and answered with an error, by reason (broadcast: malformed_json, unknown_type).", "reason"),
 		faults: f.counterVec("faults_total", "Known-bad faults injected, by kind.", "kind"),
@@ -117,6 +125,22 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 	buildInfo.WithLabelValues(version(), runtime.Version(), variant).Set(1)
 	reg.MustRegister(buildInfo)
 	return m
+}
+
+// EnableBroadcast registers the series only a broadcast target records:
+// broadcast_fanout_seconds and broadcast_dropped_total. The broadcast hub
+// calls it when it is built, before it serves, so they read 0 from the
+// start; calling it again does nothing. Fanout and Dropped record nothing
+// before it.
+func (m *Metrics) EnableBroadcast() {
+	if m == nil {
+		return
+	}
+	m.broadcastOnce.Do(func() {
+		m.fanout = m.f.histogram("broadcast_fanout_seconds", "Time to hand one broadcast to every client's send queue.",
+			prometheus.ExponentialBucketsRange(0.00001, 10, 24))
+		m.dropped = m.f.counter("broadcast_dropped_total", "Broadcast messages dropped for slow clients.")
+	})
 }
 
 func version() string {
@@ -242,16 +266,18 @@ func (m *Metrics) Sent(msgs, bytes int) {
 	}
 }
 
-// Fanout records the time one broadcast took to reach every send queue.
+// Fanout records the time one broadcast took to reach every send queue
+// (after EnableBroadcast).
 func (m *Metrics) Fanout(d time.Duration) {
-	if m != nil {
+	if m != nil && m.fanout != nil {
 		m.fanout.Observe(d.Seconds())
 	}
 }
 
-// Dropped records n broadcast messages dropped for slow clients.
+// Dropped records n broadcast messages dropped for slow clients (after
+// EnableBroadcast).
 func (m *Metrics) Dropped(n int) {
-	if m != nil {
+	if m != nil && m.dropped != nil {
 		m.dropped.Add(float64(n))
 	}
 }

@@ -21,6 +21,8 @@ func TestLint(t *testing.T) {
 	m.Opened()
 	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
 	m.Closed("transport close")
+	m.EnableBroadcast()
+	m.Fanout(time.Millisecond)
 	m.Fault("drop")
 	m.Invalid("unknown_type")
 	m.AcceptError("EMFILE")
@@ -42,6 +44,7 @@ func TestNames(t *testing.T) {
 	m.Received(1, 10)
 	m.Sent(1, 20)
 	m.Closed("1000")
+	m.EnableBroadcast()
 	m.Fanout(time.Millisecond)
 	m.Dropped(1)
 	m.Fault("delay")
@@ -133,6 +136,7 @@ func TestNil(t *testing.T) {
 	m.Sent(1, 0)
 	m.Received(0, 1)
 	m.Sent(0, 1)
+	m.EnableBroadcast()
 	m.Fanout(time.Second)
 	m.Dropped(1)
 	m.Fault("x")
@@ -144,6 +148,46 @@ func processRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+// TestBroadcastSeries: the broadcast series are registered by
+// EnableBroadcast alone; before it Fanout and Dropped record nothing and
+// /stats shows no drops, after it they count from zero.
+func TestBroadcastSeries(t *testing.T) {
+	reg := processRegistry()
+	m := metrics.New(reg, "echo-tcp")
+	m.Fanout(time.Millisecond)
+	m.Dropped(3)
+	names := func() map[string]bool {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		for _, f := range families {
+			have[f.GetName()] = true
+		}
+		return have
+	}
+	for _, name := range []string{"knowngood_broadcast_fanout_seconds", "knowngood_broadcast_dropped_total"} {
+		if names()[name] {
+			t.Errorf("%s is exposed before EnableBroadcast", name)
+		}
+	}
+	if s := m.Snapshot(); s.BroadcastDropped != 0 {
+		t.Errorf("dropped %d before EnableBroadcast", s.BroadcastDropped)
+	}
+	m.EnableBroadcast()
+	for _, name := range []string{"knowngood_broadcast_fanout_seconds", "knowngood_broadcast_dropped_total"} {
+		if !names()[name] {
+			t.Errorf("%s is missing after EnableBroadcast", name)
+		}
+	}
+	m.Dropped(2)
+	m.EnableBroadcast()
+	if s := m.Snapshot(); s.BroadcastDropped != 2 {
+		t.Errorf("dropped %d after EnableBroadcast and two drops, want 2", s.BroadcastDropped)
+	}
 }
 
 // TestCountsApart checks that a target counting messages and bytes at

@@ -64,6 +64,18 @@ type Run struct {
 	// figures then include the other shards' load, and the client's
 	// counts are judged only once the shards' reports are merged.
 	Shard string `json:"-"`
+
+	// Unknown: the client's counts that are negative are unknown, not
+	// merely not kept (loadgen watch around a tool whose figures it could
+	// not read): the verdicts then tell the server's figures and place
+	// nothing on the client. Source names where the known ones came from
+	// ("k6 summary", "-client-json"; "" for loadgen's own).
+	Unknown bool   `json:"-"`
+	Source  string `json:"-"`
+	// ExitStatus is the client command's exit status when it failed
+	// (loadgen watch), 0 otherwise: a run that failed is never one where
+	// "nothing was lost".
+	ExitStatus int `json:"-"`
 }
 
 // Verdict is one finding: Kind names the rule (for scripts and tests),
@@ -107,7 +119,35 @@ const (
 	NoServerView  = "no-server-view"
 	PartialView   = "partial-server-view"
 	Sharded       = "sharded"
+	ClientUnknown = "client-figures-unknown"
+	ClaimsMore    = "client-claims-more"
+	CommandFailed = "command-failed"
 )
+
+// Lossy reports whether the verdicts found something lost, refused or
+// failed, on either side (faults injected on purpose are not counted:
+// they are the server's by design).
+func Lossy(vs []Verdict) bool {
+	for _, v := range vs {
+		switch v.Kind {
+		case NeverReached, ClientLost, ClaimsMore, Capped, Rejected, Queued, Abandoned, ServerGaveUp,
+			NotDelivered, RepliesLost, SlowClient, CommandFailed:
+			return true
+		}
+	}
+	return false
+}
+
+// Unknowing reports whether the verdicts say that the client's figures
+// are unknown.
+func Unknowing(vs []Verdict) bool {
+	for _, v := range vs {
+		if v.Kind == ClientUnknown {
+			return true
+		}
+	}
+	return false
+}
 
 // SaturationFrac: a client that used more than this share of the CPU it
 // could have had was its own bottleneck.
@@ -120,6 +160,9 @@ func Judge(r Run) []Verdict {
 		out = append(out, Verdict{Kind: kind, Text: fmt.Sprintf(format, args...), Loss: lossKinds[kind]})
 	}
 	s := r.Server
+	if r.ExitStatus != 0 {
+		add(CommandFailed, "the command failed (exit status %d): the run did not go as the tool meant, whatever the figures say", r.ExitStatus)
+	}
 	if s == nil {
 		add(NoServerView, "no server view (no /stats): the run's failures cannot be placed on either side; give -admin")
 	} else {
@@ -129,6 +172,7 @@ func Judge(r Run) []Verdict {
 		} else {
 			connections(r, s, add)
 			messages(r, s, add)
+			unknown(r, s, add)
 		}
 		if n := sum(s.Faults); n > 0 {
 			add(Faults, "the server injected %d faults on purpose (%s): failures up to that many are the server's, by design%s", n, tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
@@ -138,43 +182,93 @@ func Judge(r Run) []Verdict {
 		}
 	}
 	saturation(r, add)
-	if len(out) == 0 && s != nil {
+	if len(out) == 0 && s != nil && r.ExitStatus == 0 {
 		add(Agree, "client and server agree: nothing was lost on either side")
 	}
 	return out
 }
 
+// unknown tells the server's figures that have no client count beside
+// them, when the client's are unknown.
+func unknown(r Run, s *protocol.Stats, add func(string, string, ...any)) {
+	if !r.Unknown {
+		return
+	}
+	var what []string
+	if r.Attempts < 0 && r.Connected < 0 {
+		h := s.Handshakes
+		line := fmt.Sprintf("the server saw %d handshakes complete", h[protocol.ResultOK])
+		var not []string
+		for _, k := range []string{protocol.ResultAbandoned, protocol.ResultRejected, protocol.ResultFailed} {
+			if h[k] > 0 {
+				not = append(not, fmt.Sprintf("%d %s", h[k], k))
+			}
+		}
+		if len(not) > 0 {
+			line += " (" + strings.Join(not, ", ") + ")"
+		}
+		what = append(what, line)
+	}
+	if r.Config["variant"] != "echo-tcp" {
+		switch {
+		case r.Sent < 0 && r.Received < 0:
+			what = append(what, fmt.Sprintf("%d messages in and %d out", s.MessagesReceived, s.MessagesSent))
+		case r.Sent < 0:
+			what = append(what, fmt.Sprintf("%d messages in", s.MessagesReceived))
+		case r.Received < 0:
+			what = append(what, fmt.Sprintf("%d messages out", s.MessagesSent))
+		}
+	}
+	if len(what) == 0 {
+		return
+	}
+	if r.Source == "" {
+		add(ClientUnknown, "%s; client figures unknown: pass -client-json or use a recognised tool; nothing is placed on the client", strings.Join(what, ", "))
+		return
+	}
+	add(ClientUnknown, "%s; the client's figures (%s) have no count of these: nothing is placed on the client", strings.Join(what, ", "), r.Source)
+}
+
 // connections judges the handshakes.
 func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
-	if r.Attempts <= 0 {
+	if r.Unknown && r.Attempts < 0 && r.Connected < 0 {
+		serverSide(r, s, uint64(0), add)
+		return
+	}
+	if r.Attempts <= 0 && !(r.Unknown && r.Connected >= 0) {
 		return
 	}
 	ok, rejected, failed, abandoned := s.Handshakes[protocol.ResultOK], s.Handshakes[protocol.ResultRejected],
 		s.Handshakes[protocol.ResultFailed], s.Handshakes[protocol.ResultAbandoned]
 	seen := ok + rejected + failed + abandoned
-	n := uint64(r.Attempts)
+	n := uint64(max(r.Attempts, 0))
+	if r.Attempts < 0 { // only the connections done are known: judge against what the server saw
+		n = seen
+	}
 	p99 := ms(s.HandshakeLatency.P99)
+	if connected := uint64(max(r.Connected, 0)); r.Connected >= 0 && connected > ok {
+		add(ClaimsMore, "the client claims %d connected, more than the %d handshakes the server completed (of %d it saw): %d that the server never completed; the client's count is wrong, or counts something else%s",
+			connected, ok, seen, connected-ok, from(r))
+	}
 	if seen < n {
 		add(NeverReached, "the server saw %d of %d attempts: %d never reached it (check the listen backlog, open-files limits, ephemeral ports)%s", seen, n, n-seen, onlyInSum(r))
 	}
-	if connected := uint64(max(r.Connected, 0)); ok > connected {
+	if connected := uint64(max(r.Connected, 0)); ok > connected && (r.Connected >= 0 || !r.Unknown) {
 		add(ClientLost, "the server completed %d of %d handshakes (p99 %s); the client counted %d: the other %d were lost on the client side",
 			ok, n, p99, connected, ok-connected)
 	}
-	if rejected > 0 {
-		if cap := r.Config["max-conns"]; cap != "" && cap != "0" {
-			add(Capped, "the server refused %d of %d at its -max-conns %s cap (HTTP 503, or a Socket.IO connect error)%s", rejected, n, cap, byReplica(r, result(protocol.ResultRejected)))
-		} else {
-			add(Rejected, "the server rejected %d of %d (HTTP 503, a forbidden Origin, or a Socket.IO connect error)%s", rejected, n, byReplica(r, result(protocol.ResultRejected)))
-		}
-	}
+	serverSide(r, s, n, add)
 	if r.Config["variant"] == "blocking" {
 		if d, err := time.ParseDuration(r.Config["delay"]); err == nil && d > 0 {
 			need := time.Duration(n) * d
 			if r.Deadline > 0 && need > r.Deadline {
 				expect := int(min(1, float64(r.Deadline)/float64(need)) * float64(n))
-				add(Queued, "the server held each connect %s in one queue: %d connects need %s, the client's deadline was %s, so about %d (min(1, T / (N x delay))) can succeed; the client counted %d",
-					d, n, round(need), r.Deadline, expect, r.Connected)
+				counted := strconv.Itoa(r.Connected)
+				if r.Connected < 0 {
+					counted = "unknown"
+				}
+				add(Queued, "the server held each connect %s in one queue: %d connects need %s, the client's deadline was %s, so about %d (min(1, T / (N x delay))) can succeed; the client counted %s",
+					d, n, round(need), r.Deadline, expect, counted)
 			}
 		}
 	}
@@ -185,12 +279,37 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		}
 		add(Abandoned, "the client left %d handshakes before the server had finished them (%s; the server's p99 of those it finished %s)%s", abandoned, deadline, p99, byReplica(r, result(protocol.ResultAbandoned)))
 	}
+	if seen == n && ok == n && uint64(r.Connected) == n {
+		add(Agree, "client and server agree: %d of %d handshakes completed (server p99 %s)%s", n, n, p99, from(r))
+	}
+}
+
+// serverSide judges what the server refused or gave up on, of n attempts
+// (0: the client's count is unknown).
+func serverSide(r Run, s *protocol.Stats, n uint64, add func(string, string, ...any)) {
+	rejected, failed := s.Handshakes[protocol.ResultRejected], s.Handshakes[protocol.ResultFailed]
+	of := ""
+	if n > 0 {
+		of = fmt.Sprintf(" of %d", n)
+	}
+	if rejected > 0 {
+		if cap := r.Config["max-conns"]; cap != "" && cap != "0" {
+			add(Capped, "the server refused %d%s at its -max-conns %s cap (HTTP 503, or a Socket.IO connect error)%s", rejected, of, cap, byReplica(r, result(protocol.ResultRejected)))
+		} else {
+			add(Rejected, "the server rejected %d%s (HTTP 503, a forbidden Origin, or a Socket.IO connect error)%s", rejected, of, byReplica(r, result(protocol.ResultRejected)))
+		}
+	}
 	if failed > 0 {
 		add(ServerGaveUp, "the server gave up on %d handshakes: bad requests, or its -handshake-timeout / -connect-timeout ran out%s", failed, byReplica(r, result(protocol.ResultFailed)))
 	}
-	if seen == n && ok == n && uint64(r.Connected) == n {
-		add(Agree, "client and server agree: %d of %d handshakes completed (server p99 %s)", n, n, p99)
+}
+
+// from names the source of the client's figures, when it is not loadgen.
+func from(r Run) string {
+	if r.Source == "" {
+		return ""
 	}
+	return " (the client's figures: " + r.Source + ")"
 }
 
 // messages judges the messages both ways.
@@ -208,6 +327,10 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	if r.Received >= 0 {
 		if sent := int64(s.MessagesSent); sent-r.Received > r.Slack {
 			add(RepliesLost, "the server sent %d messages and the client counted %d: the other %d were lost on the client side", sent, r.Received, sent-r.Received)
+			fine = false
+		}
+		if sent := int64(s.MessagesSent); r.Received-sent > r.Slack {
+			add(ClaimsMore, "the client claims %d messages received, more than the %d the server sent: the client's count is wrong, or counts something else%s", r.Received, sent, from(r))
 			fine = false
 		}
 	}
@@ -228,7 +351,7 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		if r.Received >= 0 {
 			what = append(what, fmt.Sprintf("the server sent %d, the client counted %d", s.MessagesSent, r.Received))
 		}
-		add(Agree, "client and server agree on the messages: %s", strings.Join(what, "; "))
+		add(Agree, "client and server agree on the messages: %s%s", strings.Join(what, "; "), from(r))
 	}
 }
 

@@ -83,3 +83,41 @@ func TestQuiet(t *testing.T) {
 		t.Errorf("verdicts %v, want only agree", k)
 	}
 }
+
+// TestClientFigures: a client whose figures are unknown, a client that
+// claims more than the server saw, and a command that failed.
+func TestClientFigures(t *testing.T) {
+	unknown := verdict.Run{Attempts: -1, Connected: -1, Sent: -1, Received: -1, ClientCPU: -1, Unknown: true, Server: stats(66, 0, 0, 34)}
+	vs := verdict.Judge(unknown)
+	if !slices.Equal(kinds(vs), []string{verdict.ClientUnknown}) || !verdict.Unknowing(vs) || verdict.Lossy(vs) ||
+		vs[0].Text != "the server saw 66 handshakes complete (34 abandoned), 0 messages in and 0 out; client figures unknown: pass -client-json or use a recognised tool; nothing is placed on the client" {
+		t.Errorf("unknown figures: %+v", vs)
+	}
+	failed := unknown
+	failed.ExitStatus = 2
+	failed.Server = stats(0, 0, 0, 0)
+	vs = verdict.Judge(failed)
+	if kinds(vs)[0] != verdict.CommandFailed || !strings.HasPrefix(vs[0].Text, "the command failed (exit status 2)") || !verdict.Lossy(vs) {
+		t.Errorf("failed command: %+v", vs)
+	}
+	for _, v := range vs {
+		if v.Kind == verdict.Agree {
+			t.Errorf("failed command: %s", v.Text)
+		}
+	}
+	liar := verdict.Run{Attempts: 100, Connected: 100, Sent: -1, Received: 90, ClientCPU: -1, Unknown: true, Source: "socket.io-client JSON line", Server: stats(60, 0, 0, 0)}
+	liar.Server.MessagesSent = 60
+	vs = verdict.Judge(liar)
+	want := []string{verdict.ClaimsMore, verdict.NeverReached, verdict.ClaimsMore, verdict.ClientUnknown}
+	if !slices.Equal(kinds(vs), want) || !strings.Contains(vs[0].Text, "the client claims 100 connected, more than the 60 handshakes the server completed (of 60 it saw): 40 that the server never completed") ||
+		!strings.Contains(vs[2].Text, "the client claims 90 messages received, more than the 60 the server sent") {
+		t.Errorf("liar: %+v; want kinds %v", vs, want)
+	}
+	// Only the connections done known (a generic k6 script): judged
+	// against what the server saw.
+	okOnly := verdict.Run{Attempts: -1, Connected: 10, Sent: -1, Received: -1, ClientCPU: -1, Unknown: true, Source: "k6 summary", Server: stats(10, 0, 0, 0)}
+	vs = verdict.Judge(okOnly)
+	if !slices.Equal(kinds(vs), []string{verdict.Agree, verdict.ClientUnknown}) {
+		t.Errorf("ok only: %+v", vs)
+	}
+}

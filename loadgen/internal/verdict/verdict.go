@@ -231,6 +231,9 @@ func unknown(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 
 // connections judges the handshakes.
 func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
+	if r.Config["variant"] == "echo-tcp" {
+		return // echo-tcp has no handshake to count
+	}
 	if r.Unknown && r.Attempts < 0 && r.Connected < 0 {
 		serverSide(r, s, uint64(0), add)
 		return

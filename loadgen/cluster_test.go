@@ -49,13 +49,19 @@ func cluster(t *testing.T, shards int) (urls []string, admins string) {
 }
 
 // echoReport runs loadgen in this process with -json - and decodes the
-// report.
+// report; the run must pass (exit 0).
 func echoReport(t *testing.T, args ...string) *echo.Report {
+	t.Helper()
+	return echoReportExit(t, 0, args...)
+}
+
+// echoReportExit is echoReport for a run that exits with code.
+func echoReportExit(t *testing.T, code int, args ...string) *echo.Report {
 	t.Helper()
 	var stdout, stderr strings.Builder
 	args = append([]string{args[0], "-json", "-"}, args[1:]...) // flags before merge's files
-	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
-		t.Fatalf("loadgen %q: exit %d\n%s", args, code, stderr.String())
+	if got := run(context.Background(), args, &stdout, &stderr); got != code {
+		t.Fatalf("loadgen %q: exit %d, want %d\n%s", args, got, code, stderr.String())
 	}
 	t.Logf("loadgen %q:\n%s", args, stderr.String())
 	var r echo.Report
@@ -270,7 +276,8 @@ func TestClusterFaultOnOneReplica(t *testing.T) {
 	gone := "http://" + l.Addr().String()
 	l.Close()
 
-	r := echoReport(t, "echo", "-url", b.ws, "-admin", a.admin+","+b.admin, "-c", "2", "-mode", "pipelined", "-inflight", "4",
+	// The messages dropped on purpose are a loss: the run fails.
+	r := echoReportExit(t, 1, "echo", "-url", b.ws, "-admin", a.admin+","+b.admin, "-c", "2", "-mode", "pipelined", "-inflight", "4",
 		"-duration", "300ms", "-warmup", "0s", "-timeout", "1s")
 	has(t, r.Verdicts, verdict.Faults, fmt.Sprintf("on replica %s)", b.admin))
 	for _, v := range r.Verdicts {
@@ -293,7 +300,7 @@ func TestClusterWatch(t *testing.T) {
 	t.Setenv("KG_DROPPER_URL", b.ws)
 	counts := filepath.Join(t.TempDir(), "counts.json")
 	t.Setenv("KG_DROPPER_JSON", counts)
-	vs := loadgen(t, "watch", "-admin", a.admin+","+b.admin, "-client-json", counts, "--", os.Args[0])
+	vs := loadgenExit(t, []int{1}, "watch", "-admin", a.admin+","+b.admin, "-client-json", counts, "--", os.Args[0])
 	has(t, vs, verdict.RepliesLost, "the server sent 100 messages and the client counted 50: the other 50 were lost on the client side")
 	has(t, vs, verdict.Agree, "client and server agree: 1 of 1 handshakes completed")
 }

@@ -21,9 +21,29 @@
 // object, and the scenarios' -csv and -html their per-second samples as
 // CSV and a self-contained HTML page with charts. The server's own view
 // comes from its /stats (of a target of several replicas, the sum over
-// them: -admin lists each one's admin listener). Exit status: 0 when the run took place (the
-// report tells how it went), 1 when it could not, 2 for bad flags, 130 when
-// interrupted (after printing the partial report).
+// them: -admin lists each one's admin listener).
+//
+// Every scenario and watch take -threshold EXPR, repeatable, k6-style
+// pass/fail criteria on the run's metrics ('p99<50ms', 'success>=99.9%',
+// 'lost==0'; loadgen SCENARIO -h lists the metrics), printed with their
+// outcome after the report and recorded in -json. Exit status, for a CI
+// step:
+//
+//	0    pass
+//	1    the run failed: nothing succeeded (no connection established, no
+//	     message echoed or delivered), a verdict found a loss on either
+//	     side (connections or messages one side counted and the other did
+//	     not, or dropped by the server's -fault-drop), a -threshold was
+//	     crossed, or (watch) the command exited non-zero; or the run could
+//	     not take place (a file not written, too few open files)
+//	2    bad flags
+//	3    could not reach the target: no connection was established and a
+//	     TCP dial to the target's address fails too (refused, unknown host,
+//	     no route, no answer in 3s); watch: no /stats from -admin before
+//	     the command (which is then not run)
+//	130  interrupted, after printing the partial report
+//
+// merge exits 1 when the merged report fails by the same rules.
 package main
 
 import (

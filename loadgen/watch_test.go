@@ -188,8 +188,10 @@ func TestWatchCatchesLyingTool(t *testing.T) {
 	lie := `{"client":"socket.io-client","version":"4.8.1","attempts":50,"connected":50,"failed":0,"sent":0,"received":0}`
 	r, code := watched(t, "watch", "-admin", tg.admin, "--", "sh", "-c",
 		`node ../scripts/clients/sio-connect.mjs --url "$1" --n 30 --transports websocket >/dev/null && echo "$2"`, "sh", tg.url, lie)
-	if code != 0 || r.OK != 50 || r.Server.Handshakes["ok"] != 30 {
-		t.Fatalf("exit %d, client %+v, server %v; want 0, the lie, 30 ok", code, r.Figures, r.Server.Handshakes)
+	// The 20 connections the tool claims and the server never saw are
+	// found lost: the run fails.
+	if code != 1 || r.OK != 50 || r.Server.Handshakes["ok"] != 30 {
+		t.Fatalf("exit %d, client %+v, server %v; want 1, the lie, 30 ok", code, r.Figures, r.Server.Handshakes)
 	}
 	has(t, r.Verdicts, verdict.ClaimsMore, "the client claims 50 connected, more than the 30 handshakes the server completed (of 30 it saw): 20 that the server never completed")
 	for _, v := range r.Verdicts {

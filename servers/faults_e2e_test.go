@@ -22,7 +22,7 @@ func runLoadgen(t *testing.T, report any, args ...string) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
+	if err := harness.LoadgenRan(err, out); err != nil { // the faults fail the run: the report is read all the same
 		t.Fatalf("loadgen %v: %v\n%s", args, err, stderr.String())
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(out), report); err != nil {

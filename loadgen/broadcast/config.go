@@ -73,6 +73,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 
 // words describe the common flags.
 var words = scenario.Words{
+	Metrics:    metrics,
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target: ws://HOST:PORT/PATH, or wss://HOST:PORT/PATH in TLS (see -ca, -insecure; the subscribers then read on a goroutine each, not on event loops)",
 	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,

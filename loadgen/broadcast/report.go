@@ -88,6 +88,8 @@ type Report struct {
 	LatencyHistogram   []protocol.Bucket   `json:"latency_histogram,omitempty"`
 	ResultRTTHistogram []protocol.Bucket   `json:"result_rtt_histogram,omitempty"`
 	Shard              *scenario.ShardPart `json:"shard,omitempty"`
+	// Thresholds: each -threshold and whether it held.
+	scenario.Checks
 }
 
 // ServerView is the target's /stats over the window.

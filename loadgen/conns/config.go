@@ -65,6 +65,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 
 // words describe the common flags.
 var words = scenario.Words{
+	Metrics:    metrics,
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
 	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,

@@ -63,6 +63,8 @@ type Report struct {
 	Verdicts []verdict.Verdict `json:"verdicts"`
 	// Shard: a sharded run's part for 'loadgen merge'.
 	Shard *scenario.ShardPart `json:"shard,omitempty"`
+	// Thresholds: each -threshold and whether it held.
+	scenario.Checks
 }
 
 // Batch is one batch of connections dialled at once.

@@ -88,6 +88,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 
 // words describe the common flags.
 var words = scenario.Words{
+	Metrics:    metrics,
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw TCP echo, no framing), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
 	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,

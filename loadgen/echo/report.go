@@ -99,6 +99,8 @@ type Report struct {
 	LatencyHistogram  []protocol.Bucket   `json:"latency_histogram,omitempty"`
 	SendLateHistogram []protocol.Bucket   `json:"send_late_histogram,omitempty"`
 	Shard             *scenario.ShardPart `json:"shard,omitempty"`
+	// Thresholds: each -threshold and whether it held.
+	scenario.Checks
 }
 
 // ServerView is what the target reported about the window.

@@ -49,6 +49,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 
 // words describe the common flags.
 var words = scenario.Words{
+	Metrics:    metrics,
 	DefaultURL: DefaultURL,
 	URL:        "`URL` of the target server, http://HOST:PORT, or https://HOST:PORT in TLS (polling over https, the WebSocket over wss; see -ca, -insecure)",
 	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,

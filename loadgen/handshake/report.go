@@ -73,6 +73,8 @@ type Report struct {
 	// verdicts read.
 	LatencyHistogram []protocol.Bucket   `json:"latency_histogram,omitempty"`
 	Shard            *scenario.ShardPart `json:"shard,omitempty"`
+	// Thresholds: each -threshold and whether it held.
+	scenario.Checks
 }
 
 // ServerView is what the server reported about the run.

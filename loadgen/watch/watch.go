@@ -55,6 +55,7 @@ type Config struct {
 	Deadline   time.Duration // the tool's per-connection deadline, for the verdicts; 0 = unknown
 	Settle     time.Duration
 	JSON       string
+	scenario.Thresholds
 	// Stdout and Stderr receive the command's output; os.Stdout and
 	// os.Stderr unless a test sets them.
 	Stdout, Stderr io.Writer
@@ -122,6 +123,7 @@ func Usage(w io.Writer) {
 	fs := newFlagSet(&Config{})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
+	io.WriteString(w, scenario.ExitHelp)
 }
 
 func newFlagSet(cfg *Config) *flag.FlagSet {
@@ -132,6 +134,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 		`{"attempts":N,"ok":N,"sent":N,"received":N} (each optional), for a tool loadgen does not read itself`)
 	flagset.Duration(fs, &cfg.Deadline, "deadline", 0, true, "the tool's per-connection deadline, for the verdicts (0 = unknown)")
 	flagset.Duration(fs, &cfg.Settle, "settle", DefaultSettle, true, "after the command, how long to wait for the target to see its connections close")
+	cfg.Thresholds.Flag(fs, metrics)
 	fs.StringVar(&cfg.JSON, "json", "", "also write the report as one JSON object to `FILE` (- = stdout; the table then goes to stderr)")
 	return fs
 }
@@ -156,6 +159,8 @@ type Report struct {
 	// were unknown, so nothing was placed on the client.
 	Loss          bool `json:"loss"`
 	ClientUnknown bool `json:"client_unknown"`
+	// Thresholds: each -threshold and whether it held.
+	scenario.Checks
 }
 
 // FoundLoss reports whether the verdicts found something lost, refused or
@@ -173,7 +178,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	defer target.Close()
 	before := target.Snapshot(ctx)
 	if before.Err != nil {
-		return nil, fmt.Errorf("no /stats from %s before the command: %w", cfg.Admin, before.Err)
+		return nil, fmt.Errorf("%w: no /stats from %s before the command: %w", scenario.ErrUnreachable, cfg.Admin, before.Err)
 	}
 	plan, err := clientfigs.Prepare(cfg.Command)
 	if err != nil {

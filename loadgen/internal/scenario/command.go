@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"knowngood/loadgen/htmlreport"
+	"knowngood/loadgen/internal/threshold"
 )
 
 // Command is one loadgen subcommand: parse its flags, run it, print its
@@ -16,9 +17,10 @@ import (
 type Command struct {
 	Name string
 	// Main runs the subcommand with args (its flags) and returns the exit
-	// status: 0 when the run took place (the report tells how it went),
-	// 1 when it could not, 2 for bad flags, 130 when interrupted (after
-	// writing the partial report).
+	// status: 0 pass; 1 the run failed (nothing succeeded, a verdict found
+	// a loss, a -threshold crossed, watch's command failed) or could not
+	// take place; 2 bad flags; 3 the target could not be reached; 130
+	// interrupted (after writing the partial report). See Outcome.
 	Main func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
@@ -62,26 +64,36 @@ func NewCommand[C any, R Report](name string, parse func([]string) (C, error), u
 			return 2
 		}
 		rep, err := run(ctx, cfg, stderr)
-		if err == nil {
-			err = write(filesOf(cfg), name, rep, stdout, stderr)
-		}
 		if err != nil {
 			fmt.Fprintf(stderr, "loadgen %s: %v\n", name, err)
-			return 1
+			if errors.Is(err, ErrUnreachable) {
+				return ExitUnreachable
+			}
+			return ExitFail
+		}
+		out, results, judged := judge(cfg, rep)
+		if err := write(filesOf(cfg), name, rep, results, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "loadgen %s: %v\n", name, err)
+			return ExitFail
 		}
 		if ctx.Err() != nil {
-			return 130 // interrupted: the report is partial
+			return ExitInterrupted // the report is partial
 		}
 		if e, ok := any(rep).(interface{ ExitStatus() int }); ok && e.ExitStatus() != 0 {
-			return 1 // loadgen watch: the command failed (its status is in the report)
+			// loadgen watch: the command failed (its status is in the report)
+			fmt.Fprintf(stderr, "loadgen %s: failed: the command exited %d\n", name, e.ExitStatus())
+			return ExitFail
 		}
-		return 0
+		if judged {
+			return verdictOf(ctx, name, cfg, out, results, stderr)
+		}
+		return ExitPass
 	}}
 }
 
 // write prints the table, and writes the files asked for; with -json - the
 // JSON goes to stdout and the table to stderr.
-func write(f Files, name string, rep Report, stdout, stderr io.Writer) error {
+func write(f Files, name string, rep Report, results []threshold.Result, stdout, stderr io.Writer) error {
 	// The table first: a file that cannot be written loses nothing else.
 	table := stdout
 	if f.JSON == "-" {
@@ -90,6 +102,7 @@ func write(f Files, name string, rep Report, stdout, stderr io.Writer) error {
 	if err := rep.WriteTable(table); err != nil {
 		return err
 	}
+	threshold.Write(table, results)
 	switch f.JSON {
 	case "":
 	case "-":

@@ -72,7 +72,7 @@ func TestCommandExitStatus(t *testing.T) {
 		{context.Background(), []string{"-h"}, 0, "usage\n", ""},
 		{context.Background(), []string{"-exit", "x"}, 2, "", "loadgen fake: invalid value \"x\" for flag -exit: parse error\n"},
 		{context.Background(), []string{"-fail"}, 1, "", "note\nloadgen fake: no target\n"},
-		{context.Background(), []string{"-exit", "3"}, 1, "table\n", "note\n"},
+		{context.Background(), []string{"-exit", "3"}, 1, "table\n", "note\nloadgen fake: failed: the command exited 3\n"},
 		{cancelled, nil, 130, "table\n", "note\n"},
 		{context.Background(), []string{"-json", "-"}, 0, "{}\n", "note\ntable\n"}, // the table makes room for the JSON
 	} {

@@ -11,7 +11,11 @@
 //
 //	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin}, &myRun{cfg: cfg})
 //
-// and loadgen's main lists it with NewCommand.
+// and loadgen's main lists it with NewCommand. The subcommand's exit
+// status says whether the run passed: the report's Outcome (nothing
+// succeeded, a verdict's loss) and the -threshold expressions
+// (loadgen/internal/threshold) fail it; a target that takes no connection
+// is told apart (ExitUnreachable).
 package scenario
 
 import (
@@ -23,6 +27,7 @@ import (
 	"knowngood/loadgen/internal/flagset"
 	"knowngood/loadgen/internal/replicas"
 	"knowngood/loadgen/internal/statsclient"
+	"knowngood/loadgen/internal/threshold"
 )
 
 // Common is the flags every scenario has.
@@ -34,6 +39,41 @@ type Common struct {
 	HTML  string // write the report as an HTML page to this file
 	Shard Shard  // -shard I/N: this process's share of the clients
 	TLS   TLS    // -ca, -insecure: a target in TLS
+
+	// -threshold EXPR, repeatable.
+	Thresholds
+}
+
+// Thresholds are a configuration's -threshold expressions: the run fails
+// (exit 1) when one does not hold. Embedded in a configuration, they give
+// it ThresholdList, which the subcommand reads.
+type Thresholds struct {
+	list *[]threshold.Threshold // a pointer keeps a configuration comparable; nil for none
+}
+
+// ThresholdList is the expressions given, in their order.
+func (t Thresholds) ThresholdList() []threshold.Threshold {
+	if t.list == nil {
+		return nil
+	}
+	return *t.list
+}
+
+// Flag defines -threshold on fs, each expression naming one of metrics.
+func (t *Thresholds) Flag(fs *flag.FlagSet, metrics []threshold.Metric) {
+	fs.Func("threshold", "pass/fail criterion `EXPR`, repeatable: METRIC OP VALUE, OP one of < <= > >= == !=, "+
+		"e.g. 'p99<50ms' 'success>=99.9%' 'lost==0'; the run fails (exit 1) when one does not hold. The metrics: "+describe(metrics),
+		func(v string) error {
+			th, err := threshold.Parse(v, metrics)
+			if err != nil {
+				return err
+			}
+			if t.list == nil {
+				t.list = new([]threshold.Threshold)
+			}
+			*t.list = append(*t.list, th)
+			return nil
+		})
 }
 
 // Words are what a scenario says of its target in -h.
@@ -44,6 +84,8 @@ type Words struct {
 	// and the default (the target's host, port
 	// statsclient.DefaultAdminPort) are said after it.
 	Admin string
+	// Metrics are what -threshold may name.
+	Metrics []threshold.Metric
 }
 
 // AdminMore is what every scenario's -admin says after its own words
@@ -73,6 +115,7 @@ func (c *Common) Register(fs *flag.FlagSet, w Words) {
 		return nil
 	})
 	c.TLS.Register(fs)
+	c.Thresholds.Flag(fs, w.Metrics)
 	fs.StringVar(&c.HTML, "html", "", "also write the report to `FILE` as one self-contained HTML page (inline SVG charts, opens offline): the table, client vs server, throughput and latency per second, the latency distribution")
 }
 
@@ -88,6 +131,31 @@ func (c *Common) ResolveAdmin(set map[string]bool, targetHost string) error {
 	c.Admin = admin
 	return err
 }
+
+// describe lists the metrics with what each is and its form, for -h.
+func describe(metrics []threshold.Metric) string {
+	var b strings.Builder
+	for i, m := range metrics {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(m.Name)
+		switch m.Kind {
+		case threshold.Share:
+			b.WriteString(" (%)")
+		case threshold.Duration:
+			b.WriteString(" (duration)")
+		}
+		if m.Help != "" {
+			b.WriteString(": " + m.Help)
+		}
+	}
+	return b.String()
+}
+
+// TargetURL is -url, for the check of whether the target could be
+// reached.
+func (c Common) TargetURL() string { return c.URL }
 
 // Files are the report's files: -json, -csv and -html.
 func (c Common) Files() (json, csv, html string) { return c.JSON, c.CSV, c.HTML }
@@ -115,4 +183,17 @@ func Parse[C any](args []string, newFlagSet func(*C) *flag.FlagSet, normalize fu
 func Usage[C any](w io.Writer, newFlagSet func(*C) *flag.FlagSet) {
 	var cfg C
 	flagset.Usage(w, newFlagSet(&cfg))
+	io.WriteString(w, ExitHelp)
 }
+
+// ExitHelp is the exit statuses, for the end of -h.
+const ExitHelp = `exit status:
+  0    pass
+  1    the run failed: nothing succeeded, a verdict found a loss (client or server side),
+       a -threshold was crossed (loadgen watch: or the command failed); or it could not run
+  2    bad flags
+  3    could not reach the target: no connection was established and the target's
+       address takes no TCP connection (refused, unknown host, no route, no answer);
+       loadgen watch: no /stats from -admin before the command
+  130  interrupted (after the partial report)
+`

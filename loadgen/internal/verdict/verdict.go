@@ -80,10 +80,26 @@ type Run struct {
 }
 
 // Verdict is one finding: Kind names the rule (for scripts and tests),
-// Text says it with the figures.
+// Text says it with the figures. Loss: the finding is a loss, on either
+// side (connections or messages that one side counted and the other did
+// not), which fails the run.
 type Verdict struct {
 	Kind string `json:"kind"`
 	Text string `json:"text"`
+	Loss bool   `json:"loss,omitempty"`
+}
+
+// lossKinds are the kinds of verdict that find a loss.
+var lossKinds = map[string]bool{NeverReached: true, ClientLost: true, NotDelivered: true, RepliesLost: true, SlowClient: true}
+
+// Lost says whether any of vs found a loss.
+func Lost(vs []Verdict) bool {
+	for _, v := range vs {
+		if v.Loss {
+			return true
+		}
+	}
+	return false
 }
 
 // Kinds of verdict.
@@ -142,7 +158,7 @@ const SaturationFrac = 0.9
 func Judge(r Run) []Verdict {
 	var out []Verdict
 	add := func(kind, format string, args ...any) {
-		out = append(out, Verdict{Kind: kind, Text: fmt.Sprintf(format, args...)})
+		out = append(out, Verdict{Kind: kind, Text: fmt.Sprintf(format, args...), Loss: lossKinds[kind]})
 	}
 	s := r.Server
 	if r.ExitStatus != 0 {
@@ -161,6 +177,9 @@ func Judge(r Run) []Verdict {
 		}
 		if n := sum(s.Faults); n > 0 {
 			add(Faults, "the server injected %s on purpose (%s): failures up to that many are the server's, by design%s", plural.Of(n, "fault"), tally.Line(s.Faults), byReplica(r, func(d *protocol.Stats) uint64 { return sum(d.Faults) }))
+			// Messages dropped on purpose (-fault-drop) are a loss on
+			// the server's side.
+			out[len(out)-1].Loss = s.Faults["drop"] > 0
 		}
 	}
 	saturation(r, add)
@@ -213,6 +232,9 @@ func unknown(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 
 // connections judges the handshakes.
 func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
+	if r.Config["variant"] == "echo-tcp" {
+		return // echo-tcp has no handshake to count
+	}
 	if r.Unknown && r.Attempts < 0 && r.Connected < 0 {
 		serverSide(r, s, uint64(0), add)
 		return

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/broadcast"
+	"knowngood/scripts/harness"
 	"knowngood/scripts/internal/benchrun"
 	"knowngood/servers/variants"
 )
@@ -124,7 +125,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, url, adm
 	cmd := exec.CommandContext(ctx, loadgen, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	if err := harness.LoadgenRan(cmd.Run(), out.Bytes()); err != nil {
 		return nil, fmt.Errorf("loadgen: %v: %s", err, benchrun.LastLine(errOut.String()))
 	}
 	var rep broadcast.Report

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/conns"
+	"knowngood/scripts/harness"
 	"knowngood/scripts/internal/benchrun"
 	"knowngood/servers/variants"
 	"knowngood/shared/procfs"
@@ -163,7 +164,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, url, adm
 	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	if err := harness.LoadgenRan(cmd.Run(), out.Bytes()); err != nil {
 		return nil, fmt.Errorf("loadgen: %v: %s", err, benchrun.LastLine(errOut.String()))
 	}
 	var rep conns.Report

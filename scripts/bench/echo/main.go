@@ -189,7 +189,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen string, k
 		"-admin", admin, "-pid", strconv.Itoa(pid), "-json", "-")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	if err := harness.LoadgenRan(cmd.Run(), out.Bytes()); err != nil {
 		err = fmt.Errorf("loadgen: %v: %s", err, benchrun.LastLine(errOut.String()))
 		fmt.Fprintf(stderr, "    %v\n", err)
 		return result{err: err}

@@ -203,7 +203,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 	c := exec.CommandContext(cctx, cmd[0], cmd[1:]...)
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
-	if err := c.Run(); err != nil {
+	if err := harness.LoadgenRan(c.Run(), out.Bytes()); err != nil {
 		r.err = fmt.Errorf("%s: %v: %s", client, err, benchrun.LastLine(errOut.String()))
 		return r
 	}

@@ -145,7 +145,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, variant 
 		"-deadline", o.deadline.String(), "-transport", o.transport, "-admin", admin, "-json", "-")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	if err := harness.LoadgenRan(cmd.Run(), out.Bytes()); err != nil {
 		r.err = fmt.Errorf("loadgen: %v: %s", err, benchrun.LastLine(errOut.String()))
 		fmt.Fprintf(stderr, "  %v\n", r.err)
 		return r

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"knowngood/loadgen/echo"
+	"knowngood/scripts/harness"
 	"knowngood/scripts/internal/benchrun"
 )
 
@@ -187,7 +188,7 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, dir stri
 		"-admin", "", "-json", "-")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	runErr := cmd.Run()
+	runErr := harness.LoadgenRan(cmd.Run(), out.Bytes())
 	before, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("callgrind.out.%d.*", pid)))
 	if err := control(ctx, "--dump", pid); err != nil {
 		return 0, err

@@ -154,8 +154,9 @@ type Report struct {
 	Server   protocol.Stats     `json:"server"`
 	Replicas []replicas.Replica `json:"replicas,omitempty"`
 	Verdicts []verdict.Verdict  `json:"verdicts"`
-	// Loss: the verdicts found something lost, refused or failed on
-	// either side (verdict.Lossy); ClientUnknown: the client's figures
+	// Loss: the verdicts found something lost on either side, a client
+	// claiming more than the server did, or the command failing
+	// (verdict.Lost); ClientUnknown: the client's figures
 	// were unknown, so nothing was placed on the client.
 	Loss          bool `json:"loss"`
 	ClientUnknown bool `json:"client_unknown"`
@@ -163,8 +164,7 @@ type Report struct {
 	scenario.Checks
 }
 
-// FoundLoss reports whether the verdicts found something lost, refused or
-// failed (the command's failure included).
+// FoundLoss reports whether the verdicts found a loss (verdict.Lost).
 func (r *Report) FoundLoss() bool { return r.Loss }
 
 // FiguresUnknown reports whether the client's figures were unknown.
@@ -242,7 +242,7 @@ func (r *Report) Judge(figs clientfigs.Figures, config map[string]string, parts 
 		r.Replicas, judge.Replicas = parts, parts
 	}
 	r.Verdicts = verdict.Judge(judge)
-	r.Loss, r.ClientUnknown = verdict.Lossy(r.Verdicts), verdict.Unknowing(r.Verdicts)
+	r.Loss, r.ClientUnknown = verdict.Lost(r.Verdicts), verdict.Unknowing(r.Verdicts)
 }
 
 // socketIO reports whether the variant speaks Socket.IO (the WebSocket

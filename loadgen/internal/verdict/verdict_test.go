@@ -89,7 +89,7 @@ func TestQuiet(t *testing.T) {
 func TestClientFigures(t *testing.T) {
 	unknown := verdict.Run{Attempts: -1, Connected: -1, Sent: -1, Received: -1, ClientCPU: -1, Unknown: true, Server: stats(66, 0, 0, 34)}
 	vs := verdict.Judge(unknown)
-	if !slices.Equal(kinds(vs), []string{verdict.ClientUnknown}) || !verdict.Unknowing(vs) || verdict.Lossy(vs) ||
+	if !slices.Equal(kinds(vs), []string{verdict.ClientUnknown}) || !verdict.Unknowing(vs) || verdict.Lost(vs) ||
 		vs[0].Text != "the server saw 66 handshakes complete (34 abandoned), 0 messages in and 0 out; client figures unknown: pass -client-json or use a recognised tool; nothing is placed on the client" {
 		t.Errorf("unknown figures: %+v", vs)
 	}
@@ -97,7 +97,7 @@ func TestClientFigures(t *testing.T) {
 	failed.ExitStatus = 2
 	failed.Server = stats(0, 0, 0, 0)
 	vs = verdict.Judge(failed)
-	if kinds(vs)[0] != verdict.CommandFailed || !strings.HasPrefix(vs[0].Text, "the command failed (exit status 2)") || !verdict.Lossy(vs) {
+	if kinds(vs)[0] != verdict.CommandFailed || !strings.HasPrefix(vs[0].Text, "the command failed (exit status 2)") || !verdict.Lost(vs) {
 		t.Errorf("failed command: %+v", vs)
 	}
 	for _, v := range vs {

@@ -73,7 +73,7 @@ deps-quick:
 # front of replicas (scripts/cluster), and make soak in small on every
 # variant (scripts/soak, 2.5 minutes alone). make test-slow runs them.
 SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak
-CORE_PKGS = $(filter-out $(SLOW_PKGS:./%=knowngood/%),$(shell go list ./...))
+CORE_PKGS = $(filter-out $(SLOW_PKGS:./%=github.com/knowngood/knowngood/%),$(shell go list ./...))
 
 ## test: lint, then every test under -race, with the real JS and Python clients and every external tool (what CI runs)
 test: deps lint test-go

@@ -1,4 +1,4 @@
-module knowngood
+module github.com/knowngood/knowngood
 
 go 1.26.0
 

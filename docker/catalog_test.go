@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 // TestComposeCoversCatalog: every variant of the catalog is a service of

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/scripts/harness"
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 // composeConfig is what `docker compose config --format json` says of the

@@ -15,10 +15,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"knowngood/scripts/harness"
-	"knowngood/servers/variants"
-	"knowngood/shared/procfs"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/procfs"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // composeTarget is one variant's service of compose.host.yaml: its

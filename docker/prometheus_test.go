@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 // TestPromtoolChecksConfigs runs Debian's promtool over the scrape configs

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/echo"
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/loadgen/echo"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 // cluster is where the clients go (one URL per shard) and the admin

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/internal/threshold"
-	"knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/internal/threshold"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 )
 
 // refused is an address nothing listens on.

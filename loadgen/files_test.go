@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/internal/echotest"
-	"knowngood/loadgen/internal/htmltest"
-	"knowngood/loadgen/internal/siotest"
-	"knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/loadgen/internal/echotest"
+	"github.com/knowngood/knowngood/loadgen/internal/htmltest"
+	"github.com/knowngood/knowngood/loadgen/internal/siotest"
+	"github.com/knowngood/knowngood/loadgen/timeline"
 )
 
 // TestFiles runs two scenarios with -json, -csv and -html, and reads each

@@ -55,14 +55,14 @@ import (
 	"runtime/pprof"
 	"syscall"
 
-	"knowngood/loadgen/broadcast"
-	"knowngood/loadgen/conns"
-	"knowngood/loadgen/echo"
-	"knowngood/loadgen/handshake"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/merge"
-	"knowngood/loadgen/reconcile"
-	"knowngood/loadgen/watch"
+	"github.com/knowngood/knowngood/loadgen/broadcast"
+	"github.com/knowngood/knowngood/loadgen/conns"
+	"github.com/knowngood/knowngood/loadgen/echo"
+	"github.com/knowngood/knowngood/loadgen/handshake"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/merge"
+	"github.com/knowngood/knowngood/loadgen/reconcile"
+	"github.com/knowngood/knowngood/loadgen/watch"
 )
 
 // scenarios is every subcommand.

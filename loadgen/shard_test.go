@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/handshake"
+	"github.com/knowngood/knowngood/loadgen/handshake"
 )
 
 // TestShardFlags: -shard and a list of admin URLs on every scenario, and

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/internal/tlstest"
-	"knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/internal/tlstest"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 )
 
 // tlsReport is what the tests read of every scenario's JSON report.

@@ -20,8 +20,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 // TestMain doubles as the client that drops replies (see dropReplies).

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"knowngood/shared/buildinfo"
+	"github.com/knowngood/knowngood/shared/buildinfo"
 )
 
 // printVersion answers `loadgen -version` (or --version, or version): the

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/loadgen/watch"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/watch"
 )
 
 // watched runs loadgen watch (or reconcile) with -json - and returns its

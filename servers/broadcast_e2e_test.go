@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/servers/variants"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 var broadcastVariants = variants.NamesOf(variants.ByFamily(variants.Broadcast))

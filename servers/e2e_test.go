@@ -19,8 +19,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/scripts/harness"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // binary is the knowngood binary the harness built, for the tests that run

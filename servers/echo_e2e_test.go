@@ -22,8 +22,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/servers/variants"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 var wsEchoVariants = variants.NamesOf(variants.Where(variants.InFamily(variants.Echo), variants.Speaks(variants.WebSocket)))

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/scripts/harness"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // runLoadgen runs a loadgen scenario with -json - and decodes the report.

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"time"
 
-	"knowngood/shared/admin"
-	"knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/admin"
+	"github.com/knowngood/knowngood/shared/config"
 )
 
 // healthcheck is `knowngood healthcheck [flags]`: it asks the admin listener

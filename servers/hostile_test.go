@@ -19,7 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 const (

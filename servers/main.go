@@ -15,13 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"knowngood/servers/targets"
-	"knowngood/servers/variants"
-	"knowngood/shared/admin"
-	"knowngood/shared/buildinfo"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/servers/targets"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/admin"
+	"github.com/knowngood/knowngood/shared/buildinfo"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // Main runs the command with the process's arguments, environment and

@@ -14,8 +14,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/loadgen/sioclient"
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 var allVariants = variants.Names()

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/servers/variants"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // The bounds the test sets, each 1 s: -handshake-timeout, -idle-timeout,

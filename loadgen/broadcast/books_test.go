@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
 // TestLatePushAfterTheBooksClose: a push sent just before the window's end

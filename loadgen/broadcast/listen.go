@@ -14,7 +14,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
 
-	"knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
 )
 
 // listeners reads what the subscribers receive on gnet's event loops

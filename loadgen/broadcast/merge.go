@@ -5,12 +5,12 @@ import (
 	"slices"
 	"strings"
 
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/tally"
-	"knowngood/loadgen/internal/target"
-	"knowngood/loadgen/timeline"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Merge makes the report of a whole run from the -json reports of its

@@ -9,16 +9,16 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"knowngood/loadgen/htmlreport"
-	"knowngood/loadgen/internal/plural"
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/sidebyside"
-	"knowngood/loadgen/internal/tally"
-	"knowngood/loadgen/internal/target"
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/loadgen/timeline"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/htmlreport"
+	"github.com/knowngood/knowngood/loadgen/internal/plural"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/sidebyside"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Report is the result of a run; the table and the JSON object carry the

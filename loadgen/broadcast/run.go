@@ -17,14 +17,14 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/panjf2000/gnet/v2"
 
-	"knowngood/loadgen/internal/proc"
-	"knowngood/loadgen/internal/progress"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/tally"
-	"knowngood/loadgen/internal/target"
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/loadgen/timeline"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/proc"
+	"github.com/knowngood/knowngood/loadgen/internal/progress"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Error kinds beyond the dial's.

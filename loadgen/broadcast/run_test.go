@@ -9,10 +9,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/loadgen/broadcast"
-	"knowngood/loadgen/timeline"
-	"knowngood/scripts/harness"
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/loadgen/broadcast"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 func TestMain(m *testing.M) {

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/broadcast"
-	"knowngood/loadgen/internal/tlstest"
-	"knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/loadgen/broadcast"
+	"github.com/knowngood/knowngood/loadgen/internal/tlstest"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 // TestTLS: over wss:// the subscribers read on goroutines of their own,

@@ -1,7 +1,7 @@
 package broadcast
 
 import (
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // parseBroadcast reads a broadcast of loadgen's own, in exactly the layout

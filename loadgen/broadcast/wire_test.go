@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestParseBroadcast: parseBroadcast reads what the senders write, as

@@ -21,9 +21,9 @@ import (
 	"strconv"
 	"time"
 
-	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/flagset"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
 )
 
 // Defaults and bounds.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 )
 
 func TestParseFlags(t *testing.T) {

@@ -1,8 +1,8 @@
 package conns
 
 import (
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/threshold"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/threshold"
 )
 
 // metrics are what -threshold may name in a conns run.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
 func sampleReport() *Report {

@@ -15,12 +15,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/loadgen/internal/echotest"
-	"knowngood/loadgen/internal/proc"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/target"
-	"knowngood/loadgen/timeline"
-	"knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/loadgen/internal/echotest"
+	"github.com/knowngood/knowngood/loadgen/internal/proc"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 func TestMain(m *testing.M) {

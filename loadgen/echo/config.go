@@ -27,9 +27,9 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/flagset"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
 )
 
 // Modes.

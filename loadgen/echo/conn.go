@@ -13,7 +13,7 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
 )
 
 // msgConn is one connection that carries messages: a WebSocket, or a raw

@@ -1,8 +1,8 @@
 package echo
 
 import (
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/threshold"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/threshold"
 )
 
 // metrics are what -threshold may name in an echo run.

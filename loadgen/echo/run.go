@@ -12,14 +12,14 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"knowngood/loadgen/internal/proc"
-	"knowngood/loadgen/internal/progress"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/tally"
-	"knowngood/loadgen/internal/target"
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/loadgen/timeline"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/proc"
+	"github.com/knowngood/knowngood/loadgen/internal/progress"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Error kinds. dial (or, for an upgrade the target refused, its HTTP

@@ -15,9 +15,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/loadgen/internal/echotest"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/loadgen/internal/echotest"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/timeline"
 )
 
 func TestMain(m *testing.M) {

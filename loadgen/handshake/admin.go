@@ -1,8 +1,8 @@
 package handshake
 
 import (
-	"knowngood/loadgen/internal/statsclient"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // serverView is what the server saw between two snapshots.

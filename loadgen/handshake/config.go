@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/loadgen/internal/flagset"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/sioclient"
 )
 
 // Defaults.

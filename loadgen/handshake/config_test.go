@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 )
 
 func TestParseFlagsDefaults(t *testing.T) {

@@ -16,14 +16,14 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"knowngood/loadgen/internal/progress"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/target"
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/loadgen/sioclient"
-	"knowngood/loadgen/timeline"
-	"knowngood/shared/faults"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/progress"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 const (

@@ -13,9 +13,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/siotest"
-	"knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/siotest"
+	"github.com/knowngood/knowngood/loadgen/timeline"
 )
 
 func TestMain(m *testing.M) {

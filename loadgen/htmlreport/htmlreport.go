@@ -25,9 +25,9 @@ import (
 
 	"github.com/go-analyze/charts"
 
-	"knowngood/loadgen/internal/sidebyside"
-	"knowngood/loadgen/timeline"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/sidebyside"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Run is one run in the report. Only Name is needed.

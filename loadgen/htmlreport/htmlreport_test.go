@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/internal/htmltest"
-	"knowngood/loadgen/internal/sidebyside"
-	"knowngood/loadgen/timeline"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/htmltest"
+	"github.com/knowngood/knowngood/loadgen/internal/sidebyside"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 var timeRef = time.Now()

@@ -19,11 +19,11 @@ import (
 	"io"
 	"os"
 
-	"knowngood/loadgen/broadcast"
-	"knowngood/loadgen/conns"
-	"knowngood/loadgen/echo"
-	"knowngood/loadgen/handshake"
-	"knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/broadcast"
+	"github.com/knowngood/knowngood/loadgen/conns"
+	"github.com/knowngood/knowngood/loadgen/echo"
+	"github.com/knowngood/knowngood/loadgen/handshake"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 )
 
 // Config is one merge.

@@ -24,13 +24,13 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/internal/clientfigs"
-	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/statsclient"
-	"knowngood/loadgen/watch"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/clientfigs"
+	"github.com/knowngood/knowngood/loadgen/internal/flagset"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
+	"github.com/knowngood/knowngood/loadgen/watch"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Config is one reconciliation.

@@ -19,7 +19,7 @@ import (
 	"github.com/zishang520/socket.io/parsers/engine/v3/parser"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 
-	"knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
 )
 
 // postTimeout bounds one polling write (an HTTP POST).

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/internal/siotest"
+	"github.com/knowngood/knowngood/loadgen/internal/siotest"
 
 	"github.com/zishang520/socket.io/clients/engine/v3"
 	"github.com/zishang520/socket.io/clients/socket/v3"

@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/loadgen/internal/siotest"
-	"knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/loadgen/internal/siotest"
+	"github.com/knowngood/knowngood/loadgen/sioclient"
 )
 
 func TestMain(m *testing.M) {

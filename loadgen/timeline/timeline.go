@@ -20,7 +20,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Sample is one second of a run. Second 0 starts at the run's start; the

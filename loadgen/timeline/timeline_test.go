@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestSamples(t *testing.T) {

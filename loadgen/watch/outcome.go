@@ -1,9 +1,9 @@
 package watch
 
 import (
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/threshold"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/threshold"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // metrics are what -threshold may name in a watched run: the command's

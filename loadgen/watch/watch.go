@@ -29,15 +29,15 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/internal/clientfigs"
-	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/scenario"
-	"knowngood/loadgen/internal/sidebyside"
-	"knowngood/loadgen/internal/statsclient"
-	"knowngood/loadgen/internal/tally"
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/clientfigs"
+	"github.com/knowngood/knowngood/loadgen/internal/flagset"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/sidebyside"
+	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // DefaultSettle bounds the wait, after the command, for the target to see

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/scripts/harness"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // cluster is one run of scripts/cluster.sh up, in a directory of the test's.

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 func TestMain(m *testing.M) {

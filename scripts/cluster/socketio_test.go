@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/scripts/harness"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // sessionUnknown is what an Engine.IO server answers a request for a session

@@ -34,8 +34,8 @@ var targets = []struct {
 	pkgs         []string
 	skip         []string // packages left out, by import path prefix
 }{
-	{"darwin", "amd64", []string{"./..."}, []string{"knowngood/docker"}},
-	{"darwin", "arm64", []string{"./..."}, []string{"knowngood/docker"}},
+	{"darwin", "amd64", []string{"./..."}, []string{"github.com/knowngood/knowngood/docker"}},
+	{"darwin", "arm64", []string{"./..."}, []string{"github.com/knowngood/knowngood/docker"}},
 	{"windows", "amd64", []string{"./servers/...", "./shared/...", "./loadgen/..."}, nil},
 }
 
@@ -118,7 +118,7 @@ func explain(out []byte) string {
 }
 
 func TestExplain(t *testing.T) {
-	out := []byte("# knowngood/shared/wsserver\nshared/wsserver/gnettls.go:51:66: undefined: unix.SOCK_CLOEXEC\nvet: shared/lifecycle/x_test.go:9:2: undefined: syscall.Kill\n")
+	out := []byte("# github.com/knowngood/knowngood/shared/wsserver\nshared/wsserver/gnettls.go:51:66: undefined: unix.SOCK_CLOEXEC\nvet: shared/lifecycle/x_test.go:9:2: undefined: syscall.Kill\n")
 	got := explain(out)
 	for _, want := range []string{"package shared/wsserver uses unix.SOCK_CLOEXEC (shared/wsserver/gnettls.go:51)", "package shared/lifecycle uses syscall.Kill"} {
 		if !strings.Contains(got, want) {
@@ -221,7 +221,7 @@ func checkBuildInfo(t *testing.T, path, cmd, goos, goarch string, stamped bool) 
 			info[k] = v
 		}
 	}
-	want := map[string]string{"mod": "knowngood", "GOOS": goos, "GOARCH": goarch, "CGO_ENABLED": "0"}
+	want := map[string]string{"mod": "github.com/knowngood/knowngood", "GOOS": goos, "GOARCH": goarch, "CGO_ENABLED": "0"}
 	if stamped {
 		want["vcs"] = "git"
 	}

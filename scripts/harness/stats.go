@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // statsClient reads a process's /stats over one kept-alive connection: at

@@ -24,8 +24,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/scripts/harness"
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

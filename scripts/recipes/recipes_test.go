@@ -19,8 +19,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/scripts/harness"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestMain(m *testing.M) {

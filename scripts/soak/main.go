@@ -27,9 +27,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/loadgen/sioclient"
-	"knowngood/scripts/harness"
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 var allVariants = strings.Join(variants.Names(), ",")

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 // TestSoakShort is make soak in small: every variant, 2 rounds of 200

@@ -3,7 +3,7 @@ package broadcast
 import (
 	"testing"
 
-	"knowngood/shared/wsserver"
+	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // countingPeer takes every message and keeps nothing, so that the

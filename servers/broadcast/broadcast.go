@@ -20,12 +20,12 @@ import (
 	"sync"
 	"time"
 
-	"knowngood/shared/cluster"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
-	"knowngood/shared/wsserver"
+	"github.com/knowngood/knowngood/shared/cluster"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // NewGorilla builds broadcast-gorilla. m may be nil (-metrics=false).

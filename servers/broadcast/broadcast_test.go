@@ -9,9 +9,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle/lifecycletest"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestFanOut: 1,000 clients; 10 of them broadcast 3 messages each; every

@@ -15,11 +15,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"knowngood/scripts/harness"
-	"knowngood/shared/cluster"
-	"knowngood/shared/cluster/clustertest"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/cluster"
+	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 )
 
 // clusterPush is the push interval of the cluster tests: short, so that a

@@ -8,9 +8,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/faults"
-	"knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 )
 
 // TestFaultModes: each known-bad mode on every broadcast target against the

@@ -15,12 +15,12 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
-	"knowngood/scripts/harness"
-	"knowngood/servers/targets"
-	"knowngood/servers/variants"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle/lifecycletest"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/targets"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestMain(m *testing.M) {

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"knowngood/shared/metrics"
-	"knowngood/shared/wsserver"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // Client is a connection as the hub sees it: a queue it may hand messages

@@ -8,9 +8,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle/lifecycletest"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestMemberOnceUpgraded: a client that has read its 101 is a member, so

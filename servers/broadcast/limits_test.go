@@ -9,8 +9,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 )
 
 // TestLimitsCompressionShutdown: what the echo targets promise holds on the

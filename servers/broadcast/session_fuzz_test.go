@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"knowngood/shared/protocol"
-	"knowngood/shared/wsserver"
+	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // fakePeer collects what the session sends.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"knowngood/servers/variants"
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // TestAllocations: echoing a message allocates nothing the library lets us

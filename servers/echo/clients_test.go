@@ -12,7 +12,7 @@ import (
 	coder "github.com/coder/websocket"
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // tally counts what a test sent, to compare with the server's figures.

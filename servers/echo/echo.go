@@ -16,10 +16,10 @@ package echo
 import (
 	"log/slog"
 
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/metrics"
-	"knowngood/shared/wsserver"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // NewGorilla builds echo-gorilla. m may be nil (-metrics=false): the same

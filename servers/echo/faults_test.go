@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/servers/echo"
-	"knowngood/shared/config"
-	"knowngood/shared/faults"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/echo"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestTCPFaults: echo-tcp has no handshake and no messages of its own: a

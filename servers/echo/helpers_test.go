@@ -9,13 +9,13 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/servers/targets"
-	"knowngood/servers/variants"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/lifecycle/lifecycletest"
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/targets"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestMain(m *testing.M) {

@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"knowngood/shared/config"
-	"knowngood/shared/conns"
-	"knowngood/shared/faults"
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // tcpTarget is the floor: every byte back as it came, no framing, one

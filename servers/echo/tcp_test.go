@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/servers/echo"
-	"knowngood/shared/config"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/echo"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestTCP: echo-tcp sends every byte back, counts reads as messages, caps

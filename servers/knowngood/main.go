@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"knowngood/servers"
+	"github.com/knowngood/knowngood/servers"
 )
 
 func main() { os.Exit(servers.Main()) }

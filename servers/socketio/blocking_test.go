@@ -8,9 +8,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/servers/socketio"
-	"knowngood/shared/config"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // timedConnect opens a session, joins the main namespace and returns how

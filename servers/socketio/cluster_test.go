@@ -14,11 +14,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"knowngood/scripts/harness"
-	"knowngood/servers/socketio"
-	"knowngood/shared/cluster/clustertest"
-	"knowngood/shared/config"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // The cluster tests put two knowngood replicas and a Node socket.io server

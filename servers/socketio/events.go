@@ -7,8 +7,8 @@ import (
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
-	"knowngood/shared/cluster/sioredis"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/cluster/sioredis"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // onConnect runs after the CONNECT ack was written for a namespace: the

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/sioclient"
-	"knowngood/servers/socketio"
-	"knowngood/shared/config"
-	"knowngood/shared/faults"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestFaultModes: each known-bad mode on a Socket.IO target against the Go

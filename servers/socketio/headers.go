@@ -7,8 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // unfinished counts the requests that began and never reached a handler:

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/servers/socketio"
-	"knowngood/shared/config"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestSlowHeaders: a client that sends its request a byte at a time and

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/servers/socketio"
 )
 
 // FuzzPackets: any text a client sends once joined, as a Socket.IO packet

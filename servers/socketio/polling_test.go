@@ -10,9 +10,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/servers/socketio"
-	"knowngood/shared/config"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // The Engine.IO cases of the socket.io-protocol suite over HTTP long-polling

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/servers/socketio"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Requests that race on the wire: the client sends one before the other,

@@ -16,11 +16,11 @@ import (
 	csocket "github.com/zishang520/socket.io/clients/socket/v3"
 	"go.uber.org/goleak"
 
-	"knowngood/loadgen/sioclient"
-	"knowngood/servers/socketio"
-	"knowngood/shared/config"
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestMain(m *testing.M) {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/servers/socketio"
-	"knowngood/shared/admin"
-	"knowngood/shared/config"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/admin"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestStatsDiff checks that two /stats snapshots differ by exactly what a

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/servers/socketio"
 )
 
 // TestUnknownSid: a polling GET, a polling POST and a WebSocket upgrade

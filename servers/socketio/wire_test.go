@@ -11,9 +11,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/servers/socketio"
-	"knowngood/shared/config"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // These tests speak Engine.IO v4 / Socket.IO v5 on the wire, as the official

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"maps"
 
-	"knowngood/servers/broadcast"
-	"knowngood/servers/echo"
-	"knowngood/servers/socketio"
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/servers/broadcast"
+	"github.com/knowngood/knowngood/servers/echo"
+	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // Build builds a variant's target. m may be nil (-metrics=false): the same

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/servers/targets"
-	"knowngood/servers/variants"
-	"knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/servers/targets"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 )
 
 // TestEveryRowBuilds: every catalog row has a constructor, and every

@@ -3,7 +3,7 @@ package variants_test
 import (
 	"fmt"
 
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 // A test that should run against every WebSocket echo selects them by

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/servers/variants"
-	"knowngood/shared/config"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/config"
 )
 
 func TestRows(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // Channels and keys of the broadcast bus (see the package doc).

@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"knowngood/shared/cluster"
-	"knowngood/shared/cluster/clustertest"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/cluster"
+	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // TestBusBounded: a client that broadcasts in a loop while another

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // leaseScript takes or renews the push lease and numbers the push, in one

@@ -86,7 +86,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // probeEvery is how often a replica checks that Redis answers when nothing

@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
-	"knowngood/shared/cluster"
-	"knowngood/shared/cluster/clustertest"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/cluster"
+	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

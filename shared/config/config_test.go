@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/config"
 )
 
 func env(vars map[string]string) func(string) string {

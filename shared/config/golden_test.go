@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/config"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // GuardedListener is the listener every target accepts from. A failed

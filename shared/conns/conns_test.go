@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/conns"
 )
 
 // TestDrainGoAway: peers that leave when told make Drain return at once,

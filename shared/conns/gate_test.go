@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/conns"
 )
 
 func TestGate(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"knowngood/shared/config"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // Kinds: the values of the kind label, and the keys of /stats "faults".

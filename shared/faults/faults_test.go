@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"knowngood/shared/config"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // newMetrics is a fresh set of metrics whose fault counts a test reads.

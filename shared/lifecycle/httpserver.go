@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"knowngood/shared/config"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // HTTPServer returns the http.Server of every HTTP listener: the targets

@@ -17,10 +17,10 @@ import (
 	"sync"
 	"syscall"
 
-	"knowngood/shared/config"
-	"knowngood/shared/conns"
-	"knowngood/shared/metrics"
-	"knowngood/shared/procfs"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/procfs"
 )
 
 // Target is what a variant builds.

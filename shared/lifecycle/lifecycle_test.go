@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle"
 )
 
 func TestMain(m *testing.M) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/lifecycle"
 )
 
 // TestSignalContextNamesTheSignal: SIGHUP starts a shutdown as SIGTERM

@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")

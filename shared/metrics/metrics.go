@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 const namespace = "knowngood"

@@ -5,7 +5,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Snapshot returns the /stats document: the registry's own figures, so that

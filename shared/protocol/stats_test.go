@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func stats(ok uint64, latenciesUS ...int64) protocol.Stats {

@@ -11,7 +11,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 )
 
 // TestRepliesTogether: gorilla and coder send the echoes of messages that

@@ -11,9 +11,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/metrics"
-	"knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 func coderUpgrader(cfg config.Config) upgrader {

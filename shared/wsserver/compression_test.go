@@ -20,8 +20,8 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // The answers to a permessage-deflate offer: every target compresses with

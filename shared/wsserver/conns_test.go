@@ -9,9 +9,9 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/protocol"
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // TestHalfOpen: a client that upgrades and then goes silent (a machine

@@ -13,8 +13,8 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // TestGnetBurstLeavesFewWorkers: a burst of connections to gnet all

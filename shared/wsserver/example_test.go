@@ -9,10 +9,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/metrics"
-	"knowngood/shared/wsserver"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // shout answers every message with the same message in upper case.

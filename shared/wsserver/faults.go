@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"knowngood/shared/faults"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // faultReject is the answer to a handshake that -fault-reject picked.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/shared/config"
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // serverClose is the server's close frame with code and no reason, as

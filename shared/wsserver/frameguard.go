@@ -11,7 +11,7 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // The frame rules of package wsframe are the one place that decides what a

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/config"
 )
 
 // TestFrames drives every target frame by frame: a fragmented message with

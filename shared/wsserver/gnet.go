@@ -13,11 +13,11 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"knowngood/shared/config"
-	"knowngood/shared/conns"
-	"knowngood/shared/faults"
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // gnetTarget serves WebSocket on gnet's event loops, with gobwas/ws

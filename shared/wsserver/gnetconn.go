@@ -8,10 +8,10 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
 
-	"knowngood/shared/conns"
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
-	"knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // Connection phases; each gconn moves forward through them only.

@@ -6,7 +6,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
 
-	"knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // directWrite is the payload size from which a reply is written with its

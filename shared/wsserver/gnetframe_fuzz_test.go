@@ -14,12 +14,12 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/lifecycle/lifecycletest"
-	"knowngood/shared/metrics"
-	"knowngood/shared/wsserver/wsframe"
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // echoing sends every message back: the echo target's handler.

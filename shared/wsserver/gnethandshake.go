@@ -8,7 +8,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // handshakeState is what a connection needs until its upgrade.

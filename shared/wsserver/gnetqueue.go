@@ -7,7 +7,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
 
-	"knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // sendQueue holds the frames not handed to gnet yet (Enqueue, flush), the

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/conns"
 )
 
 // bridgeTLS serves one TLS connection on gnet, which reads its sockets

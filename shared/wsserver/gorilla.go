@@ -10,9 +10,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/config"
-	"knowngood/shared/metrics"
-	"knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 func gorillaUpgrader(cfg config.Config) upgrader {

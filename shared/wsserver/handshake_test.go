@@ -9,9 +9,9 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"knowngood/shared/config"
-	"knowngood/shared/protocol"
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // TestRefusals: a request that does not become a WebSocket connection gets

@@ -13,13 +13,13 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/lifecycle/lifecycletest"
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
-	"knowngood/shared/wsserver"
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // echoHandler sends every message back as it came, from the reader that

@@ -10,12 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"knowngood/shared/config"
-	"knowngood/shared/conns"
-	"knowngood/shared/faults"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // wsConn is a connection that a library has upgraded.

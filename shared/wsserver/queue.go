@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // httpPeer is a gorilla or coder connection as its handler sees it. With a

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestTLS: with -tls-cert (lifecycle wraps the listener in TLS) gorilla and

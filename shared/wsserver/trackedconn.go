@@ -7,9 +7,9 @@ import (
 	"syscall"
 	"time"
 
-	"knowngood/shared/conns"
-	"knowngood/shared/metrics"
-	"knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // trackingListener wraps every connection in a trackedConn. Failed

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"knowngood/shared/config"
-	"knowngood/shared/conns"
-	"knowngood/shared/faults"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // refusal is the HTTP answer to a request that does not become a WebSocket

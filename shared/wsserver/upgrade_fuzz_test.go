@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/shared/config"
-	"knowngood/shared/lifecycle/lifecycletest"
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // FuzzGnetUpgradeSplits: gnet buffers an upgrade request that arrives

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/shared/config"
-	"knowngood/shared/conns"
-	"knowngood/shared/faults"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // key is a valid Sec-WebSocket-Key: 16 bytes, base64-encoded.

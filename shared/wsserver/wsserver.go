@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"knowngood/shared/config"
-	"knowngood/shared/conns"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // Op is a data message's opcode.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"knowngood/shared/procfs"
+	"github.com/knowngood/knowngood/shared/procfs"
 )
 
 // FileReserve is the number of descriptors kept free for everything that

@@ -4,7 +4,7 @@
 // target that has no /stats.
 package proc
 
-import "knowngood/shared/procfs"
+import "github.com/knowngood/knowngood/shared/procfs"
 
 // CPUSeconds is the user+system CPU time of process pid so far, from
 // /proc/PID/stat.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"knowngood/loadgen/internal/statsclient"
-	"knowngood/loadgen/internal/tally"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Replica is one replica's part of a run, for the reports (-json's

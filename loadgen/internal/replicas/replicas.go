@@ -21,8 +21,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"knowngood/loadgen/internal/statsclient"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Split parses a comma-separated list of admin URLs; each one is resolved

@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"knowngood/loadgen/internal/statsclient"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

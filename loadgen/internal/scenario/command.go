@@ -8,8 +8,8 @@ import (
 	"io"
 	"os"
 
-	"knowngood/loadgen/htmlreport"
-	"knowngood/loadgen/internal/threshold"
+	"github.com/knowngood/knowngood/loadgen/htmlreport"
+	"github.com/knowngood/knowngood/loadgen/internal/threshold"
 )
 
 // Command is one loadgen subcommand: parse its flags, run it, print its

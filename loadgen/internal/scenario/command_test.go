@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/htmlreport"
+	"github.com/knowngood/knowngood/loadgen/htmlreport"
 )
 
 // fakeReport writes one line of each kind; exit is its ExitStatus.

@@ -24,10 +24,10 @@ import (
 	"io"
 	"strings"
 
-	"knowngood/loadgen/internal/flagset"
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/statsclient"
-	"knowngood/loadgen/internal/threshold"
+	"github.com/knowngood/knowngood/loadgen/internal/flagset"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
+	"github.com/knowngood/knowngood/loadgen/internal/threshold"
 )
 
 // Common is the flags every scenario has.

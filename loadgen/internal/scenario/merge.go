@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 )
 
 // MergeShards checks that parts are every shard of one sharded run, each

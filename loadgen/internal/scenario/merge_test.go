@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func part(scenario string, i, n int, sent int64, admin string, reps ...replicas.Replica) *ShardPart {

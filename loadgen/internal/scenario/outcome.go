@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"time"
 
-	"knowngood/loadgen/internal/threshold"
-	"knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/internal/threshold"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 )
 
 // Exit statuses of loadgen's scenarios and watch.

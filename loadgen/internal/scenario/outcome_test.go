@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/internal/threshold"
-	"knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/internal/threshold"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 )
 
 // judgedReport is a report whose outcome the test sets.

@@ -5,9 +5,9 @@ import (
 	"runtime"
 	"time"
 
-	"knowngood/loadgen/internal/proc"
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/internal/proc"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 )
 
 // Scenario is one scenario's own part of a run; R is its report. The

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 )
 
 // fakeTarget is an admin listener: /health gives its configuration, and

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/statsclient"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Target is the target's admin listener for one run: its /stats, and its

@@ -11,7 +11,7 @@ import (
 	"os"
 	"time"
 
-	"knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
 )
 
 // TLS is the flags every scenario has for a target in TLS (wss://,

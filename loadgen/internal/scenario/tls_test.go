@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
 )
 
 // TestTLSFlags: -ca is read and checked as it is parsed; -insecure wins.

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/tally"
-	"knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 )
 
 // Table is a report table whose server column comes from a *V, the

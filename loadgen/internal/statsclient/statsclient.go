@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // DefaultAdminPort is the admin port assumed on the target's host when

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
 // Error kinds: why a connection was not established.

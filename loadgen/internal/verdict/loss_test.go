@@ -3,8 +3,8 @@ package verdict_test
 import (
 	"testing"
 
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestLoss: the verdicts that find a loss on either side say so (Loss),

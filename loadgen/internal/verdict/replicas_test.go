@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestReplicas: on the sum over several replicas, a loss is placed on

@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/internal/plural"
-	"knowngood/loadgen/internal/replicas"
-	"knowngood/loadgen/internal/tally"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/plural"
+	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Run is what is known about one run. Counts the client does not keep are

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"knowngood/loadgen/internal/verdict"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func kinds(vs []verdict.Verdict) []string {

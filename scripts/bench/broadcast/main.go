@@ -25,10 +25,10 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/broadcast"
-	"knowngood/scripts/harness"
-	"knowngood/scripts/internal/benchrun"
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/loadgen/broadcast"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 var broadcastVariants = variants.NamesOf(variants.ByFamily(variants.Broadcast))

@@ -47,10 +47,10 @@ import (
 	"sync"
 	"time"
 
-	"knowngood/loadgen/broadcast"
-	"knowngood/scripts/harness"
-	"knowngood/scripts/internal/benchrun"
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/loadgen/broadcast"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 var broadcastVariants = variants.NamesOf(variants.ByFamily(variants.Broadcast))

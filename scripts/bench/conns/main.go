@@ -26,11 +26,11 @@ import (
 	"syscall"
 	"time"
 
-	"knowngood/loadgen/conns"
-	"knowngood/scripts/harness"
-	"knowngood/scripts/internal/benchrun"
-	"knowngood/servers/variants"
-	"knowngood/shared/procfs"
+	"github.com/knowngood/knowngood/loadgen/conns"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/procfs"
 )
 
 const node = benchrun.Node

@@ -32,10 +32,10 @@ import (
 	"strconv"
 	"time"
 
-	"knowngood/loadgen/echo"
-	"knowngood/scripts/harness"
-	"knowngood/scripts/internal/benchrun"
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/loadgen/echo"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 const node = benchrun.Node

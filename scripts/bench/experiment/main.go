@@ -31,12 +31,12 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/handshake"
-	"knowngood/loadgen/htmlreport"
-	"knowngood/scripts/harness"
-	"knowngood/scripts/internal/benchrun"
-	"knowngood/servers/variants"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/loadgen/handshake"
+	"github.com/knowngood/knowngood/loadgen/htmlreport"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 var (

@@ -24,11 +24,11 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/handshake"
-	"knowngood/scripts/harness"
-	"knowngood/scripts/internal/benchrun"
-	"knowngood/shared/config"
-	"knowngood/shared/procfs"
+	"github.com/knowngood/knowngood/loadgen/handshake"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/procfs"
 )
 
 type options struct {

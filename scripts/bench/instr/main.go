@@ -40,9 +40,9 @@ import (
 	"strings"
 	"time"
 
-	"knowngood/loadgen/echo"
-	"knowngood/scripts/harness"
-	"knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/loadgen/echo"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 )
 
 // goal is the bound on the instrumentation's cost, in percent.

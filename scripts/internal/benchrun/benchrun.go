@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 // Binaries are knowngood and loadgen, built by the harness.

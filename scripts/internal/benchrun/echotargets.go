@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"knowngood/scripts/harness"
-	"knowngood/servers/variants"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 // Node names the Node `ws` echo server (scripts/node/ws-echo-server.mjs) in

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 // TestStartEchoTarget starts the floor and Node's server as the echo

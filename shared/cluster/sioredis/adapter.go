@@ -13,8 +13,8 @@ import (
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 
-	"knowngood/shared/cluster"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/cluster"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // CountTimeout bounds how long Count waits for the other servers' answers.

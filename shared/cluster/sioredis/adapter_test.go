@@ -12,9 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
-	"knowngood/shared/cluster"
-	"knowngood/shared/cluster/clustertest"
-	"knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/cluster"
+	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // These tests put one adapter on a real Redis and play the other server

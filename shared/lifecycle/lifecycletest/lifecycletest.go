@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"knowngood/shared/admin"
-	"knowngood/shared/config"
-	"knowngood/shared/conns"
-	"knowngood/shared/lifecycle"
-	"knowngood/shared/metrics"
-	"knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/admin"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Build is a variant's constructor, as in servers/main.go's table.

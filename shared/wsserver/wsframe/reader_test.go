@@ -9,7 +9,7 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // event is what a test keeps of a Frame: everything but how the input

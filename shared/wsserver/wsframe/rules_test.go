@@ -8,7 +8,7 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 func closeBody(code int, reason string) []byte {

@@ -134,7 +134,7 @@ func TestWatchTsung(t *testing.T) {
 // TestWatchBlocking: the blocking target holds its one loop 50 ms a
 // connect, and each client gives up after 1 s: about 20 of 60 connect, the
 // others are abandoned. The figures are the clients' own, and the verdict
-// places the loss on the deadline: nothing lost on either side beyond it.
+// places the failures on the deadline: nothing lost on either side beyond it.
 func TestWatchBlocking(t *testing.T) {
 	k6 := k6Path()
 	for _, c := range []struct {
@@ -172,8 +172,11 @@ func TestWatchBlocking(t *testing.T) {
 			if c.exit != 0 {
 				has(t, r.Verdicts, verdict.CommandFailed, fmt.Sprintf("the command failed (exit status %d)", c.exit))
 			}
-			if !r.Loss {
-				t.Error("no loss found")
+			// Abandoned and queued connects are the server's documented
+			// answers, not a loss; a handshake the server finished as the
+			// client left is one (client-lost), and so is a failed command.
+			if want := c.exit != 0 || uint64(r.OK) < ok; r.Loss != want {
+				t.Errorf("loss %v, want %v (command exit %d, client ok %d, server ok %d)", r.Loss, want, r.ExitCode, r.OK, ok)
 			}
 		})
 	}

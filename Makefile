@@ -119,7 +119,8 @@ STRESS_TESTS ?= $(STRESS_RACES) \
 	./shared/cluster:'^TestBusBounded$$' \
 	./shared/wsserver:'^(TestFrameBytes|TestOverflowBounded)$$' \
 	./servers:'^(TestTimeBounds|TestLongPollOutlivesBounds|TestSIGHUP)$$' \
-	./loadgen/broadcast:'^TestSubscribers'
+	./loadgen/broadcast:'^(TestSubscribers|TestTLS)' \
+	./loadgen:'^(TestWatchBlocking|TestWatchUnknownFigures|TestWatchCatchesLyingTool|TestExit.*|TestTLSBroadcast|TestTLSEcho|TestReportRefusedAtCap)$$'
 stress:
 	flock /tmp/knowngood-bench.lock go run ./scripts/stress -n $(STRESSN) $(STRESS_TESTS)
 

@@ -1,4 +1,4 @@
-// Command experiment is the seed experiment behind knowngood (make
+// Command experiment is the handshake experiment (make
 // experiment-handshake): N Socket.IO connects at once, each with a 15 s
 // deadline, against empty, async and blocking (a 50 ms connect on one
 // shared loop), measured with three clients side by side (loadgen, the

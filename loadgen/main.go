@@ -87,13 +87,14 @@ var summaries = []struct{ name, line string }{
 	{"reconcile", "reconcile a saved /stats snapshot with counts typed after the run"},
 }
 
-// writeUsage lists the scenarios, one line each.
+// writeUsage lists the scenarios, one line each, and the exit statuses.
 func writeUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: loadgen SCENARIO [flags]   (loadgen SCENARIO -h, or loadgen help SCENARIO, lists its flags)")
 	fmt.Fprintln(w, "\nscenarios:")
 	for _, s := range summaries {
 		fmt.Fprintf(w, "  %-11s%s\n", s.name+":", s.line)
 	}
+	fmt.Fprint(w, "\n"+scenario.ExitHelp)
 }
 
 func main() { os.Exit(realMain()) }

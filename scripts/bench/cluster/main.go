@@ -40,7 +40,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,8 +131,7 @@ func (r *row) perCPU() float64 {
 }
 
 func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
-	loadBefore := benchrun.LoadAvg()
-	started := time.Now()
+	machine := benchrun.StartMachine()
 	var rows []*row
 	if slices.Contains(o.parts, "push") {
 		for _, v := range o.variants {
@@ -156,7 +154,7 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 		}
 		rows = append(rows, kg, node)
 	}
-	writeTable(stdout, o, rows, loadBefore, benchrun.LoadAvg(), time.Since(started))
+	writeTable(stdout, o, rows, machine)
 	return ctx.Err()
 }
 
@@ -514,7 +512,7 @@ func versions(log string) string {
 	return ""
 }
 
-func writeTable(w io.Writer, o options, rows []*row, loadBefore, loadAfter string, took time.Duration) {
+func writeTable(w io.Writer, o options, rows []*row, machine *benchrun.Machine) {
 	fmt.Fprintf(w, "\nCluster on Redis, %s windows. push: the timed push (every 100 ms, 100 bytes) to %d subscribers, the same 3 `loadgen broadcast -push -shard I/3` processes in both setups; deliveries = the replicas' messages_sent over the window (every subscriber connected), CPU = their cpu_seconds summed. Socket.IO room: %d socket.io-client sockets (websocket), half on each server, all in one room; %d of them emit broadcast-room, %d/s in all; deliveries = \"broadcast\" events the clients received, CPU = the server processes' (/proc). Redis CPU from /proc.\n\n",
 		o.duration, o.subscribers, o.sockets, o.senders, o.rate)
 	fmt.Fprintln(w, "| part | setup | clients | deliveries | lost | deliveries/s | p50 ms | p99 ms | server CPU s | Redis CPU s | client CPU s | server CPU µs per delivery | deliveries per server CPU s | ratio | goal | met |")
@@ -547,7 +545,7 @@ func writeTable(w io.Writer, o options, rows []*row, loadBefore, loadAfter strin
 			r.part, r.setup, r.clients, r.deliveries, lost, float64(r.deliveries)/r.window, fmtMS(r.p50), fmtMS(r.p99),
 			r.serverCPU, fmtCPU(r.redisCPU), r.clientCPU, us, per, ratio, goal, met)
 	}
-	fmt.Fprintf(w, "\nMachine: %d CPUs; load average (1, 5, 15 min) %s before, %s after; %s in all.\n", runtime.NumCPU(), loadBefore, loadAfter, took.Round(time.Second))
+	fmt.Fprintf(w, "\n%s\n", machine.Summary())
 }
 
 func yesNo(ok bool) string {

@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -21,5 +22,18 @@ func TestProcCPUSecondsSelf(t *testing.T) {
 	s, err := ProcCPUSeconds(os.Getpid())
 	if err != nil || s < 0 {
 		t.Errorf("ProcCPUSeconds(self) = %v, %v", s, err)
+	}
+}
+
+func TestParseCPULine(t *testing.T) {
+	busy, all, ok := parseCPULine("cpu  100 5 50 800 20 3 2 0 7 0")
+	if !ok || busy != 160 || all != 980 {
+		t.Fatalf("parseCPULine = %d, %d, %v; want 160, 980, true", busy, all, ok)
+	}
+	if _, _, ok := parseCPULine("intr 1 2 3"); ok {
+		t.Fatal("parseCPULine accepted a line that is not cpu")
+	}
+	if m := StartMachine().Summary(); !strings.Contains(m, "CPUs") {
+		t.Fatalf("Summary = %q", m)
 	}
 }

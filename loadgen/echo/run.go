@@ -137,14 +137,14 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	win := window{start: start, from: start.Add(r.cfg.Warmup), to: start.Add(r.cfg.Warmup + r.cfg.Duration), stop: stop}
 	var closing atomic.Bool // set once the connections are being closed: their errors are ours
 	tl := timeline.New(win.from)
-	wg := r.startWorkers(win, tl, &closing)
+	wait, stopLoops := r.startWorkers(win, tl, &closing)
 	end, interrupted := r.measure(ctx, f.Target, win)
 	close(stop)
 
 	// The last echoes: wait for them up to cfg.Timeout, then close the
 	// connections, which ends every call still blocked.
 	drained := make(chan struct{})
-	go func() { wg.Wait(); close(drained) }()
+	go func() { wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-time.After(r.cfg.Timeout):
@@ -153,19 +153,28 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	closing.Store(true)
 	closeAll(r.conns)
 	<-drained
+	stopLoops()
 	r.tally(win, end, interrupted, tl)
 	return !interrupted
 }
 
-// startWorkers starts one worker per connection, in cfg.Mode.
-func (r *run) startWorkers(win window, tl *timeline.Timeline, closing *atomic.Bool) *sync.WaitGroup {
+// startWorkers starts one worker per connection, in cfg.Mode: wait waits
+// for them to end, and stop, called after closeAll, stops what they
+// started.
+func (r *run) startWorkers(win window, tl *timeline.Timeline, closing *atomic.Bool) (wait, stop func()) {
 	pl := newPayload(r.cfg.Size)
 	r.workers = make([]*worker, len(r.conns))
-	var wg sync.WaitGroup
 	for i, c := range r.conns {
-		w := &worker{id: i, conn: c, pl: pl, errs: r.errs, closing: closing, lat: protocol.NewHistogram(), late: protocol.NewHistogram(),
+		r.workers[i] = &worker{id: i, conn: c, pl: pl, errs: r.errs, closing: closing, lat: protocol.NewHistogram(), late: protocol.NewHistogram(),
 			tl: tl, seconds: tl.Local()}
-		r.workers[i] = w
+	}
+	if r.cfg.Mode == Pipelined {
+		if l, ok := r.startLoops(win, r.workers, r.cfg.Inflight); ok {
+			return l.wait, l.stop
+		}
+	}
+	var wg sync.WaitGroup
+	for i, w := range r.workers {
 		switch r.cfg.Mode {
 		case Sync:
 			wg.Go(func() { w.runSync(win) })
@@ -179,7 +188,7 @@ func (r *run) startWorkers(win window, tl *timeline.Timeline, closing *atomic.Bo
 			wg.Go(func() { w.runRate(win, first, period) })
 		}
 	}
-	return &wg
+	return wg.Wait, func() {}
 }
 
 // measure waits through the warmup and the window, sampling both sides at
@@ -209,6 +218,7 @@ func (r *run) tally(win window, end time.Time, interrupted bool, tl *timeline.Ti
 	}
 	lat, late := protocol.NewHistogram(), protocol.NewHistogram()
 	for _, w := range r.workers {
+		w.record()
 		w.seconds.Flush()
 		lat.Merge(w.lat)
 		late.Merge(w.late)
@@ -345,6 +355,7 @@ type worker struct {
 	// they were sent in; the errors go to tl.
 	seconds *timeline.Local
 	tl      *timeline.Timeline
+	run     latencyRun // the receiver's latencies not yet recorded
 }
 
 // fail counts the error that ended the connection, unless the run was
@@ -360,11 +371,18 @@ func (w *worker) fail(kind string, err error) {
 // at t. It returns false when the connection is done.
 func (w *worker) receive(in []byte, seq uint64, t time.Time, win window) bool {
 	n, err := w.conn.recv(in)
-	now := time.Now()
 	if err != nil && !errors.Is(err, errMismatch) {
 		w.fail(kindRead, err)
 		return false
 	}
+	w.echoed(in, n, err, seq, t, win, time.Now())
+	return true
+}
+
+// echoed takes an echo of n bytes (in holds the first of them), read at
+// now, of message seq, sent (or due) at t; err, when not nil, wraps
+// errMismatch.
+func (w *worker) echoed(in []byte, n int, err error, seq uint64, t time.Time, win window, now time.Time) {
 	w.received++
 	if err == nil {
 		err = w.pl.check(in, n, seq)
@@ -372,17 +390,40 @@ func (w *worker) receive(in []byte, seq uint64, t time.Time, win window) bool {
 	if err != nil {
 		w.errs.Add(kindMismatch, 1, fmt.Errorf("connection %d, message %d: %w", w.id, seq, err))
 		w.tl.Error(now)
-		return true
+		return
 	}
 	if win.measured(t) {
 		w.measured++
 		// Beyond the histogram's 10 minutes is out of range, and
 		// impossible within -timeout.
 		us := max(1, now.Sub(t).Microseconds())
-		_ = w.lat.RecordValue(us)
-		w.seconds.Record(t, us)
+		if r := &w.run; r.n > 0 && r.us == us && r.t.Equal(t) {
+			r.n++
+			return
+		}
+		w.record()
+		w.run = latencyRun{t: t, us: us, n: 1}
 	}
-	return true
+}
+
+// latencyRun is a run of echoes with the same latency, of messages sent
+// at the same time: a pipelined batch, read at once. They go to the
+// histograms together (a histogram takes a count with a value), the same
+// counts as one by one.
+type latencyRun struct {
+	t  time.Time
+	us int64
+	n  int64
+}
+
+// record puts the current run of latencies into the histograms; the
+// receiver calls it once more when it is done.
+func (w *worker) record() {
+	if r := w.run; r.n > 0 {
+		_ = w.lat.RecordValues(r.us, r.n)
+		w.seconds.RecordN(r.t, r.us, r.n)
+		w.run.n = 0
+	}
 }
 
 // send writes message seq alone; false when the connection is done.

@@ -21,7 +21,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// Pipelined mode's gnet loops share gnet's package-level worker
+	// pool: its own goroutines, started with the package, and its idle
+	// workers, which stay 10 s.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"))
 }
 
 // testConfig is a short run against url, without /stats.

@@ -125,7 +125,11 @@ func (tl *Timeline) Local() *Local { return &Local{tl: tl, sec: -1, lat: newHist
 // Record counts one event that completed at t after latency microseconds.
 // It costs a time subtraction and a histogram increment, and a merge under
 // the Timeline's lock once a second.
-func (l *Local) Record(t time.Time, micros int64) {
+func (l *Local) Record(t time.Time, micros int64) { l.RecordN(t, micros, 1) }
+
+// RecordN counts n events that completed at t, each after latency
+// microseconds.
+func (l *Local) RecordN(t time.Time, micros, n int64) {
 	i := l.tl.index(t)
 	if i < 0 {
 		return
@@ -134,7 +138,7 @@ func (l *Local) Record(t time.Time, micros int64) {
 		l.Flush()
 		l.sec = i
 	}
-	_ = l.lat.RecordValue(max(1, micros))
+	_ = l.lat.RecordValues(max(1, micros), n)
 }
 
 // Flush hands the current second to the Timeline.

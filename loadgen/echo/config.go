@@ -5,7 +5,8 @@
 //
 //   - sync: each connection sends, waits for the echo, and sends again.
 //   - pipelined: each connection keeps up to -inflight messages awaiting
-//     their echo.
+//     their echo; over ws:// and tcp:// the connections are read and
+//     written on -loops event loops (gnet), not on goroutines.
 //   - rate: open loop at -rate messages per second in total, spread evenly
 //     over the connections; each message's latency is counted from the
 //     moment it was due to be sent, so a stall is charged to every message
@@ -58,6 +59,7 @@ const (
 	maxSize     = 16 << 20
 	maxInflight = 1 << 16
 	maxRate     = 100000000
+	maxLoops    = 1024
 )
 
 // Config is one run of the scenario.
@@ -75,6 +77,7 @@ type Config struct {
 	Warmup   time.Duration // before the window; not in the figures
 	Timeout  time.Duration // bounds each dial, and the wait for the last echoes after the window
 	PID      int           // the target's process id, for its CPU from /proc; 0 for none
+	Loops    int           // pipelined over ws:// or tcp://: the client's event loops; 0 for half the cores
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
@@ -114,6 +117,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	flagset.Duration(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, after the warmup")
 	flagset.Duration(fs, &cfg.Warmup, "warmup", DefaultWarmup, true, "traffic before the window that the figures leave out")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last echoes after the window")
+	flagset.Int(fs, &cfg.Loops, "loops", 0, 0, maxLoops, "pipelined over ws:// or tcp://: `N` event loops (epoll) that read and write the connections; 0 for half the cores, at least one, which leaves the rest to a target on the same machine")
 	fs.Func("pid", "the target's process `ID`, on this machine: its CPU seconds come from /proc/PID/stat (for a target without /stats)", func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

@@ -17,8 +17,9 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
-// loops runs pipelined mode on gnet's event loops (epoll, one per core)
-// instead of a sender and a receiver goroutine per connection: each
+// loops runs pipelined mode on gnet's event loops (epoll; -loops of them,
+// by default half the cores: the target on the same machine gets the
+// rest) instead of a sender and a receiver goroutine per connection: each
 // connection's echoes are read, checked and timed where the loop reads
 // them, and the messages that replace them are written at once, in one
 // write. Against the goroutines that takes the wake-ups, the channel and
@@ -88,7 +89,11 @@ func (r *run) startLoops(win window, workers []*worker, inflight int) (*loops, b
 		socks[i] = c
 	}
 	l := &loops{}
-	cli, err := gnet.NewClient(l, gnet.WithMulticore(true), gnet.WithNumEventLoop(runtime.GOMAXPROCS(0)),
+	n := r.cfg.Loops
+	if n == 0 {
+		n = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	cli, err := gnet.NewClient(l, gnet.WithMulticore(true), gnet.WithNumEventLoop(n),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogger(gnetLog{r.errs}))
 	if err == nil {
 		err = cli.Start()

@@ -139,7 +139,7 @@ type result struct {
 }
 
 func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
-
+	machine := benchrun.StartMachine()
 	results := map[cell][]result{}
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, t := range o.targets() {
@@ -161,6 +161,7 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 		}
 	}
 	writeTables(stdout, o, results)
+	fmt.Fprintf(stdout, "\n%s\n", machine.Summary())
 	return nil
 }
 
@@ -224,13 +225,14 @@ type summary struct {
 	rate, p50, p99       float64
 	serverCPU, clientCPU float64
 	serverUsPerMsg       float64 // server CPU µs per message
+	clientPerServer      float64 // client CPU / server CPU, per run
 	errors               int     // over all runs
 	ok                   bool
 }
 
 func summarize(rs []result) summary {
 	var s summary
-	var rate, p50, p99, scpu, ccpu, us []float64
+	var rate, p50, p99, scpu, ccpu, us, cps []float64
 	for _, r := range rs {
 		s.runs++
 		if r.rep == nil || r.err != nil || r.rep.P50ms == nil {
@@ -245,11 +247,15 @@ func summarize(rs []result) summary {
 		if r.rep.Messages > 0 {
 			us = append(us, r.serverCPU/float64(r.rep.Messages)*1e6)
 		}
+		if r.serverCPU > 0 {
+			cps = append(cps, r.rep.ClientCPUSeconds/r.serverCPU)
+		}
 		s.errors += errorCount(r.rep)
 	}
 	s.ok = len(rate) > 0
 	s.rate, s.p50, s.p99 = benchrun.Median(rate), benchrun.Median(p50), benchrun.Median(p99)
 	s.serverCPU, s.clientCPU, s.serverUsPerMsg = benchrun.Median(scpu), benchrun.Median(ccpu), benchrun.Median(us)
+	s.clientPerServer = benchrun.Median(cps)
 	return s
 }
 
@@ -352,6 +358,15 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 	for _, v := range benchrun.WSEchoVariants {
 		r, ok := rate(v, false)
 		line(v+" >= 1.5x node ws", r, nodeRate, ok, okNode, func(x float64) bool { return x >= 1.5 }, "x")
+	}
+	// The reference client must be the cheapest process on the box: no
+	// more CPU than the target it drives (the median of each run's ratio).
+	for _, t := range o.targets() {
+		if t.metricsOff {
+			continue
+		}
+		s := sums[cell{t, c, mode}]
+		line(fmt.Sprintf("loadgen CPU / %s CPU <= 1.0x", t), s.clientPerServer, 1, s.ok && s.clientPerServer > 0, true, func(x float64) bool { return x <= 1 }, "x")
 	}
 	if o.metricsOff {
 		for _, v := range goVariants {

@@ -113,6 +113,10 @@ func (r *run) startLoops(win window, workers []*worker, inflight int) (*loops, b
 		// Enroll hands a duplicate of the socket to a loop and closes
 		// the original; the traffic starts in OnOpen.
 		g, err := cli.EnrollContext(socks[i], p)
+		if err == nil && p.g == nil { // not opened (the loop could not poll it): no OnOpen, no OnClose
+			_ = g.Close()
+			err = errors.New("not opened on the event loop")
+		}
 		if err != nil {
 			w.fail(kindRead, fmt.Errorf("gnet enroll: %w", err))
 			l.drained.Done()
@@ -170,6 +174,9 @@ func (l *loops) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if err := p.send(); err != nil {
 		p.end(l, kindWrite, err)
 		return nil, gnet.Close
+	}
+	if stopped(p.win.stop) && p.expect == p.next { // opened after the window
+		p.end(l, "", nil)
 	}
 	return nil, gnet.None
 }

@@ -5,7 +5,7 @@
 // ({"type":"echo",...} -> the same message back) after joining the client,
 // and every -push-interval builds one push frame (the targets' layout,
 // protocol.AppendPush) and writes it to every member with one write system
-// call each, from one goroutine. Nothing else: no metrics, no queue, no
+// call each, shared by GOMAXPROCS goroutines. Nothing else: no metrics, no queue, no
 // slow-client policy (a client that does not read stalls the push), no
 // limits. It is a yardstick, not a target.
 //
@@ -25,6 +25,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,6 +63,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen `address`")
 	interval := flag.Duration("push-interval", 100*time.Millisecond, "time between pushes")
 	size := flag.Int("push-size", 100, "push payload `bytes`")
+	writers := flag.Int("writers", runtime.GOMAXPROCS(0), "goroutines that share a push's writes, each a contiguous part of the members")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -73,7 +75,7 @@ func main() {
 	s := &server{members: map[*member]struct{}{}}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go s.push(ctx, *interval, *size)
+	go s.push(ctx, *interval, *size, max(*writers, 1))
 	go func() {
 		<-ctx.Done()
 		_ = ln.Close()
@@ -148,8 +150,10 @@ func (s *server) leave(m *member) {
 	s.mu.Unlock()
 }
 
-// push writes one frame, made once, to every member: one write each.
-func (s *server) push(ctx context.Context, interval time.Duration, size int) {
+// push writes one frame, made once, to every member: one write each,
+// shared by writers goroutines as the targets share it among their event
+// loops or writer goroutines.
+func (s *server) push(ctx context.Context, interval time.Duration, size, writers int) {
 	filler := strings.Repeat("x", size)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -172,8 +176,15 @@ func (s *server) push(ctx context.Context, interval time.Duration, size int) {
 		s.mu.Unlock()
 		payload = protocol.AppendPush(payload[:0], seq, time.Now().UnixNano(), filler)
 		frame = wsframe.AppendFrame(frame[:0], 0, ws.OpText, payload)
-		for _, m := range list {
-			_ = m.write(frame)
+		var wg sync.WaitGroup
+		for i := range writers {
+			part := list[len(list)*i/writers : len(list)*(i+1)/writers]
+			wg.Go(func() {
+				for _, m := range part {
+					_ = m.write(frame)
+				}
+			})
 		}
+		wg.Wait()
 	}
 }

@@ -5,11 +5,11 @@
 // ({"type":"echo",...} -> the same message back) after joining the client,
 // and every -push-interval builds one push frame (the targets' layout,
 // protocol.AppendPush) and writes it to every member with one write system
-// call each, shared by GOMAXPROCS goroutines. Nothing else: no metrics, no queue, no
-// slow-client policy (a client that does not read stalls the push), no
-// limits. It is a yardstick, not a target.
+// call each, shared by -writers goroutines (GOMAXPROCS). Nothing else: no
+// metrics, no queue, no slow-client policy (a client that does not read
+// stalls its writer), no limits. It is a yardstick, not a target.
 //
-//	go run ./scripts/bench/broadcast/floor [-addr 127.0.0.1:0] [-push-interval 100ms] [-push-size 100]
+//	go run ./scripts/bench/broadcast/floor [-addr 127.0.0.1:0] [-push-interval 100ms] [-push-size 100] [-writers N]
 //
 // It prints {"msg":"listening","addr":"HOST:PORT"} once it listens and
 // exits on SIGINT or SIGTERM.
@@ -55,8 +55,7 @@ func (m *member) write(b []byte) error {
 type server struct {
 	mu      sync.Mutex
 	members map[*member]struct{}
-	list    []*member // the members, rebuilt when they change
-	dirty   bool
+	dirty   bool // members changed since the pusher's last copy
 }
 
 func main() {

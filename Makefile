@@ -148,8 +148,8 @@ bench-conns: deps
 bench-instr:
 	go run ./scripts/bench/instr
 
-## bench-broadcast: every broadcast variant at 1,000 and 10,000 subscribers, timed push and 10 senders (not a test)
-bench-broadcast:
+## bench-broadcast: timed push to 1,000 and 10,000 subscribers on every broadcast variant, a write-per-connection floor and Node ws: CPU per delivery, latency, accept time (not a test)
+bench-broadcast: deps
 	go run ./scripts/bench/broadcast
 
 ## bench-cluster: push to 9,000 subscribers on 1 vs 3 replicas on Redis (CPU per delivery); Socket.IO room broadcast, 2 knowngood vs 2 Node redis-adapter servers (not a test)

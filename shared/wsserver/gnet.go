@@ -65,6 +65,8 @@ type gnetTarget struct {
 	quit        chan struct{}
 	quitOnce    sync.Once
 	bridges     sync.WaitGroup // the TLS bridges (gnettls.go)
+
+	flushers sync.Map // gnet.EventLoop -> *loopFlusher (gnetqueue.go)
 }
 
 func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {

@@ -7,13 +7,15 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/knowngood/knowngood/shared/conns"
 	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // sendQueue holds the frames not handed to gnet yet (Enqueue, flush), the
 // queue entries they make (a Pair is one entry of two frames), the
 // payload bytes they carry, whether a flush is scheduled on the loop, and
-// the slice the last flush used (reused, not reallocated).
+// the slice the last flush used (reused, not reallocated); loop is the
+// flusher of the connection's event loop, found at the first Enqueue.
 type sendQueue struct {
 	mu       sync.Mutex
 	frames   [][]byte
@@ -21,6 +23,7 @@ type sendQueue struct {
 	spare    [][]byte
 	bytes    int
 	flushing bool
+	loop     *loopFlusher
 }
 
 // Enqueue puts a message on the connection's send queue, which its loop
@@ -57,17 +60,113 @@ func (st *gconn) Enqueue(o *Outgoing) error {
 	}
 	schedule := !sq.flushing
 	sq.flushing = true
+	if schedule && sq.loop == nil {
+		sq.loop = st.g.flusherOf(st.conn.EventLoop())
+	}
 	sq.mu.Unlock()
 	if !schedule {
 		return nil
 	}
-	err := st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		st.flush()
-		return nil
-	}))
-	if err != nil {
+	if sq.loop.add(st) != nil {
 		return ErrClosing // the engine is shutting down
 	}
+	return nil
+}
+
+// flushChunk is how many connections a loop flushes before it lets its
+// other tasks (a registration, a close) run: a push to 5,000 connections
+// of one loop takes it tens of milliseconds, which new connections would
+// otherwise wait out.
+const flushChunk = 128
+
+// loopFlusher flushes the connections of one event loop that have
+// something queued: one task on the loop for a fan-out, not one per
+// connection (each of those is an allocation, a queue entry and, past
+// gnet's 1,024 urgent tasks, a place in a queue that is drained 256 at a
+// time, in front of the registrations of new connections).
+type loopFlusher struct {
+	g    *gnetTarget
+	loop gnet.EventLoop
+
+	mu        sync.Mutex
+	dirty     []*gconn // to flush, added by Enqueue
+	scheduled bool     // a Run is queued on the loop or running
+
+	work []*gconn // the loop's own: being flushed, from next on
+	next int
+}
+
+// flusherOf is the flusher of loop, made on first use.
+func (g *gnetTarget) flusherOf(loop gnet.EventLoop) *loopFlusher {
+	if f, ok := g.flushers.Load(loop); ok {
+		return f.(*loopFlusher)
+	}
+	f, _ := g.flushers.LoadOrStore(loop, &loopFlusher{g: g, loop: loop})
+	return f.(*loopFlusher)
+}
+
+// add has st flushed on its loop soon.
+func (f *loopFlusher) add(st *gconn) error {
+	f.mu.Lock()
+	f.dirty = append(f.dirty, st)
+	start := !f.scheduled
+	f.scheduled = true
+	f.mu.Unlock()
+	if !start {
+		return nil
+	}
+	return f.schedule()
+}
+
+func (f *loopFlusher) schedule() error {
+	if err := f.loop.Execute(context.Background(), f); err != nil {
+		f.mu.Lock()
+		f.scheduled = false
+		clear(f.dirty)
+		f.dirty = f.dirty[:0]
+		f.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Run, on the loop, flushes up to flushChunk connections, counts what
+// went out once for all of them, and queues itself again while any are
+// left.
+func (f *loopFlusher) Run(context.Context) error {
+	defer func() {
+		if v := recover(); v != nil {
+			conns.LogPanic(f.g.log, f.g.cfg.Variant, v)
+		}
+	}()
+	f.mu.Lock()
+	f.work = append(f.work, f.dirty...)
+	clear(f.dirty)
+	f.dirty = f.dirty[:0]
+	f.mu.Unlock()
+	end := min(f.next+flushChunk, len(f.work))
+	sent, bytes := 0, 0
+	for _, st := range f.work[f.next:end] {
+		n, b := st.flushQueued()
+		sent += n
+		bytes += b
+	}
+	f.g.m.Sent(sent, bytes)
+	clear(f.work[f.next:end])
+	f.next = end
+	if f.next == len(f.work) {
+		f.work, f.next = f.work[:0], 0
+		f.mu.Lock()
+		idle := len(f.dirty) == 0
+		if idle {
+			f.scheduled = false
+		}
+		f.mu.Unlock()
+		if idle {
+			return nil
+		}
+	}
+	_ = f.schedule()
 	return nil
 }
 
@@ -78,9 +177,17 @@ const maxIovec = 1024
 // flush writes everything queued, in order, on the loop: one writev per
 // 1,024 messages.
 func (st *gconn) flush() {
+	if n, bytes := st.flushQueued(); n > 0 {
+		st.g.m.Sent(n, bytes)
+	}
+}
+
+// flushQueued is flush, saying what it wrote (messages, payload bytes)
+// for the caller to count.
+func (st *gconn) flushQueued() (int, int) {
 	sq := st.queue
 	if sq == nil {
-		return
+		return 0, 0
 	}
 	sq.mu.Lock()
 	frames, n, bytes := sq.frames, len(sq.frames), sq.bytes
@@ -89,18 +196,18 @@ func (st *gconn) flush() {
 	sq.flushing = false
 	sq.mu.Unlock()
 	defer clear(frames) // the frames belong to their Outgoing, not to us
-	if st.phase != phaseOpen {
-		return // closing or closed: nothing may follow the close frame
+	if st.phase != phaseOpen || n == 0 {
+		return 0, 0 // closing or closed: nothing may follow the close frame
 	}
 	for rest := frames; len(rest) > 0; {
 		k := min(len(rest), maxIovec)
 		if _, _ = st.conn.Writev(rest[:k]); st.phase == phaseClosed {
-			return
+			return 0, 0
 		}
 		rest = rest[k:]
 	}
-	st.g.m.Sent(n, bytes)
 	st.outbound.Store(int64(st.conn.OutboundBuffered()))
+	return n, bytes
 }
 
 // frameFor is o as one unmasked text frame, compressed or not; made once

@@ -65,6 +65,9 @@ type gnetTarget struct {
 	quit        chan struct{}
 	quitOnce    sync.Once
 	bridges     sync.WaitGroup // the TLS bridges (gnettls.go)
+
+	loopsMu sync.Mutex
+	loops   []*gloop // one per event loop that has had a connection
 }
 
 func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
@@ -82,7 +85,7 @@ func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Op
 
 func (g *gnetTarget) options() []gnet.Option {
 	opts := []gnet.Option{
-		gnet.WithTicker(true), // its first tick says that the engine is up
+		gnet.WithTicker(true), // its first tick says that the engine is up; the next ones sweep
 		gnet.WithLogger(gnetLogger{g.log}),
 	}
 	if g.cfg.Gnet.Loops > 0 {
@@ -185,7 +188,7 @@ func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
 	}
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
-	st := &gconn{g: g, hs: &handshakeState{accepted: accepted}}
+	st := &gconn{hs: &handshakeState{accepted: accepted}}
 	if g.opts.Queue > 0 {
 		st.queue = &sendQueue{}
 	}
@@ -223,10 +226,11 @@ func (g *gnetTarget) OnBoot(eng gnet.Engine) gnet.Action {
 }
 
 // OnTick first fires once every event loop exists: Register is safe from
-// then on.
+// then on. Every tick after that starts the loops' keepalive sweeps.
 func (g *gnetTarget) OnTick() (time.Duration, gnet.Action) {
 	g.readyOnce.Do(func() { close(g.ready) })
-	return time.Hour, gnet.None
+	g.sweepAll()
+	return g.sweepStep(), gnet.None
 }
 
 // OnOpen starts the -handshake-timeout clock, from the accept as net/http's
@@ -238,6 +242,8 @@ func (g *gnetTarget) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.Close
 	}
 	st.conn = c
+	st.loop = g.loopOf(c.EventLoop())
+	st.slot = -1
 	st.arm(g, g.cfg.HandshakeTimeout-time.Since(st.hs.accepted))
 	return nil, gnet.None
 }
@@ -256,9 +262,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if st.timer != nil {
 		st.timer.Stop()
 	}
-	if st.ka != nil {
-		st.ka.Stop()
-	}
+	st.loop.remove(st)
 	if st.delay != nil {
 		st.delay.timer.Stop()
 		clear(st.delay.due)
@@ -274,10 +278,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 			g.m.Handshake(result, transport, 0)
 		}
 	case phaseOpen, phaseClosing:
-		reason := st.reason
-		if reason == "" {
-			reason = reasonAbnormal
-		}
+		reason := st.disconnectReason()
 		if st.held {
 			g.gate.Release()
 		}
@@ -314,7 +315,7 @@ func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
 		}
 		return g.frames(c, st)
 	case phaseOpen, phaseClosing:
-		st.reads++
+		st.heard = true
 		return g.frames(c, st)
 	default:
 		_, _ = c.Discard(-1)

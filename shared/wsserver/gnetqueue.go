@@ -3,6 +3,7 @@ package wsserver
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
@@ -21,6 +22,9 @@ type sendQueue struct {
 	spare    [][]byte
 	bytes    int
 	flushing bool
+	// outbound, read by Enqueue from other goroutines: the bytes gnet
+	// holds for a client that does not read.
+	outbound atomic.Int64
 }
 
 // Enqueue puts a message on the connection's send queue, which its loop
@@ -33,7 +37,7 @@ func (st *gconn) Enqueue(o *Outgoing) error {
 	if sq == nil {
 		return ErrClosing // not a queued target
 	}
-	q := st.g.opts.Queue
+	q := st.loop.g.opts.Queue
 	frame := o.frameFor(st.rd.Deflate)
 	var then []byte
 	if o.then != nil {
@@ -44,7 +48,7 @@ func (st *gconn) Enqueue(o *Outgoing) error {
 	case st.shut.Load():
 		sq.mu.Unlock()
 		return ErrClosing
-	case sq.entries >= q || st.outbound.Load() > int64(q)*int64(len(frame)+len(then)):
+	case sq.entries >= q || sq.outbound.Load() > int64(q)*int64(len(frame)+len(then)):
 		sq.mu.Unlock()
 		return ErrQueueFull
 	}
@@ -99,8 +103,8 @@ func (st *gconn) flush() {
 		}
 		rest = rest[k:]
 	}
-	st.g.m.Sent(n, bytes)
-	st.outbound.Store(int64(st.conn.OutboundBuffered()))
+	st.loop.g.m.Sent(n, bytes)
+	sq.outbound.Store(int64(st.conn.OutboundBuffered()))
 }
 
 // frameFor is o as one unmasked text frame, compressed or not; made once

@@ -24,6 +24,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
@@ -111,10 +112,22 @@ func (s *server) upgrade(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
+// outs are the buffers the replies of one call gather in, so that a call
+// writes once and allocates nothing.
+var outs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
 // frames echoes every whole frame that has arrived.
 func (s *server) frames(c gnet.Conn) gnet.Action {
 	buf, _ := c.Peek(-1)
-	var out []byte
+	pb := outs.Get().(*[]byte)
+	defer func() {
+		if cap(*pb) <= 1<<20 {
+			*pb = (*pb)[:0]
+			outs.Put(pb)
+		}
+	}()
+	out := (*pb)[:0]
+	defer func() { *pb = out[:0] }()
 	used := 0
 	action := gnet.None
 	for action == gnet.None {

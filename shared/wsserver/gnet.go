@@ -43,7 +43,6 @@ type gnetTarget struct {
 	log    *slog.Logger
 	opts   Options
 	gate   *conns.Gate
-	conns  *conns.Registry[*gconn]
 	faults *faults.Injector
 	// backlog is how many bytes of replies may wait for a client that does
 	// not read them: 16 messages of -max-message, at least 1 MiB.
@@ -67,14 +66,14 @@ type gnetTarget struct {
 	bridges     sync.WaitGroup // the TLS bridges (gnettls.go)
 
 	loopsMu sync.Mutex
-	loops   []*gloop // one per event loop that has had a connection
+	loops   []*gloop     // one per event loop that has had a connection
+	active  atomic.Int64 // connections in the loops' lists (gloop.open)
 }
 
 func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
 	return &gnetTarget{
 		cfg: cfg, m: m, log: log, opts: o,
 		gate:        conns.NewGate(cfg.MaxConns),
-		conns:       conns.NewRegistry[*gconn](),
 		faults:      faults.New(cfg, m),
 		ready:       make(chan struct{}),
 		registering: make(chan struct{}, maxRegistering),
@@ -262,7 +261,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if st.timer != nil {
 		st.timer.Stop()
 	}
-	st.loop.remove(st)
+	g.leave(st)
 	if st.delay != nil {
 		st.delay.timer.Stop()
 		clear(st.delay.due)
@@ -286,7 +285,6 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 		st.shut.Store(true)
 		st.phase = phaseClosed
 		g.m.Closed(reason)
-		g.conns.Remove(st)
 		st.session.Closed()
 	}
 	st.phase = phaseClosed
@@ -344,8 +342,7 @@ func (g *gnetTarget) Shutdown(ctx context.Context) error {
 	if g.startErr != nil {
 		return nil
 	}
-	goAway := func(st *gconn) { st.Close(CloseGoingAway) }
-	err := conns.Drain(ctx, g.conns, goAway, func(st *gconn) { _ = st.conn.Close() })
+	err := g.drain(ctx)
 	if stopErr := g.eng.Stop(ctx); err == nil {
 		err = stopErr
 	}

@@ -54,7 +54,7 @@ type gconn struct {
 	// fragments; rd.Deflate says that permessage-deflate was negotiated.
 	rd   wsframe.Reader
 	need uint32 // bytes that must be buffered before the next parse (saturated)
-	slot int32  // index in loop.open while open; -1 otherwise
+	slot int32  // index in loop.open from the upgrade until OnClose; -1 otherwise
 	// reason is the disconnect reason once known: a close code, or
 	// reasonCodePingTimeout; 0 = none yet (1006 at the end).
 	reason int32
@@ -263,7 +263,6 @@ func (st *gconn) closing(g *gnetTarget, code int) {
 	st.shut.Store(true)
 	st.reason = int32(code)
 	st.phase = phaseClosing
-	st.loop.remove(st)
 	st.need = 0
 	st.rd.Reset()
 	st.arm(g, closeWait)

@@ -173,7 +173,6 @@ func (g *gnetTarget) message(st *gconn, f *wsframe.Frame, out *[]byte) {
 // an invalid one, and closes the connection once the answer is written.
 func (g *gnetTarget) closeFrame(st *gconn, f *wsframe.Frame, out *[]byte) gnet.Action {
 	st.phase = phaseClosing
-	st.loop.remove(st)
 	st.reason = int32(f.Code)
 	if f.Kind == wsframe.BadClose {
 		*out = wsframe.AppendClose(*out, f.Code)

@@ -115,8 +115,7 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	// this loop after this call, so after the 101.
 	st.session = withFaults(g.opts.Handler.Open(st), st, g.faults, st)
 	st.due = clock() + int64(g.cfg.PingInterval)
-	st.loop.add(st)
-	added := g.conns.Add(st)
+	added := g.enter(st)
 	if _, _ = c.Write(resp); st.phase == phaseClosed {
 		return gnet.None, false // the write failed: gnet closed the connection, and OnClose settled it
 	}

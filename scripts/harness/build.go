@@ -32,6 +32,11 @@ func Knowngood() (string, error) { return build("./servers/knowngood", "knowngoo
 // first call.
 func Loadgen() (string, error) { return build("./loadgen", "loadgen") }
 
+// GnetFloor is the path of the minimal gnet WebSocket echo server that
+// the gnet targets are measured against, built from
+// ./scripts/bench/floors/gnetecho on the first call.
+func GnetFloor() (string, error) { return build("./scripts/bench/floors/gnetecho", "gnetecho") }
+
 // KnowngoodT is Knowngood for a test, which fails if the build does.
 func KnowngoodT(t testing.TB) string {
 	t.Helper()

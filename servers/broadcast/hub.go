@@ -22,8 +22,13 @@ type Client interface {
 
 // Hub is the membership of one target and its fan-out. A fan-out reads an
 // immutable list of members without a lock, so that a broadcast to 10,000
-// clients never holds up a join, a leave, or a gnet event loop; joins and
-// leaves copy the list.
+// clients never holds up a join, a leave, or a gnet event loop. A leave
+// copies the list; a join appends to it in place when there is room,
+// which no reader sees (each reads only up to its own length, and every
+// list that shares the array is a prefix of the newest), so that n joins
+// cost O(n), not O(n^2): copying on every join made 18,000 subscribers
+// allocate 3 GB, which kept an idle subscriber at over 2 KiB of RSS and
+// slowed their accepting.
 type Hub struct {
 	m         *metrics.Metrics
 	closeSlow bool // -slow close; otherwise drop
@@ -43,7 +48,7 @@ func NewHub(slow string, m *metrics.Metrics) *Hub {
 func (h *Hub) Join(c Client) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	next := append(slices.Clip(*h.members.Load()), c)
+	next := append(*h.members.Load(), c)
 	h.members.Store(&next)
 }
 

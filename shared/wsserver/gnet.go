@@ -43,7 +43,6 @@ type gnetTarget struct {
 	log    *slog.Logger
 	opts   Options
 	gate   *conns.Gate
-	conns  *conns.Registry[*gconn]
 	faults *faults.Injector
 	// backlog is how many bytes of replies may wait for a client that does
 	// not read them: 16 messages of -max-message, at least 1 MiB.
@@ -66,14 +65,15 @@ type gnetTarget struct {
 	quitOnce    sync.Once
 	bridges     sync.WaitGroup // the TLS bridges (gnettls.go)
 
-	flushers sync.Map // gnet.EventLoop -> *loopFlusher (gnetqueue.go)
+	loopsMu sync.Mutex
+	loops   []*gloop     // one per event loop that has had a connection
+	active  atomic.Int64 // connections in the loops' lists (gloop.open)
 }
 
 func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
 	return &gnetTarget{
 		cfg: cfg, m: m, log: log, opts: o,
 		gate:        conns.NewGate(cfg.MaxConns),
-		conns:       conns.NewRegistry[*gconn](),
 		faults:      faults.New(cfg, m),
 		ready:       make(chan struct{}),
 		registering: make(chan struct{}, maxRegistering),
@@ -84,7 +84,7 @@ func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Op
 
 func (g *gnetTarget) options() []gnet.Option {
 	opts := []gnet.Option{
-		gnet.WithTicker(true), // its first tick says that the engine is up
+		gnet.WithTicker(true), // its first tick says that the engine is up; the next ones sweep
 		gnet.WithLogger(gnetLogger{g.log}),
 	}
 	if g.cfg.Gnet.Loops > 0 {
@@ -187,7 +187,7 @@ func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
 	}
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
-	st := &gconn{g: g, hs: &handshakeState{accepted: accepted}}
+	st := &gconn{hs: &handshakeState{accepted: accepted}}
 	if g.opts.Queue > 0 {
 		st.queue = &sendQueue{}
 	}
@@ -225,10 +225,11 @@ func (g *gnetTarget) OnBoot(eng gnet.Engine) gnet.Action {
 }
 
 // OnTick first fires once every event loop exists: Register is safe from
-// then on.
+// then on. Every tick after that starts the loops' keepalive sweeps.
 func (g *gnetTarget) OnTick() (time.Duration, gnet.Action) {
 	g.readyOnce.Do(func() { close(g.ready) })
-	return time.Hour, gnet.None
+	g.sweepAll()
+	return g.sweepStep(), gnet.None
 }
 
 // OnOpen starts the -handshake-timeout clock, from the accept as net/http's
@@ -240,6 +241,8 @@ func (g *gnetTarget) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.Close
 	}
 	st.conn = c
+	st.loop = g.loopOf(c.EventLoop())
+	st.slot = -1
 	st.arm(g, g.cfg.HandshakeTimeout-time.Since(st.hs.accepted))
 	return nil, gnet.None
 }
@@ -258,9 +261,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if st.timer != nil {
 		st.timer.Stop()
 	}
-	if st.ka != nil {
-		st.ka.Stop()
-	}
+	g.leave(st)
 	if st.delay != nil {
 		st.delay.timer.Stop()
 		clear(st.delay.due)
@@ -276,10 +277,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 			g.m.Handshake(result, transport, 0)
 		}
 	case phaseOpen, phaseClosing:
-		reason := st.reason
-		if reason == "" {
-			reason = reasonAbnormal
-		}
+		reason := st.disconnectReason()
 		if st.held {
 			g.gate.Release()
 		}
@@ -287,7 +285,6 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 		st.shut.Store(true)
 		st.phase = phaseClosed
 		g.m.Closed(reason)
-		g.conns.Remove(st)
 		st.session.Closed()
 	}
 	st.phase = phaseClosed
@@ -316,7 +313,7 @@ func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
 		}
 		return g.frames(c, st)
 	case phaseOpen, phaseClosing:
-		st.reads++
+		st.heard = true
 		return g.frames(c, st)
 	default:
 		_, _ = c.Discard(-1)
@@ -345,8 +342,7 @@ func (g *gnetTarget) Shutdown(ctx context.Context) error {
 	if g.startErr != nil {
 		return nil
 	}
-	goAway := func(st *gconn) { st.Close(CloseGoingAway) }
-	err := conns.Drain(ctx, g.conns, goAway, func(st *gconn) { _ = st.conn.Close() })
+	err := g.drain(ctx)
 	if stopErr := g.eng.Stop(ctx); err == nil {
 		err = stopErr
 	}

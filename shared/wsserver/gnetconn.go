@@ -2,6 +2,7 @@ package wsserver
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -27,58 +28,77 @@ const (
 )
 
 // gconn is one connection's state. Only its event loop touches it, except
-// g, conn, rd.Deflate and queue (set before anyone else sees the gconn) and
-// the atomics that Enqueue reads.
+// conn, loop, rd.Deflate and queue (set before anyone else sees the gconn)
+// and shut, which Enqueue reads.
 //
 // An idle connection is mostly this struct, so what only some connections
 // or some moments need lives elsewhere: the upgrade's state until the
 // upgrade, the send queue on queued (broadcast) targets, -fault-delay's
-// state once a delay is made, and a frame's scratch (frameScratch) for the
-// length of one call.
+// state once a delay is made, and what one OnTraffic call gathers (the
+// replies, the counts: its loop's, gloop). The keepalive has no timer of
+// its own: its loop's sweep looks at due.
 type gconn struct {
-	g        *gnetTarget
-	conn     gnet.Conn
-	session  Session
-	phase    int
-	hs       *handshakeState // nil once upgraded
-	timer    *time.Timer
-	deadline time.Time // of the handshake or of the close wait
-	sent     int       // close code the server sent; 0 = none
-	reason   string    // disconnect reason once known
-
-	need int   // bytes that must be buffered before the next parse
+	conn    gnet.Conn
+	session Session
+	loop    *gloop          // the connection's loop (and target), from OnOpen
+	hs      *handshakeState // nil once upgraded
+	timer   *time.Timer     // the upgrade's clock, then the close wait's; nil when open
+	queue   *sendQueue      // nil unless the target queues (Options.Queue)
+	delay   *delayState     // -fault-delay; nil until the first delay
+	// due is when the running clock runs out, in clock() time: the
+	// upgrade's or the close wait's (timer), or, while open, the
+	// keepalive's next look (its loop's sweep).
+	due  int64
 	skip int64 // bytes of a dropped frame still to come (closing)
+	// rd reads the client's frames and holds a message arriving in
+	// fragments; rd.Deflate says that permessage-deflate was negotiated.
+	rd   wsframe.Reader
+	need uint32 // bytes that must be buffered before the next parse (saturated)
+	slot int32  // index in loop.open from the upgrade until OnClose; -1 otherwise
+	// reason is the disconnect reason once known: a close code, or
+	// reasonCodePingTimeout; 0 = none yet (1006 at the end).
+	reason int32
+	// shut, read by Enqueue from other goroutines: the server has begun to
+	// close.
+	shut  atomic.Bool
+	phase uint8
 	// lingering: closing, and the client's frames cannot be read on; what
 	// comes is dropped until the client closes (failLost).
 	lingering bool
 	counted   bool // the handshake's result has been recorded
 	held      bool // holds a -max-conns place
-	pinged    bool // the keepalive's ping is out
-	// shut, read by Enqueue from other goroutines: the server has begun to
-	// close. Beside the flags above, it takes no word of its own.
-	shut atomic.Bool
-
-	// rd reads the client's frames and holds a message arriving in
-	// fragments; rd.Deflate says that permessage-deflate was negotiated.
-	rd wsframe.Reader
-
-	out *[]byte // the replies of the OnTraffic call under way; nil between calls
-
-	queue *sendQueue // nil unless the target queues (Options.Queue)
-	// outbound, read by Enqueue from other goroutines: the bytes gnet holds
-	// for a client that does not read.
-	outbound atomic.Int64
-
-	rx, tx counts // echoed in the current frames call, for the metrics
-
-	// The keepalive (see httpPeer.keepalive): reads counts OnTraffic
-	// calls, the sign of life; pingMark is its value when the ping went.
-	ka       *time.Timer
-	reads    uint32
-	pingMark uint32
-
-	delay *delayState // -fault-delay; nil until the first delay
+	// The keepalive (see httpPeer.keepalive): heard says that something
+	// came since the sweep last looked, the sign of life; pinged that the
+	// ping is out.
+	heard  bool
+	pinged bool
 }
+
+// reasonCodePingTimeout is gconn.reason for a connection dropped by the
+// keepalive.
+const reasonCodePingTimeout = -1
+
+// disconnectReason is the reason a gconn's disconnect is counted under.
+func (st *gconn) disconnectReason() string {
+	switch st.reason {
+	case 0:
+		return reasonAbnormal
+	case reasonCodePingTimeout:
+		return reasonPingTimeout
+	}
+	return codeReason(int(st.reason))
+}
+
+// setNeed records how many bytes the next parse needs, saturated: a larger
+// need only means an earlier look.
+func (st *gconn) setNeed(n int) { st.need = uint32(min(max(n, 0), math.MaxUint32)) }
+
+// clockStart is the origin of clock.
+var clockStart = time.Now()
+
+// clock is monotonic time in nanoseconds since the process started: 8
+// bytes where a time.Time takes 24.
+func clock() int64 { return int64(time.Since(clockStart)) }
 
 // delayState is -fault-delay on one connection: messages waiting for
 // their time, in order, and the timer that wakes the loop for the first.
@@ -91,7 +111,7 @@ type delayState struct {
 // connection's loop.
 func (st *gconn) arm(g *gnetTarget, d time.Duration) {
 	d = max(d, 0)
-	st.deadline = time.Now().Add(d)
+	st.due = clock() + int64(d)
 	if st.timer != nil {
 		st.timer.Reset(d)
 		return
@@ -117,7 +137,7 @@ func (g *gnetTarget) onLoop(st *gconn, f func(*gconn)) {
 // expire closes a connection whose upgrade request did not complete in
 // time, or whose client did not answer the server's close in time.
 func (g *gnetTarget) expire(st *gconn) {
-	if time.Now().Before(st.deadline) || st.phase == phaseOpen {
+	if clock() < st.due || st.phase == phaseOpen {
 		return // a timer that fired just before being re-armed or stopped
 	}
 	if st.phase == phaseHandshake {
@@ -131,30 +151,30 @@ func (g *gnetTarget) expire(st *gconn) {
 }
 
 // keepalive pings a connection that has been quiet for -ping-interval and
-// drops it, as ping_timeout, if it stays quiet for -ping-timeout.
-func (g *gnetTarget) keepalive(st *gconn) {
+// drops it, as ping_timeout, if it stays quiet for -ping-timeout. Its
+// loop's sweep calls it once the connection's due time has come (a sweep
+// step late at most: never early).
+func (g *gnetTarget) keepalive(st *gconn, now int64) {
 	if st.phase != phaseOpen {
 		return
 	}
 	switch {
-	case !st.pinged && st.reads != st.pingMark:
-		st.pingMark = st.reads
-		st.ka.Reset(g.cfg.PingInterval)
+	case !st.pinged && st.heard:
+		st.heard = false
+		st.due = now + int64(g.cfg.PingInterval)
 	case !st.pinged:
 		st.pinged = true
-		st.pingMark = st.reads
 		ping := wsframe.AppendFrame(nil, 0, 0x9, nil)
 		if _, _ = st.conn.Write(ping); st.phase == phaseClosed {
 			return
 		}
-		st.ka.Reset(g.cfg.PingTimeout)
-	case st.reads == st.pingMark:
-		st.reason = reasonPingTimeout
+		st.due = now + int64(g.cfg.PingTimeout)
+	case !st.heard:
+		st.reason = reasonCodePingTimeout
 		_ = st.conn.EventLoop().Close(st.conn)
 	default:
-		st.pinged = false
-		st.pingMark = st.reads
-		st.ka.Reset(g.cfg.PingInterval)
+		st.pinged, st.heard = false, false
+		st.due = now + int64(g.cfg.PingInterval)
 	}
 }
 
@@ -170,7 +190,7 @@ func (st *gconn) after(d time.Duration, f func()) {
 		return // the timer is set for the first
 	}
 	if dl.timer == nil {
-		dl.timer = time.AfterFunc(d, func() { st.g.onLoop(st, st.g.runDelayed) })
+		dl.timer = time.AfterFunc(d, func() { st.loop.g.onLoop(st, st.loop.g.runDelayed) })
 		return
 	}
 	dl.timer.Reset(d)
@@ -181,19 +201,18 @@ func (g *gnetTarget) runDelayed(st *gconn) {
 	if dl == nil {
 		return // closed: OnClose dropped them
 	}
-	out := wsframe.GetBuffer()
-	defer wsframe.PutBuffer(out)
-	st.out = out
+	out := st.loop.begin(st)
 	now := time.Now()
 	i := 0
 	for ; i < len(dl.due) && !dl.due[i].due.After(now) && st.phase == phaseOpen; i++ {
 		dl.due[i].f()
 	}
-	st.out = nil
+	st.loop.end()
 	if len(*out) > 0 && st.phase != phaseClosed {
 		_, _ = st.conn.Write(*out)
 	}
-	g.flushCounts(st)
+	wsframe.PutBuffer(out)
+	g.flushCounts(st.loop)
 	if st.phase != phaseOpen {
 		return
 	}
@@ -213,7 +232,7 @@ func (st *gconn) closeAfterQueue(code int) { st.close(code, true) }
 
 func (st *gconn) close(code int, drain bool) {
 	st.shut.Store(true)
-	st.g.onLoop(st, func(st *gconn) {
+	st.loop.g.onLoop(st, func(st *gconn) {
 		if drain {
 			st.flush()
 		}
@@ -222,7 +241,7 @@ func (st *gconn) close(code int, drain bool) {
 		}
 		out := wsframe.GetBuffer()
 		*out = wsframe.AppendClose(*out, code)
-		st.closing(st.g, code)
+		st.closing(st.loop.g, code)
 		_, _ = st.conn.Write(*out)
 		wsframe.PutBuffer(out)
 	})
@@ -242,8 +261,7 @@ func (g *gnetTarget) fail(st *gconn, out *[]byte, code ws.StatusCode) gnet.Actio
 // closing records that the server sent its close frame with code.
 func (st *gconn) closing(g *gnetTarget, code int) {
 	st.shut.Store(true)
-	st.sent = code
-	st.reason = codeReason(code)
+	st.reason = int32(code)
 	st.phase = phaseClosing
 	st.need = 0
 	st.rd.Reset()

@@ -31,7 +31,7 @@ func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
 			return gnet.None
 		}
 	}
-	if c.InboundBuffered() < st.need {
+	if c.InboundBuffered() < int(st.need) {
 		// Part of a large frame: peeking would copy it again every time.
 		return gnet.None
 	}
@@ -39,15 +39,15 @@ func (g *gnetTarget) frames(c gnet.Conn, st *gconn) gnet.Action {
 	if err != nil || len(buf) == 0 {
 		return gnet.None
 	}
-	out := wsframe.GetBuffer()
-	defer wsframe.PutBuffer(out)
-	st.out = out
-	defer g.flushCounts(st)
+	l := st.loop
+	out := l.begin(st)
 	action, used := g.parse(c, st, buf, out)
-	st.out = nil
+	l.end()
 	if len(*out) > 0 && st.phase != phaseClosed {
 		_, _ = c.Write(*out)
 	}
+	wsframe.PutBuffer(out)
+	g.flushCounts(l)
 	if st.phase == phaseClosed {
 		return gnet.None
 	}
@@ -91,7 +91,7 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 		}
 		n := st.rd.Next(buf[used:], g.cfg.MaxMessage, &f)
 		if f.Kind == wsframe.Incomplete {
-			st.need = f.Need
+			st.setNeed(f.Need)
 			return gnet.None, used
 		}
 		st.need = 0
@@ -113,7 +113,7 @@ func (g *gnetTarget) parse(c gnet.Conn, st *gconn, buf []byte, out *[]byte) (gne
 func (g *gnetTarget) afterClose(st *gconn, buf []byte) (n int, done bool) {
 	h, hlen, err := wsframe.ParseHeader(buf)
 	if err == nil && hlen == 0 {
-		st.need = len(buf) + 1
+		st.setNeed(len(buf) + 1)
 		return 0, false
 	}
 	if err != nil || !h.Masked || h.OpCode == ws.OpClose {
@@ -164,7 +164,7 @@ func (g *gnetTarget) message(st *gconn, f *wsframe.Frame, out *[]byte) {
 		g.fail(st, out, ws.StatusCode(code))
 		return
 	}
-	st.rx.add(len(data))
+	st.loop.rx.add(len(data))
 	st.session.Message(Op(f.Op), data)
 }
 
@@ -173,7 +173,7 @@ func (g *gnetTarget) message(st *gconn, f *wsframe.Frame, out *[]byte) {
 // an invalid one, and closes the connection once the answer is written.
 func (g *gnetTarget) closeFrame(st *gconn, f *wsframe.Frame, out *[]byte) gnet.Action {
 	st.phase = phaseClosing
-	st.reason = codeReason(f.Code)
+	st.reason = int32(f.Code)
 	if f.Kind == wsframe.BadClose {
 		*out = wsframe.AppendClose(*out, f.Code)
 		return gnet.Close
@@ -185,13 +185,15 @@ func (g *gnetTarget) closeFrame(st *gconn, f *wsframe.Frame, out *[]byte) gnet.A
 // Reply adds a message to the replies of this OnTraffic call, which go out
 // in one write. A queued connection sends it through Enqueue instead.
 func (st *gconn) Reply(op Op, data []byte) {
-	if st.g.opts.Queue > 0 || st.out == nil {
+	l := st.loop
+	if l == nil || l.g.opts.Queue > 0 || l.cur != st {
 		_ = st.Enqueue(NewOutgoing(append([]byte(nil), data...)))
 		return
 	}
 	if st.phase != phaseOpen {
 		return
 	}
+	out := l.out
 	n := len(data)
 	var rsv byte
 	if st.rd.Deflate {
@@ -199,18 +201,18 @@ func (st *gconn) Reply(op Op, data []byte) {
 		defer wsframe.PutDeflater(d)
 		z, err := d.Deflate(data)
 		if err != nil {
-			st.g.fail(st, st.out, ws.StatusInternalServerError)
+			l.g.fail(st, out, ws.StatusInternalServerError)
 			return
 		}
 		data, rsv = z, ws.Rsv(true, false, false)
 	}
 	if len(data) < directWrite {
-		*st.out = wsframe.AppendFrame(*st.out, rsv, ws.OpCode(op), data)
+		*out = wsframe.AppendFrame(*out, rsv, ws.OpCode(op), data)
 	} else {
 		c := st.conn
-		if len(*st.out) > 0 {
-			_, _ = c.Write(*st.out)
-			*st.out = (*st.out)[:0]
+		if len(*out) > 0 {
+			_, _ = c.Write(*out)
+			*out = (*out)[:0]
 			if st.phase == phaseClosed {
 				return
 			}
@@ -225,7 +227,7 @@ func (st *gconn) Reply(op Op, data []byte) {
 			return
 		}
 	}
-	st.tx.add(n)
+	l.tx.add(n)
 }
 
 // counts are a connection's messages and bytes not yet in the metrics.
@@ -236,10 +238,10 @@ type counts struct{ msgs, bytes int }
 
 func (c *counts) add(n int) { c.msgs, c.bytes = c.msgs+1, c.bytes+n }
 
-func (g *gnetTarget) flushCounts(st *gconn) {
-	g.m.Received(st.rx.msgs, st.rx.bytes)
-	g.m.Sent(st.tx.msgs, st.tx.bytes)
-	st.rx, st.tx = counts{}, counts{}
+func (g *gnetTarget) flushCounts(l *gloop) {
+	g.m.Received(l.rx.msgs, l.rx.bytes)
+	g.m.Sent(l.tx.msgs, l.tx.bytes)
+	l.rx, l.tx = counts{}, counts{}
 }
 
 // frameScratch is what writing a frame on its own needs for the moment:

@@ -97,7 +97,7 @@ func gnetDial(t *testing.T, addr string, g *gnetTarget) (net.Conn, *gconn) {
 	// this process dials one at a time. (Its address is no way to find
 	// it: gnet clears an old connection's addresses as it closes.)
 	before := map[*gconn]bool{}
-	for _, st := range g.conns.Snapshot() {
+	for _, st := range g.snapshot(t.Context()) {
 		before[st] = true
 	}
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -118,7 +118,7 @@ func gnetDial(t *testing.T, addr string, g *gnetTarget) (net.Conn, *gconn) {
 	}
 	// The response is all the server sent (the client sent no frame
 	// yet): the buffered reader holds nothing more.
-	for _, st := range g.conns.Snapshot() {
+	for _, st := range g.snapshot(t.Context()) {
 		if !before[st] {
 			return c, st
 		}

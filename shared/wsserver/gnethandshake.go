@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // handshakeState is what a connection needs until its upgrade.
@@ -19,6 +21,27 @@ type handshakeState struct {
 }
 
 var headerEnd = []byte("\r\n\r\n")
+
+// requestReader reads an upgrade request from gnet's buffer. Pooled: a
+// bufio.Reader of its own would be 4 KiB of garbage per upgrade, most of
+// what a connection leaves behind.
+type requestReader struct {
+	src bytes.Reader
+	buf *bufio.Reader
+}
+
+var requestReaders = sync.Pool{New: func() any {
+	rr := &requestReader{}
+	rr.buf = bufio.NewReader(&rr.src)
+	return rr
+}}
+
+// put gives rr back, holding nothing of the request.
+func (rr *requestReader) put() {
+	rr.src.Reset(nil)
+	rr.buf.Reset(&rr.src)
+	requestReaders.Put(rr)
+}
 
 // handshake reads the upgrade request once all of it has arrived, however
 // many pieces it came in, checks it as the other targets do, and answers.
@@ -49,7 +72,11 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 		return gnet.None, false
 	}
 	n := end + len(headerEnd)
-	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(buf[:n])))
+	rr := requestReaders.Get().(*requestReader)
+	defer rr.put()
+	rr.src.Reset(buf[:n])
+	rr.buf.Reset(&rr.src)
+	req, err := http.ReadRequest(rr.buf)
 	if err != nil {
 		return g.refuse(c, st, malformed(err.Error())), false
 	}
@@ -61,8 +88,9 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	}
 	st.held = true
 
-	resp := make([]byte, 0, 256)
-	resp = append(resp, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "...)
+	out := wsframe.GetBuffer()
+	defer wsframe.PutBuffer(out)
+	resp := append((*out)[:0], "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "...)
 	resp = append(resp, acceptKey(req.Header.Get("Sec-WebSocket-Key"))...)
 	if ext, ok := g.negotiate(req); ok {
 		st.rd.Deflate = true
@@ -70,6 +98,7 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 		resp = append(resp, ext...)
 	}
 	resp = append(resp, "\r\n\r\n"...)
+	*out = resp
 	_, _ = c.Discard(n)
 
 	// Counted before the 101 goes out: a client that has read it may look
@@ -85,8 +114,8 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	// member. What is enqueued meanwhile is flushed by a task that runs on
 	// this loop after this call, so after the 101.
 	st.session = withFaults(g.opts.Handler.Open(st), st, g.faults, st)
-	st.ka = time.AfterFunc(g.cfg.PingInterval, func() { g.onLoop(st, g.keepalive) })
-	added := g.conns.Add(st)
+	st.due = clock() + int64(g.cfg.PingInterval)
+	added := g.enter(st)
 	if _, _ = c.Write(resp); st.phase == phaseClosed {
 		return gnet.None, false // the write failed: gnet closed the connection, and OnClose settled it
 	}

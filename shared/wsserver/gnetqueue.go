@@ -3,6 +3,7 @@ package wsserver
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
@@ -14,8 +15,7 @@ import (
 // sendQueue holds the frames not handed to gnet yet (Enqueue, flush), the
 // queue entries they make (a Pair is one entry of two frames), the
 // payload bytes they carry, whether a flush is scheduled on the loop, and
-// the slice the last flush used (reused, not reallocated); loop is the
-// flusher of the connection's event loop, found at the first Enqueue.
+// the slice the last flush used (reused, not reallocated).
 type sendQueue struct {
 	mu       sync.Mutex
 	frames   [][]byte
@@ -23,7 +23,9 @@ type sendQueue struct {
 	spare    [][]byte
 	bytes    int
 	flushing bool
-	loop     *loopFlusher
+	// outbound, read by Enqueue from other goroutines: the bytes gnet
+	// holds for a client that does not read.
+	outbound atomic.Int64
 }
 
 // Enqueue puts a message on the connection's send queue, which its loop
@@ -36,7 +38,7 @@ func (st *gconn) Enqueue(o *Outgoing) error {
 	if sq == nil {
 		return ErrClosing // not a queued target
 	}
-	q := st.g.opts.Queue
+	q := st.loop.g.opts.Queue
 	frame := o.frameFor(st.rd.Deflate)
 	var then []byte
 	if o.then != nil {
@@ -47,7 +49,7 @@ func (st *gconn) Enqueue(o *Outgoing) error {
 	case st.shut.Load():
 		sq.mu.Unlock()
 		return ErrClosing
-	case sq.entries >= q || st.outbound.Load() > int64(q)*int64(len(frame)+len(then)):
+	case sq.entries >= q || sq.outbound.Load() > int64(q)*int64(len(frame)+len(then)):
 		sq.mu.Unlock()
 		return ErrQueueFull
 	}
@@ -60,14 +62,11 @@ func (st *gconn) Enqueue(o *Outgoing) error {
 	}
 	schedule := !sq.flushing
 	sq.flushing = true
-	if schedule && sq.loop == nil {
-		sq.loop = st.g.flusherOf(st.conn.EventLoop())
-	}
 	sq.mu.Unlock()
 	if !schedule {
 		return nil
 	}
-	if sq.loop.add(st) != nil {
+	if st.loop.flusher.add(st) != nil {
 		return ErrClosing // the engine is shutting down
 	}
 	return nil
@@ -94,15 +93,6 @@ type loopFlusher struct {
 
 	work []*gconn // the loop's own: being flushed, from next on
 	next int
-}
-
-// flusherOf is the flusher of loop, made on first use.
-func (g *gnetTarget) flusherOf(loop gnet.EventLoop) *loopFlusher {
-	if f, ok := g.flushers.Load(loop); ok {
-		return f.(*loopFlusher)
-	}
-	f, _ := g.flushers.LoadOrStore(loop, &loopFlusher{g: g, loop: loop})
-	return f.(*loopFlusher)
 }
 
 // add has st flushed on its loop soon.
@@ -178,7 +168,7 @@ const maxIovec = 1024
 // 1,024 messages.
 func (st *gconn) flush() {
 	if n, bytes := st.flushQueued(); n > 0 {
-		st.g.m.Sent(n, bytes)
+		st.loop.g.m.Sent(n, bytes)
 	}
 }
 
@@ -206,7 +196,7 @@ func (st *gconn) flushQueued() (int, int) {
 		}
 		rest = rest[k:]
 	}
-	st.outbound.Store(int64(st.conn.OutboundBuffered()))
+	sq.outbound.Store(int64(st.conn.OutboundBuffered()))
 	return n, bytes
 }
 

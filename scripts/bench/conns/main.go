@@ -1,13 +1,17 @@
 // Command conns is the idle-connections benchmark (make bench-conns): for
-// each echo target (echo-tcp, echo-gorilla, echo-coder, echo-gnet, and the
-// Node `ws` echo server for comparison) it starts a fresh server, runs
+// each echo target (echo-tcp, echo-gorilla, echo-coder, echo-gnet), the
+// gnet broadcast (its idle subscribers), the minimal gnet echo server that
+// the gnet targets are held to (gnet-floor, scripts/bench/floors/gnetecho)
+// and the Node `ws` echo server for comparison, it starts a fresh server, runs
 // `loadgen conns` at the highest count that both processes' open-files
 // limits allow (each connection takes a descriptor on both sides), and
 // prints a Markdown table of the server's resident memory per idle
-// connection, in KiB, with the goals for each target.
+// connection, in KiB, with the goals for each target: an absolute bound
+// by library, and for the gnet targets at most floorGoal times the gnet
+// floor measured in the same run.
 //
 //	go run ./scripts/bench/conns [-n 0] [-batch 1000] [-sources 127.0.0.1-127.0.0.8] [-hold 5s]
-//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,node]
+//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,broadcast-gnet,gnet-floor,node]
 //
 // Run it from the repository root. Everything listens on 127.0.0.1; every
 // process it starts is stopped before it returns.
@@ -21,8 +25,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,6 +45,16 @@ const node = benchrun.Node
 // goals are the upper bounds, KiB of server RSS per idle connection.
 // They are by library, since an idle connection's cost is the library's.
 var goals = map[variants.Library]float64{variants.Gnet: 1, variants.Gorilla: 18, variants.Coder: 24}
+
+// floorGoal is the most a gnet target may spend per idle connection, as a
+// multiple of the gnet floor's KiB per connection in the same run: what
+// knowngood keeps beyond gnet's own state (its accounting, the keepalive,
+// the accept that survives EMFILE) must stay small.
+const floorGoal = 1.2
+
+// broadcastGnet is the broadcast target whose idle subscribers are
+// measured beside the echoes: every connection to it joins the hub.
+const broadcastGnet = "broadcast-gnet"
 
 // reserve is the descriptors left free in each process besides its
 // connections: loadgen keeps 32 of its own (loadgen/internal/proc), plus
@@ -60,7 +77,8 @@ func parseFlags(args []string) (options, error) {
 	batch := fs.Int("batch", 1000, "loadgen -batch")
 	sources := fs.String("sources", "127.0.0.1-127.0.0.8", "loadgen -sources")
 	hold := fs.Duration("hold", 5*time.Second, "loadgen -hold: how long the connections are held before the server's RSS is read")
-	variants := benchrun.EchoTargetsFlag(fs)
+	list := append(slices.Clone(benchrun.EchoVariants), broadcastGnet, benchrun.GnetFloor, benchrun.Node)
+	variants := fs.String("variants", strings.Join(list, ","), "comma-separated `list` of targets: "+strings.Join(list, ", "))
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -69,7 +87,7 @@ func parseFlags(args []string) (options, error) {
 		return options{}, errors.New("invalid -n, -batch or -hold: want -n >= 0, -batch >= 1, -hold >= 0")
 	}
 	var err error
-	if o.variants, err = benchrun.ParseEchoTargets(*variants); err != nil {
+	if o.variants, err = benchrun.Pick("variants", *variants, list); err != nil {
 		return options{}, err
 	}
 	return o, nil
@@ -81,6 +99,7 @@ type row struct {
 	n       int
 	limit   string // what bounded n
 	rep     *conns.Report
+	threads int // the most the server ran at once during the run
 	err     error
 }
 
@@ -93,6 +112,7 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 	// to the hard one.
 	clientAllows := int(min(lim.Max, 1<<30)) - reserve
 
+	machine := benchrun.StartMachine()
 	var rows []row
 	for _, v := range o.variants {
 		// -pprof for POST /debug/freeosmemory: the second RSS reading.
@@ -105,7 +125,9 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 		if err != nil {
 			r.err = err
 		} else {
+			stop := watchThreads(p.PID(), &r.threads)
 			r.rep, r.err = measure(ctx, stderr, o, bins.Loadgen, url, admin, p.PID(), r.n)
+			stop()
 		}
 		if r.err != nil {
 			fmt.Fprintf(stderr, "  %s: %v\n", v, r.err)
@@ -117,6 +139,8 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 		}
 	}
 	writeTable(stdout, o, rows)
+	writeFloorRatios(stdout, rows)
+	fmt.Fprintf(stdout, "\n%s\n", machine.Summary())
 	return nil
 }
 
@@ -151,6 +175,42 @@ func count(o options, pid, clientAllows int) (int, string, error) {
 	return n, limit, nil
 }
 
+// watchThreads keeps in *most the largest thread count of process pid,
+// read from /proc every 200 ms, until the returned stop is called.
+func watchThreads(pid int, most *int) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if n, err := threads(pid); err == nil {
+				*most = max(*most, n)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// threads is the Threads line of /proc/PID/status.
+func threads(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, errors.New("no Threads line")
+}
+
 // measure runs loadgen conns once; the server's RSS comes from /proc (-pid)
 // for every target alike.
 func measure(ctx context.Context, stderr io.Writer, o options, loadgen, url, admin string, pid, n int) (*conns.Report, error) {
@@ -179,15 +239,18 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, url, adm
 
 func writeTable(w io.Writer, o options, rows []row) {
 	fmt.Fprintf(w, "\nIdle connections with loadgen conns: batches of %d from %s, held %s; server RSS from /proc before the first dial and at the end of the hold (the goals are on this), and then once more after the target collected its garbage and returned free memory to the OS (-free-os-memory; knowngood targets only).\n\n", o.batch, o.sources, o.hold)
-	fmt.Fprintln(w, "| target | connections | held | failed | establish s | conn/s | server RSS before MiB | after MiB | KiB per connection | goal KiB | met | after freeing MiB | KiB per connection after freeing | bounded by |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|")
+	fmt.Fprintln(w, "| target | connections | held | failed | establish s | conn/s | server RSS before MiB | after MiB | KiB per connection | goal KiB | met | after freeing MiB | KiB per connection after freeing | threads (most) | bounded by |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|")
 	for _, r := range rows {
 		name := r.variant
-		if name == node {
+		switch name {
+		case node:
 			name = "node ws"
+		case benchrun.GnetFloor:
+			name = "gnet floor (minimal gnet echo)"
 		}
 		if r.rep == nil || r.rep.Server == nil || r.rep.Server.BytesPerConnection == nil {
-			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | | | | |\n", name, r.n, r.err)
+			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | | | | | |\n", name, r.n, r.err)
 			continue
 		}
 		rep, s := r.rep, r.rep.Server
@@ -209,8 +272,42 @@ func writeTable(w io.Writer, o options, rows []row) {
 			freedMiB = strconv.FormatFloat(*s.RSSAfterFree/(1<<20), 'f', 1, 64)
 			freedKiB = strconv.FormatFloat(*s.BytesPerConnectionAfterFree/1024, 'f', 2, 64)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %.0f | %.1f | %.1f | %.2f | %s | %s | %s | %s | %s |\n",
-			name, r.n, rep.Held, rep.Failed, rep.EstablishSeconds, rate, *s.RSSBefore/(1<<20), *s.RSSAfter/(1<<20), kib, goal, met, freedMiB, freedKiB, r.limit)
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %.0f | %.1f | %.1f | %.2f | %s | %s | %s | %s | %d | %s |\n",
+			name, r.n, rep.Held, rep.Failed, rep.EstablishSeconds, rate, *s.RSSBefore/(1<<20), *s.RSSAfter/(1<<20), kib, goal, met, freedMiB, freedKiB, r.threads, r.limit)
+	}
+}
+
+// writeFloorRatios compares each gnet target with the gnet floor of the
+// same run: its KiB per idle connection over the floor's.
+func writeFloorRatios(w io.Writer, rows []row) {
+	var floor *row
+	for i := range rows {
+		if rows[i].variant == benchrun.GnetFloor && rows[i].rep != nil && rows[i].rep.KiBPerConnection() != nil {
+			floor = &rows[i]
+		}
+	}
+	if floor == nil {
+		return
+	}
+	fk := *floor.rep.KiBPerConnection()
+	fmt.Fprintf(w, "\nAgainst the gnet floor of this run (%.2f KiB per connection at %d): goal at most %.1fx.\n\n", fk, floor.n, floorGoal)
+	fmt.Fprintln(w, "| target | connections | KiB per connection | x gnet floor | goal | met |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|")
+	for _, r := range rows {
+		if libraryOf(r.variant) != variants.Gnet {
+			continue
+		}
+		if r.rep == nil || r.rep.KiBPerConnection() == nil || fk <= 0 {
+			fmt.Fprintf(w, "| %s | %d | - | - | %.1fx | not measured |\n", r.variant, r.n, floorGoal)
+			continue
+		}
+		kib := *r.rep.KiBPerConnection()
+		x := kib / fk
+		met := "yes"
+		if x > floorGoal {
+			met = "**no**"
+		}
+		fmt.Fprintf(w, "| %s | %d | %.2f | %.2fx | %.1fx | %s |\n", r.variant, r.n, kib, x, floorGoal, met)
 	}
 }
 

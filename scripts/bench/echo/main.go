@@ -8,7 +8,11 @@
 // against off), and the project's goals for them.
 //
 //	go run ./scripts/bench/echo [-duration 5s] [-warmup 1s] [-reps 3] [-conns 1,100] [-modes sync,pipelined]
-//	                            [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,node] [-metrics-off=true]
+//	                            [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,gnet-floor,node] [-metrics-off=true]
+//
+// gnet-floor is the minimal gnet WebSocket echo server of
+// scripts/bench/floors/gnetecho: echo-gnet's server CPU per message is
+// held to it.
 //
 // Every repetition starts a fresh server for each target, and the targets
 // take turns within a repetition, so that a slow minute of the machine
@@ -45,6 +49,10 @@ var goVariants = benchrun.EchoVariants
 // floorGoals: the least fraction of the raw TCP floor's rate that each
 // library's WebSocket echo must reach.
 var floorGoals = map[variants.Library]float64{variants.Gnet: 0.9, variants.Gorilla: 0.6, variants.Coder: 0.6}
+
+// gnetFloorGoal: the most server CPU per message echo-gnet may spend, as
+// a multiple of the minimal gnet echo server's (gnet-floor).
+const gnetFloorGoal = 1.2
 
 type options struct {
 	duration, warmup time.Duration
@@ -115,7 +123,7 @@ func (o options) targets() []target {
 	}
 	if o.metricsOff {
 		for _, v := range o.variants {
-			if v != node {
+			if !benchrun.Foreign(v) {
 				out = append(out, target{variant: v, metricsOff: true})
 			}
 		}
@@ -299,7 +307,7 @@ func writeTables(w io.Writer, o options, results map[cell][]result) {
 		for _, c := range o.conns {
 			for _, mode := range o.modes {
 				for _, v := range o.variants {
-					if v == node {
+					if benchrun.Foreign(v) {
 						continue
 					}
 					on, off := sums[cell{target{variant: v}, c, mode}], sums[cell{target{v, true}, c, mode}]
@@ -367,6 +375,12 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 		}
 		s := sums[cell{t, c, mode}]
 		line(fmt.Sprintf("loadgen CPU / %s CPU <= 1.0x", t), s.clientPerServer, 1, s.ok && s.clientPerServer > 0, true, func(x float64) bool { return x <= 1 }, "x")
+	}
+	if s, f := sums[cell{target{variant: "echo-gnet"}, c, mode}], sums[cell{target{variant: benchrun.GnetFloor}, c, mode}]; s.ok && f.ok {
+		// The server's CPU per message, not its rate: the client shares
+		// the cores, and the floor's share of them differs.
+		line(fmt.Sprintf("echo-gnet server µs/msg <= %.1fx %s", gnetFloorGoal, benchrun.GnetFloor), s.serverUsPerMsg, f.serverUsPerMsg,
+			s.serverUsPerMsg > 0, f.serverUsPerMsg > 0, func(x float64) bool { return x <= gnetFloorGoal }, "x")
 	}
 	if o.metricsOff {
 		for _, v := range goVariants {

@@ -3,6 +3,7 @@ package benchrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -14,6 +15,11 @@ import (
 // Node names the Node `ws` echo server (scripts/node/ws-echo-server.mjs) in
 // -variants and in the tables.
 const Node = "node"
+
+// GnetFloor names the minimal gnet WebSocket echo server
+// (scripts/bench/floors/gnetecho) in -variants and in the tables: the
+// floor of the gnet targets.
+const GnetFloor = "gnet-floor"
 
 // EchoFloor is the raw TCP echo of the catalog, the floor the WebSocket
 // echoes are measured against.
@@ -30,17 +36,21 @@ var EchoVariants = append([]string{EchoFloor}, WSEchoVariants...)
 func EchoTargetsFlag(fs interface {
 	String(name, value, usage string) *string
 }) *string {
-	return fs.String("variants", strings.Join(append(slices.Clone(EchoVariants), Node), ","),
-		"comma-separated `list` of targets: "+strings.Join(EchoVariants, ", ")+", "+Node+" (Node ws)")
+	return fs.String("variants", strings.Join(append(slices.Clone(EchoVariants), GnetFloor, Node), ","),
+		"comma-separated `list` of targets: "+strings.Join(EchoVariants, ", ")+", "+GnetFloor+" (minimal gnet echo), "+Node+" (Node ws)")
 }
 
 // ParseEchoTargets checks a -variants list, keeping its order.
 func ParseEchoTargets(list string) ([]string, error) {
-	return Pick("variants", list, append(slices.Clone(EchoVariants), Node))
+	return Pick("variants", list, append(slices.Clone(EchoVariants), GnetFloor, Node))
 }
 
+// Foreign reports whether target is not knowngood (Node ws, the gnet
+// floor): it has no admin listener, no /stats and no flags of knowngood's.
+func Foreign(target string) bool { return target == Node || target == GnetFloor }
+
 // StartEchoTarget starts a fresh echo server, knowngood's variant (with
-// extra flags) or Node's, and returns the URL that loadgen uses and its
+// extra flags), the gnet floor (extra flags ignored) or Node's, and returns the URL that loadgen uses and its
 // admin address ("" for Node, which has none).
 func StartEchoTarget(ctx context.Context, stderr io.Writer, variant string, extra ...string) (p *harness.Process, url, admin string, err error) {
 	return StartEchoTargetUnder(ctx, stderr, nil, variant, extra...)
@@ -59,6 +69,18 @@ func StartEchoTargetUnder(ctx context.Context, stderr io.Writer, wrapper []strin
 		if err != nil {
 			return nil, "", "", err
 		}
+		return p, "ws://" + p.Addr + "/", "", nil
+	}
+	if variant == GnetFloor {
+		bin, err := harness.GnetFloor()
+		if err != nil {
+			return nil, "", "", err
+		}
+		p, err := harness.StartProcess(ctx, GnetFloor, append(append(slices.Clone(wrapper), bin), "-addr", "127.0.0.1:0"))
+		if err != nil {
+			return nil, "", "", err
+		}
+		fmt.Fprintf(stderr, "%s listening on %s\n", GnetFloor, p.Addr)
 		return p, "ws://" + p.Addr + "/", "", nil
 	}
 	p, err = Start(ctx, stderr, wrapper, append([]string{"-variant", variant}, extra...)...)

@@ -30,6 +30,16 @@ func TestStartEchoTarget(t *testing.T) {
 	if err := p.Stop(); err != nil {
 		t.Error(err)
 	}
+	p, url, admin, err = StartEchoTarget(ctx, io.Discard, GnetFloor, "-pprof")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if url != "ws://"+p.Addr+"/" || admin != "" {
+		t.Errorf("%s: url %q, admin %q", GnetFloor, url, admin)
+	}
+	if err := p.Stop(); err != nil {
+		t.Error(err)
+	}
 	if _, _, _, err := StartEchoTargetUnder(ctx, io.Discard, []string{"env"}, Node); err == nil {
 		t.Error("a wrapper for Node: no error")
 	}

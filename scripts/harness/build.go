@@ -32,6 +32,11 @@ func Knowngood() (string, error) { return build("./servers/knowngood", "knowngoo
 // first call.
 func Loadgen() (string, error) { return build("./loadgen", "loadgen") }
 
+// Build is the path of another main package of the module (pkg, such as
+// ./scripts/bench/handshake/bare), built as name on the first call and
+// deleted by RemoveBuilds with the others.
+func Build(pkg, name string) (string, error) { return build(pkg, name) }
+
 // KnowngoodT is Knowngood for a test, which fails if the build does.
 func KnowngoodT(t testing.TB) string {
 	t.Helper()

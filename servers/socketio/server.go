@@ -159,7 +159,9 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	s.io.Engine().On("connection", func(args ...any) { s.onEngineOpen(args[0].(engine.Socket)) })
 	s.countUnknownSid()
 	for _, nsp := range []socket.Namespace{s.io.Of("/", nil), s.io.Of("/custom", nil)} {
-		nsp.Use(middleware)
+		if middleware != nil {
+			nsp.Use(middleware)
+		}
 		nsp.On("connection", func(args ...any) { s.onConnect(args[0].(*socket.Socket)) })
 	}
 
@@ -198,15 +200,16 @@ func corsOrigin(origins []string) any {
 // starts the handshake clock.
 func (s *Server) track(eio http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if sid := r.URL.Query().Get("sid"); sid != "" {
-			s.serveInOrder(eio, w, r, sid)
+		query := r.URL.Query()
+		if sid := query.Get("sid"); sid != "" {
+			s.serveInOrder(eio, w, r, sid, query.Get("transport"))
 			return
 		}
 		if r.Method == http.MethodOptions {
 			eio.ServeHTTP(w, r)
 			return
 		}
-		transport := r.URL.Query().Get("transport")
+		transport := query.Get("transport")
 		if !slices.Contains(s.cfg.SocketIO.Transports, transport) {
 			transport = "invalid"
 		}
@@ -276,7 +279,13 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.refused.Store(true)
 		}
 	})
+	// Remember the session for onConnect, which sees only the socket, and
+	// for Shutdown.
+	sess.conn = conn
+	id := conn.Id()
+	s.sessions.Store(id, sess)
 	conn.Once("close", func(args ...any) {
+		s.sessions.Delete(id)
 		reason, _ := args[0].(string)
 		sess.release.Do(s.gate.Release)
 		s.m.Closed(reason)
@@ -291,11 +300,6 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			s.m.Handshake(result, sess.transport, 0)
 		}
 	})
-	// Remember the session for onConnect, which sees only the socket, and
-	// for Shutdown.
-	sess.conn = conn
-	s.sessions.Store(conn.Id(), sess)
-	conn.Once("close", func(...any) { s.sessions.Delete(conn.Id()) })
 }
 
 // unfinishedResult names a session that closed before any CONNECT ack: the

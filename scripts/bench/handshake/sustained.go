@@ -46,6 +46,9 @@ type sioTarget struct {
 	name    string
 	p       *harness.Process
 	profile string // URL of its CPU profile, "" for none (Node)
+	// handshakes counts every handshake made against it, warm-ups
+	// included, for the allocations per handshake of its allocs profile.
+	handshakes int
 }
 
 // sustainedResult is one run against one target.
@@ -186,6 +189,7 @@ func sustain(ctx context.Context, t *sioTarget, workers int, d time.Duration) su
 	time.Sleep(settle)
 	cpu1, _ := benchrun.ProcCPUSeconds(t.p.PID())
 	self1, _ := benchrun.ProcCPUSeconds(os.Getpid())
+	t.handshakes += int(ok.Load())
 	r := sustainedResult{handshakes: int(ok.Load()), failed: int(failed.Load()), seconds: elapsed.Seconds(),
 		serverCPU: cpu1 - cpu0, clientCPU: self1 - self0}
 	if e := firstErr.Load(); e != nil {
@@ -266,7 +270,13 @@ func profileAll(ctx context.Context, o options, ts []*sioTarget, stderr io.Write
 			errs = append(errs, fmt.Errorf("%s: %w", t.name, err))
 			continue
 		}
-		fmt.Fprintf(stderr, "profile of %s: %s\n", t.name, filepath.Join(o.profileDir, strings.ReplaceAll(t.name, " ", "-")+".pprof"))
+		base := filepath.Join(o.profileDir, strings.ReplaceAll(t.name, " ", "-"))
+		allocs := strings.Replace(t.profile, "/profile", "/allocs", 1)
+		if err := fetch(ctx, allocs, base+".allocs.pprof"); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t.name, err))
+		}
+		fmt.Fprintf(stderr, "profiles of %s: %s.pprof (CPU), %s.allocs.pprof (allocations since its start, over %d handshakes)\n",
+			t.name, base, base, t.handshakes)
 	}
 	return errors.Join(errs...)
 }

@@ -16,7 +16,7 @@ import (
 func (s *Server) onConnect(sock *socket.Socket) {
 	if v, ok := s.sessions.Load(sock.Conn().Id()); ok {
 		sess := v.(*session)
-		sess.registering.Add(-1)
+		sess.registeredOne()
 		if sess.settled.CompareAndSwap(false, true) {
 			s.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
 		}

@@ -86,6 +86,9 @@ type session struct {
 	// registering counts CONNECT acks written whose namespace socket the
 	// library has not registered yet (see holdUntilRegistered).
 	registering atomic.Int32
+	// registered, made by a packet that waits in holdUntilRegistered, is
+	// closed when registering comes back to 0 (under mu).
+	registered chan struct{}
 	// queued counts packets created but not yet handed to the transport.
 	queued atomic.Int64
 	// refused is set when the server answered a CONNECT with CONNECT_ERROR
@@ -106,6 +109,7 @@ type session struct {
 	// (see closingPolling).
 	serverClosed atomic.Bool
 	// turns holds the blocking model's pending connects, by namespace.
+	// mu guards it and registered.
 	mu    sync.Mutex
 	turns map[string]*connectTurn
 }

@@ -219,9 +219,44 @@ var pingTimerField atomic.Pointer[fieldAt]
 // library decodes it, so an event that arrives in that window waits here,
 // on the reader goroutine, until onConnect says the socket is registered.
 // The window is a few microseconds; the bound is for a socket that never
-// gets there.
+// gets there. The packet waits on a channel that onConnect closes, not by
+// polling: on a busy machine each runtime.Gosched of a poll waits for every
+// other runnable goroutine, and each sleep for a timer tick, long after the
+// socket is there.
 func (sess *session) holdUntilRegistered() {
-	spinUntil(raceWait, func() bool { return sess.registering.Load() <= 0 })
+	if sess.registering.Load() <= 0 {
+		return
+	}
+	sess.mu.Lock()
+	if sess.registering.Load() <= 0 {
+		sess.mu.Unlock()
+		return
+	}
+	if sess.registered == nil {
+		sess.registered = make(chan struct{})
+	}
+	registered := sess.registered
+	sess.mu.Unlock()
+	t := time.NewTimer(raceWait)
+	defer t.Stop()
+	select {
+	case <-registered:
+	case <-t.C:
+	}
+}
+
+// registeredOne is onConnect's: a namespace socket whose CONNECT ack was
+// written is registered now; packets held for it go on.
+func (sess *session) registeredOne() {
+	if sess.registering.Add(-1) > 0 {
+		return
+	}
+	sess.mu.Lock()
+	if sess.registered != nil {
+		close(sess.registered)
+		sess.registered = nil
+	}
+	sess.mu.Unlock()
 }
 
 // sessionOf finds the session of the request a transport is made for: an

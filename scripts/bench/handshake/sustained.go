@@ -243,7 +243,7 @@ func expect(c *websocket.Conn, prefix string) error {
 				return err
 			}
 		default:
-			return fmt.Errorf("got %q, want %s...", msg, prefix)
+			return fmt.Errorf("got %q, want a message starting with %q", msg, prefix)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func parseFlags(args []string) (options, error) {
 	sustained := fs.Duration("sustained", 5*time.Second, "`DURATION` of each sustained run against empty, bare zishang520 and Node (0: none)")
 	workers := fs.Int("workers", 32, "`N` clients of the sustained runs, each handshaking over and over")
 	reps := fs.Int("reps", 3, "`N` sustained runs of each target, interleaved")
-	profile := fs.String("profile", "", "after the sustained runs, write a CPU profile of empty and bare under the same load into `DIR`")
+	profile := fs.String("profile", "", "after the sustained runs, write a CPU and an allocation profile of empty and bare under the same load into `DIR`")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}

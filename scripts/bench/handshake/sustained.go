@@ -62,10 +62,18 @@ type sustainedResult struct {
 
 func (r sustainedResult) rate() float64 { return float64(r.handshakes) / r.seconds }
 
-// cpuPer is the server's CPU µs per handshake.
-func (r sustainedResult) cpuPer() float64 { return 1e6 * r.serverCPU / float64(r.handshakes) }
+// cpuPer is the server's CPU µs per handshake; 0 without a handshake.
+func (r sustainedResult) cpuPer() float64 { return perHandshake(r.serverCPU, r.handshakes) }
 
-func (r sustainedResult) clientPer() float64 { return 1e6 * r.clientCPU / float64(r.handshakes) }
+// clientPer is the client's (this process's) CPU µs per handshake.
+func (r sustainedResult) clientPer() float64 { return perHandshake(r.clientCPU, r.handshakes) }
+
+func perHandshake(seconds float64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return 1e6 * seconds / float64(n)
+}
 
 // startSustainedTargets starts empty (with -pprof), the bare zishang520
 // server and Node socket.io, as o asks.

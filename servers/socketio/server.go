@@ -161,6 +161,10 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	// ServeHandler creates the engine, so it comes before io.Engine().
 	eio := s.io.ServeHandler(nil)
 	s.io.Engine().On("connection", func(args ...any) { s.onEngineOpen(args[0].(engine.Socket)) })
+	// The engine tells its server of every session's flush too: one
+	// listener here instead of one more on every session (each costs the
+	// library's emitter several allocations).
+	s.io.Engine().On("flush", func(args ...any) { s.onFlush(args) })
 	s.countUnknownSid()
 	for _, nsp := range []socket.Namespace{s.io.Of("/", nil), s.io.Of("/custom", nil)} {
 		if middleware != nil {
@@ -253,6 +257,12 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	sess.claimed.Store(true)
 	s.m.Opened()
 	sess.pingTimeoutTimer = pingTimeoutTimerOf(conn)
+	// Remember the session for onConnect, which sees only the socket, for
+	// onFlush, and for Shutdown: before the first packet that onFlush
+	// counts can be created.
+	sess.conn = conn
+	id := conn.Id()
+	s.sessions.Store(id, sess)
 	conn.On("packet", func(args ...any) {
 		if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.PONG {
 			sess.pongAfterPing()
@@ -261,11 +271,6 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		s.m.Received(0, len(data))
 		if len(data) > 0 && !(text && data[0] == socketIOConnect) {
 			sess.holdUntilRegistered()
-		}
-	})
-	conn.On("flush", func(args ...any) {
-		if packets, ok := args[0].([]*packet.Packet); ok {
-			sess.queued.Add(-int64(len(packets)))
 		}
 	})
 	conn.On("packetCreate", func(args ...any) {
@@ -283,11 +288,6 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.refused.Store(true)
 		}
 	})
-	// Remember the session for onConnect, which sees only the socket, and
-	// for Shutdown.
-	sess.conn = conn
-	id := conn.Id()
-	s.sessions.Store(id, sess)
 	conn.Once("close", func(args ...any) {
 		s.sessions.Delete(id)
 		reason, _ := args[0].(string)
@@ -304,6 +304,22 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			s.m.Handshake(result, sess.transport, 0)
 		}
 	})
+}
+
+// onFlush follows a session's packets as the engine hands them to the
+// transport (see delivered).
+func (s *Server) onFlush(args []any) {
+	if len(args) < 2 {
+		return
+	}
+	conn, ok := args[0].(engine.Socket)
+	packets, ok2 := args[1].([]*packet.Packet)
+	if !ok || !ok2 {
+		return
+	}
+	if v, ok := s.sessions.Load(conn.Id()); ok {
+		v.(*session).queued.Add(-int64(len(packets)))
+	}
 }
 
 // unfinishedResult names a session that closed before any CONNECT ack: the

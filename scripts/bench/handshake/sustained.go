@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,7 @@ type sustainedResult struct {
 	seconds            float64
 	serverCPU          float64 // seconds
 	clientCPU          float64 // seconds, this process
+	reads, writes      int64   // the server's read and write system calls
 }
 
 func (r sustainedResult) rate() float64 { return float64(r.handshakes) / r.seconds }
@@ -149,8 +151,8 @@ func runSustained(ctx context.Context, o options, stdout, stderr io.Writer) erro
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, t := range ts {
 			r := sustain(ctx, t, o.workers, o.sustained)
-			fmt.Fprintf(stderr, "rep %d, %s: %d handshakes (%d failed), %.0f/s, %.0f µs server CPU each\n",
-				rep, t.name, r.handshakes, r.failed, r.rate(), r.cpuPer())
+			fmt.Fprintf(stderr, "rep %d, %s: %d handshakes (%d failed), %.0f/s, %.0f µs server CPU, %.1f reads and %.1f writes (system calls) each\n",
+				rep, t.name, r.handshakes, r.failed, r.rate(), r.cpuPer(), float64(r.reads)/float64(max(1, r.handshakes)), float64(r.writes)/float64(max(1, r.handshakes)))
 			if r.firstErr != nil {
 				fmt.Fprintf(stderr, "  first error: %v\n", r.firstErr)
 			}
@@ -173,6 +175,7 @@ func runSustained(ctx context.Context, o options, stdout, stderr io.Writer) erro
 func sustain(ctx context.Context, t *sioTarget, workers int, d time.Duration) sustainedResult {
 	var ok, failed atomic.Int64
 	var firstErr atomic.Pointer[error]
+	io0 := procIO(t.p.PID())
 	cpu0, _ := benchrun.ProcCPUSeconds(t.p.PID())
 	self0, _ := benchrun.ProcCPUSeconds(os.Getpid())
 	start := time.Now()
@@ -196,6 +199,7 @@ func sustain(ctx context.Context, t *sioTarget, workers int, d time.Duration) su
 	elapsed := time.Since(start)
 	time.Sleep(settle)
 	cpu1, _ := benchrun.ProcCPUSeconds(t.p.PID())
+	io1 := procIO(t.p.PID())
 	self1, _ := benchrun.ProcCPUSeconds(os.Getpid())
 	t.handshakes += int(ok.Load())
 	r := sustainedResult{handshakes: int(ok.Load()), failed: int(failed.Load()), seconds: elapsed.Seconds(),
@@ -203,7 +207,35 @@ func sustain(ctx context.Context, t *sioTarget, workers int, d time.Duration) su
 	if e := firstErr.Load(); e != nil {
 		r.firstErr = *e
 	}
+	if io0 != nil && io1 != nil {
+		r.reads, r.writes = io1[0]-io0[0], io1[1]-io0[1]
+	}
 	return r
+}
+
+// procIO is the read and write system calls that process pid has made
+// so far (syscr and syscw of /proc/PID/io); nil when unreadable.
+func procIO(pid int) []int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return nil
+	}
+	var v []int64
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, name := range []string{"syscr: ", "syscw: "} {
+			if rest, ok := strings.CutPrefix(line, name); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+				if err != nil {
+					return nil
+				}
+				v = append(v, n)
+			}
+		}
+	}
+	if len(v) != 2 {
+		return nil
+	}
+	return v
 }
 
 // handshakeOnce is one Socket.IO session over WebSocket: the Engine.IO

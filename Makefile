@@ -132,7 +132,7 @@ stress-races:
 soak:
 	flock /tmp/knowngood-bench.lock go run ./scripts/soak $(SOAKARGS)
 
-## bench-handshake: empty, async, blocking and Node socket.io at N = 50..2000 (not a test)
+## bench-handshake: empty, async, blocking, bare zishang520 and Node socket.io at N = 50..2000, then sustained (not a test)
 bench-handshake: deps
 	go run ./scripts/bench/handshake
 
@@ -166,7 +166,7 @@ experiment-echo: deps
 
 ## bench-blocking: the blocking curve, measured against min(1, T / (N x delay)) (not a test)
 bench-blocking:
-	go run ./scripts/bench/handshake -variants blocking -node=false -n 20,50,100,200 -deadline 2500ms
+	go run ./scripts/bench/handshake -variants blocking -node=false -bare=false -sustained 0 -n 20,50,100,200 -deadline 2500ms
 
 ## docker: the static Linux binaries for the engine's CPU, then the image knowngood:dev FROM scratch (needs a Docker engine, no registry)
 # The image runs Linux whatever the host (a Mac, say): the binaries are

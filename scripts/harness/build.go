@@ -32,10 +32,15 @@ func Knowngood() (string, error) { return build("./servers/knowngood", "knowngoo
 // first call.
 func Loadgen() (string, error) { return build("./loadgen", "loadgen") }
 
+// Build is the path of another main package of the module (pkg, such as
+// ./scripts/bench/handshake/bare), built as name on the first call and
+// deleted by RemoveBuilds with the others.
+func Build(pkg, name string) (string, error) { return build(pkg, name) }
+
 // GnetFloor is the path of the minimal gnet WebSocket echo server that
 // the gnet targets are measured against, built from
 // ./scripts/bench/floors/gnetecho on the first call.
-func GnetFloor() (string, error) { return build("./scripts/bench/floors/gnetecho", "gnetecho") }
+func GnetFloor() (string, error) { return Build("./scripts/bench/floors/gnetecho", "gnetecho") }
 
 // KnowngoodT is Knowngood for a test, which fails if the build does.
 func KnowngoodT(t testing.TB) string {

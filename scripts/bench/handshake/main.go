@@ -3,9 +3,15 @@
 // fresh knowngood server, runs `loadgen handshake` against it, and prints one
 // Markdown table of the client's and the server's figures; then the same
 // client against the Node socket.io v4 reference server
-// (scripts/node/sio-server.mjs), and the ratio of handshake rates.
+// (scripts/node/sio-server.mjs) and the bare zishang520 server
+// (./bare, the library with nothing of knowngood's), and the ratio of
+// handshake rates. Then the sustained comparison (sustained.go): -workers
+// clients handshaking over and over against empty, bare zishang520 and
+// Node, -reps times, with the rate and the server's CPU per handshake of
+// each, and their ratios beside the goals.
 //
 //	go run ./scripts/bench/handshake [-n 50,100,200,500,2000] [-variants empty,async,blocking]
+//	go run ./scripts/bench/handshake -burst=false [-sustained 5s] [-workers 32] [-reps 3] [-profile DIR]
 //
 // Run it from the repository root. Everything listens on 127.0.0.1; every
 // process it starts is stopped before it returns.
@@ -38,6 +44,14 @@ type options struct {
 	transport string
 	delay     string // the servers' -delay, "" for their default
 	node      bool
+	bare      bool
+	burst     bool
+	// The sustained comparison: its duration per run (0: none), workers,
+	// repetitions, and where to write CPU profiles ("" for none).
+	sustained  time.Duration
+	workers    int
+	reps       int
+	profileDir string
 }
 
 func main() { benchrun.Main("bench-handshake", parseFlags, run) }
@@ -58,10 +72,25 @@ func parseFlags(args []string) (options, error) {
 	transport := fs.String("transport", "websocket", "loadgen -transport")
 	delay := fs.String("delay", "", "the servers' -delay, a duration (default: theirs, 50ms)")
 	node := fs.Bool("node", true, "also measure the Node socket.io server (empty only)")
+	bare := fs.Bool("bare", true, "also measure the bare zishang520 server (empty only)")
+	burst := fs.Bool("burst", true, "measure N handshakes at once with loadgen, for each -n")
+	sustained := fs.Duration("sustained", 5*time.Second, "`DURATION` of each sustained run against empty, bare zishang520 and Node (0: none)")
+	workers := fs.Int("workers", 32, "`N` clients of the sustained runs, each handshaking over and over")
+	reps := fs.Int("reps", 3, "`N` sustained runs of each target, interleaved")
+	profile := fs.String("profile", "", "after the sustained runs, write a CPU and an allocation profile of empty and bare under the same load into `DIR`")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
-	o := options{deadline: *deadline, transport: *transport, delay: *delay, node: *node}
+	o := options{deadline: *deadline, transport: *transport, delay: *delay, node: *node, bare: *bare, burst: *burst,
+		sustained: *sustained, workers: *workers, reps: *reps, profileDir: *profile}
+	switch {
+	case o.sustained < 0:
+		return options{}, fmt.Errorf("invalid value %s for flag -sustained: want 0 or a positive duration such as 5s", o.sustained)
+	case o.workers < 1 || o.workers > 10000:
+		return options{}, fmt.Errorf("invalid value %d for flag -workers: want 1 to 10000", o.workers)
+	case o.reps < 1 || o.reps > 100:
+		return options{}, fmt.Errorf("invalid value %d for flag -reps: want 1 to 100", o.reps)
+	}
 	if _, err := time.ParseDuration(o.delay); o.delay != "" && err != nil {
 		return options{}, fmt.Errorf("invalid value %q for flag -delay: want a duration such as 50ms", o.delay)
 	}
@@ -92,7 +121,23 @@ type row struct {
 }
 
 func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
-	loadgen := bins.Loadgen
+	machine := benchrun.StartMachine()
+	if o.burst {
+		if err := runBurst(ctx, o, bins.Loadgen, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	if o.sustained > 0 {
+		if err := runSustained(ctx, o, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "\n%s\n", machine.Summary())
+	return ctx.Err()
+}
+
+// runBurst is the table of N handshakes at once, for each N.
+func runBurst(ctx context.Context, o options, loadgen string, stdout, stderr io.Writer) error {
 
 	// A fresh server for every run: on blocking, the connects a short
 	// deadline gave up on still hold the loop after the run.
@@ -113,6 +158,17 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 				return ctx.Err()
 			}
 		}
+	}
+
+	if o.bare {
+		p, err := startBare(ctx, stderr)
+		if err != nil {
+			return err
+		}
+		for _, n := range o.ns {
+			rows = append(rows, measure(ctx, stderr, o, loadgen, bareName, n, p, ""))
+		}
+		p.Stop()
 	}
 
 	var nodeRows []row

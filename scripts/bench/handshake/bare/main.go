@@ -1,0 +1,96 @@
+// Command bare is the floor of the handshake benchmark: a Socket.IO server
+// on github.com/zishang520/socket.io v3 with nothing of knowngood in it.
+// It has the engine options that `knowngood -variant empty` runs with by
+// default (both transports, ping 25 s / 20 s, 1 MB payloads, a 45 s connect
+// timeout, CORS for any origin) and answers the events a handshake client
+// sends (echo), as scripts/node/sio-server.mjs does; no middleware, no
+// metrics, no corrections of the library. What `empty` costs beyond it is
+// knowngood's own.
+//
+//	bare [port=0] [host=127.0.0.1] [pprof]
+//
+// With "pprof", /debug/pprof/ is served on the same port, for the
+// benchmark's profiles.
+//
+// It prints one JSON line {"msg":"listening","addr":"HOST:PORT"} when ready
+// and stops on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/zishang520/socket.io/servers/engine/v3"
+	"github.com/zishang520/socket.io/servers/engine/v3/transports"
+	"github.com/zishang520/socket.io/servers/socket/v3"
+	"github.com/zishang520/socket.io/v3/pkg/types"
+)
+
+func main() {
+	port, host := "0", "127.0.0.1"
+	if len(os.Args) > 1 {
+		port = os.Args[1]
+	}
+	if len(os.Args) > 2 {
+		host = os.Args[2]
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bare: %v\n", err)
+		os.Exit(1)
+	}
+
+	opts := socket.DefaultServerOptions()
+	opts.SetPingInterval(25 * time.Second)
+	opts.SetPingTimeout(20 * time.Second)
+	opts.SetMaxHttpBufferSize(1_000_000)
+	opts.SetConnectTimeout(45 * time.Second)
+	opts.SetServeClient(false)
+	opts.SetTransports(types.NewSet[transports.TransportCtor](engine.Polling, engine.WebSocket))
+	opts.SetCors(&types.Cors{Origin: "*", Credentials: true})
+	io := socket.NewServer(nil, opts)
+	handler := io.ServeHandler(nil)
+	_ = io.On("connection", func(args ...any) {
+		sock := args[0].(*socket.Socket)
+		_ = sock.On("echo", func(args ...any) {
+			if n := len(args); n > 0 {
+				if ack, ok := args[n-1].(socket.Ack); ok {
+					ack(args[:n-1], nil)
+				}
+			}
+		})
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle("/socket.io/", handler)
+	if len(os.Args) > 3 && os.Args[3] == "pprof" {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	line, _ := json.Marshal(map[string]string{"msg": "listening", "addr": ln.Addr().String()})
+	fmt.Println(string(line))
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case <-sig:
+	case err := <-done:
+		fmt.Fprintf(os.Stderr, "bare: %v\n", err)
+		os.Exit(1)
+	}
+	io.Close(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+}

@@ -33,7 +33,7 @@ func Knowngood() (string, error) { return build("./servers/knowngood", "knowngoo
 func Loadgen() (string, error) { return build("./loadgen", "loadgen") }
 
 // Build is the path of another main package of the module (pkg, such as
-// ./scripts/bench/handshake/bare), built as name on the first call and
+// ./scripts/bench/floors/sioserver), built as name on the first call and
 // deleted by RemoveBuilds with the others.
 func Build(pkg, name string) (string, error) { return build(pkg, name) }
 

@@ -5,7 +5,7 @@
 // broadcast mode on the knowngood targets). The targets are the broadcast
 // variants and two yardsticks measured the same way in the same run:
 //
-//   - floor: scripts/bench/broadcast/floor, the cheapest server that passes
+//   - floor: scripts/bench/floors/fanout, the cheapest server that passes
 //     the same client: one push frame made per push and written to every
 //     subscriber with one write each, nothing else;
 //   - node-ws: scripts/node/ws-push-server.mjs, Node's `ws` with the same
@@ -33,9 +33,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,19 +144,12 @@ func isKnowngood(target string) bool { return target != floorTarget && target !=
 func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
 	machine := benchrun.StartMachine()
 	floorBin := ""
-	for _, t := range o.targets {
-		if t == floorTarget {
-			dir, err := os.MkdirTemp("", "bench-broadcast-floor")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			floorBin = filepath.Join(dir, "floor")
-			fmt.Fprintln(stderr, "building ./scripts/bench/broadcast/floor")
-			if out, err := exec.CommandContext(ctx, "go", "build", "-o", floorBin, "./scripts/bench/broadcast/floor").CombinedOutput(); err != nil {
-				return fmt.Errorf("building the floor: %v: %s", err, out)
-			}
+	if slices.Contains(o.targets, floorTarget) {
+		bin, err := harness.Build("./scripts/bench/floors/fanout", "fanout-floor")
+		if err != nil {
+			return fmt.Errorf("building the floor: %v", err)
 		}
+		floorBin = bin
 	}
 	var rows []row
 	for _, t := range o.targets {

@@ -117,7 +117,7 @@ const (
 
 // startBare builds and starts the bare zishang520 server.
 func startBare(ctx context.Context, stderr io.Writer, extra ...string) (*harness.Process, error) {
-	bin, err := harness.Build("./scripts/bench/handshake/bare", "sio-bare")
+	bin, err := harness.Build("./scripts/bench/floors/sioserver", "sio-bare")
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@
 // metrics, no queue, no slow-client policy (a client that does not read
 // stalls its writer), no limits. It is a yardstick, not a target.
 //
-//	go run ./scripts/bench/broadcast/floor [-addr 127.0.0.1:0] [-push-interval 100ms] [-push-size 100] [-writers N]
+//	go run ./scripts/bench/floors/fanout [-addr 127.0.0.1:0] [-push-interval 100ms] [-push-size 100] [-writers N]
 //
 // It prints {"msg":"listening","addr":"HOST:PORT"} once it listens and
 // exits on SIGINT or SIGTERM.

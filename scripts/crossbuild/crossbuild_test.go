@@ -51,10 +51,14 @@ func root(t *testing.T) string {
 
 // goCmd runs go with args in dir for goos/goarch and returns its output.
 func goCmd(dir, goos, goarch string, args ...string) ([]byte, error) {
+	return goCommand(dir, goos, goarch, args...).CombinedOutput()
+}
+
+func goCommand(dir, goos, goarch string, args ...string) *exec.Cmd {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=")
-	return cmd.CombinedOutput()
+	return cmd
 }
 
 // packages expands patterns for goos/goarch, less the skipped ones: all
@@ -62,9 +66,14 @@ func goCmd(dir, goos, goarch string, args ...string) ([]byte, error) {
 // a package of tests only).
 func packages(t *testing.T, dir, goos, goarch string, patterns, skip []string) (build, vet []string) {
 	t.Helper()
-	out, err := goCmd(dir, goos, goarch, append([]string{"list", "-e", "-f", "{{.ImportPath}}:{{len .GoFiles}}"}, patterns...)...)
+	// Only stdout is the list: on stderr the go command may say that it
+	// is downloading a module only this platform needs.
+	cmd := goCommand(dir, goos, goarch, append([]string{"list", "-e", "-f", "{{.ImportPath}}:{{len .GoFiles}}"}, patterns...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list %s/%s: %v\n%s", goos, goarch, err, out)
+		t.Fatalf("go list %s/%s: %v\n%s%s", goos, goarch, err, out, stderr.Bytes())
 	}
 	for line := range strings.FieldsSeq(string(out)) {
 		p, files, _ := strings.Cut(line, ":")

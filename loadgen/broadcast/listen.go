@@ -14,6 +14,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 )
 
@@ -50,7 +51,7 @@ func newListeners(r *run) (*listeners, error) {
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(runtime.GOMAXPROCS(0)),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-		gnet.WithLogger(gnetLog{r}))
+		gnet.WithLogger(tally.GnetLog{Errs: r.errs}))
 	if err != nil {
 		return nil, err
 	}
@@ -189,15 +190,3 @@ func (l *listeners) OnClose(c gnet.Conn, err error) gnet.Action {
 	close(s.m.done)
 	return gnet.None
 }
-
-// gnetLog keeps gnet's own log out of the report: its errors are counted
-// with the run's, the rest dropped.
-type gnetLog struct{ r *run }
-
-func (gnetLog) Debugf(string, ...any) {}
-func (gnetLog) Infof(string, ...any)  {}
-func (gnetLog) Warnf(string, ...any)  {}
-func (l gnetLog) Errorf(format string, args ...any) {
-	l.r.errs.Add("gnet client", 1, fmt.Errorf(format, args...))
-}
-func (l gnetLog) Fatalf(format string, args ...any) { l.Errorf(format, args...) }

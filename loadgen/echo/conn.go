@@ -165,14 +165,20 @@ func (w *wsConn) handleControl(h ws.Header) error {
 	if _, err := io.ReadFull(w.r, b); err != nil {
 		return err
 	}
-	switch h.OpCode {
+	return answerControl(w.c, h.OpCode, b)
+}
+
+// answerControl answers the target's control frame (payload b) on c: a
+// ping with its pong; a close ends the connection with the target's code.
+func answerControl(c io.Writer, op ws.OpCode, b []byte) error {
+	switch op {
 	case ws.OpClose:
 		if len(b) < 2 {
 			return errors.New("websocket: closed by the target (no status)")
 		}
 		return fmt.Errorf("websocket: closed by the target: %d %q", binary.BigEndian.Uint16(b), b[2:])
 	case ws.OpPing:
-		_, err := w.c.Write(ws.MustCompileFrame(ws.MaskFrame(ws.NewPongFrame(b))))
+		_, err := c.Write(ws.MustCompileFrame(ws.MaskFrame(ws.NewPongFrame(b))))
 		return err
 	}
 	return nil

@@ -94,7 +94,7 @@ func (r *run) startLoops(win window, workers []*worker, inflight int) (*loops, b
 		n = max(1, runtime.GOMAXPROCS(0)/2)
 	}
 	cli, err := gnet.NewClient(l, gnet.WithMulticore(true), gnet.WithNumEventLoop(n),
-		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogger(gnetLog{r.errs}))
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogger(tally.GnetLog{Errs: r.errs}))
 	if err == nil {
 		err = cli.Start()
 	}
@@ -381,19 +381,7 @@ func (p *pipeConn) echoed(got []byte, n int, err error, now time.Time) {
 
 // control answers a ping with its pong; a close ends the connection with
 // the target's code.
-func (p *pipeConn) control(op ws.OpCode, b []byte) error {
-	switch op {
-	case ws.OpClose:
-		if len(b) < 2 {
-			return errors.New("websocket: closed by the target (no status)")
-		}
-		return fmt.Errorf("websocket: closed by the target: %d %q", binary.BigEndian.Uint16(b), b[2:])
-	case ws.OpPing:
-		_, err := p.g.Write(ws.MustCompileFrame(ws.MaskFrame(ws.NewPongFrame(b))))
-		return err
-	}
-	return nil
-}
+func (p *pipeConn) control(op ws.OpCode, b []byte) error { return answerControl(p.g, op, b) }
 
 // readHeader reads a frame header from the target at the start of b:
 // hlen 0 when b does not hold all of it. A masked or extended frame is an
@@ -431,15 +419,3 @@ func readHeader(b []byte) (h ws.Header, hlen int, err error) {
 		return h, 2, nil
 	}
 }
-
-// gnetLog keeps gnet's own log out of the report: its errors are counted
-// with the run's, the rest dropped.
-type gnetLog struct{ errs *tally.Errors }
-
-func (gnetLog) Debugf(string, ...any) {}
-func (gnetLog) Infof(string, ...any)  {}
-func (gnetLog) Warnf(string, ...any)  {}
-func (l gnetLog) Errorf(format string, args ...any) {
-	l.errs.Add("gnet client", 1, fmt.Errorf(format, args...))
-}
-func (l gnetLog) Fatalf(format string, args ...any) { l.Errorf(format, args...) }

@@ -104,3 +104,16 @@ func Merge(runs ...map[string]Count) map[string]Count {
 	}
 	return out
 }
+
+// GnetLog is a gnet logger (gnet.WithLogger) for loadgen's gnet clients:
+// it keeps gnet's own log out of the report, counting its errors with the
+// run's ("gnet client") and dropping the rest.
+type GnetLog struct{ Errs *Errors }
+
+func (GnetLog) Debugf(string, ...any) {}
+func (GnetLog) Infof(string, ...any)  {}
+func (GnetLog) Warnf(string, ...any)  {}
+func (l GnetLog) Errorf(format string, args ...any) {
+	l.Errs.Add("gnet client", 1, fmt.Errorf(format, args...))
+}
+func (l GnetLog) Fatalf(format string, args ...any) { l.Errorf(format, args...) }

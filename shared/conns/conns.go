@@ -98,8 +98,28 @@ func (r *Registry[T]) Wait(ctx context.Context) bool {
 // (goAway), wait for them to leave for half the time left, then drop the
 // ones still there (kill) and wait for them to go.
 func Drain[T comparable](ctx context.Context, r *Registry[T], goAway, kill func(T)) error {
-	for _, p := range r.Close() {
-		goAway(p)
+	return DrainWith(ctx,
+		func() error {
+			for _, p := range r.Close() {
+				goAway(p)
+			}
+			return nil
+		},
+		r.Wait,
+		func() error {
+			for _, p := range r.Snapshot() {
+				kill(p)
+			}
+			return nil
+		})
+}
+
+// DrainWith is Drain for peers kept elsewhere than in a Registry:
+// goAwayAll tells every peer, gone reports whether all have left before
+// its ctx ends, and killAll drops those still there.
+func DrainWith(ctx context.Context, goAwayAll func() error, gone func(context.Context) bool, killAll func() error) error {
+	if err := goAwayAll(); err != nil {
+		return err
 	}
 	grace := 2 * time.Second
 	if deadline, ok := ctx.Deadline(); ok {
@@ -107,13 +127,13 @@ func Drain[T comparable](ctx context.Context, r *Registry[T], goAway, kill func(
 	}
 	gctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	if r.Wait(gctx) {
+	if gone(gctx) {
 		return nil
 	}
-	for _, p := range r.Snapshot() {
-		kill(p)
+	if err := killAll(); err != nil {
+		return err
 	}
-	if !r.Wait(ctx) {
+	if !gone(ctx) {
 		return ctx.Err()
 	}
 	return nil

@@ -107,49 +107,41 @@ func (g *gnetTarget) snapshot(ctx context.Context) []*gconn {
 	return all
 }
 
-// drain is the shutdown of every upgraded connection, as conns.Drain does
-// it: 1001 to each, a wait for them to go for half the time left, then
-// the rest dropped and waited for.
+// drain is the shutdown of every upgraded connection, the sequence of
+// conns.Drain, on the loops' lists: 1001 to each, a wait for them to go
+// for half the time left, then the rest dropped and waited for.
 func (g *gnetTarget) drain(ctx context.Context) error {
-	if err := g.onEachLoop(ctx, func(l *gloop) {
-		for _, st := range l.open {
-			st.Close(CloseGoingAway)
-		}
-	}); err != nil {
-		return err
-	}
-	grace := 2 * time.Second
-	if deadline, ok := ctx.Deadline(); ok {
-		grace = time.Until(deadline) / 2
-	}
-	gctx, cancel := context.WithTimeout(ctx, grace)
-	defer cancel()
-	if g.waitEmpty(gctx) == nil {
-		return nil
-	}
-	if err := g.onEachLoop(ctx, func(l *gloop) {
-		for _, st := range slices.Clone(l.open) {
-			_ = st.conn.Close()
-		}
-	}); err != nil {
-		return err
-	}
-	return g.waitEmpty(ctx)
+	return conns.DrainWith(ctx,
+		func() error {
+			return g.onEachLoop(ctx, func(l *gloop) {
+				for _, st := range l.open {
+					st.Close(CloseGoingAway)
+				}
+			})
+		},
+		g.allGone,
+		func() error {
+			return g.onEachLoop(ctx, func(l *gloop) {
+				for _, st := range slices.Clone(l.open) {
+					_ = st.conn.Close()
+				}
+			})
+		})
 }
 
-// waitEmpty returns once no upgraded connection is left, or ctx's error.
+// allGone reports whether no upgraded connection is left before ctx ends.
 // It looks every 10 ms: it runs once, at shutdown.
-func (g *gnetTarget) waitEmpty(ctx context.Context) error {
+func (g *gnetTarget) allGone(ctx context.Context) bool {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for g.active.Load() > 0 {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false
 		case <-t.C:
 		}
 	}
-	return nil
+	return true
 }
 
 // add puts an upgraded connection in the list.

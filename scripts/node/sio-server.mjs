@@ -1,5 +1,8 @@
 // The Node socket.io v4 reference server that knowngood's Socket.IO targets
-// are benchmarked against: the same events as `knowngood -variant empty`.
+// are benchmarked against, in one process: the events of `knowngood
+// -variant empty` that the benchmarks' clients send (echo, message,
+// message-with-ack; join and broadcast-room for the room broadcast, acked
+// as `empty` without -redis does: the room's name, this server's count).
 // Usage: node scripts/node/sio-server.mjs [port=3000] [host=127.0.0.1]
 // Prints one JSON line {"msg":"listening","addr":"HOST:PORT"} when ready.
 import { createServer } from "node:http";
@@ -19,6 +22,19 @@ io.on("connection", (socket) => {
   socket.on("echo", (...args) => typeof args.at(-1) === "function" && args.pop()(...args));
   socket.on("message", (...args) => socket.emit("message-back", ...args));
   socket.on("message-with-ack", (...args) => typeof args.at(-1) === "function" && args.pop()(...args));
+  socket.on("join", (...args) => {
+    const ack = typeof args.at(-1) === "function" ? args.pop() : null;
+    const room = args.length > 0 ? String(args[0]) : "";
+    if (room !== "") socket.join(room);
+    ack?.(room);
+  });
+  socket.on("broadcast-room", (...args) => {
+    const ack = typeof args.at(-1) === "function" ? args.pop() : null;
+    const room = String(args.shift() ?? "");
+    const members = room === "" ? 0 : (io.of("/").adapter.rooms.get(room)?.size ?? 0);
+    if (room !== "") io.to(room).emit("broadcast", ...args);
+    ack?.(members);
+  });
 });
 httpServer.on("error", (err) => {
   console.error(`sio-server: ${err.message}`);

@@ -1,11 +1,15 @@
-// Command bare is the floor of the handshake benchmark: a Socket.IO server
-// on github.com/zishang520/socket.io v3 with nothing of knowngood in it.
-// It has the engine options that `knowngood -variant empty` runs with by
-// default (both transports, ping 25 s / 20 s, 1 MB payloads, a 45 s connect
-// timeout, CORS for any origin) and answers the events a handshake client
-// sends (echo), as scripts/node/sio-server.mjs does; no middleware, no
-// metrics, no corrections of the library. What `empty` costs beyond it is
-// knowngood's own.
+// Command bare is the floor of the handshake and Socket.IO room broadcast
+// benchmarks: a Socket.IO server on github.com/zishang520/socket.io v3 with
+// nothing of knowngood in it. It has the engine options that `knowngood
+// -variant empty` runs with by default (both transports, ping 25 s / 20 s,
+// 1 MB payloads, a 45 s connect timeout, CORS for any origin) and answers
+// the events those benchmarks' clients send, on "/", as `empty` and
+// scripts/node/sio-server.mjs do: echo (the arguments back in the ack),
+// join (the socket joins the room named by the first argument; the ack
+// carries the name) and broadcast-room (the arguments after the first go
+// as a "broadcast" event to the room named by the first; the ack carries
+// the room's count). No middleware, no metrics, no corrections of the
+// library: what `empty` costs beyond it is knowngood's own.
 //
 //	bare [port=0] [host=127.0.0.1] [pprof]
 //
@@ -61,10 +65,37 @@ func main() {
 	_ = io.On("connection", func(args ...any) {
 		sock := args[0].(*socket.Socket)
 		_ = sock.On("echo", func(args ...any) {
-			if n := len(args); n > 0 {
-				if ack, ok := args[n-1].(socket.Ack); ok {
-					ack(args[:n-1], nil)
+			if args, ack := splitAck(args); ack != nil {
+				ack(args, nil)
+			}
+		})
+		_ = sock.On("join", func(args ...any) {
+			args, ack := splitAck(args)
+			room := ""
+			if len(args) > 0 {
+				room = fmt.Sprint(args[0])
+			}
+			if room != "" {
+				sock.Join(socket.Room(room))
+			}
+			if ack != nil {
+				ack([]any{room}, nil)
+			}
+		})
+		_ = sock.On("broadcast-room", func(args ...any) {
+			args, ack := splitAck(args)
+			room, members := "", 0
+			if len(args) > 0 {
+				room, args = fmt.Sprint(args[0]), args[1:]
+			}
+			if room != "" {
+				if ids, ok := sock.Nsp().Adapter().Rooms().Load(socket.Room(room)); ok {
+					members = ids.Len()
 				}
+				_ = sock.Nsp().To(socket.Room(room)).Emit("broadcast", args...)
+			}
+			if ack != nil {
+				ack([]any{members}, nil)
 			}
 		})
 	})
@@ -93,4 +124,15 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
+}
+
+// splitAck separates the acknowledgement callback, which the library
+// appends as the last argument when the client asked for one.
+func splitAck(args []any) ([]any, socket.Ack) {
+	if n := len(args); n > 0 {
+		if ack, ok := args[n-1].(socket.Ack); ok {
+			return args[:n-1], ack
+		}
+	}
+	return args, nil
 }

@@ -161,7 +161,7 @@ func runBurst(ctx context.Context, o options, loadgen string, stdout, stderr io.
 	}
 
 	if o.bare {
-		p, err := startBare(ctx, stderr)
+		p, err := benchrun.StartSioFloor(ctx, stderr)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -92,12 +91,12 @@ func startSustainedTargets(ctx context.Context, o options, stderr io.Writer) ([]
 	}
 	ts = append(ts, &sioTarget{name: "empty", p: p, profile: p.AdminURL() + "/debug/pprof/profile"})
 	if o.bare {
-		p, err := startBare(ctx, stderr, "pprof")
+		p, err := benchrun.StartSioFloor(ctx, stderr, "pprof")
 		if err != nil {
 			stop()
 			return nil, err
 		}
-		ts = append(ts, &sioTarget{name: bareName, p: p, profile: "http://" + p.Addr + "/debug/pprof/profile"})
+		ts = append(ts, &sioTarget{name: bareName, p: p, profile: benchrun.SioFloorProfile(p)})
 	}
 	if o.node {
 		p, err := benchrun.StartNode(ctx, stderr, "sio-server.mjs", "node socket.io")
@@ -111,23 +110,9 @@ func startSustainedTargets(ctx context.Context, o options, stderr io.Writer) ([]
 }
 
 const (
-	bareName = "bare zishang520"
+	bareName = benchrun.SioFloor
 	nodeName = "node socket.io"
 )
-
-// startBare builds and starts the bare zishang520 server.
-func startBare(ctx context.Context, stderr io.Writer, extra ...string) (*harness.Process, error) {
-	bin, err := harness.Build("./scripts/bench/floors/sioserver", "sio-bare")
-	if err != nil {
-		return nil, err
-	}
-	p, err := harness.StartProcess(ctx, bareName, append([]string{bin, "0", "127.0.0.1"}, extra...))
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(stderr, "%s listening on %s\n", bareName, p.Addr)
-	return p, nil
-}
 
 // runSustained measures every target -reps times, interleaved, after a
 // warm-up run of each, and prints the table and the ratios.
@@ -302,7 +287,7 @@ func profileAll(ctx context.Context, o options, ts []*sioTarget, stderr io.Write
 		}
 		done := make(chan error, 1)
 		go func() {
-			done <- fetch(ctx, fmt.Sprintf("%s?seconds=%d", t.profile, secs), filepath.Join(o.profileDir, strings.ReplaceAll(t.name, " ", "-")+".pprof"))
+			done <- benchrun.Fetch(ctx, fmt.Sprintf("%s?seconds=%d", t.profile, secs), filepath.Join(o.profileDir, strings.ReplaceAll(t.name, " ", "-")+".pprof"))
 		}()
 		time.Sleep(100 * time.Millisecond) // the profile starts first
 		sustain(ctx, t, o.workers, time.Duration(secs)*time.Second+200*time.Millisecond)
@@ -312,37 +297,13 @@ func profileAll(ctx context.Context, o options, ts []*sioTarget, stderr io.Write
 		}
 		base := filepath.Join(o.profileDir, strings.ReplaceAll(t.name, " ", "-"))
 		allocs := strings.Replace(t.profile, "/profile", "/allocs", 1)
-		if err := fetch(ctx, allocs, base+".allocs.pprof"); err != nil {
+		if err := benchrun.Fetch(ctx, allocs, base+".allocs.pprof"); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", t.name, err))
 		}
 		fmt.Fprintf(stderr, "profiles of %s: %s.pprof (CPU), %s.allocs.pprof (allocations since its start, over %d handshakes)\n",
 			t.name, base, base, t.handshakes)
 	}
 	return errors.Join(errs...)
-}
-
-func fetch(ctx context.Context, url, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // writeSustained prints each rep's figures, the medians and the ratios

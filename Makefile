@@ -154,7 +154,7 @@ bench-instr:
 bench-broadcast: deps
 	go run ./scripts/bench/broadcast
 
-## bench-cluster: push to 9,000 subscribers on 1 vs 3 replicas on Redis (CPU per delivery); Socket.IO room broadcast, 2 knowngood vs 2 Node redis-adapter servers (not a test)
+## bench-cluster: push to 9,000 subscribers on 1 vs 3 replicas on Redis (CPU per delivery); Socket.IO room broadcast, 2 knowngood vs 2 Node redis-adapter servers, and 1 bare zishang520 vs 1 empty vs 1 Node (not a test)
 bench-cluster: deps
 	go run ./scripts/bench/cluster
 

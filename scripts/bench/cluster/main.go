@@ -20,8 +20,20 @@
 //     Deliveries per server CPU second (/proc of the server processes over
 //     the window). Goal: knowngood >= 2x Node.
 //
+//  3. The same room broadcast (same client, same sizes) on one process,
+//     no Redis: the bare zishang520 server (scripts/bench/floors/sioserver,
+//     the library with nothing of knowngood), knowngood `empty`, and Node
+//     socket.io (scripts/node/sio-server.mjs). The ratios split the cost:
+//     empty over bare is knowngood's own, bare over Node the library's.
+//     Goal (empty): >= 2x Node's deliveries per server CPU second.
+//
 //     go run ./scripts/bench/cluster [-subscribers 9000] [-replicas 3] [-variants broadcast-gnet]
-//     [-sockets 1000] [-senders 10] [-rate 20] [-duration 10s] [-parts push,sio]
+//     [-sockets 1000] [-senders 10] [-rate 20] [-duration 10s] [-parts push,sio,sio-single]
+//     [-profile DIR]
+//
+// With -profile, the Go Socket.IO servers (knowngood with -pprof, the bare
+// server with its pprof argument) are CPU-profiled over each measured
+// window into DIR; those windows' figures then include the profiler.
 //
 // Run it from the repository root, after npm ci in scripts/. Everything
 // listens on 127.0.0.1; every process it starts is stopped before it
@@ -61,6 +73,9 @@ const (
 	sioGoal  = 2.0
 )
 
+// allParts are the parts, in the order they run.
+var allParts = []string{"push", "sio", "sio-single"}
+
 // shards is the number of loadgen processes of the push part, in both
 // setups, so that the client side is the same.
 const shards = 3
@@ -75,6 +90,7 @@ type options struct {
 	rate        int
 	duration    time.Duration
 	parts       []string
+	profileDir  string
 }
 
 func main() { benchrun.Main("bench-cluster", parseFlags, run) }
@@ -90,7 +106,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.senders, "senders", 10, "Socket.IO part: sockets that emit broadcast-room")
 	fs.IntVar(&o.rate, "rate", 20, "Socket.IO part: broadcasts per second, all senders together")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "each measured window")
-	parts := fs.String("parts", "push,sio", "comma-separated `list` of the parts to run: push, sio")
+	parts := fs.String("parts", strings.Join(allParts, ","), "comma-separated `list` of the parts to run: "+strings.Join(allParts, ", "))
+	fs.StringVar(&o.profileDir, "profile", "", "Socket.IO parts: write a CPU profile of each Go server over its window into `dir`")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -98,7 +115,7 @@ func parseFlags(args []string) (options, error) {
 	if o.variants, err = benchrun.Pick("variants", *list, broadcastVariants); err != nil {
 		return options{}, err
 	}
-	if o.parts, err = benchrun.Pick("parts", *parts, []string{"push", "sio"}); err != nil {
+	if o.parts, err = benchrun.Pick("parts", *parts, allParts); err != nil {
 		return options{}, err
 	}
 	if o.subscribers < shards || o.replicas < 2 || o.sockets < 2 || o.senders < 1 || o.senders > o.sockets || o.rate < 1 || o.duration <= 0 {
@@ -109,18 +126,26 @@ func parseFlags(args []string) (options, error) {
 
 // row is one setup's figures; a nil err and zero figures never mix.
 type row struct {
-	part, setup  string
-	clients      int
-	deliveries   uint64 // messages delivered in the window
-	lost         uint64
-	window       float64 // seconds
-	p50, p99     float64 // ms, -1 when unknown
-	serverCPU    float64 // seconds, over the window
-	redisCPU     float64 // seconds, -1 without Redis
-	clientCPU    float64
-	err          error
-	ratioOf      *row // the row this one is compared with
-	ratioIsSpend bool // true: CPU per delivery, this/ratioOf; false: deliveries per CPU s, this/ratioOf
+	part, setup string
+	clients     int
+	deliveries  uint64 // messages delivered in the window
+	lost        uint64
+	window      float64 // seconds
+	p50, p99    float64 // ms, -1 when unknown
+	serverCPU   float64 // seconds, over the window
+	redisCPU    float64 // seconds, -1 without Redis
+	clientCPU   float64
+	err         error
+	ratios      []ratio // the rows this one is compared with
+}
+
+// ratio compares a row with another: CPU per delivery, this over of
+// (spend), or deliveries per CPU second, this over of; goal 0 for none.
+type ratio struct {
+	of    *row
+	name  string // "Node's"
+	spend bool
+	goal  float64
 }
 
 func (r *row) perCPU() float64 {
@@ -137,25 +162,37 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 		for _, v := range o.variants {
 			single := pushSetup(ctx, stderr, o, bins, v, 1)
 			multi := pushSetup(ctx, stderr, o, bins, v, o.replicas)
-			if single.err == nil && multi.err == nil {
-				multi.ratioOf, multi.ratioIsSpend = single, true
-			}
+			multi.compare(single, "the 1 process's", true, pushGoal)
 			rows = append(rows, single, multi)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 		}
 	}
-	if slices.Contains(o.parts, "sio") {
-		kg := sioSetup(ctx, stderr, o, "knowngood")
-		node := sioSetup(ctx, stderr, o, "node")
-		if kg.err == nil && node.err == nil {
-			kg.ratioOf = node
-		}
+	if slices.Contains(o.parts, "sio") && ctx.Err() == nil {
+		kg := sioSetup(ctx, stderr, o, sioKnowngoodRedis)
+		node := sioSetup(ctx, stderr, o, sioNodeRedis)
+		kg.compare(node, "Node's", false, sioGoal)
 		rows = append(rows, kg, node)
+	}
+	if slices.Contains(o.parts, "sio-single") && ctx.Err() == nil {
+		bare := sioSetup(ctx, stderr, o, sioBare)
+		empty := sioSetup(ctx, stderr, o, sioEmpty)
+		node := sioSetup(ctx, stderr, o, sioNode)
+		bare.compare(node, "Node's", false, 0)
+		empty.compare(node, "Node's", false, sioGoal)
+		empty.compare(bare, "the bare server's", true, 0)
+		rows = append(rows, bare, empty, node)
 	}
 	writeTable(stdout, o, rows, machine)
 	return ctx.Err()
+}
+
+// compare adds a ratio of r to of, when both have figures.
+func (r *row) compare(of *row, name string, spend bool, goal float64) {
+	if r.err == nil && of.err == nil {
+		r.ratios = append(r.ratios, ratio{of: of, name: name, spend: spend, goal: goal})
+	}
 }
 
 // stopAll stops every process started, in reverse order. stop has a
@@ -373,30 +410,72 @@ type sioResult struct {
 	ClientCPU  float64  `json:"client_cpu_s"`
 }
 
-// sioSetup runs the Socket.IO part on two servers of kind (knowngood or
-// node) on a redis-server of their own.
-func sioSetup(ctx context.Context, stderr io.Writer, o options, kind string) *row {
+// The Socket.IO setups: knowngood `empty` and Node, two servers on a
+// redis-server of their own (sio), or one process without Redis
+// (sio-single), and the bare zishang520 server.
+const (
+	sioKnowngoodRedis = iota
+	sioNodeRedis
+	sioBare
+	sioEmpty
+	sioNode
+)
+
+// sioSetup runs a Socket.IO room broadcast on setup.
+func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row {
 	r := &row{part: "Socket.IO room", clients: o.sockets, p50: -1, p99: -1, redisCPU: -1}
-	if kind == "knowngood" {
-		r.setup = "knowngood empty x 2, Redis"
-	} else {
-		r.setup = "Node socket.io x 2, redis-adapter"
+	servers, redisOn := 1, false
+	switch setup {
+	case sioKnowngoodRedis:
+		r.setup, servers, redisOn = "knowngood empty x 2, Redis", 2, true
+	case sioNodeRedis:
+		r.setup, servers, redisOn = "Node socket.io x 2, redis-adapter", 2, true
+	case sioBare:
+		r.part, r.setup = "Socket.IO room, 1 process", benchrun.SioFloor
+	case sioEmpty:
+		r.part, r.setup = "Socket.IO room, 1 process", "knowngood empty"
+	case sioNode:
+		r.part, r.setup = "Socket.IO room, 1 process", "Node socket.io"
 	}
-	fmt.Fprintf(stderr, "Socket.IO room broadcast, %s\n", r.setup)
+	fmt.Fprintf(stderr, "%s, %s\n", r.part, r.setup)
 	var procs stopAll
 	defer procs.stop()
-	redis, url, err := harness.StartRedis(ctx)
-	if err != nil {
-		r.err = err
-		return r
+	var redis *harness.Process
+	var url string
+	var err error
+	if redisOn {
+		if redis, url, err = harness.StartRedis(ctx); err != nil {
+			r.err = err
+			return r
+		}
+		procs.add(redis)
 	}
-	procs.add(redis)
-	var servers []*harness.Process
-	for i := range 2 {
+	var profiles []string // URL per server, "" for none
+	var ps []*harness.Process
+	for i := range servers {
 		var p *harness.Process
-		if kind == "knowngood" {
-			p, err = benchrun.Start(ctx, stderr, nil, "-variant", "empty", "-redis", url)
-		} else {
+		profile := ""
+		switch setup {
+		case sioKnowngoodRedis, sioEmpty:
+			args := []string{"-variant", "empty"}
+			if redisOn {
+				args = append(args, "-redis", url)
+			}
+			if o.profileDir != "" {
+				args = append(args, "-pprof")
+			}
+			if p, err = benchrun.Start(ctx, stderr, nil, args...); err == nil && o.profileDir != "" {
+				profile = p.AdminURL() + "/debug/pprof/profile"
+			}
+		case sioBare:
+			var extra []string
+			if o.profileDir != "" {
+				extra = []string{"pprof"}
+			}
+			if p, err = benchrun.StartSioFloor(ctx, stderr, extra...); err == nil && o.profileDir != "" {
+				profile = benchrun.SioFloorProfile(p)
+			}
+		case sioNodeRedis:
 			p, err = harness.StartProcess(ctx, fmt.Sprintf("node sio-cluster-server %d", i+1),
 				[]string{"node", "scripts/node/sio-cluster-server.mjs", "0", url})
 			if err != nil {
@@ -404,36 +483,43 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, kind string) *ro
 			} else {
 				fmt.Fprintf(stderr, "%s listening on %s\n", p.Name, p.Addr)
 			}
+		case sioNode:
+			p, err = benchrun.StartNode(ctx, stderr, "sio-server.mjs", "node sio-server")
 		}
 		if err != nil {
 			r.err = err
 			return r
 		}
 		procs.add(p)
-		servers = append(servers, p)
+		ps = append(ps, p)
+		profiles = append(profiles, profile)
 	}
-	if kind == "node" {
-		if v := versions(servers[0].Log()); v != "" {
+	if v := versions(ps[0].Log()); v != "" {
+		if servers > 1 {
 			r.setup = "Node " + v + " x 2"
+		} else {
+			r.setup = "Node " + v
 		}
 	}
 
 	cpu := func() (server, redisS float64, err error) {
-		for _, p := range servers {
+		for _, p := range ps {
 			s, err := benchrun.ProcCPUSeconds(p.PID())
 			if err != nil {
 				return 0, 0, fmt.Errorf("%s: %v", p.Name, err)
 			}
 			server += s
 		}
-		redisS, err = benchrun.ProcCPUSeconds(redis.PID())
+		if redis != nil {
+			redisS, err = benchrun.ProcCPUSeconds(redis.PID())
+		}
 		return server, redisS, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, o.duration+3*time.Minute)
 	defer cancel()
 	args := []string{"scripts/clients/sio-room-load.mjs", "--sockets", strconv.Itoa(o.sockets), "--senders", strconv.Itoa(o.senders),
 		"--rate", strconv.Itoa(o.rate), "--duration-ms", strconv.FormatInt(o.duration.Milliseconds(), 10)}
-	for _, p := range servers {
+	for _, p := range ps {
 		args = append(args, "--url", "http://"+p.Addr)
 	}
 	cmd := exec.CommandContext(cctx, "node", args...)
@@ -450,8 +536,12 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, kind string) *ro
 	}
 	// The server CPU is read when the client says its window starts and
 	// again once its last delivery has arrived (or its drain time passed).
+	// The profiles, if asked for, cover the window's o.duration.
 	var s0, rc0 float64
 	var last []byte
+	var profiling sync.WaitGroup
+	var profileErrs []error
+	var profileMu sync.Mutex
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -464,12 +554,31 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, kind string) *ro
 			if s0, rc0, err = cpu(); err != nil {
 				r.err = err
 			}
+			for i, u := range profiles {
+				if u == "" {
+					continue
+				}
+				path := filepath.Join(o.profileDir, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(r.setup, " ", "-"), i+1))
+				profiling.Go(func() {
+					err := benchrun.Fetch(cctx, fmt.Sprintf("%s?seconds=%d", u, max(1, int(o.duration.Seconds()))), path)
+					if err == nil {
+						fmt.Fprintf(stderr, "CPU profile of %s: %s\n", ps[i].Name, path)
+					}
+					profileMu.Lock()
+					profileErrs = append(profileErrs, err)
+					profileMu.Unlock()
+				})
+			}
 		case "end":
 		default:
 			last = append(last[:0], line...)
 		}
 	}
 	s1, rc1, cerr := cpu()
+	profiling.Wait()
+	if err := errors.Join(profileErrs...); err != nil {
+		fmt.Fprintf(stderr, "profiles: %v\n", err)
+	}
 	if err := cmd.Wait(); err != nil {
 		r.err = fmt.Errorf("sio-room-load: %v: %s", err, benchrun.LastLine(errOut.String()))
 		return r
@@ -486,7 +595,10 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, kind string) *ro
 		return r
 	}
 	r.deliveries, r.lost, r.window, r.clientCPU = res.Received, res.Lost, res.Window, res.ClientCPU
-	r.serverCPU, r.redisCPU = s1-s0, rc1-rc0
+	r.serverCPU = s1 - s0
+	if redis != nil {
+		r.redisCPU = rc1 - rc0
+	}
 	if res.P50 != nil && res.P99 != nil {
 		r.p50, r.p99 = *res.P50, *res.P99
 	}
@@ -496,8 +608,8 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, kind string) *ro
 	return r
 }
 
-// versions reads socket.io's and the adapter's versions from the Node
-// server's "listening" line.
+// versions reads socket.io's and the adapter's (if any) versions from a
+// Node server's "listening" line; "" for another server.
 func versions(log string) string {
 	for line := range strings.SplitSeq(log, "\n") {
 		var l struct {
@@ -506,6 +618,9 @@ func versions(log string) string {
 			Adapter  string `json:"adapter"`
 		}
 		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.SocketIO != "" {
+			if l.Adapter == "" {
+				return "socket.io " + l.SocketIO
+			}
 			return fmt.Sprintf("socket.io %s, redis-adapter %s", l.SocketIO, l.Adapter)
 		}
 	}
@@ -513,7 +628,7 @@ func versions(log string) string {
 }
 
 func writeTable(w io.Writer, o options, rows []*row, machine *benchrun.Machine) {
-	fmt.Fprintf(w, "\nCluster on Redis, %s windows. push: the timed push (every 100 ms, 100 bytes) to %d subscribers, the same 3 `loadgen broadcast -push -shard I/3` processes in both setups; deliveries = the replicas' messages_sent over the window (every subscriber connected), CPU = their cpu_seconds summed. Socket.IO room: %d socket.io-client sockets (websocket), half on each server, all in one room; %d of them emit broadcast-room, %d/s in all; deliveries = \"broadcast\" events the clients received, CPU = the server processes' (/proc). Redis CPU from /proc.\n\n",
+	fmt.Fprintf(w, "\nCluster on Redis, %s windows. push: the timed push (every 100 ms, 100 bytes) to %d subscribers, the same 3 `loadgen broadcast -push -shard I/3` processes in both setups; deliveries = the replicas' messages_sent over the window (every subscriber connected), CPU = their cpu_seconds summed. Socket.IO room: %d socket.io-client sockets (websocket), all in one room (half on each server of 2); %d of them emit broadcast-room, %d/s in all; deliveries = \"broadcast\" events the clients received, CPU = the server processes' (/proc); \"1 process\": the same on one server, no Redis. Redis CPU from /proc.\n\n",
 		o.duration, o.subscribers, o.sockets, o.senders, o.rate)
 	fmt.Fprintln(w, "| part | setup | clients | deliveries | lost | deliveries/s | p50 ms | p99 ms | server CPU s | Redis CPU s | client CPU s | server CPU µs per delivery | deliveries per server CPU s | ratio | goal | met |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
@@ -522,15 +637,36 @@ func writeTable(w io.Writer, o options, rows []*row, machine *benchrun.Machine) 
 			fmt.Fprintf(w, "| %s | %s | %d | error: %s | | | | | | | | | | | | |\n", r.part, r.setup, r.clients, oneLine(r.err.Error()))
 			continue
 		}
-		ratio, goal, met := "-", "-", "-"
-		if b := r.ratioOf; b != nil && r.perCPU() > 0 && b.perCPU() > 0 {
-			if r.ratioIsSpend {
-				x := b.perCPU() / r.perCPU() // CPU per delivery, this over b
-				ratio, goal, met = fmt.Sprintf("%.2fx the 1 process's CPU per delivery", x), fmt.Sprintf("<= %.1fx", pushGoal), yesNo(x <= pushGoal && r.lost == 0)
-			} else {
-				x := r.perCPU() / b.perCPU()
-				ratio, goal, met = fmt.Sprintf("%.2fx Node's deliveries per CPU s", x), fmt.Sprintf(">= %.0fx", sioGoal), yesNo(x >= sioGoal && r.lost == 0)
+		var ratios []string
+		goal, met := "-", "-"
+		for _, c := range r.ratios {
+			b := c.of
+			if r.perCPU() <= 0 || b.perCPU() <= 0 {
+				continue
 			}
+			var x float64
+			var ok bool
+			if c.spend {
+				x = b.perCPU() / r.perCPU() // CPU per delivery, this over b
+				ratios = append(ratios, fmt.Sprintf("%.2fx %s CPU per delivery", x, c.name))
+				ok = x <= c.goal
+			} else {
+				x = r.perCPU() / b.perCPU()
+				ratios = append(ratios, fmt.Sprintf("%.2fx %s deliveries per CPU s", x, c.name))
+				ok = x >= c.goal
+			}
+			if c.goal > 0 {
+				if c.spend {
+					goal = fmt.Sprintf("<= %gx %s", c.goal, c.name)
+				} else {
+					goal = fmt.Sprintf(">= %gx %s", c.goal, c.name)
+				}
+				met = yesNo(ok && r.lost == 0)
+			}
+		}
+		ratio := "-"
+		if len(ratios) > 0 {
+			ratio = strings.Join(ratios, "; ")
 		}
 		lost := strconv.FormatUint(r.lost, 10)
 		if r.lost > 0 {

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -81,7 +83,15 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		rep.ServerError = fmt.Sprintf("no /stats from %s: %v", r.cfg.Admin, f.Before.Err)
 		fmt.Fprintf(r.notes, "loadgen: %s; going on without the server's view\n", rep.ServerError)
 	}
-	conns, all, lat, total := connectAll(ctx, r.cfg, r.opts, rep, r.notes)
+	// The transports' dials run on workers that the connections reuse;
+	// they end once every connection is closed.
+	opts := r.opts
+	opts.Workers = &sioclient.Workers{}
+	defer opts.Workers.Close()
+	if _, set := os.LookupEnv("GOGC"); !set { // the user's choice stands
+		defer debug.SetGCPercent(debug.SetGCPercent(handshakeGCPercent))
+	}
+	conns, all, lat, total := connectAll(ctx, r.cfg, opts, rep, r.notes)
 	rep.TotalMs = ms(total)
 	if total > 0 {
 		rep.HandshakesPerSecond = float64(rep.Connected) / total.Seconds()
@@ -129,6 +139,16 @@ func (r *run) Finish(_ context.Context, f *scenario.Frame) *Report {
 	return rep
 }
 
+// handshakeGCPercent is the garbage collector's target during the load
+// when GOGC is not set. Each handshake allocates its client's objects
+// (Manager, Engine.IO socket, transport, emitters, queues, buffers) at
+// once and most of them live until the run closes them: at the default of
+// 100 the collector ran over and over during the burst, marking the same
+// live connections each time, for about a tenth of the client's CPU. At
+// 400 the heap may grow to five times what is live before a collection;
+// loadgen/README.md gives the memory this costs.
+const handshakeGCPercent = 400
+
 // badHandshake is the Socket.IO client's WebSocket transport's error for
 // an upgrade the target refused: it drops the HTTP status and the reason.
 const badHandshake = "websocket: bad handshake"
@@ -166,30 +186,55 @@ func connectAll(ctx context.Context, cfg Config, opts sioclient.Options, rep *Re
 	}
 	bar := progress.Count(notes, cfg.N, "handshakes")
 	out := make([]outcome, cfg.N)
-	// Every goroutine exists before the first connection starts: they wait
-	// for ready, and the deadline counts from the moment it is closed.
-	ready := make(chan struct{})
-	var deadline context.Context
+	// The connections start one after another from one goroutine per
+	// core, each timed from its own start (Dial) to its outcome (Await's
+	// callback, on the client's goroutine that saw the CONNECT, or the
+	// deadline's). A goroutine per connection blocked in Wait cost a stack
+	// grown through Dial for each, and a wakeup to read the clock.
 	var wg sync.WaitGroup
 	wg.Add(cfg.N)
-	for i := range out {
-		go func() {
-			defer wg.Done()
-			<-ready
+	var next atomic.Int64
+	dial := func(deadline context.Context) {
+		for ctx.Err() == nil {
+			i := int(next.Add(1)) - 1
+			if i >= cfg.N {
+				return
+			}
 			t0 := time.Now()
 			conn, err := sioclient.Dial(opts)
-			if err == nil {
-				err = conn.Wait(deadline)
+			if err != nil {
+				out[i] = outcome{err: err, latency: time.Since(t0), at: time.Now()}
+				bar.Add(1)
+				wg.Done()
+				continue
 			}
-			t1 := time.Now()
-			out[i] = outcome{conn: conn, latency: t1.Sub(t0), at: t1, err: err}
-			bar.Add(1)
-		}()
+			conn.Await(deadline, func(err error) {
+				t1 := time.Now()
+				out[i] = outcome{conn: conn, latency: t1.Sub(t0), at: t1, err: err}
+				bar.Add(1)
+				wg.Done()
+			})
+			// Let the transport's goroutine, just made runnable, dial
+			// now, as it did when this connection's goroutine blocked.
+			runtime.Gosched()
+		}
 	}
 	deadline, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
 	start := time.Now()
-	close(ready)
+	dialers := min(runtime.GOMAXPROCS(0), cfg.N)
+	var dwg sync.WaitGroup
+	for range dialers {
+		dwg.Go(func() { dial(deadline) })
+	}
+	dwg.Wait()
+	// Interrupted before every connection started: the rest never do, and
+	// count as interrupted.
+	for i := int(min(next.Load(), int64(cfg.N))); i < cfg.N; i++ {
+		out[i] = outcome{err: context.Cause(ctx), at: time.Now()}
+		bar.Add(1)
+		wg.Done()
+	}
 	wg.Wait()
 	total = time.Since(start)
 	bar.Done()

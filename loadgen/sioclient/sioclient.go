@@ -103,6 +103,12 @@ type Options struct {
 	// returns.
 	OnSocket func(*socket.Socket)
 
+	// Workers, when set, runs the goroutine that opens a WebSocket
+	// transport (its dial and upgrade), so that many connections reuse a
+	// few grown goroutines; the caller closes it once the connections are
+	// closed. Nil: a new goroutine for each.
+	Workers *Workers
+
 	// wrapTransport, in tests, wraps the client's WebSocket transport
 	// constructor under the gate.
 	wrapTransport func(engine.TransportCtor) engine.TransportCtor
@@ -128,7 +134,10 @@ type Conn struct {
 	mgr          *socket.Manager
 	sock         *socket.Socket
 	gate         *gate
-	result       chan error
+	result       chan error // the first outcome, unless Await took it
+	mu           sync.Mutex
+	reported     bool        // the first outcome is in
+	waiter       func(error) // Await's, once it is waiting
 	closeTimeout time.Duration
 	disconnect   sync.Once
 	// disconnectReason is the client's reason for the first "disconnect".
@@ -197,11 +206,22 @@ func Dial(o Options) (*Conn, error) {
 	return c, nil
 }
 
-// report records the first outcome of the connect.
+// report records the first outcome of the connect, or hands it to Await's
+// waiter.
 func (c *Conn) report(err error) {
-	select {
-	case c.result <- err:
-	default:
+	c.mu.Lock()
+	if c.reported {
+		c.mu.Unlock()
+		return
+	}
+	c.reported = true
+	w := c.waiter
+	if w == nil {
+		c.result <- err // buffered, and only the first is sent
+	}
+	c.mu.Unlock()
+	if w != nil {
+		w(err)
 	}
 }
 
@@ -226,6 +246,49 @@ func (c *Conn) Wait(ctx context.Context) error {
 		c.abandon()
 		return ctxError(ctx)
 	}
+}
+
+// Await is Wait without a goroutine to block: it returns at once and calls
+// done exactly once, with what Wait would have returned, when the namespace
+// CONNECT is acknowledged or refused (on the client's goroutine that saw it,
+// or on the caller's when that was before Await) or when ctx is done (on a
+// goroutine of its own). done must not block. Like Wait, on failure it
+// starts closing the connection. Call Await or Wait once, not both.
+//
+// When the outcome and the end of ctx come together, one of them wins, as
+// with Wait's select: a connection that is reported connected is never
+// closed by the deadline.
+func (c *Conn) Await(ctx context.Context, done func(error)) {
+	var settled atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		if settled.CompareAndSwap(false, true) {
+			c.abandon()
+			done(ctxError(ctx))
+		}
+	})
+	waiter := func(err error) {
+		stop()
+		if !settled.CompareAndSwap(false, true) {
+			return
+		}
+		if err != nil {
+			c.abandon()
+			if ctx.Err() != nil {
+				// The client's own open timeout, at the same moment as
+				// the deadline: report the deadline.
+				err = ctxError(ctx)
+			}
+		}
+		done(err)
+	}
+	c.mu.Lock()
+	if c.reported {
+		c.mu.Unlock()
+		waiter(<-c.result)
+		return
+	}
+	c.waiter = waiter
+	c.mu.Unlock()
 }
 
 // Connect is Dial and Wait; on failure it closes the connection.

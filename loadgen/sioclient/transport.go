@@ -19,7 +19,7 @@ func transportSet(name string, g *gate, o Options) (*types.Set[engine.TransportC
 	if o.wrapTransport != nil {
 		ws = o.wrapTransport(ws)
 	}
-	websocket := &gatedCtor{TransportCtor: ws, gate: g}
+	websocket := &gatedCtor{TransportCtor: ws, gate: g, workers: o.Workers}
 	polling := &pollingCtor{gate: g, timeout: o.PollTimeout}
 	var ctors []engine.TransportCtor
 	switch name {
@@ -103,11 +103,12 @@ func (g *gate) wait(timeout time.Duration) bool {
 // gatedCtor builds wrapped transports.
 type gatedCtor struct {
 	engine.TransportCtor
-	gate *gate
+	gate    *gate
+	workers *Workers
 }
 
 func (c *gatedCtor) New(s engine.Socket, opts engine.SocketOptionsInterface) engine.Transport {
-	return &gatedTransport{Transport: c.TransportCtor.New(s, opts), gate: c.gate, engine: s}
+	return &gatedTransport{Transport: c.TransportCtor.New(s, opts), gate: c.gate, engine: s, workers: c.workers}
 }
 
 // gatedTransport wraps the client's WebSocket transport to fix two races:
@@ -124,8 +125,9 @@ func (c *gatedCtor) New(s engine.Socket, opts engine.SocketOptionsInterface) eng
 //     the next ping (25 s by default).
 type gatedTransport struct {
 	engine.Transport
-	gate   *gate
-	engine engine.Socket
+	gate    *gate
+	engine  engine.Socket
+	workers *Workers // runs the opening goroutine; nil: a new one
 
 	mu      sync.Mutex
 	closed  bool
@@ -139,7 +141,7 @@ func (t *gatedTransport) Open() engine.Transport {
 		t.mu.Unlock()
 		return t
 	}
-	go func() {
+	t.workers.Go(func() {
 		defer t.gate.done()
 		<-t.gate.open
 		t.mu.Lock()
@@ -164,7 +166,7 @@ func (t *gatedTransport) Open() engine.Transport {
 			return
 		}
 		t.engine.Flush()
-	}()
+	})
 	return t
 }
 

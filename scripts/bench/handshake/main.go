@@ -5,13 +5,16 @@
 // client against the Node socket.io v4 reference server
 // (scripts/node/sio-server.mjs) and the bare zishang520 server
 // (./bare, the library with nothing of knowngood's), and the ratio of
-// handshake rates. Then the sustained comparison (sustained.go): -workers
+// handshake rates; and, for each knowngood variant and N, loadgen's CPU over
+// the target's (the median of -burst-reps runs) beside the goal that the
+// reference client be the cheapest process on the box. Then the sustained comparison (sustained.go): -workers
 // clients handshaking over and over against empty, bare zishang520 and
 // Node, -reps times, with the rate and the server's CPU per handshake of
 // each, and their ratios beside the goals.
 //
 //	go run ./scripts/bench/handshake [-n 50,100,200,500,2000] [-variants empty,async,blocking]
 //	go run ./scripts/bench/handshake -burst=false [-sustained 5s] [-workers 32] [-reps 3] [-profile DIR]
+//	go run ./scripts/bench/handshake -variants empty -n 500,1000,2000 -burst-reps 3 -node=false -bare=false -sustained 0 [-compare OLD-LOADGEN]
 //
 // Run it from the repository root. Everything listens on 127.0.0.1; every
 // process it starts is stopped before it returns.
@@ -46,6 +49,10 @@ type options struct {
 	node      bool
 	bare      bool
 	burst     bool
+	// burstReps runs of each knowngood variant and N; compare, when set,
+	// is a second loadgen binary measured beside the tree's, alternately.
+	burstReps int
+	compare   string
 	// The sustained comparison: its duration per run (0: none), workers,
 	// repetitions, and where to write CPU profiles ("" for none).
 	sustained  time.Duration
@@ -74,6 +81,8 @@ func parseFlags(args []string) (options, error) {
 	node := fs.Bool("node", true, "also measure the Node socket.io server (empty only)")
 	bare := fs.Bool("bare", true, "also measure the bare zishang520 server (empty only)")
 	burst := fs.Bool("burst", true, "measure N handshakes at once with loadgen, for each -n")
+	burstReps := fs.Int("burst-reps", 1, "`N` runs of each knowngood variant and -n, each on a fresh server; the CPU ratios are their medians")
+	compare := fs.String("compare", "", "`PATH` of another loadgen binary (an older build) to run beside the tree's on every knowngood run, alternately, with its own rows and ratios")
 	sustained := fs.Duration("sustained", 5*time.Second, "`DURATION` of each sustained run against empty, bare zishang520 and Node (0: none)")
 	workers := fs.Int("workers", 32, "`N` clients of the sustained runs, each handshaking over and over")
 	reps := fs.Int("reps", 3, "`N` sustained runs of each target, interleaved")
@@ -82,6 +91,7 @@ func parseFlags(args []string) (options, error) {
 		return options{}, err
 	}
 	o := options{deadline: *deadline, transport: *transport, delay: *delay, node: *node, bare: *bare, burst: *burst,
+		burstReps: *burstReps, compare: *compare,
 		sustained: *sustained, workers: *workers, reps: *reps, profileDir: *profile}
 	switch {
 	case o.sustained < 0:
@@ -90,6 +100,8 @@ func parseFlags(args []string) (options, error) {
 		return options{}, fmt.Errorf("invalid value %d for flag -workers: want 1 to 10000", o.workers)
 	case o.reps < 1 || o.reps > 100:
 		return options{}, fmt.Errorf("invalid value %d for flag -reps: want 1 to 100", o.reps)
+	case o.burstReps < 1 || o.burstReps > 100:
+		return options{}, fmt.Errorf("invalid value %d for flag -burst-reps: want 1 to 100", o.burstReps)
 	}
 	if _, err := time.ParseDuration(o.delay); o.delay != "" && err != nil {
 		return options{}, fmt.Errorf("invalid value %q for flag -delay: want a duration such as 50ms", o.delay)
@@ -112,6 +124,7 @@ func parseFlags(args []string) (options, error) {
 // row is one measurement.
 type row struct {
 	variant string
+	client  string // loadgen, or -compare's binary
 	n       int
 	rep     *handshake.Report
 	// serverCPU is the server's CPU seconds over the run: from /stats when
@@ -141,21 +154,31 @@ func runBurst(ctx context.Context, o options, loadgen string, stdout, stderr io.
 
 	// A fresh server for every run: on blocking, the connects a short
 	// deadline gave up on still hold the loop after the run.
+	clients := []string{loadgen}
+	if o.compare != "" {
+		clients = append(clients, o.compare)
+	}
 	var rows []row
 	for _, variant := range o.variants {
 		for _, n := range o.ns {
-			args := []string{"-variant", variant}
-			if o.delay != "" {
-				args = append(args, "-delay", o.delay)
-			}
-			p, err := benchrun.Start(ctx, stderr, nil, args...)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, measure(ctx, stderr, o, loadgen, variant, n, p, p.AdminURL()))
-			p.Stop()
-			if ctx.Err() != nil {
-				return ctx.Err()
+			for range o.burstReps {
+				for _, client := range clients {
+					args := []string{"-variant", variant}
+					if o.delay != "" {
+						args = append(args, "-delay", o.delay)
+					}
+					p, err := benchrun.Start(ctx, stderr, nil, args...)
+					if err != nil {
+						return err
+					}
+					r := measure(ctx, stderr, o, client, variant, n, p, p.AdminURL())
+					r.client = clientName(client, loadgen)
+					rows = append(rows, r)
+					p.Stop()
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+				}
 			}
 		}
 	}
@@ -187,7 +210,69 @@ func runBurst(ctx context.Context, o options, loadgen string, stdout, stderr io.
 	if len(nodeRows) > 0 {
 		writeRatios(stdout, rows, nodeRows)
 	}
+	writeClientCPU(stdout, o, rows)
 	return ctx.Err()
+}
+
+// clientName is how the tables name a loadgen binary: "loadgen" for the
+// tree's, the path of -compare's.
+func clientName(bin, loadgen string) string {
+	if bin == loadgen {
+		return "loadgen"
+	}
+	return bin
+}
+
+// goalClientCPU: loadgen's CPU over the target's, at most, in a burst of
+// handshakes. The reference client must be the cheapest process on the
+// box, or the figures measure the client.
+const goalClientCPU = 1.0
+
+// writeClientCPU prints, for each client, knowngood variant and N, the
+// medians of the runs' client CPU, server CPU, their ratio (each run's,
+// then the median) and handshake rate, against goalClientCPU. Both CPU
+// figures cover the same window: loadgen's over its load (connect, echo,
+// close), the server's between the /stats reads around it.
+func writeClientCPU(w io.Writer, o options, rows []row) {
+	type key struct {
+		client, variant string
+		n               int
+	}
+	type cell struct{ client, server, ratio, rate []float64 }
+	var keys []key
+	cells := map[key]*cell{}
+	for _, r := range rows {
+		if r.client == "" || r.rep == nil || r.serverCPU == nil || *r.serverCPU <= 0 {
+			continue
+		}
+		k := key{r.client, r.variant, r.n}
+		c := cells[k]
+		if c == nil {
+			c = &cell{}
+			cells[k] = c
+			keys = append(keys, k)
+		}
+		c.client = append(c.client, r.rep.ClientCPUSeconds)
+		c.server = append(c.server, *r.serverCPU)
+		c.ratio = append(c.ratio, r.rep.ClientCPUSeconds / *r.serverCPU)
+		c.rate = append(c.rate, r.rep.HandshakesPerSecond)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nClient CPU / target CPU, medians of %d runs (goal: loadgen <= %.1fx the target):\n\n", o.burstReps, goalClientCPU)
+	fmt.Fprintln(w, "| client | variant | N | runs | handshakes/s | client CPU s | server CPU s | client / server | met |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---|")
+	for _, k := range keys {
+		c := cells[k]
+		ratio := benchrun.Median(c.ratio)
+		met := "yes"
+		if ratio > goalClientCPU {
+			met = "**no**"
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.3f | %.3f | %.2fx | %s |\n", k.client, k.variant, k.n, len(c.ratio),
+			benchrun.Median(c.rate), benchrun.Median(c.client), benchrun.Median(c.server), ratio, met)
+	}
 }
 
 // measure runs loadgen once against a running server.
@@ -231,8 +316,12 @@ func writeTable(w io.Writer, o options, rows []row) {
 	fmt.Fprintln(w, "| variant | N | success % | predicted % | handshakes/s | client p50 ms | client p99 ms | server p50 ms | server p99 ms | server CPU s | client CPU s |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
+		name := r.variant
+		if r.client != "" && r.client != "loadgen" {
+			name += " (" + r.client + ")"
+		}
 		if r.rep == nil {
-			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | |\n", r.variant, r.n, r.err)
+			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | |\n", name, r.n, r.err)
 			continue
 		}
 		// The blocking curve servers/README.md promises: min(1, T / (N x delay)).
@@ -246,7 +335,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 			sp50, sp99 = rep.Server.P50ms, rep.Server.P99ms
 		}
 		fmt.Fprintf(w, "| %s | %d | %.1f | %s | %.0f | %s | %s | %s | %s | %s | %.2f |\n",
-			r.variant, r.n, 100*float64(rep.Connected)/float64(rep.Attempts), predicted, rep.HandshakesPerSecond,
+			name, r.n, 100*float64(rep.Connected)/float64(rep.Attempts), predicted, rep.HandshakesPerSecond,
 			num(rep.P50ms, 1), num(rep.P99ms, 1), num(sp50, 1), num(sp99, 1), num(r.serverCPU, 2), rep.ClientCPUSeconds)
 	}
 }

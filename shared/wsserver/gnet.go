@@ -188,9 +188,6 @@ func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
 	st := &gconn{hs: &handshakeState{accepted: accepted}}
-	if g.opts.Queue > 0 {
-		st.queue = &sendQueue{}
-	}
 	ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), st), c)
 	results, err := g.eng.Register(ctx)
 	if err != nil {

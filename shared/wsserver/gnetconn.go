@@ -145,7 +145,7 @@ func (g *gnetTarget) expire(st *gconn) {
 	}
 	if st.phase == phaseHandshake {
 		g.m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
-		if !st.hs.first.IsZero() && !st.counted {
+		if st.hs.started() && !st.counted {
 			st.counted = true
 			g.m.Handshake(protocol.ResultFailed, transport, 0)
 		}

@@ -188,12 +188,24 @@ func validKey(keys []string) bool {
 	if len(keys) != 1 {
 		return false
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(keys[0]))
+	key := strings.TrimSpace(keys[0])
+	if len(key) == 24 {
+		// The usual key, decoded on the stack: the same answer as below.
+		var b [18]byte
+		n, err := base64.StdEncoding.Decode(b[:], []byte(key))
+		return err == nil && n == 16
+	}
+	b, err := base64.StdEncoding.DecodeString(key)
 	return err == nil && len(b) == 16
 }
 
 // acceptKey is Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 4.2.2).
-func acceptKey(key string) string {
-	h := sha1.Sum([]byte(strings.TrimSpace(key) + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-	return base64.StdEncoding.EncodeToString(h[:])
+func acceptKey(key string) string { return string(appendAcceptKey(nil, key)) }
+
+// appendAcceptKey appends acceptKey(key) to dst, allocating nothing for a
+// key of the usual length.
+func appendAcceptKey(dst []byte, key string) []byte {
+	var buf [64]byte
+	h := sha1.Sum(append(append(buf[:0], strings.TrimSpace(key)...), "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"...))
+	return base64.StdEncoding.AppendEncode(dst, h[:])
 }

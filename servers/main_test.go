@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 // TestListOutput: -list prints what it printed before the catalog moved
@@ -92,5 +94,37 @@ func TestVersion(t *testing.T) {
 	}
 	if line := out.String(); !strings.HasPrefix(line, "knowngood ") || !strings.Contains(line, runtime.Version()) || strings.Count(line, "\n") != 1 {
 		t.Errorf("-version printed %q", line)
+	}
+}
+
+// TestGCPercent: the gnet variants run with gnetGCPercent unless GOGC is
+// set; the others keep Go's default.
+func TestGCPercent(t *testing.T) {
+	env := func(gogc string) func(string) string {
+		return func(k string) string {
+			if k == "GOGC" {
+				return gogc
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		variant, gogc string
+		want          int
+		ok            bool
+	}{
+		{"echo-gnet", "", gnetGCPercent, true},
+		{"broadcast-gnet", "", gnetGCPercent, true},
+		{"echo-gnet", "100", 0, false},
+		{"echo-gorilla", "", 0, false},
+		{"echo-tcp", "", 0, false},
+	} {
+		v, found := variants.Lookup(tc.variant)
+		if !found {
+			t.Fatalf("no variant %s", tc.variant)
+		}
+		if got, ok := gcPercent(v, env(tc.gogc)); got != tc.want || ok != tc.ok {
+			t.Errorf("%s with GOGC=%q: %d, %v; want %d, %v", tc.variant, tc.gogc, got, ok, tc.want, tc.ok)
+		}
 	}
 }

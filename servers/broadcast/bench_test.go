@@ -26,7 +26,7 @@ func BenchmarkLocalBroadcast(b *testing.B) {
 		hub.Join(&countingPeer{})
 	}
 	sender := &countingPeer{}
-	s := handler{hub: hub}.Open(sender)
+	s := (&handler{hub: hub}).Open(sender)
 	msg := []byte(`{"type":"broadcast","payload":{"from":1,"k":2}}`)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -72,7 +72,7 @@ func newTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, serve se
 		}
 		bus = cluster.NewBus(r, m, func(frame []byte) int { return hub.Send(wsserver.NewOutgoing(frame)) })
 	}
-	inner, err := serve(cfg, m, log, wsserver.Options{Handler: handler{hub: hub, m: m, bus: bus}, Queue: cfg.Broadcast.SendQueue})
+	inner, err := serve(cfg, m, log, wsserver.Options{Handler: &handler{hub: hub, m: m, bus: bus}, Queue: cfg.Broadcast.SendQueue})
 	if err != nil {
 		if bus != nil {
 			bus.Close()

@@ -36,7 +36,7 @@ func FuzzSessionMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		hub := NewHub("drop", nil)
 		p := &fakePeer{}
-		s := handler{hub: hub}.Open(p)
+		s := (&handler{hub: hub}).Open(p)
 		s.Message(wsserver.Text, msg)
 		s.Closed()
 		if len(p.sent) == 0 || len(p.sent) > 2 {

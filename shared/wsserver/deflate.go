@@ -44,7 +44,13 @@ const (
 // or has a bad value is declined, not an error (RFC 7692 5.1): the next
 // offer may do.
 func negotiateDeflate(h http.Header) (answer string, ok bool) {
-	for _, v := range h.Values(extensionsHeader) {
+	return negotiateDeflateIn(h.Values(extensionsHeader))
+}
+
+// negotiateDeflateIn is negotiateDeflate on the Sec-WebSocket-Extensions
+// values.
+func negotiateDeflateIn(values []string) (answer string, ok bool) {
+	for _, v := range values {
 		for _, ext := range splitOutsideQuotes(v, ',') {
 			bits, ok := parseDeflateOffer(ext)
 			switch {

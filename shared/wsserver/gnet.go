@@ -187,10 +187,7 @@ func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
 	}
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
-	st := &gconn{hs: &handshakeState{accepted: accepted}}
-	if g.opts.Queue > 0 {
-		st.queue = &sendQueue{}
-	}
+	st := &gconn{hs: &handshakeState{accepted: clock() - int64(time.Since(accepted))}}
 	ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), st), c)
 	results, err := g.eng.Register(ctx)
 	if err != nil {
@@ -243,7 +240,7 @@ func (g *gnetTarget) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	st.conn = c
 	st.loop = g.loopOf(c.EventLoop())
 	st.slot = -1
-	st.arm(g, g.cfg.HandshakeTimeout-time.Since(st.hs.accepted))
+	st.arm(g, g.cfg.HandshakeTimeout-time.Duration(clock()-st.hs.accepted))
 	return nil, gnet.None
 }
 
@@ -269,7 +266,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	}
 	switch st.phase {
 	case phaseHandshake, phaseLinger:
-		if !st.counted && !st.hs.first.IsZero() {
+		if !st.counted && st.hs.started() {
 			result := protocol.ResultAbandoned
 			if g.closing.Load() {
 				result = protocol.ResultFailed

@@ -28,8 +28,8 @@ const (
 )
 
 // gconn is one connection's state. Only its event loop touches it, except
-// conn, loop, rd.Deflate and queue (set before anyone else sees the gconn)
-// and shut, which Enqueue reads.
+// conn, loop and rd.Deflate (set before anyone else sees the gconn), and
+// shut and queue, which Enqueue reads and sets.
 //
 // An idle connection is mostly this struct, so what only some connections
 // or some moments need lives elsewhere: the upgrade's state until the
@@ -43,8 +43,11 @@ type gconn struct {
 	loop    *gloop          // the connection's loop (and target), from OnOpen
 	hs      *handshakeState // nil once upgraded
 	timer   *time.Timer     // the upgrade's clock, then the close wait's; nil when open
-	queue   *sendQueue      // nil unless the target queues (Options.Queue)
-	delay   *delayState     // -fault-delay; nil until the first delay
+	// queue is the send queue of a queued (broadcast) target
+	// (Options.Queue), made by the first Enqueue: an idle subscriber that
+	// is never sent anything does not carry one (96 bytes).
+	queue atomic.Pointer[sendQueue]
+	delay *delayState // -fault-delay; nil until the first delay
 	// due is when the running clock runs out, in clock() time: the
 	// upgrade's or the close wait's (timer), or, while open, the
 	// keepalive's next look (its loop's sweep).
@@ -142,7 +145,7 @@ func (g *gnetTarget) expire(st *gconn) {
 	}
 	if st.phase == phaseHandshake {
 		g.m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
-		if !st.hs.first.IsZero() && !st.counted {
+		if st.hs.started() && !st.counted {
 			st.counted = true
 			g.m.Handshake(protocol.ResultFailed, transport, 0)
 		}

@@ -34,11 +34,11 @@ type sendQueue struct {
 // gnet's outbound buffer, which grows without end for a client that does
 // not read, counts against the bound too, in messages of this size.
 func (st *gconn) Enqueue(o *Outgoing) error {
-	sq := st.queue
-	if sq == nil {
+	q := st.loop.g.opts.Queue
+	if q <= 0 {
 		return ErrClosing // not a queued target
 	}
-	q := st.loop.g.opts.Queue
+	sq := st.outQueue()
 	frame := o.frameFor(st.rd.Deflate)
 	var then []byte
 	if o.then != nil {
@@ -164,6 +164,17 @@ func (f *loopFlusher) Run(context.Context) error {
 // gnet would close the connection over it).
 const maxIovec = 1024
 
+// outQueue is st's send queue, made on first use; any goroutine.
+func (st *gconn) outQueue() *sendQueue {
+	if sq := st.queue.Load(); sq != nil {
+		return sq
+	}
+	if sq := new(sendQueue); st.queue.CompareAndSwap(nil, sq) {
+		return sq
+	}
+	return st.queue.Load()
+}
+
 // flush writes everything queued, in order, on the loop: one writev per
 // 1,024 messages.
 func (st *gconn) flush() {
@@ -175,9 +186,9 @@ func (st *gconn) flush() {
 // flushQueued is flush, saying what it wrote (messages, payload bytes)
 // for the caller to count.
 func (st *gconn) flushQueued() (int, int) {
-	sq := st.queue
+	sq := st.queue.Load()
 	if sq == nil {
-		return 0, 0
+		return 0, 0 // nothing was ever queued
 	}
 	sq.mu.Lock()
 	frames, n, bytes := sq.frames, len(sq.frames), sq.bytes

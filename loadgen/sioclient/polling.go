@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/zishang520/socket.io/clients/engine/v3"
@@ -66,18 +65,31 @@ type pollingTransport struct {
 	http    *http.Client
 	ctx     context.Context // cancelled on close: ends every request
 	cancel  context.CancelFunc
-	polling atomic.Bool // a GET is pending
-	post    sync.Mutex  // one POST at a time, as the protocol requires
+	post    sync.Mutex // one POST at a time, as the protocol requires
+
+	// mu orders Pause against the end of a GET and of a POST: Pause checks
+	// what is pending and waits for it in one step, and each end marks
+	// itself done (and decides whether to poll again) in one step, so
+	// that an end never falls between Pause's check and its wait.
+	mu      sync.Mutex
+	polling bool   // a GET is pending, or about to start
+	writing bool   // a POST of Write is pending
+	onPause func() // Pause's, until nothing is pending
 }
 
 func (p *pollingTransport) Name() string { return Polling }
 
 // DoOpen starts the first GET, the Engine.IO handshake.
-func (p *pollingTransport) DoOpen() { p.poll() }
+func (p *pollingTransport) DoOpen() {
+	p.mu.Lock()
+	p.polling = true
+	p.mu.Unlock()
+	p.poll()
+}
 
-// poll starts a long-poll GET on its own goroutine.
+// poll starts a long-poll GET on its own goroutine; the caller has set
+// polling.
 func (p *pollingTransport) poll() {
-	p.polling.Store(true)
 	p.Emit("poll")
 	if !p.gate.start() {
 		return // the connection is closing
@@ -109,12 +121,21 @@ func (p *pollingTransport) OnData(data types.BufferInterface) {
 		}
 		p.OnPacket(pkt)
 	}
+	p.mu.Lock()
 	if p.ReadyState() == engine.TransportStateClosed {
+		p.mu.Unlock()
 		return
 	}
-	p.polling.Store(false)
+	// Poll again while open; once Pause has begun, the GET ends here.
+	again := p.ReadyState() == engine.TransportStateOpen
+	p.polling = again
+	paused := p.pausedLocked()
+	p.mu.Unlock()
 	p.Emit("pollComplete")
-	if p.ReadyState() == engine.TransportStateOpen {
+	if paused != nil {
+		paused()
+	}
+	if again {
 		p.poll()
 	}
 }
@@ -122,7 +143,10 @@ func (p *pollingTransport) OnData(data types.BufferInterface) {
 // Write posts packets on their own goroutine: writable again, and "drain",
 // once the server has them.
 func (p *pollingTransport) Write(packets []*packet.Packet) {
+	p.mu.Lock()
 	p.SetWritable(false)
+	p.writing = true
+	p.mu.Unlock()
 	if !p.gate.start() {
 		return
 	}
@@ -134,8 +158,15 @@ func (p *pollingTransport) Write(packets []*packet.Packet) {
 			}
 			return
 		}
+		p.mu.Lock()
 		p.SetWritable(true)
+		p.writing = false
+		paused := p.pausedLocked()
+		p.mu.Unlock()
 		p.Emit("drain")
+		if paused != nil {
+			paused()
+		}
 	}()
 }
 
@@ -158,35 +189,35 @@ func (p *pollingTransport) DoClose() {
 }
 
 // Pause stops polling for an upgrade: once the pending GET and POST are
-// done, it calls onPause.
+// done, it calls onPause, once. The client then sends its upgrade packet on
+// the new transport, and everything the server writes after that goes
+// there: a GET or a POST that ended unseen between a check and a wait here
+// would leave the transport pausing for good, neither polling nor
+// upgraded, and every packet after it on the server, undelivered.
 func (p *pollingTransport) Pause(onPause func()) {
+	p.mu.Lock()
 	p.SetReadyState(engine.TransportStatePausing)
-	pause := func() {
+	p.onPause = func() {
 		p.SetReadyState(engine.TransportStatePaused)
 		onPause()
 		p.http.CloseIdleConnections() // the transport is done
 	}
-	if !p.polling.Load() && p.Writable() {
-		pause()
-		return
+	paused := p.pausedLocked()
+	p.mu.Unlock()
+	if paused != nil {
+		paused()
 	}
-	var total atomic.Int32
-	if p.polling.Load() {
-		total.Add(1)
-		_ = p.Once("pollComplete", func(...any) {
-			if total.Add(-1) == 0 {
-				pause()
-			}
-		})
+}
+
+// pausedLocked returns Pause's callback, for the caller to call after
+// unlocking mu, once nothing is pending; nil otherwise, or without a Pause.
+func (p *pollingTransport) pausedLocked() func() {
+	if p.onPause == nil || p.polling || p.writing {
+		return nil
 	}
-	if !p.Writable() {
-		total.Add(1)
-		_ = p.Once("drain", func(...any) {
-			if total.Add(-1) == 0 {
-				pause()
-			}
-		})
-	}
+	paused := p.onPause
+	p.onPause = nil
+	return paused
 }
 
 // postPackets sends packets in one POST.

@@ -24,6 +24,11 @@
 //     POSTs on one queue, so every emit after the handshake waits for the
 //     server's next ping, and it cannot cancel a request. This package has
 //     its own polling transport (see pollingTransport).
+//   - An upgrade that never ends: polling,websocket pauses the polling
+//     transport once the WebSocket answers its probe, until the pending GET
+//     and POST are done; one that ended just as the pause began went unseen,
+//     and the transport neither polled again nor upgraded, so nothing the
+//     server sent after reached the client (see Pause).
 //   - A CONNECT_ERROR without a data field (the official server's "Invalid
 //     namespace") reads "missing 'data' field"; Wait reports its message.
 //   - Listeners after the fact: with autoConnect (the default) the connection

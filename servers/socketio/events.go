@@ -16,7 +16,7 @@ import (
 func (s *Server) onConnect(sock *socket.Socket) {
 	if v, ok := s.sessions.Load(sock.Conn().Id()); ok {
 		sess := v.(*session)
-		sess.registering.Add(-1)
+		sess.registeredOne()
 		if sess.settled.CompareAndSwap(false, true) {
 			s.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
 		}
@@ -29,80 +29,129 @@ func (s *Server) onConnect(sock *socket.Socket) {
 		s.emit(sock, "auth", auth)
 	}
 
-	// Every event a client sends counts as received, handled or not.
-	sock.OnAny(func(...any) { s.m.Received(1, 0) })
-
-	// echo: the arguments come back in the ack (or as an "echo" event when
-	// the client asked for no ack).
-	on := s.withFaults(sock)
-	on("echo", func(args ...any) {
-		args, ack := splitAck(args)
-		if ack == nil {
-			s.emit(sock, "echo", args...)
+	// One listener serves every event, handled or not (each counts as
+	// received): the library's emitter costs several allocations for every
+	// listener added, and a listener per event would be added on every
+	// connect. It runs on the socket's task queue, in the order the events
+	// arrived, as listeners per event do (which the library runs one turn of
+	// that queue later).
+	var events *atomic.Int64 // counted for the known-bad modes
+	if s.faults != nil {
+		events = new(atomic.Int64)
+	}
+	_ = sock.OnAny(func(args ...any) {
+		s.m.Received(1, 0)
+		if len(args) == 0 {
 			return
 		}
+		name, _ := args[0].(string)
+		h := eventHandler(name)
+		if h == nil {
+			return
+		}
+		args, ack := splitAck(args[1:])
+		if events == nil {
+			h(s, sock, args, ack)
+			return
+		}
+		s.withFaults(sock, events, func() { h(s, sock, args, ack) })
+	})
+}
+
+// handler serves one event: its arguments, and the acknowledgement
+// callback when the client asked for one (nil otherwise).
+type handler func(s *Server, sock *socket.Socket, args []any, ack socket.Ack)
+
+// eventHandler is the handler of an event; nil for an event not served.
+func eventHandler(name string) handler {
+	switch name {
+	case "echo":
+		return (*Server).onEcho
+	case "message":
+		return (*Server).onMessage
+	case "message-with-ack":
+		return (*Server).onMessageWithAck
+	case "broadcast":
+		return (*Server).onBroadcast
+	case "broadcast-room":
+		return (*Server).onBroadcastRoom
+	case "join":
+		return (*Server).onJoin
+	}
+	return nil
+}
+
+// echo: the arguments come back in the ack (or as an "echo" event when
+// the client asked for no ack).
+func (s *Server) onEcho(sock *socket.Socket, args []any, ack socket.Ack) {
+	if ack == nil {
+		s.emit(sock, "echo", args...)
+		return
+	}
+	s.ack(ack, args...)
+}
+
+// message: the arguments come back as a "message-back" event, and the ack,
+// if asked for, is empty.
+func (s *Server) onMessage(sock *socket.Socket, args []any, ack socket.Ack) {
+	s.emit(sock, "message-back", args...)
+	if ack != nil {
+		s.ack(ack)
+	}
+}
+
+// message-with-ack: the arguments come back in the ack.
+func (s *Server) onMessageWithAck(_ *socket.Socket, args []any, ack socket.Ack) {
+	if ack != nil {
 		s.ack(ack, args...)
-	})
-	on("message", func(args ...any) {
-		args, ack := splitAck(args)
-		s.emit(sock, "message-back", args...)
-		if ack != nil {
-			s.ack(ack)
+	}
+}
+
+// broadcast: the arguments go, as a "broadcast" event, to every socket of
+// the namespace, the sender included; the ack carries the count
+// (cluster-wide with -redis: see ackCount).
+func (s *Server) onBroadcast(sock *socket.Socket, args []any, ack socket.Ack) {
+	listeners := sock.Nsp().Sockets().Len()
+	_ = sock.Nsp().Emit("broadcast", args...)
+	s.m.Sent(listeners, 0)
+	if ack != nil {
+		s.ackCount(sock, ack, "", listeners)
+	}
+}
+
+// broadcast-room: the arguments after the first go, as a "broadcast"
+// event, to every socket in the room named by the first, the sender
+// included if it joined; the ack carries the room's count.
+func (s *Server) onBroadcastRoom(sock *socket.Socket, args []any, ack socket.Ack) {
+	room, listeners := "", 0
+	if len(args) > 0 {
+		room, args = fmt.Sprint(args[0]), args[1:]
+	}
+	if room != "" {
+		if ids, ok := sock.Nsp().Adapter().Rooms().Load(socket.Room(room)); ok {
+			listeners = ids.Len()
 		}
-	})
-	on("message-with-ack", func(args ...any) {
-		args, ack := splitAck(args)
-		if ack != nil {
-			s.ack(ack, args...)
-		}
-	})
-	// broadcast: the arguments go, as a "broadcast" event, to every socket
-	// of the namespace, the sender included; the ack carries the count
-	// (cluster-wide with -redis: see ackCount).
-	on("broadcast", func(args ...any) {
-		args, ack := splitAck(args)
-		listeners := sock.Nsp().Sockets().Len()
-		_ = sock.Nsp().Emit("broadcast", args...)
+		_ = sock.Nsp().To(socket.Room(room)).Emit("broadcast", args...)
 		s.m.Sent(listeners, 0)
-		if ack != nil {
-			s.ackCount(sock, ack, "", listeners)
-		}
-	})
-	// broadcast-room: the arguments after the first go, as a "broadcast"
-	// event, to every socket in the room named by the first, the sender
-	// included if it joined; the ack carries the room's count.
-	on("broadcast-room", func(args ...any) {
-		args, ack := splitAck(args)
-		room, listeners := "", 0
-		if len(args) > 0 {
-			room, args = fmt.Sprint(args[0]), args[1:]
-		}
-		if room != "" {
-			if ids, ok := sock.Nsp().Adapter().Rooms().Load(socket.Room(room)); ok {
-				listeners = ids.Len()
-			}
-			_ = sock.Nsp().To(socket.Room(room)).Emit("broadcast", args...)
-			s.m.Sent(listeners, 0)
-		}
-		if ack != nil {
-			s.ackCount(sock, ack, room, listeners)
-		}
-	})
-	// join: the socket joins the room named by the first argument; the ack
-	// carries the room's name.
-	on("join", func(args ...any) {
-		args, ack := splitAck(args)
-		room := ""
-		if len(args) > 0 {
-			room = fmt.Sprint(args[0])
-		}
-		if room != "" {
-			sock.Join(socket.Room(room))
-		}
-		if ack != nil {
-			s.ack(ack, room)
-		}
-	})
+	}
+	if ack != nil {
+		s.ackCount(sock, ack, room, listeners)
+	}
+}
+
+// join: the socket joins the room named by the first argument; the ack
+// carries the room's name.
+func (s *Server) onJoin(sock *socket.Socket, args []any, ack socket.Ack) {
+	room := ""
+	if len(args) > 0 {
+		room = fmt.Sprint(args[0])
+	}
+	if room != "" {
+		sock.Join(socket.Room(room))
+	}
+	if ack != nil {
+		s.ack(ack, room)
+	}
 }
 
 // ackCount answers a broadcast's ack with its count: local, this
@@ -124,40 +173,31 @@ func (s *Server) ackCount(sock *socket.Socket, ack socket.Ack, room string, loca
 	s.counts.Go(func() { s.ack(ack, a.Count(rooms).Sockets) })
 }
 
-// withFaults returns sock.On with the known-bad modes applied to every
-// event of the socket: -fault-drop leaves an event unanswered,
-// -fault-delay answers it that much later (on a timer: the library's
-// reader goes on), -fault-close-after disconnects the socket (a Socket.IO
-// DISCONNECT, after the answer to the last event) after that many events.
-// Without them it is sock.On itself.
-func (s *Server) withFaults(sock *socket.Socket) func(string, func(...any)) {
-	if s.faults == nil {
-		return func(event string, h func(...any)) { _ = sock.On(event, h) }
+// withFaults runs an event's handler (run) with the known-bad modes
+// applied: -fault-drop leaves the event unanswered, -fault-delay answers it
+// that much later (on a timer: the socket's queue goes on),
+// -fault-close-after disconnects the socket (a Socket.IO DISCONNECT, after
+// the answer to the last event) after that many events, counted in events.
+func (s *Server) withFaults(sock *socket.Socket, events *atomic.Int64, handle func()) {
+	drop, closeAfter := s.faults.Message(int(events.Add(1)))
+	run := func() {
+		if !drop {
+			handle()
+		}
+		if closeAfter {
+			// Disconnect the socket: its DISCONNECT goes out after the
+			// answer above, on the same transport. Closing the transport
+			// itself (true) could lose that answer.
+			sock.Disconnect(false)
+		}
 	}
-	var events atomic.Int64
-	return func(event string, h func(...any)) {
-		_ = sock.On(event, func(args ...any) {
-			drop, closeAfter := s.faults.Message(int(events.Add(1)))
-			run := func() {
-				if !drop {
-					h(args...)
-				}
-				if closeAfter {
-					// Disconnect the socket: its DISCONNECT goes out after
-					// the answer above, on the same transport. Closing the
-					// transport itself (true) could lose that answer.
-					sock.Disconnect(false)
-				}
-			}
-			if !drop {
-				if d := s.faults.Delay(); d > 0 {
-					time.AfterFunc(d, run)
-					return
-				}
-			}
-			run()
-		})
+	if !drop {
+		if d := s.faults.Delay(); d > 0 {
+			time.AfterFunc(d, run)
+			return
+		}
 	}
+	run()
 }
 
 // emit sends an event to one socket and counts it.

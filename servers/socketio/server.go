@@ -86,6 +86,9 @@ type session struct {
 	// registering counts CONNECT acks written whose namespace socket the
 	// library has not registered yet (see holdUntilRegistered).
 	registering atomic.Int32
+	// registered, made by a packet that waits in holdUntilRegistered, is
+	// closed when registering comes back to 0 (under mu).
+	registered chan struct{}
 	// queued counts packets created but not yet handed to the transport.
 	queued atomic.Int64
 	// refused is set when the server answered a CONNECT with CONNECT_ERROR
@@ -106,6 +109,7 @@ type session struct {
 	// (see closingPolling).
 	serverClosed atomic.Bool
 	// turns holds the blocking model's pending connects, by namespace.
+	// mu guards it and registered.
 	mu    sync.Mutex
 	turns map[string]*connectTurn
 }
@@ -157,9 +161,15 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	// ServeHandler creates the engine, so it comes before io.Engine().
 	eio := s.io.ServeHandler(nil)
 	s.io.Engine().On("connection", func(args ...any) { s.onEngineOpen(args[0].(engine.Socket)) })
+	// The engine tells its server of every session's flush too: one
+	// listener here instead of one more on every session (each costs the
+	// library's emitter several allocations).
+	s.io.Engine().On("flush", func(args ...any) { s.onFlush(args) })
 	s.countUnknownSid()
 	for _, nsp := range []socket.Namespace{s.io.Of("/", nil), s.io.Of("/custom", nil)} {
-		nsp.Use(middleware)
+		if middleware != nil {
+			nsp.Use(middleware)
+		}
 		nsp.On("connection", func(args ...any) { s.onConnect(args[0].(*socket.Socket)) })
 	}
 
@@ -198,15 +208,16 @@ func corsOrigin(origins []string) any {
 // starts the handshake clock.
 func (s *Server) track(eio http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if sid := r.URL.Query().Get("sid"); sid != "" {
-			s.serveInOrder(eio, w, r, sid)
+		query := r.URL.Query()
+		if sid := query.Get("sid"); sid != "" {
+			s.serveInOrder(eio, w, r, sid, query.Get("transport"))
 			return
 		}
 		if r.Method == http.MethodOptions {
 			eio.ServeHTTP(w, r)
 			return
 		}
-		transport := r.URL.Query().Get("transport")
+		transport := query.Get("transport")
 		if !slices.Contains(s.cfg.SocketIO.Transports, transport) {
 			transport = "invalid"
 		}
@@ -246,6 +257,12 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	sess.claimed.Store(true)
 	s.m.Opened()
 	sess.pingTimeoutTimer = pingTimeoutTimerOf(conn)
+	// Remember the session for onConnect, which sees only the socket, for
+	// onFlush, and for Shutdown: before the first packet that onFlush
+	// counts can be created.
+	sess.conn = conn
+	id := conn.Id()
+	s.sessions.Store(id, sess)
 	conn.On("packet", func(args ...any) {
 		if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.PONG {
 			sess.pongAfterPing()
@@ -254,11 +271,6 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		s.m.Received(0, len(data))
 		if len(data) > 0 && !(text && data[0] == socketIOConnect) {
 			sess.holdUntilRegistered()
-		}
-	})
-	conn.On("flush", func(args ...any) {
-		if packets, ok := args[0].([]*packet.Packet); ok {
-			sess.queued.Add(-int64(len(packets)))
 		}
 	})
 	conn.On("packetCreate", func(args ...any) {
@@ -277,6 +289,7 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		}
 	})
 	conn.Once("close", func(args ...any) {
+		s.sessions.Delete(id)
 		reason, _ := args[0].(string)
 		sess.release.Do(s.gate.Release)
 		s.m.Closed(reason)
@@ -291,11 +304,22 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			s.m.Handshake(result, sess.transport, 0)
 		}
 	})
-	// Remember the session for onConnect, which sees only the socket, and
-	// for Shutdown.
-	sess.conn = conn
-	s.sessions.Store(conn.Id(), sess)
-	conn.Once("close", func(...any) { s.sessions.Delete(conn.Id()) })
+}
+
+// onFlush follows a session's packets as the engine hands them to the
+// transport (see delivered).
+func (s *Server) onFlush(args []any) {
+	if len(args) < 2 {
+		return
+	}
+	conn, ok := args[0].(engine.Socket)
+	packets, ok2 := args[1].([]*packet.Packet)
+	if !ok || !ok2 {
+		return
+	}
+	if v, ok := s.sessions.Load(conn.Id()); ok {
+		v.(*session).queued.Add(-int64(len(packets)))
+	}
 }
 
 // unfinishedResult names a session that closed before any CONNECT ack: the

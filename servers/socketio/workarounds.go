@@ -50,14 +50,14 @@ const raceWait = 100 * time.Millisecond
 
 // serveInOrder serves a request of an existing session (sid) after the
 // request of the same session that the client sent before it.
-func (s *Server) serveInOrder(eio http.Handler, w http.ResponseWriter, r *http.Request, sid string) {
+func (s *Server) serveInOrder(eio http.Handler, w http.ResponseWriter, r *http.Request, sid, transport string) {
 	v, ok := s.sessions.Load(sid)
 	if !ok {
 		eio.ServeHTTP(w, r)
 		return
 	}
 	sess := v.(*session)
-	polling := r.URL.Query().Get("transport") == transports.POLLING
+	polling := transport == transports.POLLING
 	switch {
 	case websocket.IsWebSocketUpgrade(r):
 		sess.upgrades.Add(1)
@@ -177,19 +177,38 @@ func (sess *session) pingCreated() {
 
 // pingTimeoutTimerOf returns a reader of the engine socket's ping timeout
 // timer, which the library keeps private; nil (and pongAfterPing does
-// nothing) if the socket is not laid out as in v3.0.6.
+// nothing) if the socket is not laid out as in v3.0.6. The field is looked
+// up once per socket type, not on every connect.
 func pingTimeoutTimerOf(conn engine.Socket) func() *utils.Timer {
 	v := reflect.ValueOf(conn)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return nil
 	}
-	f := v.Elem().FieldByName("pingTimeoutTimer")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[atomic.Pointer[utils.Timer]]() {
+	at := pingTimerField.Load()
+	if at == nil || at.typ != v.Type() {
+		at = &fieldAt{typ: v.Type()}
+		f, ok := v.Type().Elem().FieldByName("pingTimeoutTimer")
+		if ok && len(f.Index) == 1 && f.Type == reflect.TypeFor[atomic.Pointer[utils.Timer]]() {
+			at.offset, at.ok = f.Offset, true
+		}
+		pingTimerField.Store(at)
+	}
+	if !at.ok {
 		return nil
 	}
-	timer := (*atomic.Pointer[utils.Timer])(unsafe.Pointer(f.UnsafeAddr()))
+	timer := (*atomic.Pointer[utils.Timer])(unsafe.Add(v.UnsafePointer(), at.offset))
 	return timer.Load
 }
+
+// fieldAt is where a struct type (behind a pointer, typ) keeps a field.
+type fieldAt struct {
+	typ    reflect.Type
+	offset uintptr
+	ok     bool // the field is there, with the expected type
+}
+
+// pingTimerField is the engine socket's pingTimeoutTimer field.
+var pingTimerField atomic.Pointer[fieldAt]
 
 // holdUntilRegistered works around a race in zishang520/socket.io v3.0.6:
 // it writes a namespace's CONNECT ack before it registers the socket that
@@ -200,9 +219,44 @@ func pingTimeoutTimerOf(conn engine.Socket) func() *utils.Timer {
 // library decodes it, so an event that arrives in that window waits here,
 // on the reader goroutine, until onConnect says the socket is registered.
 // The window is a few microseconds; the bound is for a socket that never
-// gets there.
+// gets there. The packet waits on a channel that onConnect closes, not by
+// polling: on a busy machine each runtime.Gosched of a poll waits for every
+// other runnable goroutine, and each sleep for a timer tick, long after the
+// socket is there.
 func (sess *session) holdUntilRegistered() {
-	spinUntil(raceWait, func() bool { return sess.registering.Load() <= 0 })
+	if sess.registering.Load() <= 0 {
+		return
+	}
+	sess.mu.Lock()
+	if sess.registering.Load() <= 0 {
+		sess.mu.Unlock()
+		return
+	}
+	if sess.registered == nil {
+		sess.registered = make(chan struct{})
+	}
+	registered := sess.registered
+	sess.mu.Unlock()
+	t := time.NewTimer(raceWait)
+	defer t.Stop()
+	select {
+	case <-registered:
+	case <-t.C:
+	}
+}
+
+// registeredOne is onConnect's: a namespace socket whose CONNECT ack was
+// written is registered now; packets held for it go on.
+func (sess *session) registeredOne() {
+	if sess.registering.Add(-1) > 0 {
+		return
+	}
+	sess.mu.Lock()
+	if sess.registered != nil {
+		close(sess.registered)
+		sess.registered = nil
+	}
+	sess.mu.Unlock()
 }
 
 // sessionOf finds the session of the request a transport is made for: an

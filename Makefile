@@ -12,10 +12,11 @@ VARIANT ?= empty
 ARGS ?=
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # go test -race on a 2-core machine: one package at a time keeps the load
-# tests from measuring each other. 20 minutes a package: the cross-builds
-# compile the release for six platforms, which on a busy 2-core machine
-# passes go test's default 10.
-GOTEST := go test -race -p 1 -count=1 -timeout 20m
+# tests from measuring each other. 45 minutes a package: with a cold build
+# cache the cross-builds compile the release for six platforms twice (the
+# checks, then the release's -trimpath build), which took more than 20 on
+# a fresh 2-core machine.
+GOTEST := go test -race -p 1 -count=1 -timeout 45m
 
 .PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-core test-slow-only observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo

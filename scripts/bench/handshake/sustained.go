@@ -19,7 +19,7 @@ import (
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 )
 
-// The sustained mode: -workers clients, each opening a Socket.IO session
+// The sustained mode: -workers clients, each opening a Socket.IO connection
 // over WebSocket, joining "/", sending one acknowledged echo, and closing,
 // over and over for -sustained, against empty, the bare zishang520 server
 // and Node socket.io, interleaved, -reps times. The client speaks the
@@ -38,7 +38,7 @@ const (
 const opTimeout = 5 * time.Second
 
 // settle is the wait after a run before the server's CPU is read, so that
-// the closes of the run's last sessions are counted with it.
+// the closes of the run's last connections are counted with it.
 const settle = 300 * time.Millisecond
 
 // sioTarget is one server of the sustained comparison.
@@ -223,7 +223,7 @@ func procIO(pid int) []int64 {
 	return v
 }
 
-// handshakeOnce is one Socket.IO session over WebSocket: the Engine.IO
+// handshakeOnce is one Socket.IO connection over WebSocket: the Engine.IO
 // open, a CONNECT to "/" and its ack, one acknowledged echo, and a close
 // frame.
 func handshakeOnce(dialer *websocket.Dialer, addr string) error {

@@ -292,7 +292,6 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		s.sessions.Delete(id)
 		reason, _ := args[0].(string)
 		sess.release.Do(s.gate.Release)
-		s.m.Closed(reason)
 		if sess.settled.CompareAndSwap(false, true) {
 			result := unfinishedResult(reason)
 			if sess.serverClosed.Load() {
@@ -303,6 +302,9 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			}
 			s.m.Handshake(result, sess.transport, 0)
 		}
+		// Last: a client that waits for connections_active to fall finds
+		// the handshake's result and the disconnect counted.
+		s.m.Closed(reason)
 	})
 }
 

@@ -210,12 +210,17 @@ func (m *Metrics) Opened() {
 }
 
 // Closed records a connection that ended, with its close code or reason.
+// The disconnect is counted before the connection leaves
+// connections_active: a client that waits for connections_active to fall
+// and then reads /stats must find the disconnect (see Snapshot). A caller
+// that records more of the connection's end (a handshake's result) records
+// it before calling Closed, for the same reason.
 func (m *Metrics) Closed(reason string) {
 	if m == nil {
 		return
 	}
-	m.connectionsActive.Dec()
 	m.disconnects.WithLabelValues(reason).Inc()
+	m.connectionsActive.Dec()
 }
 
 // Handshake records a handshake's result; d counts only for ResultOK.

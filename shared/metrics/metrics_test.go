@@ -123,6 +123,36 @@ func TestSnapshot(t *testing.T) {
 	}
 }
 
+// TestSnapshotSeesCloseWhole: a snapshot that finds a connection gone from
+// connections_active also finds its disconnect. loadgen waits for
+// connections_active to fall and then reports the disconnects; a snapshot
+// taken between the two counts once reported "none".
+func TestSnapshotSeesCloseWhole(t *testing.T) {
+	m := metrics.New(prometheus.NewRegistry(), "empty")
+	const conns = 2000
+	for range conns {
+		m.Opened()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range conns {
+			m.Closed("transport close")
+		}
+	}()
+	for snapshots := 0; ; snapshots++ {
+		s := m.Snapshot()
+		gone := int64(s.ConnectionsTotal) - s.ConnectionsActive
+		if counted := int64(s.Disconnects["transport close"]); counted < gone {
+			t.Fatalf("snapshot %d: %d connections gone from connections_active, %d disconnects counted", snapshots, gone, counted)
+		}
+		if s.ConnectionsActive == 0 {
+			break
+		}
+	}
+	<-done
+}
+
 // TestNil checks that a nil *Metrics (-metrics=false) records nothing and
 // does not panic.
 func TestNil(t *testing.T) {

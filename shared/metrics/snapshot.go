@@ -10,9 +10,18 @@ import (
 
 // Snapshot returns the /stats document: the registry's own figures, so that
 // /stats and /metrics never disagree, plus exact handshake percentiles.
+//
+// connections_active is read first, apart from the rest: the registry
+// gathers its metrics in no set order, and a connection that ends meanwhile
+// could otherwise be gone from connections_active and yet missing from
+// disconnects. Read first, every count recorded before a connection left
+// it is in the document.
 func (m *Metrics) Snapshot() protocol.Stats {
+	var active dto.Metric
+	_ = m.connectionsActive.Write(&active) // a gauge's Write never fails
 	s := protocol.Stats{
 		Variant:               m.variant,
+		ConnectionsActive:     int64(active.GetGauge().GetValue()),
 		UptimeSeconds:         time.Since(m.started).Seconds(),
 		Handshakes:            map[string]uint64{},
 		HandshakesByTransport: map[string]map[string]uint64{},
@@ -35,8 +44,6 @@ func (m *Metrics) Snapshot() protocol.Stats {
 			value := metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
 			n := uint64(value)
 			switch mf.GetName() {
-			case "knowngood_connections_active":
-				s.ConnectionsActive = int64(value)
 			case "knowngood_connections_total":
 				s.ConnectionsTotal = n
 			case "knowngood_handshakes_total":

@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/sioclient"
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/procfs"
 )
 
 var allVariants = strings.Join(variants.Names(), ",")
@@ -68,11 +68,13 @@ type Config struct {
 // Run soaks every variant and writes the table; the error lists the
 // rounds that did not come back.
 func Run(cfg Config, w io.Writer) error {
-	var lim syscall.Rlimit
-	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	soft, err := procfs.OpenFilesSoft(procfs.Self)
+	if err != nil {
+		return fmt.Errorf("soak sizes its rounds by the open-files limit, which it cannot read here: %w", err)
+	}
 	// The clients and the target share the machine's limit: each side
 	// holds n descriptors, plus room for the rest.
-	n := min(cfg.N, int(lim.Cur)-200)
+	n := min(cfg.N, soft-200)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "variant\tround\tconnections\techoed\tgoroutines\tbaseline\tRSS MiB\tvs round 1\t")
 	var problems []error

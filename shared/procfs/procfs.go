@@ -135,23 +135,44 @@ const Unlimited = 1 << 30
 // OpenFilesSoft is process pid's soft open-files limit (Max open files in
 // /proc/PID/limits), Unlimited when it has none.
 func OpenFilesSoft(pid int) (int, error) {
+	soft, _, err := OpenFilesLimits(pid)
+	return soft, err
+}
+
+// OpenFilesLimits is process pid's soft and hard open-files limits (the
+// Max open files line of /proc/PID/limits), each Unlimited when it has
+// none. Reading /proc rather than calling getrlimit keeps the tools that
+// size themselves by it building on every platform; elsewhere they say at
+// run time that the limit is unknown.
+func OpenFilesLimits(pid int) (soft, hard int, err error) {
 	p := path(pid, "limits")
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		rest, ok := strings.CutPrefix(line, "Max open files")
 		f := strings.Fields(rest)
-		if !ok || len(f) == 0 {
+		if !ok || len(f) < 2 {
 			continue
 		}
-		if f[0] == "unlimited" {
-			return Unlimited, nil
+		if soft, err = limitValue(f[0]); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", p, err)
 		}
-		return strconv.Atoi(f[0])
+		if hard, err = limitValue(f[1]); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", p, err)
+		}
+		return soft, hard, nil
 	}
-	return 0, fmt.Errorf("%s: no Max open files", p)
+	return 0, 0, fmt.Errorf("%s: no Max open files", p)
+}
+
+// limitValue reads one column of /proc/PID/limits.
+func limitValue(s string) (int, error) {
+	if s == "unlimited" {
+		return Unlimited, nil
+	}
+	return strconv.Atoi(s)
 }
 
 // MountPoints lists where things are mounted in process pid's mount

@@ -119,6 +119,10 @@ func TestOpenFiles(t *testing.T) {
 	if err != nil || uint64(soft) != lim.Cur && soft != Unlimited {
 		t.Errorf("OpenFilesSoft = %d, %v; getrlimit says %d", soft, err, lim.Cur)
 	}
+	soft, hard, err := OpenFilesLimits(Self)
+	if err != nil || uint64(soft) != lim.Cur && soft != Unlimited || uint64(hard) != lim.Max && hard != Unlimited {
+		t.Errorf("OpenFilesLimits = %d, %d, %v; getrlimit says %d, %d", soft, hard, err, lim.Cur, lim.Max)
+	}
 	if _, err := OpenFileCount(1 << 30); err == nil {
 		t.Error("OpenFileCount of no process: no error")
 	}

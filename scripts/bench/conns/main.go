@@ -30,7 +30,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/conns"
@@ -104,13 +103,13 @@ type row struct {
 }
 
 func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return err
+	_, hard, err := procfs.OpenFilesLimits(procfs.Self)
+	if err != nil {
+		return fmt.Errorf("bench-conns sizes each run by the open-files limit, which it cannot read here: %w", err)
 	}
 	// loadgen is a Go program: it starts with the soft limit and raises it
 	// to the hard one.
-	clientAllows := int(min(lim.Max, 1<<30)) - reserve
+	clientAllows := min(hard, 1<<30) - reserve
 
 	machine := benchrun.StartMachine()
 	var rows []row

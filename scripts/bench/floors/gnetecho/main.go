@@ -21,14 +21,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"strconv"
 	"sync"
 
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -54,26 +51,12 @@ var upgraded = new(struct{ _ byte })
 
 // OnBoot prints the listening line with the port the kernel chose.
 func (s *server) OnBoot(eng gnet.Engine) gnet.Action {
-	fd, err := eng.Dup()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gnetecho: the listener:", err)
-		return gnet.Shutdown
-	}
-	defer unix.Close(fd)
-	sa, err := unix.Getsockname(fd)
+	addr, err := listenAddr(eng)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gnetecho: the listener's address:", err)
 		return gnet.Shutdown
 	}
-	var host string
-	var port int
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		host, port = net.IP(a.Addr[:]).String(), a.Port
-	case *unix.SockaddrInet6:
-		host, port = net.IP(a.Addr[:]).String(), a.Port
-	}
-	fmt.Printf("{\"msg\":\"listening\",\"addr\":%q}\n", net.JoinHostPort(host, strconv.Itoa(port)))
+	fmt.Printf("{\"msg\":\"listening\",\"addr\":%q}\n", addr)
 	return gnet.None
 }
 

@@ -62,50 +62,73 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	}
 	end := bytes.Index(buf, headerEnd)
 	if end < 0 {
-		// As net/http: a bad request line is answered as soon as it is in,
-		// a header that never ends once it is too large.
-		if !hs.lineOK {
-			if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-				if !validRequestLine(buf[:i]) {
-					return g.refuse(c, st, malformed("malformed request line")), false
-				}
-				hs.lineOK = true
-			}
-		}
-		if len(buf) > maxHeaderBytes+4096 {
-			return g.refuse(c, st, &refusal{status: http.StatusRequestHeaderFieldsTooLarge, msg: "request header too large", result: protocol.ResultFailed}), false
+		if rf := hs.partial(buf); rf != nil {
+			return g.refuse(c, st, rf), false
 		}
 		return gnet.None, false
 	}
 	n := end + len(headerEnd)
 	fr := fastRequests.Get().(*fastRequest)
 	defer fr.put()
+	rr := requestReaders.Get().(*requestReader)
+	defer rr.put()
+	req, rf := readHead(fr, rr, buf[:n])
+	if rf == nil {
+		rf = admitHead(g.closing.Load(), req, g.cfg, g.gate, g.faults)
+	}
+	if rf != nil {
+		return g.refuse(c, st, rf), false
+	}
+	st.held = true
+	return g.upgrade(c, st, req, n)
+}
+
+// partial checks an upgrade request whose header has not ended yet. As
+// net/http: a bad request line is answered as soon as it is in, a header
+// that never ends once it is too large.
+func (hs *handshakeState) partial(buf []byte) *refusal {
+	if !hs.lineOK {
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			if !validRequestLine(buf[:i]) {
+				return malformed("malformed request line")
+			}
+			hs.lineOK = true
+		}
+	}
+	if len(buf) > maxHeaderBytes+4096 {
+		return &refusal{status: http.StatusRequestHeaderFieldsTooLarge, msg: "request header too large", result: protocol.ResultFailed}
+	}
+	return nil
+}
+
+// readHead reads a whole request head: in place when it has the plain
+// form, through net/http otherwise (net/http then reads and answers it as
+// it would). What it returns lives in fr or rr until they are put back.
+func readHead(fr *fastRequest, rr *requestReader, head []byte) (requestHead, *refusal) {
 	var (
 		req  requestHead = fr
 		host string
 	)
-	if fr.parse(buf[:n]) {
+	if fr.parse(head) {
 		host = first(fr, "Host")
 	} else {
-		// Anything but the plain form, net/http reads and answers.
-		rr := requestReaders.Get().(*requestReader)
-		defer rr.put()
-		rr.src.Reset(buf[:n])
+		rr.src.Reset(head)
 		rr.buf.Reset(&rr.src)
 		r, err := http.ReadRequest(rr.buf)
 		if err != nil {
-			return g.refuse(c, st, malformed(err.Error())), false
+			return nil, malformed(err.Error())
 		}
 		req, host = (*httpHead)(r), r.Host
 	}
 	if _, atLeast11 := req.proto(); atLeast11 && host == "" {
-		return g.refuse(c, st, malformed("missing required Host header")), false
+		return nil, malformed("missing required Host header")
 	}
-	if rf := admitHead(g.closing.Load(), req, g.cfg, g.gate, g.faults); rf != nil {
-		return g.refuse(c, st, rf), false
-	}
-	st.held = true
+	return req, nil
+}
 
+// upgrade answers an admitted request of n bytes with its 101 and opens
+// the connection.
+func (g *gnetTarget) upgrade(c gnet.Conn, st *gconn, req requestHead, n int) (gnet.Action, bool) {
 	out := wsframe.GetBuffer()
 	defer wsframe.PutBuffer(out)
 	resp := append((*out)[:0], "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "...)
@@ -121,12 +144,13 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 
 	// Counted before the 101 goes out: a client that has read it may look
 	// at /stats at once, and must find its handshake there.
+	began := st.hs.first
 	st.phase = phaseOpen
 	st.timer.Stop()
 	st.timer = nil
 	st.hs = nil
 	st.counted = true
-	g.m.Handshake(protocol.ResultOK, transport, time.Duration(clock()-hs.first))
+	g.m.Handshake(protocol.ResultOK, transport, time.Duration(clock()-began))
 	g.m.Opened()
 	// Opened before the 101 is written: a client that has read it is a
 	// member. What is enqueued meanwhile is flushed by a task that runs on

@@ -317,78 +317,117 @@ func find(rows []row, target string, n int, mode string) *row {
 	return nil
 }
 
+// writeTables writes the push table, the accept comparison and the
+// broadcast-mode table.
 func writeTables(w io.Writer, o options, rows []row) {
 	fmt.Fprintf(w, "\nTimed push (every 100 ms, 100-byte payload) to every subscriber, loadgen broadcast -push, %s windows. CPU: the server process's user+system time over the window (/proc/PID/stat) per delivery received in it. Accept: loadgen's start to every join echo answered (-join-timeout %s). Ratios: to the floor (%s) and to Node's `ws` (%s) at the same count, same run, goal beside.\n\n",
 		o.duration, o.timeout, floorTarget, nodeTarget)
 	fmt.Fprintln(w, "| target | subscribers | joined | accept s | deliveries | lost | CPU µs/delivery | x floor | x Node | p50 ms | p99 ms | p50 x Node | p99 x Node | p99 goal ms |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---|")
 	for _, r := range rows {
-		if r.mode != "push" {
-			continue
+		if r.mode == "push" {
+			writePushRow(w, o, rows, r)
 		}
-		if r.rep == nil {
-			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | | | | |\n", r.target, r.n, r.err)
-			continue
-		}
-		rep := r.rep
-		joined := strconv.Itoa(rep.Connected)
-		if rep.Connected < r.n {
-			joined = fmt.Sprintf("**%d of %d** within %s", rep.Connected, r.n, o.timeout)
-		}
-		lost := strconv.FormatUint(rep.Lost, 10)
-		if rep.Lost > 0 {
-			lost = "**" + lost + "**"
-		}
-		us := r.usPerDelivery()
-		usCell := "-"
-		if us > 0 {
-			usCell = strconv.FormatFloat(us, 'f', 1, 64)
-		}
-		if r.err != nil {
-			usCell += " (" + r.err.Error() + ")"
-		}
-		p50, p99 := 0.0, 0.0
-		if rep.Latency != nil {
-			p50, p99 = rep.Latency.P50*1000, rep.Latency.P99*1000
-		}
-		xFloor, xNode, p50Node, p99Node, p99Goal := "-", "-", "-", "-", "-"
-		if isKnowngood(r.target) {
-			lib := libraryOf(r.target)
-			if f := find(rows, floorTarget, r.n, "push"); f != nil {
-				xFloor = ratio(us, f.usPerDelivery(), floorGoals[lib])
-			}
-			if g, ok := p99Goals[lib]; ok && r.n == goalSubscribers && rep.Latency != nil {
-				p99Goal = fmt.Sprintf("%.0f: met", g)
-				if p99 > g {
-					p99Goal = fmt.Sprintf("%.0f: **not met**", g)
-				}
-			}
-		}
-		if r.target != nodeTarget {
-			if nd := find(rows, nodeTarget, r.n, "push"); nd != nil {
-				goal := 0.0
-				if isKnowngood(r.target) {
-					goal = nodeGoal
-				}
-				xNode = ratio(us, nd.usPerDelivery(), goal)
-				if nl := nd.rep.Latency; nl != nil && rep.Latency != nil {
-					p50Node, p99Node = ratio(p50, nl.P50*1000, 0), ratio(p99, nl.P99*1000, 0)
-				}
-				if nd.rep.Connected < r.n {
-					xNode += " (Node took fewer)"
-				}
-			}
-		}
-		fmt.Fprintf(w, "| %s | %d | %s | %.1f | %d | %s | %s | %s | %s | %.1f | %.1f | %s | %s | %s |\n",
-			r.target, r.n, joined, r.accept.Seconds(), rep.Received, lost, usCell, xFloor, xNode, p50, p99, p50Node, p99Node, p99Goal)
 	}
+	writeAccepts(w, o, rows)
+	writeBroadcastTable(w, o, rows)
+}
+
+// writePushRow is r's line of the push table, with its ratios to the floor
+// and to Node from rows.
+func writePushRow(w io.Writer, o options, rows []row, r row) {
+	if r.rep == nil {
+		fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | | | | |\n", r.target, r.n, r.err)
+		return
+	}
+	rep := r.rep
+	joined := strconv.Itoa(rep.Connected)
+	if rep.Connected < r.n {
+		joined = fmt.Sprintf("**%d of %d** within %s", rep.Connected, r.n, o.timeout)
+	}
+	lost := strconv.FormatUint(rep.Lost, 10)
+	if rep.Lost > 0 {
+		lost = "**" + lost + "**"
+	}
+	us := r.usPerDelivery()
+	usCell := "-"
+	if us > 0 {
+		usCell = strconv.FormatFloat(us, 'f', 1, 64)
+	}
+	if r.err != nil {
+		usCell += " (" + r.err.Error() + ")"
+	}
+	p50, p99 := 0.0, 0.0
+	if rep.Latency != nil {
+		p50, p99 = rep.Latency.P50*1000, rep.Latency.P99*1000
+	}
+	xFloor, p99Goal := "-", "-"
+	if isKnowngood(r.target) {
+		lib := libraryOf(r.target)
+		if f := find(rows, floorTarget, r.n, "push"); f != nil {
+			xFloor = ratio(us, f.usPerDelivery(), floorGoals[lib])
+		}
+		if g, ok := p99Goals[lib]; ok && r.n == goalSubscribers && rep.Latency != nil {
+			p99Goal = fmt.Sprintf("%.0f: met", g)
+			if p99 > g {
+				p99Goal = fmt.Sprintf("%.0f: **not met**", g)
+			}
+		}
+	}
+	xNode, p50Node, p99Node := nodeRatios(rows, r, us, p50, p99)
+	fmt.Fprintf(w, "| %s | %d | %s | %.1f | %d | %s | %s | %s | %s | %.1f | %.1f | %s | %s | %s |\n",
+		r.target, r.n, joined, r.accept.Seconds(), rep.Received, lost, usCell, xFloor, xNode, p50, p99, p50Node, p99Node, p99Goal)
+}
+
+// nodeRatios are r's CPU per delivery (us) and latencies (ms) over Node's
+// at the same count, "-" where there is no Node row to compare with.
+func nodeRatios(rows []row, r row, us, p50, p99 float64) (cpu, p50Node, p99Node string) {
+	cpu, p50Node, p99Node = "-", "-", "-"
+	if r.target == nodeTarget {
+		return
+	}
+	nd := find(rows, nodeTarget, r.n, "push")
+	if nd == nil {
+		return
+	}
+	goal := 0.0
+	if isKnowngood(r.target) {
+		goal = nodeGoal
+	}
+	cpu = ratio(us, nd.usPerDelivery(), goal)
+	if nl := nd.rep.Latency; nl != nil && r.rep.Latency != nil {
+		p50Node, p99Node = ratio(p50, nl.P50*1000, 0), ratio(p99, nl.P99*1000, 0)
+	}
+	if nd.rep.Connected < r.n {
+		cpu += " (Node took fewer)"
+	}
+	return cpu, p50Node, p99Node
+}
+
+// writeAccepts compares the time gnet and gorilla took to accept each
+// count of subscribers.
+func writeAccepts(w io.Writer, o options, rows []row) {
+	gnetName, gorillaName := broadcastOn(variants.Gnet), broadcastOn(variants.Gorilla)
 	for _, n := range o.subscribers {
-		g, gr := find(rows, "broadcast-gnet", n, "push"), find(rows, "broadcast-gorilla", n, "push")
+		g, gr := find(rows, gnetName, n, "push"), find(rows, gorillaName, n, "push")
 		if g != nil && gr != nil {
-			fmt.Fprintf(w, "\nAccepting %d subscribers: broadcast-gnet %.1f s, broadcast-gorilla %.1f s: gnet/gorilla %s.\n",
-				n, g.accept.Seconds(), gr.accept.Seconds(), ratio(g.accept.Seconds(), gr.accept.Seconds(), 1))
+			fmt.Fprintf(w, "\nAccepting %d subscribers: %s %.1f s, %s %.1f s: gnet/gorilla %s.\n",
+				n, gnetName, g.accept.Seconds(), gorillaName, gr.accept.Seconds(), ratio(g.accept.Seconds(), gr.accept.Seconds(), 1))
 		}
 	}
+}
+
+// broadcastOn is the broadcast variant built on lib.
+func broadcastOn(lib variants.Library) string {
+	vs := variants.Where(variants.InFamily(variants.Broadcast), variants.Is(lib))
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0].Name
+}
+
+// writeBroadcastTable is the broadcast-mode table, when any row ran it.
+func writeBroadcastTable(w io.Writer, o options, rows []row) {
 	var bc []row
 	for _, r := range rows {
 		if r.mode == "broadcast" {

@@ -52,53 +52,8 @@ func main() {
 		os.Exit(1)
 	}
 
-	opts := socket.DefaultServerOptions()
-	opts.SetPingInterval(25 * time.Second)
-	opts.SetPingTimeout(20 * time.Second)
-	opts.SetMaxHttpBufferSize(1_000_000)
-	opts.SetConnectTimeout(45 * time.Second)
-	opts.SetServeClient(false)
-	opts.SetTransports(types.NewSet[transports.TransportCtor](engine.Polling, engine.WebSocket))
-	opts.SetCors(&types.Cors{Origin: "*", Credentials: true})
-	io := socket.NewServer(nil, opts)
+	io := newServer()
 	handler := io.ServeHandler(nil)
-	_ = io.On("connection", func(args ...any) {
-		sock := args[0].(*socket.Socket)
-		_ = sock.On("echo", func(args ...any) {
-			if args, ack := splitAck(args); ack != nil {
-				ack(args, nil)
-			}
-		})
-		_ = sock.On("join", func(args ...any) {
-			args, ack := splitAck(args)
-			room := ""
-			if len(args) > 0 {
-				room = fmt.Sprint(args[0])
-			}
-			if room != "" {
-				sock.Join(socket.Room(room))
-			}
-			if ack != nil {
-				ack([]any{room}, nil)
-			}
-		})
-		_ = sock.On("broadcast-room", func(args ...any) {
-			args, ack := splitAck(args)
-			room, members := "", 0
-			if len(args) > 0 {
-				room, args = fmt.Sprint(args[0]), args[1:]
-			}
-			if room != "" {
-				if ids, ok := sock.Nsp().Adapter().Rooms().Load(socket.Room(room)); ok {
-					members = ids.Len()
-				}
-				_ = sock.Nsp().To(socket.Room(room)).Emit("broadcast", args...)
-			}
-			if ack != nil {
-				ack([]any{members}, nil)
-			}
-		})
-	})
 
 	mux := http.NewServeMux()
 	mux.Handle("/socket.io/", handler)
@@ -124,6 +79,60 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
+}
+
+// newServer is the library's server with empty's default engine options,
+// answering the benchmarks' events.
+func newServer() *socket.Server {
+	opts := socket.DefaultServerOptions()
+	opts.SetPingInterval(25 * time.Second)
+	opts.SetPingTimeout(20 * time.Second)
+	opts.SetMaxHttpBufferSize(1_000_000)
+	opts.SetConnectTimeout(45 * time.Second)
+	opts.SetServeClient(false)
+	opts.SetTransports(types.NewSet[transports.TransportCtor](engine.Polling, engine.WebSocket))
+	opts.SetCors(&types.Cors{Origin: "*", Credentials: true})
+	io := socket.NewServer(nil, opts)
+	_ = io.On("connection", func(args ...any) { serve(args[0].(*socket.Socket)) })
+	return io
+}
+
+// serve answers echo, join and broadcast-room on sock.
+func serve(sock *socket.Socket) {
+	_ = sock.On("echo", func(args ...any) {
+		if args, ack := splitAck(args); ack != nil {
+			ack(args, nil)
+		}
+	})
+	_ = sock.On("join", func(args ...any) {
+		args, ack := splitAck(args)
+		room := ""
+		if len(args) > 0 {
+			room = fmt.Sprint(args[0])
+		}
+		if room != "" {
+			sock.Join(socket.Room(room))
+		}
+		if ack != nil {
+			ack([]any{room}, nil)
+		}
+	})
+	_ = sock.On("broadcast-room", func(args ...any) {
+		args, ack := splitAck(args)
+		room, members := "", 0
+		if len(args) > 0 {
+			room, args = fmt.Sprint(args[0]), args[1:]
+		}
+		if room != "" {
+			if ids, ok := sock.Nsp().Adapter().Rooms().Load(socket.Room(room)); ok {
+				members = ids.Len()
+			}
+			_ = sock.Nsp().To(socket.Room(room)).Emit("broadcast", args...)
+		}
+		if ack != nil {
+			ack([]any{members}, nil)
+		}
+	})
 }
 
 // splitAck separates the acknowledgement callback, which the library

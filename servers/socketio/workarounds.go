@@ -124,10 +124,10 @@ func (sess *session) pollAfterUpgrade() {
 	})
 }
 
-// hasClosePacket reports whether a POSTed Engine.IO v4 payload holds a close
-// packet ("1"; packets are separated by 0x1e). It reads at most what the
-// engine would (maxPayload bytes) and puts it back in front of the rest of
-// the body. A body over maxPayload is left to the engine, which answers
+// hasClosePacket reports whether a POSTed Engine.IO payload holds a close
+// packet ("1"; in v4, packets are separated by 0x1e). It reads at most what
+// the engine would (maxPayload bytes) and puts it back in front of the rest
+// of the body. A body over maxPayload is left to the engine, which answers
 // 413.
 func hasClosePacket(r *http.Request, maxPayload int64) bool {
 	if r.Body == nil || r.ContentLength > maxPayload {
@@ -140,6 +140,9 @@ func hasClosePacket(r *http.Request, maxPayload int64) bool {
 	}{io.MultiReader(bytes.NewReader(payload), r.Body), r.Body}
 	if err != nil {
 		return false
+	}
+	if r.URL.Query().Get("EIO") == "3" {
+		return hasClosePacketV3(payload, r.Header.Get("Content-Type") == "application/octet-stream")
 	}
 	for packet := range bytes.SplitSeq(payload, []byte{0x1e}) {
 		if len(packet) > 0 && packet[0] == '1' {

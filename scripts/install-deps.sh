@@ -8,8 +8,8 @@
 #   scripts/install-deps.sh quick   the JS and Python clients only (make test-quick)
 #
 # Everything:
-# - npm ci under scripts/: socket.io-client, socket.io, ws and
-#   @socket.io/redis-adapter with its redis client, pinned: the real JS
+# - npm ci under scripts/: socket.io-client (4, and 2 as socket.io-client-v2),
+#   socket.io, ws and @socket.io/redis-adapter with its redis client, pinned: the real JS
 #   clients and the Node reference servers the tests run.
 # - Debian's python3-socketio, python3-aiohttp and python3-websockets for
 #   /usr/bin/python3: the real Python clients.
@@ -76,7 +76,7 @@ npm_step() {
 	installed=$((installed + 1))
 }
 
-npm_step . "socket.io-client, socket.io, ws, @socket.io/redis-adapter: the JS clients and Node servers the tests run" "10 s"
+npm_step . "socket.io-client (4, and 2 for -allow-eio3), socket.io, ws, @socket.io/redis-adapter: the JS clients and Node servers the tests run" "10 s"
 
 # Debian packages: what is missing, and why each is needed, first; then one
 # apt-get for all of them.

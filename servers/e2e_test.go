@@ -102,10 +102,14 @@ type clientResult struct {
 	Echoed    int            `json:"echoed"`
 	Failed    int            `json:"failed"`
 	Errors    map[string]int `json:"errors"`
-	P50       float64        `json:"p50_ms"`
-	Max       float64        `json:"max_ms"`
-	Total     float64        `json:"total_ms"`
-	TimesMS   []float64      `json:"times_ms"`
+	// AttemptErrors counts every connect_error by message, retries
+	// included; HTTPErrors those that carried an HTTP status, by status.
+	AttemptErrors map[string]int `json:"attempt_errors"`
+	HTTPErrors    map[string]int `json:"http_errors"`
+	P50           float64        `json:"p50_ms"`
+	Max           float64        `json:"max_ms"`
+	Total         float64        `json:"total_ms"`
+	TimesMS       []float64      `json:"times_ms"`
 }
 
 // runClient runs one of the client scripts and decodes its result line.

@@ -4,7 +4,11 @@
 //
 //   node scripts/clients/sio-connect.mjs --url http://127.0.0.1:8080 --n 500 \
 //     --transports websocket|polling|polling,websocket --deadline-ms 15000 \
-//     [--echo] [--namespace /] [--sticky] [--reconnect N]
+//     [--echo [--binary]] [--hold-ms N] [--namespace /] [--sticky] [--reconnect N] [--client v4|v2]
+//
+// --client v2 runs the legacy socket.io-client 2.5.0 instead (Engine.IO v3,
+// Socket.IO v2, pinned as socket.io-client-v2): what older load tools speak,
+// for a target run with -allow-eio3.
 //
 // Output (one line):
 //   {"client":"socket.io-client","version":"4.x.y","attempts":N,"connected":n,
@@ -16,7 +20,10 @@
 // covers the connect phase only. With --echo, every connected socket then
 // emits `echo` with a payload and waits for the same payload back in the ack,
 // within a second window of --deadline-ms; echo failures are counted in
-// "echo_errors", not in errors.
+// "echo_errors", not in errors. --binary makes that payload bytes (a binary
+// event, and a binary ack back) instead of a string. --hold-ms N keeps the
+// connections open N ms after the connect phase, before the echo: an echo
+// that then comes back shows the session outlived the target's pings.
 // --sticky sends query {sticky: "<pid>-<i>"} on every request of connection
 // i, which nginx's query_hash balancing (docker/nginx) keys on. --reconnect
 // N lets each connection try N more times after a failed connect (the
@@ -28,9 +35,9 @@
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { io } from "socket.io-client";
 
-const version = createRequire(import.meta.url)("socket.io-client/package.json").version;
+// The package of each --client; both export io() (v2 as CommonJS's default).
+const CLIENTS = { v4: "socket.io-client", v2: "socket.io-client-v2" };
 const TRANSPORTS = { websocket: ["websocket"], polling: ["polling"], "polling,websocket": ["polling", "websocket"] };
 
 function usage(msg) {
@@ -51,6 +58,9 @@ function parse(argv) {
         transports: { type: "string", default: "websocket" },
         "deadline-ms": { type: "string", default: "15000" },
         echo: { type: "boolean", default: false },
+        binary: { type: "boolean", default: false },
+        "hold-ms": { type: "string", default: "0" },
+        client: { type: "string", default: "v4" },
         times: { type: "boolean", default: false },
         namespace: { type: "string", default: "/" },
         // https/wss: accept any certificate (a self-signed test pair).
@@ -86,6 +96,12 @@ function parse(argv) {
   if (!values.namespace.startsWith("/")) {
     usage(`bad --namespace ${JSON.stringify(values.namespace)}: want a path starting with /`);
   }
+  if (!(values.client in CLIENTS)) {
+    usage(`bad --client ${JSON.stringify(values.client)}: want v4 or v2`);
+  }
+  if (!/^[0-9]+$/.test(values["hold-ms"]) || Number(values["hold-ms"]) > 3600000) {
+    usage(`bad --hold-ms ${JSON.stringify(values["hold-ms"])}: want an integer from 0 to 3600000`);
+  }
   if (!/^[0-9]+$/.test(values.reconnect) || Number(values.reconnect) > 1000) {
     usage(`bad --reconnect ${JSON.stringify(values.reconnect)}: want an integer from 0 to 1000`);
   }
@@ -95,6 +111,9 @@ function parse(argv) {
     transports: TRANSPORTS[values.transports],
     deadlineMs: intFlag("deadline-ms", 3600000),
     echo: values.echo,
+    binary: values.binary,
+    holdMs: Number(values["hold-ms"]),
+    client: CLIENTS[values.client],
     times: values.times,
     insecure: values.insecure,
     sticky: values.sticky,
@@ -117,7 +136,7 @@ function count(map, key) {
 
 // connectAll starts every connection at once and resolves when each one has
 // connected, failed, or run out of the deadline.
-function connectAll(opts) {
+function connectAll(io, opts) {
   const start = performance.now();
   const sockets = [];
   const latencies = [];
@@ -188,8 +207,9 @@ function connectAll(opts) {
 }
 
 // echoAll emits `echo` on every connected socket and counts the acks that
-// carry the payload back.
-async function echoAll(sockets, deadlineMs) {
+// carry the payload back. The ack's deadline is a timer of its own, not
+// socket.timeout(), which socket.io-client 2 does not have.
+async function echoAll(sockets, deadlineMs, binary) {
   const echoErrors = {};
   let sent = 0;
   let received = 0;
@@ -199,14 +219,20 @@ async function echoAll(sockets, deadlineMs) {
       .map(
         (s, i) =>
           new Promise((resolve) => {
-            const payload = `echo-${i}`;
+            const text = `echo-${i}`;
+            const payload = binary ? Buffer.from(text) : text;
             sent++;
-            s.socket.timeout(deadlineMs).emit("echo", payload, (err, got) => {
-              if (!err) received++;
-              if (err) {
-                count(echoErrors, err.message || String(err));
-                resolve(false);
-              } else if (got !== payload) {
+            // An ack after the deadline is not counted, as with timeout().
+            let timer = setTimeout(() => {
+              timer = null;
+              count(echoErrors, "operation has timed out");
+              resolve(false);
+            }, deadlineMs);
+            s.socket.emit("echo", payload, (got) => {
+              if (timer === null) return;
+              clearTimeout(timer);
+              received++;
+              if (!sameEcho(got, payload)) {
                 count(echoErrors, "wrong ack payload");
                 resolve(false);
               } else {
@@ -219,12 +245,22 @@ async function echoAll(sockets, deadlineMs) {
   return { echoed: results.filter(Boolean).length, echoErrors, sent, received };
 }
 
+// sameEcho: a string comes back as the same string; bytes as a Buffer or an
+// ArrayBuffer (socket.io-client 2) holding the same bytes.
+function sameEcho(got, payload) {
+  if (typeof payload === "string") return got === payload;
+  return (Buffer.isBuffer(got) || got instanceof ArrayBuffer) && Buffer.from(got).equals(payload);
+}
+
 async function main() {
   const opts = parse(process.argv.slice(2));
-  const run = await connectAll(opts);
+  const client = await import(opts.client);
+  const version = createRequire(import.meta.url)(`${opts.client}/package.json`).version;
+  const run = await connectAll(client.io ?? client.default, opts);
   const connected = run.sockets.filter((s) => s.state === "connected").length;
+  if (opts.holdMs > 0) await new Promise((resolve) => setTimeout(resolve, opts.holdMs));
   let echo = { echoed: 0, echoErrors: {}, sent: 0, received: 0 };
-  if (opts.echo) echo = await echoAll(run.sockets, opts.deadlineMs);
+  if (opts.echo) echo = await echoAll(run.sockets, opts.deadlineMs, opts.binary);
   for (const s of run.sockets) s.socket.close();
   const sorted = run.latencies.sort((a, b) => a - b);
   const report = {

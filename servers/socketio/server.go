@@ -72,6 +72,8 @@ type Server struct {
 	redis *cluster.Redis
 	// counts tracks the cluster-wide counts that acks wait for.
 	counts sync.WaitGroup
+	// eio3Refused logs the first Engine.IO v3 client refused (-allow-eio3).
+	eio3Refused sync.Once
 }
 
 // session follows one Engine.IO session from its open request to its first
@@ -133,11 +135,12 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	opts.SetMaxHttpBufferSize(cfg.SocketIO.MaxPayload)
 	opts.SetConnectTimeout(cfg.SocketIO.ConnectTimeout)
 	opts.SetServeClient(false)
+	opts.SetAllowEIO3(cfg.SocketIO.AllowEIO3)
 	opts.SetTransports(s.transportSet(cfg.SocketIO.Transports))
 	opts.SetCors(&types.Cors{Origin: corsOrigin(cfg.Origins), Credentials: true})
 	if len(cfg.Origins) > 0 {
 		opts.SetAllowRequest(func(ctx *types.HttpContext) error {
-			if origin := ctx.Headers().Peek("Origin"); !slices.Contains(cfg.Origins, origin) {
+			if origin := ctx.Headers().Peek("Origin"); !s.originAllowed(origin) {
 				return fmt.Errorf("origin %q is not allowed (-origin)", origin)
 			}
 			return nil
@@ -160,7 +163,7 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	s.io = socket.NewServer(nil, opts)
 	// ServeHandler creates the engine, so it comes before io.Engine().
 	eio := s.io.ServeHandler(nil)
-	s.io.Engine().On("connection", func(args ...any) { s.onEngineOpen(args[0].(engine.Socket)) })
+	prependListener(s.io.Engine(), "connection", func(args ...any) { s.onEngineOpen(args[0].(engine.Socket)) })
 	// The engine tells its server of every session's flush too: one
 	// listener here instead of one more on every session (each costs the
 	// library's emitter several allocations).
@@ -196,6 +199,11 @@ func (s *Server) transportSet(names []string) *types.Set[transports.TransportCto
 	return set
 }
 
+// originAllowed: any Origin without -origin, one of its values with it.
+func (s *Server) originAllowed(origin string) bool {
+	return len(s.cfg.Origins) == 0 || slices.Contains(s.cfg.Origins, origin)
+}
+
 func corsOrigin(origins []string) any {
 	if len(origins) == 0 {
 		return "*"
@@ -223,6 +231,10 @@ func (s *Server) track(eio http.Handler) http.Handler {
 		}
 		if s.closed.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if s.refusesEIO3(r, transport) {
+			s.refuseEIO3(w, r, transport)
 			return
 		}
 		if s.faults.Reject() {

@@ -65,7 +65,7 @@ func (s *Server) serveInOrder(eio http.Handler, w http.ResponseWriter, r *http.R
 	case polling && r.Method == http.MethodGet:
 		sess.pollAfterUpgrade()
 	case polling && r.Method == http.MethodPost:
-		if hasClosePacket(r, s.cfg.SocketIO.MaxPayload) {
+		if hasClosePacket(r, s.cfg.SocketIO.MaxPayload, sess.conn.Protocol()) {
 			sess.closeAfterPoll()
 		}
 		w = dataRequestAborted{w}
@@ -124,12 +124,13 @@ func (sess *session) pollAfterUpgrade() {
 	})
 }
 
-// hasClosePacket reports whether a POSTed Engine.IO v4 payload holds a close
-// packet ("1"; packets are separated by 0x1e). It reads at most what the
-// engine would (maxPayload bytes) and puts it back in front of the rest of
-// the body. A body over maxPayload is left to the engine, which answers
+// hasClosePacket reports whether a POSTed payload of an Engine.IO session
+// of that protocol (3 or 4) holds a close packet ("1"; in v4, packets are
+// separated by 0x1e). It reads at most what
+// the engine would (maxPayload bytes) and puts it back in front of the rest
+// of the body. A body over maxPayload is left to the engine, which answers
 // 413.
-func hasClosePacket(r *http.Request, maxPayload int64) bool {
+func hasClosePacket(r *http.Request, maxPayload int64, protocol int) bool {
 	if r.Body == nil || r.ContentLength > maxPayload {
 		return false
 	}
@@ -140,6 +141,9 @@ func hasClosePacket(r *http.Request, maxPayload int64) bool {
 	}{io.MultiReader(bytes.NewReader(payload), r.Body), r.Body}
 	if err != nil {
 		return false
+	}
+	if protocol == 3 {
+		return hasClosePacketV3(payload, r.Header.Get("Content-Type") == "application/octet-stream")
 	}
 	for packet := range bytes.SplitSeq(payload, []byte{0x1e}) {
 		if len(packet) > 0 && packet[0] == '1' {

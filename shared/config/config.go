@@ -84,6 +84,8 @@ type SocketIO struct {
 	MaxPayload     int64
 	ConnectTimeout time.Duration
 	EmitAuth       bool
+	// AllowEIO3 accepts Engine.IO v3 / Socket.IO v2 clients beside v4 ones.
+	AllowEIO3 bool
 }
 
 // Broadcast holds what only the broadcast targets read.
@@ -255,6 +257,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	size(&c.SocketIO.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
 	dur(&c.SocketIO.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
 	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
+	boolean(&c.SocketIO.AllowEIO3, "allow-eio3", "Socket.IO: also accept Engine.IO v3 / Socket.IO v2 clients (socket.io-client 2, older load tools); without it they get HTTP 400")
 
 	dur(&c.Broadcast.PushInterval, "push-interval", "broadcast: timed push to every client (0 = off)")
 	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")

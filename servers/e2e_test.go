@@ -289,8 +289,8 @@ func TestMaxConnsWithJSClient(t *testing.T) {
 	if r.Connected != 20 || r.Failed != 30 {
 		t.Errorf("client: %d connected, %d failed; want 20 and 30 (errors %v)", r.Connected, r.Failed, r.Errors)
 	}
-	if d.Handshakes["ok"] != 20 || d.Handshakes["rejected"] != 30 {
-		t.Errorf("server: %v; want 20 ok and 30 rejected", d.Handshakes)
+	if d.Handshakes["ok"] != 20 || d.Handshakes["rejected"] != 30 || d.MaxConnsRefused != 30 {
+		t.Errorf("server: %v, %d refused at the cap; want 20 ok and 30 rejected, all 30 at the cap", d.Handshakes, d.MaxConnsRefused)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/harness/browser"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -34,6 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	browser.Stop()
 	harness.RemoveBuilds()
 	os.Exit(code)
 }

@@ -50,7 +50,7 @@ const CHARTS = [
   { id: "active", title: "connections active", each: "active", whole: true },
   { id: "hs_rate", title: "handshakes ok per second", each: "hs_rate" },
   { id: "messages", title: "messages per second", series: [["in", "in_rate"], ["out", "out_rate"]] },
-  { id: "latency", title: "handshake latency per second (ms)", series: [["p50", "p50"], ["p99", "p99"]] },
+  { id: "latency", title: "handshake latency, each second (ms)", series: [["p50", "p50"], ["p99", "p99"]] },
   { id: "rss", title: "resident memory (MiB)", each: "rss", scale: 1 / (1 << 20) },
   { id: "goroutines", title: "goroutines", each: "goroutines", whole: true },
 ];
@@ -265,23 +265,29 @@ function buildCharts() {
   }
 }
 
-// niceMax rounds up to 1, 2 or 5 times a power of ten; for whole numbers
-// (counts) to at least 4, so that the four gridlines fall on whole numbers.
-function niceMax(v, whole) {
-  if (whole && v <= 4) return 4;
-  if (!(v > 0)) return 1;
-  const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 5, 10]) if (v <= m * p) return m * p;
-  return 10 * p;
+// scale is the top of a chart's y axis and its gridline step: a step of
+// 1, 2 or 5 times a power of ten (whole numbers for counts), so that the
+// labels read 0, 20, 40 rather than 0, 13, 25; at most five steps.
+function scale(v, whole) {
+  if (!(v > 0)) v = whole ? 4 : 1;
+  let step = Math.pow(10, Math.floor(Math.log10(v / 4)));
+  for (const m of [1, 2, 5, 10]) {
+    if (v / (m * step) <= 5) {
+      step *= m;
+      break;
+    }
+  }
+  if (whole) step = Math.max(1, step);
+  return { max: step * Math.max(1, Math.ceil(v / step - 1e-9)), step: step };
 }
 
-function yAxis(g, max) {
+function yAxis(g, sc) {
   const plotH = H - TOP - BOTTOM;
-  for (let i = 0; i <= 4; i++) {
-    const v = (max * i) / 4;
-    const y = TOP + plotH - (plotH * i) / 4;
+  const n = Math.round(sc.max / sc.step);
+  for (let i = 0; i <= n; i++) {
+    const y = TOP + plotH - (plotH * i) / n;
     g.appendChild(svg("line", { x1: LEFT, x2: W - RIGHT, y1: y, y2: y, class: i ? "grid" : "axis" }));
-    g.appendChild(svg("text", { x: LEFT - 5, y: y + 4, "text-anchor": "end" }, short(v)));
+    g.appendChild(svg("text", { x: LEFT - 5, y: y + 4, "text-anchor": "end" }, short(+(sc.step * i).toPrecision(6))));
   }
 }
 
@@ -302,8 +308,9 @@ function legend(fig, names) {
 function lineChart(fig, series, whole) {
   const root = fig.querySelector("svg");
   root.textContent = "";
-  const max = niceMax(Math.max(0, ...series.flatMap(([, vs]) => vs.filter((v) => v !== null))), whole);
-  yAxis(root, max);
+  const sc = scale(Math.max(0, ...series.flatMap(([, vs]) => vs.filter((v) => v !== null))), whole);
+  const max = sc.max;
+  yAxis(root, sc);
   const plotW = W - LEFT - RIGHT, plotH = H - TOP - BOTTOM;
   const x = (i, n) => LEFT + plotW * ((HISTORY - n + i) / (HISTORY - 1));
   [["-2 min", 0, "start"], ["-1 min", 0.5, "middle"], ["now", 1, "end"]].forEach(([label, at, anchor]) => {
@@ -338,8 +345,9 @@ function barChart(fig, buckets) {
   first = Math.max(0, Math.min(first, last - 5));
   last = Math.min(BINS.length - 1, Math.max(last, first + 5));
   const shown = counts.slice(first, last + 1);
-  const max = niceMax(Math.max(...shown), true);
-  yAxis(root, max);
+  const sc = scale(Math.max(...shown), true);
+  const max = sc.max;
+  yAxis(root, sc);
   const plotW = W - LEFT - RIGHT, plotH = H - TOP - BOTTOM;
   const bw = plotW / shown.length;
   shown.forEach((n, i) => {

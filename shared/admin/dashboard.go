@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -135,8 +136,12 @@ func (d *dashboard) fetch(ctx context.Context, admin string) (*protocol.Stats, e
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Client.Timeout") {
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.Timeout() {
 			return nil, fmt.Errorf("no answer within %s", replicaTimeout)
+		}
+		if errors.As(err, &ue) {
+			err = ue.Err // the column names the replica already
 		}
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +118,7 @@ func TestDashboardReplicasBounded(t *testing.T) {
 // TestDashboardInBrowser: the page loads in Chromium with no console
 // error, shows exactly what /stats says while nothing moves, follows the
 // counts when they move, and draws its charts with no text clipped or
-// overlapping. DASHBOARD_SCREENSHOT=FILE keeps a picture of it.
+// overlapping. DASHBOARD_SCREENSHOT=DIR keeps a picture of it.
 func TestDashboardInBrowser(t *testing.T) {
 	b := browser.For(t)
 	r := startReplica(t, "echo-gorilla")
@@ -149,10 +150,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	if page := dashboardtest.Read(t, p); page.Columns["0"].Figures["closed"] == nil || *page.Columns["0"].Figures["closed"] != 1 {
 		t.Errorf("closed: %v", page.Columns["0"].Figures["closed"])
 	}
-	if path := os.Getenv("DASHBOARD_SCREENSHOT"); path != "" {
-		p.Screenshot(t, path)
-	}
+	screenshot(t, p, "dashboard-one.png")
 	p.NoProblems(t)
+}
+
+// screenshot keeps a picture of the page in $DASHBOARD_SCREENSHOT, if set.
+func screenshot(t *testing.T, p *browser.Page, name string) {
+	if dir := os.Getenv("DASHBOARD_SCREENSHOT"); dir != "" {
+		p.Screenshot(t, filepath.Join(dir, name))
+	}
 }
 
 // TestDashboardClusterInBrowser: with -dashboard-replicas the page shows
@@ -192,5 +198,6 @@ func TestDashboardClusterInBrowser(t *testing.T) {
 		t.Errorf("the sum's heading: %q", h)
 	}
 	p.TextLayout(t)
+	screenshot(t, p, "dashboard-cluster.png")
 	p.NoProblems(t)
 }

@@ -329,6 +329,13 @@ function lineChart(fig, series, whole) {
     });
     const width = si === series.length - 1 && series.length > 2 ? 2.5 : 1.5;
     root.appendChild(svg("path", { d: d, fill: "none", stroke: COLORS[si % COLORS.length], "stroke-width": width }));
+    // A point with no neighbour draws no line: mark it (the first refresh).
+    values.forEach((v, i) => {
+      if (v !== null && (values[i - 1] ?? null) === null && (values[i + 1] ?? null) === null) {
+        const cy = TOP + plotH - (plotH * v) / max;
+        root.appendChild(svg("circle", { cx: x(i, values.length).toFixed(1), cy: cy.toFixed(1), r: 2, fill: COLORS[si % COLORS.length] }));
+      }
+    });
   });
   legend(fig, series.length > 1 ? series.map(([name]) => name) : []);
 }

@@ -42,7 +42,8 @@ var upstreamServer = regexp.MustCompile(`(?m)^\s*server ([a-z0-9-]+:[0-9]+);`)
 // for each nginx balancing (KG_LB), nginx mounts that upstream file, whose
 // servers are exactly the replicas' services; every replica runs a
 // variant that takes -redis, on the compose Redis, with an admin port
-// published on a host port of its own; Prometheus (profile observe)
+// published on a host port of its own, and a dashboard that shows every
+// replica; Prometheus (profile observe)
 // scrapes every replica's admin port, and promtool accepts its config.
 func TestComposeCluster(t *testing.T) {
 	compose := composeCommand(t)
@@ -71,8 +72,9 @@ func TestComposeCluster(t *testing.T) {
 					t.Errorf("no service %s", name)
 				}
 			}
-			var replicas []string
+			var replicas, admins []string
 			published := map[string]string{}
+			dashboards := map[string]string{} // each replica's -dashboard-replicas
 			for name, s := range cfg.Services {
 				if s.Environment["KG_REDIS"] == "" {
 					continue
@@ -85,6 +87,8 @@ func TestComposeCluster(t *testing.T) {
 					t.Errorf("%s runs %q, which is not a variant that takes -redis", name, s.Environment["KG_VARIANT"])
 				}
 				admin := name + s.Environment["KG_ADMIN_ADDR"]
+				admins = append(admins, "http://"+admin)
+				dashboards[name] = s.Environment["KG_DASHBOARD_REPLICAS"]
 				if !slices.Contains(scraped, admin) {
 					t.Errorf("prometheus.cluster.yml does not scrape %s", admin)
 				}
@@ -98,6 +102,12 @@ func TestComposeCluster(t *testing.T) {
 				}
 			}
 			slices.Sort(replicas)
+			slices.Sort(admins)
+			for name, list := range dashboards {
+				if got := slices.Sorted(slices.Values(strings.Split(list, ","))); !slices.Equal(got, admins) {
+					t.Errorf("%s: KG_DASHBOARD_REPLICAS %q, want every replica's admin %v: its dashboard shows the whole cluster", name, list, admins)
+				}
+			}
 			if len(replicas) < 2 || len(published) != len(replicas) || len(scraped) != len(replicas) {
 				t.Errorf("replicas %v, admin ports published %v, scraped %v: want one admin port and one scrape target each, two replicas at least", replicas, published, scraped)
 			}

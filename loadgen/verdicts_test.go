@@ -22,6 +22,7 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/harness/browser"
 )
 
 // TestMain doubles as the client that drops replies (see dropReplies).
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(dropReplies(url))
 	}
 	code := m.Run()
+	browser.Stop()
 	harness.RemoveBuilds()
 	os.Exit(code)
 }

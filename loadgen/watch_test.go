@@ -36,6 +36,13 @@ func watched(t *testing.T, args ...string) (*watch.Report, int) {
 	code := run(context.Background(), args, &stdout, &stderr)
 	out := strings.TrimSpace(stdout.String())
 	t.Logf("loadgen %q: exit %d\n%s\n%s", args, code, out, stderr.String())
+	// Every watched run points at the target's live dashboard first.
+	if i := slices.Index(args, "-admin"); args[0] == "watch" && i >= 0 && (code == 0 || code == 1) {
+		first, _, _ := strings.Cut(args[i+1], ",")
+		if want := "loadgen watch: the target's live dashboard: " + strings.TrimSuffix(first, "/") + "/"; !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+		}
+	}
 	var r watch.Report
 	if err := json.Unmarshal([]byte(out[strings.LastIndex(out, "\n")+1:]), &r); err != nil {
 		t.Fatalf("loadgen %q printed %q: %v", args, out, err)

@@ -241,7 +241,7 @@ up() {
 	echo "knowngood cluster: $REPLICAS x $VARIANT behind nginx ($LB)${REDIS_URL:+, Redis $REDIS_URL}"
 	echo "  front    http://127.0.0.1:$PORT  (ws://127.0.0.1:$PORT/)"
 	while read -r i pid addr admin; do
-		echo "  replica$i target $addr  admin http://$admin  (pid $pid)"
+		echo "  replica$i target $addr  admin http://$admin  (pid $pid)  dashboard http://$admin/"
 	done <"$RUN_DIR/replicas"
 	echo "  run dir  $RUN_DIR  (logs, nginx.conf)"
 }

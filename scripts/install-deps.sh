@@ -13,9 +13,10 @@
 #   clients and the Node reference servers the tests run.
 # - Debian's python3-socketio, python3-aiohttp and python3-websockets for
 #   /usr/bin/python3: the real Python clients.
-# - Debian's docker.io, prometheus (with promtool), tsung, redis-server and
-#   nginx: the image and compose tests, make observe and the scrape-config
-#   tests, the tsung recipe, the cluster.
+# - Debian's docker.io, prometheus (with promtool), tsung, redis-server,
+#   nginx and chromium: the image and compose tests, make observe and the
+#   scrape-config tests, the tsung recipe, the cluster, and the browser
+#   tests of the dashboard and the HTML reports.
 # - Docker Compose v2 as a docker CLI plugin and k6, both built from their
 #   Go modules, and the artillery and wscat recipes (npm ci each).
 #
@@ -101,6 +102,7 @@ if [ "$mode" = all ]; then
 		tsung|tsung|make tsung and its test
 		redis-server|redis-server|the cluster: make cluster, the Redis tests (each starts its own on a free port)
 		nginx|nginx|the cluster's front: make cluster and its tests
+		chromium|chromium|headless browser: the tests of the admin dashboard and of loadgen's HTML reports
 	EOF
 fi
 if [ ${#apt_missing[@]} -gt 0 ]; then
@@ -119,7 +121,7 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
 	took "$t"
 	installed=$((installed + 1))
 else
-	say "have Debian's python3-socketio, python3-aiohttp, python3-websockets$([ "$mode" = all ] && echo ", docker.io, prometheus, tsung, redis-server, nginx")"
+	say "have Debian's python3-socketio, python3-aiohttp, python3-websockets$([ "$mode" = all ] && echo ", docker.io, prometheus, tsung, redis-server, nginx, chromium")"
 fi
 
 if [ "$mode" = quick ]; then

@@ -20,6 +20,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/scripts/harness/browser"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -34,6 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	browser.Stop()
 	harness.RemoveBuilds()
 	os.Exit(code)
 }
@@ -293,8 +295,8 @@ func TestMaxConnsWithJSClient(t *testing.T) {
 	if r.Connected != 20 || r.Failed != 30 {
 		t.Errorf("client: %d connected, %d failed; want 20 and 30 (errors %v)", r.Connected, r.Failed, r.Errors)
 	}
-	if d.Handshakes["ok"] != 20 || d.Handshakes["rejected"] != 30 {
-		t.Errorf("server: %v; want 20 ok and 30 rejected", d.Handshakes)
+	if d.Handshakes["ok"] != 20 || d.Handshakes["rejected"] != 30 || d.MaxConnsRefused != 30 {
+		t.Errorf("server: %v, %d refused at the cap; want 20 ok and 30 rejected, all 30 at the cap", d.Handshakes, d.MaxConnsRefused)
 	}
 }
 

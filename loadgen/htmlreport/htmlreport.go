@@ -171,13 +171,10 @@ func successRate(runs []Run) ([]successRow, template.HTML, error) {
 		labels[i] = strconv.Itoa(l)
 	}
 	opt := charts.NewLineChartOptionWithData(values)
-	opt.Title.Text = "success rate (%) vs concurrency"
 	opt.XAxis.Labels = labels
-	opt.XAxis.Title = "connections at once"
 	opt.YAxis = []charts.YAxisOption{{Min: charts.Ptr(0.0), Max: charts.Ptr(100.0), LabelCount: 6}}
-	opt.Legend.SeriesNames = groups
-	opt.Legend.Offset = charts.OffsetRight
-	chart, err := render(func(p *charts.Painter) error { return p.LineChart(opt) })
+	legend(&opt.Legend, groups)
+	chart, err := render("success rate (%) by connections at once", func(p *charts.Painter) error { return p.LineChart(opt) })
 	return rows, chart, err
 }
 
@@ -195,13 +192,11 @@ func countsChart(counts []Count) (template.HTML, error) {
 		}
 	}
 	opt := charts.NewBarChartOptionWithData([][]float64{client, server})
-	opt.Title.Text = "client vs server"
 	opt.CategoryAxis.Labels = labels
 	opt.ValueAxis = []charts.ValueAxisOption{{Min: charts.Ptr(0.0)}}
-	opt.Legend.SeriesNames = []string{"client", "server"}
-	opt.Legend.Offset = charts.OffsetRight
+	legend(&opt.Legend, []string{"client", "server"})
 	opt.SeriesLabelPosition = charts.PositionTop
-	return render(func(p *charts.Painter) error { return p.BarChart(opt) })
+	return render("client vs server", func(p *charts.Painter) error { return p.BarChart(opt) })
 }
 
 // sampleCharts draws the throughput of every second, and its p50 and p99.
@@ -218,21 +213,17 @@ func sampleCharts(samples []timeline.Sample, unit string) (throughput, latency t
 		p50[i], p99[i] = orNull(s.P50ms), orNull(s.P99ms)
 	}
 	opt := charts.NewLineChartOptionWithData([][]float64{count})
-	opt.Title.Text = cmp.Or(unit, "events") + " per second"
 	opt.XAxis.Labels = labels
-	opt.XAxis.Title = "second"
 	opt.YAxis = []charts.YAxisOption{{Min: charts.Ptr(0.0)}}
-	if throughput, err = render(func(p *charts.Painter) error { return p.LineChart(opt) }); err != nil {
+	title := cmp.Or(unit, "events") + " per second, by second of the run"
+	if throughput, err = render(title, func(p *charts.Painter) error { return p.LineChart(opt) }); err != nil {
 		return "", "", err
 	}
 	lopt := charts.NewLineChartOptionWithData([][]float64{p50, p99})
-	lopt.Title.Text = "latency per second (ms)"
 	lopt.XAxis.Labels = labels
-	lopt.XAxis.Title = "second"
 	lopt.YAxis = []charts.YAxisOption{{Min: charts.Ptr(0.0)}}
-	lopt.Legend.SeriesNames = []string{"p50", "p99"}
-	lopt.Legend.Offset = charts.OffsetRight
-	latency, err = render(func(p *charts.Painter) error { return p.LineChart(lopt) })
+	legend(&lopt.Legend, []string{"p50", "p99"})
+	latency, err = render("latency (ms), by second of the run", func(p *charts.Painter) error { return p.LineChart(lopt) })
 	return throughput, latency, err
 }
 
@@ -248,14 +239,29 @@ func distributionChart(buckets []protocol.Bucket) (template.HTML, error) {
 		counts[i] = float64(b.Count)
 	}
 	opt := charts.NewBarChartOptionWithData([][]float64{counts})
-	opt.Title.Text = "latency distribution (count per bucket)"
 	opt.CategoryAxis.Labels = labels
 	opt.ValueAxis = []charts.ValueAxisOption{{Min: charts.Ptr(0.0)}}
-	return render(func(p *charts.Painter) error { return p.BarChart(opt) })
+	return render("latency distribution (count per bucket)", func(p *charts.Painter) error { return p.BarChart(opt) })
 }
 
-// render draws one chart as inline SVG.
-func render(draw func(*charts.Painter) error) (template.HTML, error) {
+// legend names the series above the chart, left-aligned; none for one
+// series, which the title names. The chart's title is not drawn in the
+// SVG (render puts it above in HTML): the library lays a legend and a
+// title at the top out independently, and a long legend ran over the
+// title.
+func legend(l *charts.LegendOption, names []string) {
+	if len(names) < 2 {
+		l.Show = charts.Ptr(false)
+		return
+	}
+	l.SeriesNames = names
+	l.Offset = charts.OffsetLeft
+}
+
+// render draws one chart as inline SVG under title. Axis titles are left
+// out, and said in the title: the library draws an axis title where a
+// lone tick label goes (a one-second run), over it.
+func render(title string, draw func(*charts.Painter) error) (template.HTML, error) {
 	p := charts.NewPainter(charts.PainterOptions{Width: 800, Height: 320, OutputFormat: charts.ChartOutputSVG})
 	if err := draw(p); err != nil {
 		return "", err
@@ -266,7 +272,7 @@ func render(draw func(*charts.Painter) error) (template.HTML, error) {
 	}
 	// The SVG is the library's own output from our numbers and labels,
 	// which it escapes.
-	return template.HTML(bytes.TrimSpace(b)), nil
+	return template.HTML(`<figure><figcaption>` + template.HTMLEscapeString(title) + `</figcaption>` + string(bytes.TrimSpace(b)) + `</figure>`), nil
 }
 
 func orNull(v *float64) float64 {
@@ -309,7 +315,9 @@ table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; }
 td.n { text-align: right; }
 pre { background: #f6f6f6; padding: 0.5em; white-space: pre-wrap; }
-svg { width: 100%; height: auto; display: block; margin: 1em 0; }
+figure { margin: 1.5em 0; }
+figcaption { font-weight: bold; font-size: 0.95em; }
+svg { width: 100%; height: auto; display: block; margin: 0.3em 0 0; }
 details { margin: 1em 0; }
 </style>
 </head>

@@ -180,6 +180,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if before.Err != nil {
 		return nil, fmt.Errorf("%w: no /stats from %s before the command: %w", scenario.ErrUnreachable, cfg.Admin, before.Err)
 	}
+	fmt.Fprintf(notes, "loadgen watch: the target's live dashboard: %s\n", dashboards(cfg.Admin))
 	plan, err := clientfigs.Prepare(cfg.Command)
 	if err != nil {
 		return nil, err
@@ -225,6 +226,16 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	rep.Server = protocol.Diff(b.Stats.Stats, a.Stats.Stats)
 	rep.Judge(figs, target.Config, scenario.Parts(before, after), cfg.Deadline)
 	return rep, nil
+}
+
+// dashboards are the dashboard URLs of admins (comma-separated): each
+// admin listener serves its target's at /.
+func dashboards(admins string) string {
+	var urls []string
+	for _, a := range strings.Split(admins, ",") {
+		urls = append(urls, strings.TrimSuffix(a, "/")+"/")
+	}
+	return strings.Join(urls, " ")
 }
 
 // Judge sets the client's figures and the verdicts on the server's view

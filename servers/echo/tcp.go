@@ -92,6 +92,7 @@ func (t *tcpTarget) Serve(ln net.Listener) error {
 		if !t.gate.TryAcquire() {
 			// No protocol to say why: the connection is closed at once.
 			t.m.Handshake(protocol.ResultRejected, "tcp", 0)
+			t.m.CapRefused()
 			_ = c.Close()
 			continue
 		}

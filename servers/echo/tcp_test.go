@@ -48,6 +48,7 @@ func TestTCP(t *testing.T) {
 		t.Errorf("messages received %d, sent %d; want as many reads as writes", d.MessagesReceived, d.MessagesSent)
 	}
 	check(t, "rejected", d.Handshakes[protocol.ResultRejected], 1)
+	check(t, "rejected at the cap", d.MaxConnsRefused, 1)
 
 	if err := tg.shutdown(2 * time.Second); err != nil {
 		t.Errorf("shutdown: %v", err)

@@ -244,6 +244,7 @@ func (s *Server) track(eio http.Handler) http.Handler {
 		}
 		if !s.gate.TryAcquire() {
 			s.m.Handshake(protocol.ResultRejected, transport, 0)
+			s.m.CapRefused()
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, fmt.Sprintf("connection cap reached (-max-conns %d)", s.cfg.MaxConns), http.StatusServiceUnavailable)
 			return

@@ -284,6 +284,9 @@ func TestHandshakeResults(t *testing.T) {
 	}
 	want = map[string]uint64{protocol.ResultOK: 1, protocol.ResultFailed: 0, protocol.ResultAbandoned: 1, protocol.ResultRejected: 1}
 	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(tg.metrics.Snapshot().Handshakes, want) })
+	if n := tg.metrics.Snapshot().MaxConnsRefused; n != 1 {
+		t.Errorf("%d handshakes refused at the cap, want 1", n)
+	}
 
 	// A place is free again once a session ends.
 	second.Close()

@@ -63,13 +63,14 @@ func (v Variant) Reads(name string) bool {
 
 // Common are the flags every variant reads: the process, the listeners
 // (the admin listener is an HTTP server for every variant), the connection
-// cap, the known-bad modes and the keep-alive of a quiet connection.
+// cap, the known-bad modes, the keep-alive of a quiet connection, and the
+// replicas the admin listener's dashboard shows.
 var Common = []string{
 	"variant", "list", "version", "addr", "admin-addr", "log-format", "log-level",
 	"backlog", "max-conns", "shutdown-timeout", "tls-cert", "tls-key",
 	"handshake-timeout", "idle-timeout", "body-timeout", "metrics", "pprof",
 	"fault-reject", "fault-delay", "fault-close-after", "fault-drop",
-	"ping-interval", "ping-timeout",
+	"ping-interval", "ping-timeout", "dashboard-replicas",
 }
 
 // The flags a group of variants reads, composed into each row's Flags.

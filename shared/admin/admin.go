@@ -1,5 +1,6 @@
-// Package admin serves the admin listener: /metrics (Prometheus), /health
-// and /stats (JSON), and /debug/pprof/ when -pprof is on. It is a separate
+// Package admin serves the admin listener: the live dashboard at / (and
+// /dashboard), /metrics (Prometheus), /health and /stats (JSON), and
+// /debug/pprof/ when -pprof is on. It is a separate
 // listener so that a load test on the target never competes with the
 // scrape, and so that it can be bound to loopback alone.
 //
@@ -83,6 +84,7 @@ func Handler(cfg config.Config, reg *prometheus.Registry, m *metrics.Metrics, re
 		}
 		writeJSON(w, h)
 	})
+	newDashboard(m, cfg.Dashboard.Replicas).routes(mux)
 	if cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

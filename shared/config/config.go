@@ -56,6 +56,7 @@ type Config struct {
 	Broadcast Broadcast
 	Cluster   Cluster
 	Gnet      Gnet
+	Dashboard Dashboard
 
 	// Given names the flags set explicitly, on the command line or through
 	// their environment twin, without the dash and in flag order: what
@@ -104,6 +105,18 @@ type Cluster struct {
 	// empty runs one process on its own.
 	Redis string
 }
+
+// Dashboard is what the admin listener's live dashboard shows besides
+// this process.
+type Dashboard struct {
+	// Replicas are the admin URLs (http://HOST:PORT) of the replicas the
+	// page shows side by side with their sum; empty shows this process.
+	Replicas []string
+}
+
+// MaxDashboardReplicas bounds -dashboard-replicas: each page refresh asks
+// every replica, so the list is a cost each open page multiplies.
+const MaxDashboardReplicas = 32
 
 // Gnet holds what only the gnet targets read.
 type Gnet struct {
@@ -265,6 +278,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	str(&c.Broadcast.Slow, "slow", "broadcast: policy for a client whose queue is full: drop or close")
 	str(&c.Cluster.Redis, "redis", "cluster (broadcast and Socket.IO): Redis URL that carries broadcasts between replicas, redis://HOST:PORT/DB (empty = one process)")
 	num(&c.Gnet.Loops, "loops", "gnet: event loops (0 = one per CPU)")
+	list(&c.Dashboard.Replicas, "dashboard-replicas", "admin URLs of the replicas the dashboard (/ on the admin listener) shows with their sum, comma-separated: http://HOST:PORT,... (empty = this process)")
 	return fs
 }
 
@@ -330,6 +344,13 @@ func (c Config) Validate() error {
 		return bad("redis", "%q; want redis://HOST:PORT/DB, rediss://HOST:PORT/DB or unix:///PATH", c.Cluster.Redis)
 	case c.Gnet.Loops < 0:
 		return bad("loops", "%d; want 0 (one per CPU) or more", c.Gnet.Loops)
+	case len(c.Dashboard.Replicas) > MaxDashboardReplicas:
+		return bad("dashboard-replicas", "%d URLs; want at most %d", len(c.Dashboard.Replicas), MaxDashboardReplicas)
+	}
+	for _, u := range c.Dashboard.Replicas {
+		if !validAdminURL(u) {
+			return bad("dashboard-replicas", "%q; want http://HOST:PORT or https://HOST:PORT, comma-separated", u)
+		}
 	}
 	for _, t := range c.SocketIO.Transports {
 		if t != "polling" && t != "websocket" {
@@ -398,6 +419,22 @@ func validRedisURL(s string) bool {
 		return u.Path != ""
 	}
 	return false
+}
+
+// validAdminURL: an http or https URL of a host, with nothing after it but
+// a slash: the dashboard adds /stats itself.
+func validAdminURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.User == nil && checkAddr(hostPort(u)) == ""
+}
+
+// hostPort is u's host:port, with the scheme's port when it has none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	return net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 }
 
 func isDigits(s string) bool {

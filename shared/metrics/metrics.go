@@ -52,6 +52,7 @@ type Metrics struct {
 	invalid           *prometheus.CounterVec
 	faults            *prometheus.CounterVec
 	acceptErrors      *prometheus.CounterVec
+	capRefused        prometheus.Counter
 	timeouts          *prometheus.CounterVec
 	refused           *prometheus.CounterVec
 	redisErrors       *prometheus.CounterVec
@@ -96,6 +97,8 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 		faults: f.counterVec("faults_total", "Known-bad faults injected, by kind.", "kind"),
 		acceptErrors: f.counterVec("accept_errors_total",
 			"Connections refused because accepting them failed, by reason (EMFILE, ENFILE, ...): each refused connection once.", "reason"),
+		capRefused: f.counter("max_conns_refused_total",
+			"Handshakes refused with HTTP 503 because -max-conns connections were held; each is also a rejected handshake."),
 		timeouts: f.counterVec("timeouts_total",
 			"Connections the server closed because the client was too slow or too quiet, by listener (target, admin) and stage: "+
 				"header (-handshake-timeout), body (-body-timeout), idle (-idle-timeout between HTTP requests; echo-tcp: -ping-interval plus -ping-timeout). "+
@@ -305,6 +308,14 @@ func (m *Metrics) Fault(kind string) {
 func (m *Metrics) AcceptError(reason string) {
 	if m != nil {
 		m.acceptErrors.WithLabelValues(reason).Inc()
+	}
+}
+
+// CapRefused records a handshake refused because -max-conns connections
+// were held. The caller records the rejected handshake too: this says why.
+func (m *Metrics) CapRefused() {
+	if m != nil {
+		m.capRefused.Inc()
 	}
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"runtime"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -69,6 +70,8 @@ func (m *Metrics) Snapshot() protocol.Stats {
 				s.InvalidMessages[label(metric, "reason")] = n
 			case "knowngood_faults_total":
 				s.Faults[label(metric, "kind")] = n
+			case "knowngood_max_conns_refused_total":
+				s.MaxConnsRefused = n
 			case "knowngood_accept_errors_total":
 				s.AcceptErrors[label(metric, "reason")] = n
 			case "knowngood_timeouts_total":
@@ -96,6 +99,7 @@ func (m *Metrics) Snapshot() protocol.Stats {
 			}
 		}
 	}
+	s.Goroutines = runtime.NumGoroutine()
 	m.mu.Lock()
 	s.HandshakeLatency = protocol.LatencyOf(m.handshakeHist)
 	s.HandshakeHistogram = protocol.Buckets(m.handshakeHist)

@@ -54,6 +54,10 @@ type Stats struct {
 	// AcceptErrors counts connections refused because accepting them
 	// failed, by reason (EMFILE, ...).
 	AcceptErrors map[string]uint64 `json:"accept_errors"`
+	// MaxConnsRefused counts the handshakes refused with 503 because
+	// -max-conns connections were held (each is in Handshakes as rejected
+	// too).
+	MaxConnsRefused uint64 `json:"max_conns_refused"`
 	// Timeouts counts connections closed for a client too slow or too
 	// quiet, by listener (target, admin), then stage (header, body, idle).
 	Timeouts map[string]map[string]uint64 `json:"timeouts"`
@@ -74,6 +78,10 @@ type Stats struct {
 	// resident memory. A diff gives the CPU the run cost the server.
 	CPUSeconds    float64 `json:"cpu_seconds"`
 	ResidentBytes uint64  `json:"resident_bytes"`
+	// Goroutines is the process's goroutines now (go_goroutines on
+	// /metrics): one or two per connection on the net/http variants, so a
+	// count that keeps rising after the clients left is a leak.
+	Goroutines int `json:"goroutines"`
 }
 
 // Latency is a set of percentiles, in seconds.
@@ -178,6 +186,7 @@ func Diff(before, after Stats) Stats {
 	d.InvalidMessages = diffMap(before.InvalidMessages, after.InvalidMessages)
 	d.Faults = diffMap(before.Faults, after.Faults)
 	d.AcceptErrors = diffMap(before.AcceptErrors, after.AcceptErrors)
+	d.MaxConnsRefused = after.MaxConnsRefused - before.MaxConnsRefused
 	d.Timeouts = diffNested(before.Timeouts, after.Timeouts)
 	d.RefusedRequests = diffMap(before.RefusedRequests, after.RefusedRequests)
 	d.RedisErrors = diffMap(before.RedisErrors, after.RedisErrors)

@@ -178,7 +178,7 @@ func malformed(why string) *refusal {
 // answer.
 func (g *gnetTarget) refuse(c gnet.Conn, st *gconn, rf *refusal) gnet.Action {
 	st.counted = true
-	g.m.Handshake(rf.result, transport, 0)
+	rf.record(g.m)
 	if _, _ = c.Write(rf.bytes()); st.phase == phaseClosed {
 		return gnet.None
 	}

@@ -68,7 +68,8 @@ func TestRefusals(t *testing.T) {
 
 // TestOriginAndCap: -origin admits only the listed origins (403 otherwise,
 // counted as rejected); over -max-conns the answer is 503 before any
-// upgrade, also rejected, and a place freed is taken again.
+// upgrade, also rejected (and counted as refused at the cap, which the
+// origin's 403s are not), and a place freed is taken again.
 func TestOriginAndCap(t *testing.T) {
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) {
@@ -104,6 +105,7 @@ func TestOriginAndCap(t *testing.T) {
 		d := diff(before, tg.stats())
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 2)
 		check(t, "handshakes rejected", d.Handshakes[protocol.ResultRejected], 3)
+		check(t, "rejected at the cap", d.MaxConnsRefused, 1)
 	})
 }
 

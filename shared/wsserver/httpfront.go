@@ -110,7 +110,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	raw.handled.Store(true)
 	if rf := admit(t.closing.Load(), r, t.cfg, t.gate, t.faults); rf != nil {
 		rf.write(w)
-		t.m.Handshake(rf.result, transport, 0)
+		rf.record(t.m)
 		return
 	}
 	// The 101 is held until the handler has opened the session (serve):

@@ -11,6 +11,7 @@ import (
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/conns"
 	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -21,6 +22,15 @@ type refusal struct {
 	msg    string   // one line, without the newline
 	header []string // extra header fields: name, value, name, value...
 	result string
+	capped bool // over -max-conns, counted apart so the cause shows
+}
+
+// record counts the refused handshake, and its cause when it is the cap.
+func (rf *refusal) record(m *metrics.Metrics) {
+	m.Handshake(rf.result, transport, 0)
+	if rf.capped {
+		m.CapRefused()
+	}
 }
 
 // requestHead is what the upgrade checks read of a request: an
@@ -138,6 +148,7 @@ func overCap(maxConns int) *refusal {
 		msg:    fmt.Sprintf("connection cap reached (-max-conns %d)", maxConns),
 		header: []string{"Retry-After", "1"},
 		result: protocol.ResultRejected,
+		capped: true,
 	}
 }
 

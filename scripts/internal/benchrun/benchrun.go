@@ -44,14 +44,15 @@ func Build(stderr io.Writer) (*Binaries, error) {
 func (b *Binaries) Remove() { harness.RemoveBuilds() }
 
 // Start runs knowngood with args (through wrapper's words, if any) on free
-// loopback ports, waits until it is healthy, and says so on stderr. The
-// caller stops it.
+// loopback ports, waits until it is healthy, and says so on stderr, with
+// the URL of its live dashboard to watch the run in a browser. The caller
+// stops it.
 func Start(ctx context.Context, stderr io.Writer, wrapper []string, args ...string) (*harness.Process, error) {
 	p, err := harness.StartKnowngood(ctx, wrapper, args...)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "%s listening on %s\n", p.Name, p.Addr)
+	fmt.Fprintf(stderr, "%s listening on %s; dashboard %s/\n", p.Name, p.Addr, p.AdminURL())
 	return p, nil
 }
 

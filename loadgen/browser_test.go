@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/knowngood/knowngood/loadgen/htmlreport"
+	"github.com/knowngood/knowngood/scripts/harness/browser"
+)
+
+// TestReportsInBrowser opens every -html page loadgen writes in Chromium:
+// each scenario's (handshake, echo, conns, broadcast, and merge's) against
+// a real target with its server columns, and the many-run page of an
+// experiment. Each must load with no console error, and no text of its
+// charts may be cut off by the chart's edge or overlap another text, by
+// the boxes the browser lays them out in. HTMLREPORT_OUT=DIR keeps the
+// pages.
+func TestReportsInBrowser(t *testing.T) {
+	b := browser.For(t)
+	dir := os.Getenv("HTMLREPORT_OUT")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	sio, echo, bc := startTarget(t, "empty"), startTarget(t, "echo-gorilla"), startTarget(t, "broadcast-gorilla")
+	shard := func(i int) string { return filepath.Join(dir, "shard"+strconv.Itoa(i)+".json") }
+	for i := 1; i <= 2; i++ {
+		report(t, "echo", "-url", echo.ws, "-admin", echo.admin, "-shard", strconv.Itoa(i)+"/2", "-c", "4", "-duration", "1s", "-warmup", "0s", "-json", shard(i))
+	}
+	pages := map[string][]string{
+		"handshake": {"handshake", "-url", sio.url, "-admin", sio.admin, "-n", "20", "-transport", "websocket"},
+		"echo":      {"echo", "-url", echo.ws, "-admin", echo.admin, "-c", "4", "-duration", "2s", "-warmup", "0s"},
+		"conns":     {"conns", "-url", echo.ws, "-admin", echo.admin, "-n", "20", "-batch", "10", "-hold", "1s"},
+		"broadcast": {"broadcast", "-url", "ws://" + bc.addr + "/", "-admin", bc.admin, "-subscribers", "10", "-senders", "2", "-rate", "40", "-duration", "2s"},
+		"merge":     {"merge", shard(1), shard(2)},
+	}
+	for name, args := range pages {
+		// Flags before merge's files, which end its flags.
+		report(t, append([]string{args[0], "-html", filepath.Join(dir, name+".html")}, args[1:]...)...)
+	}
+	pages["experiment"] = nil
+	writeExperimentPage(t, filepath.Join(dir, "experiment.html"))
+
+	for name := range pages {
+		t.Run(name, func(t *testing.T) {
+			p := b.Open(t, "file://"+filepath.Join(dir, name+".html"))
+			if n := p.TextLayout(t); n == 0 {
+				t.Errorf("no chart text on the page")
+			}
+			p.NoProblems(t)
+		})
+	}
+}
+
+// writeExperimentPage writes the page an experiment writes: three groups
+// of runs at four concurrencies, as make experiment-handshake does.
+func writeExperimentPage(t *testing.T, path string) {
+	var runs []htmlreport.Run
+	for gi, group := range []string{"empty, loadgen", "blocking, python-socketio", "blocking, socket.io-client (JS)"} {
+		for _, n := range []int{50, 100, 200, 500} {
+			ok := n * (3 - gi) / 3
+			runs = append(runs, htmlreport.Run{Name: group + ", n=" + strconv.Itoa(n), Group: group, Concurrency: n, Attempts: n, Succeeded: ok,
+				Counts: []htmlreport.Count{{Name: "connected", Client: float64(ok), Server: htmlreport.FloatOf(ptr(uint64(ok)))}, {Name: "failed", Client: float64(n - ok)}}})
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := htmlreport.WriteHTML(f, "handshake experiment: "+strings.Repeat("success vs concurrency ", 2), runs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

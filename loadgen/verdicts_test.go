@@ -206,3 +206,17 @@ func need(t *testing.T, what, path string) {
 	}
 	t.Skipf("%s is missing: run make deps", what)
 }
+
+// TestVerdictConnsSocketIO: conns on a Socket.IO URL holds Socket.IO
+// sockets (the namespace CONNECT done), so that its count and the
+// server's handshakes are of one unit: nothing lost, exit 0.
+func TestVerdictConnsSocketIO(t *testing.T) {
+	tg := startTarget(t, "empty")
+	vs := loadgen(t, "conns", "-url", "ws://"+tg.addr+"/socket.io/?EIO=4&transport=websocket", "-admin", tg.admin, "-n", "200", "-hold", "0")
+	has(t, vs, verdict.Agree, "client and server agree: 200 of 200 handshakes completed")
+	for _, v := range vs {
+		if v.Loss {
+			t.Errorf("a loss in a run that lost nothing: %+v", v)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/sioclient"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -57,7 +58,16 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err := cfg.TLS.Check(ctx, notes, u, cfg.Timeout); err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, u: u, rep: newReport(cfg, u), errs: &tally.Errors{}, notes: notes}
+	sio, isSIO, err := socketIOTarget(u)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, u: u, rep: newReport(cfg, u, isSIO), errs: &tally.Errors{}, notes: notes}
+	if isSIO {
+		r.sio = &sio
+		r.workers = &sioclient.Workers{}
+		defer r.workers.Close()
+	}
 	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Scenario: "conns", Shard: cfg.Shard}, r)
 	if rep != nil && err == nil {
 		rep.OpenFiles = files.String()
@@ -76,11 +86,13 @@ type held struct {
 // run is the scenario's part of a run: the connections, held, and the
 // target's RSS from /proc with -pid (its /stats is the skeleton's).
 type run struct {
-	cfg   Config
-	u     target.URL
-	rep   *Report
-	errs  *tally.Errors
-	notes io.Writer
+	cfg     Config
+	u       target.URL
+	sio     *sioTarget         // a Socket.IO URL; nil for a WebSocket or TCP one
+	workers *sioclient.Workers // open the Socket.IO sockets' transports
+	rep     *Report
+	errs    *tally.Errors
+	notes   io.Writer
 
 	mu      sync.Mutex
 	conns   []held
@@ -155,6 +167,9 @@ func (r *run) keep(h held) {
 
 // dial opens one connection from src.
 func (r *run) dial(ctx context.Context, src netip.Addr, writePool *target.BufferPool) (held, error) {
+	if r.sio != nil {
+		return r.dialSocketIO(ctx)
+	}
 	opts := target.Options{Timeout: r.cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool, TLS: r.cfg.TLS.Config()}
 	if r.u.TCP {
 		c, err := target.DialTCP(ctx, r.u, opts)
@@ -308,6 +323,8 @@ func serverView(cfg Config, before, after sample, freed *sample, heldConns int) 
 			v.ConnectionsActive = &a.ConnectionsActive
 			d := protocol.Diff(b.Stats, a.Stats)
 			v.ConnectionsOpened = &d.ConnectionsTotal
+			ok := d.Handshakes[protocol.ResultOK]
+			v.HandshakesOK = &ok
 			v.Replicas = cfg.ReplicasOf(before.server, after.server)
 			if v.RSSSource == "" && b.ResidentBytes != nil && a.ResidentBytes != nil {
 				v.RSSBefore, v.RSSAfter, v.RSSSource = b.ResidentBytes, a.ResidentBytes, "stats"

@@ -220,3 +220,20 @@ func TestVerdictConnsSocketIO(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictUnits: runs whose client counts a unit the server does not
+// (raw TCP connections to a WebSocket target, the auth event a Socket.IO
+// target emits beside the acks) pass, with the verdict saying what was
+// compared; echo-tcp's TCP connections are compared with the connections
+// it accepted.
+func TestVerdictUnits(t *testing.T) {
+	ws := startTarget(t, "echo-gorilla")
+	vs := loadgen(t, "conns", "-url", "tcp://"+ws.addr, "-admin", ws.admin, "-n", "10", "-hold", "0")
+	has(t, vs, verdict.Incomparable, "the client counted TCP connections (10 of 10), and this target counts handshakes")
+	tcp := startTarget(t, "echo-tcp")
+	vs = loadgen(t, "conns", "-url", "tcp://"+tcp.addr, "-admin", tcp.admin, "-n", "10", "-hold", "0")
+	has(t, vs, verdict.Agree, "client and server agree: 10 of 10 TCP connections accepted")
+	sio := startTarget(t, "empty", "-emit-auth")
+	vs = loadgen(t, "handshake", "-url", sio.url, "-admin", sio.admin, "-n", "20", "-deadline", "10s", "-transport", "websocket")
+	has(t, vs, verdict.Agree, "the server sent 20, the client counted 20")
+}

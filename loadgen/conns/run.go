@@ -233,13 +233,21 @@ func (r *run) Finish(ctx context.Context, f *scenario.Frame) *Report {
 	}
 	rep.Errors = r.errs.Map()
 	rep.Server, rep.ServerError = serverView(cfg, before, after, freed, rep.Held)
-	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Sent: -1, Received: -1,
+	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Unit: unit(r.u), Sent: -1, Received: -1,
 		ClientCPU: f.ClientCPU, Window: f.Window, ServerCPU: f.ServerCPU()})
 	rep.Shard = f.ShardPart()
 	if rep.ServerError != "" {
 		fmt.Fprintf(r.notes, "loadgen: %s\n", rep.ServerError)
 	}
 	return rep
+}
+
+// unit is what the connections to u are, for the verdicts.
+func unit(u target.URL) string {
+	if u.TCP {
+		return verdict.UnitTCP
+	}
+	return ""
 }
 
 // closeAll closes the connections, closeParallel at a time.

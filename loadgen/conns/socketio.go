@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/zishang520/socket.io/clients/socket/v3"
@@ -14,12 +13,12 @@ import (
 	"github.com/knowngood/knowngood/loadgen/sioclient"
 )
 
-// enginePath is the path a Socket.IO server serves Engine.IO on: a -url
-// on it names a Socket.IO target. A bare WebSocket on it would open an
-// Engine.IO session and never join a namespace, which a Socket.IO server
-// does not count as a handshake and drops once its -connect-timeout runs
-// out; so conns holds Socket.IO sockets there instead.
-const enginePath = "/socket.io/"
+// enginePath, on a -url, names a Socket.IO target. A bare WebSocket there
+// would open an Engine.IO session and never join a namespace, which a
+// Socket.IO server does not count as a handshake and drops once its
+// -connect-timeout runs out; so conns holds Socket.IO sockets there
+// instead.
+const enginePath = target.EnginePath
 
 // sioTarget is a Socket.IO -url taken apart for the Socket.IO client.
 type sioTarget struct {
@@ -31,11 +30,11 @@ type sioTarget struct {
 // other URL. Its query may give EIO=4 (the only protocol the client
 // speaks) and transport=websocket or polling (default websocket).
 func socketIOTarget(u target.URL) (t sioTarget, ok bool, err error) {
-	if u.TCP {
+	if !u.SocketIO() {
 		return t, false, nil
 	}
 	p, err := url.Parse(u.String)
-	if err != nil || strings.TrimSuffix(p.Path, "/")+"/" != enginePath {
+	if err != nil {
 		return t, false, nil
 	}
 	q := p.Query()

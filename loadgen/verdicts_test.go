@@ -233,6 +233,16 @@ func TestVerdictUnits(t *testing.T) {
 	tcp := startTarget(t, "echo-tcp")
 	vs = loadgen(t, "conns", "-url", "tcp://"+tcp.addr, "-admin", tcp.admin, "-n", "10", "-hold", "0")
 	has(t, vs, verdict.Agree, "client and server agree: 10 of 10 TCP connections accepted")
+	// A path the Socket.IO target does not serve: nothing connects (exit
+	// 1), and the 404s reached it.
+	root := startTarget(t, "empty")
+	vs = loadgenExit(t, []int{1}, "conns", "-url", "ws://"+root.addr+"/", "-admin", root.admin, "-n", "5", "-hold", "0")
+	has(t, vs, verdict.Outside, "the server answered 5 attempts with an HTTP status and counted no handshake for them")
+	for _, v := range vs {
+		if v.Loss {
+			t.Errorf("a loss: %+v", v)
+		}
+	}
 	sio := startTarget(t, "empty", "-emit-auth")
 	vs = loadgen(t, "handshake", "-url", sio.url, "-admin", sio.admin, "-n", "20", "-deadline", "10s", "-transport", "websocket")
 	has(t, vs, verdict.Agree, "the server sent 20, the client counted 20")

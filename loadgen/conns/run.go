@@ -94,11 +94,13 @@ type run struct {
 	errs    *tally.Errors
 	notes   io.Writer
 
-	mu      sync.Mutex
-	conns   []held
-	alive   atomic.Int64 // established and not dropped
-	closing atomic.Bool  // set before the run closes them: their ends are not drops
-	readers sync.WaitGroup
+	mu    sync.Mutex
+	conns []held
+	alive atomic.Int64 // established and not dropped
+	// answered: dials the target answered with an HTTP status, not a 101
+	answered atomic.Int64
+	closing  atomic.Bool // set before the run closes them: their ends are not drops
+	readers  sync.WaitGroup
 
 	before, after sample // the target's memory before the first dial and at the end of the hold
 }
@@ -123,6 +125,9 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		t1 := time.Now()
 		if err != nil {
 			tl.Error(t1)
+			if refused := (*target.Refused)(nil); errors.As(err, &refused) {
+				r.answered.Add(1)
+			}
 			return err
 		}
 		tl.Record(t1, t1.Sub(t0))
@@ -233,7 +238,7 @@ func (r *run) Finish(ctx context.Context, f *scenario.Frame) *Report {
 	}
 	rep.Errors = r.errs.Map()
 	rep.Server, rep.ServerError = serverView(cfg, before, after, freed, rep.Held)
-	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Unit: unit(r.u), Sent: -1, Received: -1,
+	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Unit: unit(r.u), Answered: int(r.answered.Load()), Sent: -1, Received: -1,
 		ClientCPU: f.ClientCPU, Window: f.Window, ServerCPU: f.ServerCPU()})
 	rep.Shard = f.ShardPart()
 	if rep.ServerError != "" {

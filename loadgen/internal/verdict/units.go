@@ -86,3 +86,18 @@ func authNote(r Run) string {
 	}
 	return " (the server's messages sent without the auth event it emits on each namespace CONNECT, -emit-auth)"
 }
+
+// answeredOutside says how many of the attempts the client saw answered
+// with an HTTP status the server did not count as refused handshakes (a
+// path it does not serve answers 404 before any handshake begins), and
+// says so: they reached it, and were refused there.
+func answeredOutside(r Run, rejected uint64, add func(string, string, ...any)) uint64 {
+	answered := uint64(max(r.Answered, 0))
+	if answered <= rejected {
+		return 0
+	}
+	outside := answered - rejected
+	add(Outside, "the server answered %d attempts with an HTTP status and counted no handshake for them (the client's errors name the status; a 404 is a path it does not serve): they reached it, and were refused there%s",
+		outside, from(r))
+	return outside
+}

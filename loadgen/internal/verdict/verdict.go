@@ -36,6 +36,11 @@ type Run struct {
 	// WebSocket upgrade, a Socket.IO namespace CONNECT), UnitTCP for raw
 	// TCP connections, which only echo-tcp counts as its own.
 	Unit string `json:"unit,omitempty"`
+	// Answered: attempts the client saw answered with an HTTP status
+	// instead of a handshake (a 503 at the cap, a 404 for a path the
+	// target does not serve): each reached the server, counted by it as a
+	// refused handshake or not at all.
+	Answered int `json:"answered,omitempty"`
 
 	// Sent: messages the client sent that the server should have
 	// received; Received: replies the client counted back, of the kind the
@@ -134,6 +139,7 @@ const (
 	CommandFailed = "command-failed"
 	Unfinished    = "handshakes-unfinished"
 	Incomparable  = "units-differ"
+	Outside       = "answered-outside-handshakes"
 )
 
 // Unknowing reports whether the verdicts say that the client's figures
@@ -258,6 +264,9 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	// Socket.IO session counts from its Engine.IO open, its handshake
 	// from its namespace CONNECT.
 	reached, open := max(seen, s.ConnectionsTotal), s.ConnectionsTotal-min(seen, s.ConnectionsTotal)
+	if outside := answeredOutside(r, rejected, add); outside > 0 {
+		reached = max(reached, seen+outside)
+	}
 	if connected := uint64(max(r.Connected, 0)); r.Connected >= 0 && connected > ok {
 		claims(r, connected, ok, seen, open, add)
 	}

@@ -160,6 +160,12 @@ func TestUnits(t *testing.T) {
 			verdict.NeverReached, "the server accepted 7 of 10 TCP connections: 3 never reached it", []string{verdict.Agree}},
 		{"echo-tcp reads", verdict.Run{Attempts: 1, Connected: 1, Unit: verdict.UnitTCP, Sent: 100, Received: 100, Server: &protocol.Stats{ConnectionsTotal: 1, MessagesReceived: 37, BytesReceived: 12800, BytesSent: 12800}, Config: map[string]string{"variant": "echo-tcp"}},
 			verdict.Incomparable, "echo-tcp counts reads, not messages", nil},
+		// A path the target does not serve: 404 before any handshake;
+		// it was "5 never reached it".
+		{"answered outside handshakes", verdict.Run{Attempts: 5, Connected: 0, Answered: 5, Sent: -1, Received: -1, Server: stats(0, 0, 0, 0)},
+			verdict.Outside, "the server answered 5 attempts with an HTTP status and counted no handshake for them", []string{verdict.NeverReached}},
+		{"answered at the cap", verdict.Run{Attempts: 10, Connected: 5, Answered: 5, Sent: -1, Received: -1, Server: stats(5, 5, 0, 0)},
+			verdict.Rejected, "the server rejected 5 of 10", []string{verdict.Outside, verdict.NeverReached}},
 		// -emit-auth: one auth event a socket beside the echo acks; it
 		// was "the other 50 were lost on the client side".
 		{"auth events", verdict.Run{Attempts: 50, Connected: 50, Sent: 50, Received: 50, Server: &protocol.Stats{Handshakes: map[string]uint64{"ok": 50}, ConnectionsTotal: 50, MessagesReceived: 50, MessagesSent: 100}, Config: map[string]string{"emit-auth": "true"}},

@@ -159,7 +159,7 @@ bench-broadcast: deps
 bench-cluster: deps
 	go run ./scripts/bench/cluster
 
-## experiment-handshake: the handshake experiment: empty, async, blocking x N = 50..500 x loadgen, JS, python-socketio (not a test)
+## experiment-handshake: the handshake experiment: empty, async, blocking x N = 50..500 x loadgen, JS, python-socketio, the zishang520 Go client (not a test)
 experiment-handshake: deps
 	go run ./scripts/bench/experiment -out experiment-handshake.md -html experiment-handshake.html
 

@@ -208,3 +208,44 @@ func need(t *testing.T, what, path string) {
 	}
 	t.Skipf("%s is missing: run make deps", what)
 }
+
+// TestVerdictConnsSocketIO: conns on a Socket.IO URL holds Socket.IO
+// sockets (the namespace CONNECT done), so that its count and the
+// server's handshakes are of one unit: nothing lost, exit 0.
+func TestVerdictConnsSocketIO(t *testing.T) {
+	tg := startTarget(t, "empty")
+	vs := loadgen(t, "conns", "-url", "ws://"+tg.addr+"/socket.io/?EIO=4&transport=websocket", "-admin", tg.admin, "-n", "200", "-hold", "0")
+	has(t, vs, verdict.Agree, "client and server agree: 200 of 200 handshakes completed")
+	for _, v := range vs {
+		if v.Loss {
+			t.Errorf("a loss in a run that lost nothing: %+v", v)
+		}
+	}
+}
+
+// TestVerdictUnits: runs whose client counts a unit the server does not
+// (raw TCP connections to a WebSocket target, the auth event a Socket.IO
+// target emits beside the acks) pass, with the verdict saying what was
+// compared; echo-tcp's TCP connections are compared with the connections
+// it accepted.
+func TestVerdictUnits(t *testing.T) {
+	ws := startTarget(t, "echo-gorilla")
+	vs := loadgen(t, "conns", "-url", "tcp://"+ws.addr, "-admin", ws.admin, "-n", "10", "-hold", "0")
+	has(t, vs, verdict.Incomparable, "the client counted TCP connections (10 of 10), and this target counts handshakes")
+	tcp := startTarget(t, "echo-tcp")
+	vs = loadgen(t, "conns", "-url", "tcp://"+tcp.addr, "-admin", tcp.admin, "-n", "10", "-hold", "0")
+	has(t, vs, verdict.Agree, "client and server agree: 10 of 10 TCP connections accepted")
+	// A path the Socket.IO target does not serve: nothing connects (exit
+	// 1), and the 404s reached it.
+	root := startTarget(t, "empty")
+	vs = loadgenExit(t, []int{1}, "conns", "-url", "ws://"+root.addr+"/", "-admin", root.admin, "-n", "5", "-hold", "0")
+	has(t, vs, verdict.Outside, "the server answered 5 attempts with an HTTP status and counted no handshake for them")
+	for _, v := range vs {
+		if v.Loss {
+			t.Errorf("a loss: %+v", v)
+		}
+	}
+	sio := startTarget(t, "empty", "-emit-auth")
+	vs = loadgen(t, "handshake", "-url", sio.url, "-admin", sio.admin, "-n", "20", "-deadline", "10s", "-transport", "websocket")
+	has(t, vs, verdict.Agree, "the server sent 20, the client counted 20")
+}

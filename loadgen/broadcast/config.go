@@ -111,6 +111,9 @@ func (c *Config) normalize(set map[string]bool) error {
 	if u.TCP {
 		return errors.New("invalid value " + strconv.Quote(c.URL) + " for flag -url: the broadcast protocol needs WebSocket: want ws://HOST:PORT/PATH or wss://HOST:PORT/PATH")
 	}
+	if err := target.NotSocketIO(u, "broadcast"); err != nil {
+		return err
+	}
 	if c.Push && (set["senders"] || set["rate"] || set["payload"]) {
 		return errors.New("flag -push: the server sends; -senders, -rate and -payload are for broadcast mode")
 	}

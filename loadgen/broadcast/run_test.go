@@ -109,6 +109,7 @@ func TestFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-url", "tcp://127.0.0.1:1"}, "needs WebSocket"},
+		{[]string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=websocket"}, "is a Socket.IO target's Engine.IO path, where broadcast's WebSocket messages are not Socket.IO events"},
 		{[]string{"-push", "-senders", "3"}, "flag -push"},
 		{[]string{"-subscribers", "0"}, "-subscribers"},
 		{[]string{"-rate", "x"}, "-rate"},

@@ -1,7 +1,9 @@
 // Package conns is the idle-connections scenario of loadgen: it opens N
 // WebSocket (or raw TCP) connections in batches, each bound to the next
 // source address of a range so that no one address runs out of ephemeral
-// ports, holds them without traffic, and reports how many it held, how long
+// ports, or N Socket.IO sockets on a URL on /socket.io/ (the Engine.IO
+// open and the namespace CONNECT, with the zishang520 client), holds them
+// without traffic, and reports how many it held, how long
 // they took to establish, the failures with their first error, and what
 // each one costs the target in resident memory (its RSS after minus before,
 // divided by the connections held).
@@ -19,6 +21,7 @@ import (
 	"io"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/internal/flagset"
@@ -33,6 +36,8 @@ const (
 	DefaultBatch   = 1000
 	DefaultHold    = 10 * time.Second
 	DefaultTimeout = 10 * time.Second
+	// DefaultNamespace is the namespace of a Socket.IO URL's sockets.
+	DefaultNamespace = "/"
 
 	maxN = 10000000
 )
@@ -49,6 +54,8 @@ type Config struct {
 	Hold    time.Duration // how long the connections are held once all are open
 	Timeout time.Duration // bounds each connection's dial and upgrade
 	PID     int           // the target's process id, for its RSS from /proc; 0 for none
+	// Namespace is the namespace a Socket.IO URL's sockets join.
+	Namespace string
 	// FreeOSMemory: after the hold, also read the RSS once the target has
 	// returned its free memory to the OS (POST /debug/freeosmemory).
 	FreeOSMemory bool
@@ -67,7 +74,7 @@ func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
 var words = scenario.Words{
 	Metrics:    metrics,
 	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
+	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), ws://HOST:PORT/socket.io/ (Socket.IO sockets, namespace CONNECT done; ?transport=polling for polling), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
 	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,
 }
 
@@ -94,6 +101,7 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 		cfg.PID = n
 		return nil
 	})
+	fs.StringVar(&cfg.Namespace, "namespace", DefaultNamespace, "the `NAMESPACE` each socket joins, for a Socket.IO URL (ws://HOST:PORT/socket.io/)")
 	fs.BoolVar(&cfg.FreeOSMemory, "free-os-memory", false, "after the hold, also ask the target to collect its garbage and return free memory to the OS (POST /debug/freeosmemory on -admin; start a knowngood target with -pprof), and read its RSS again: what the connections hold live, without the garbage collector's slack")
 	return fs
 }
@@ -105,6 +113,9 @@ func (c *Config) normalize(set map[string]bool) error {
 		return err
 	}
 	c.URL = u.String
+	if err := c.checkSocketIO(u, set); err != nil {
+		return err
+	}
 	if c.Shard.Set() {
 		if c.N, _ = c.Shard.Split(c.N); c.N == 0 {
 			return fmt.Errorf("-shard %s leaves this shard no connections: give -n of at least %d", c.Shard, c.Shard.N)
@@ -116,4 +127,22 @@ func (c *Config) normalize(set map[string]bool) error {
 		err = errors.New("flag -free-os-memory: needs the target's admin listener (-admin)")
 	}
 	return err
+}
+
+// checkSocketIO refuses what a Socket.IO URL cannot take: -sources (the
+// Socket.IO client binds no source address), and a -namespace is only for
+// a Socket.IO URL.
+func (c *Config) checkSocketIO(u target.URL, set map[string]bool) error {
+	_, sio, err := socketIOTarget(u)
+	switch {
+	case err != nil:
+		return err
+	case sio && len(c.Sources) > 0:
+		return errors.New("flag -sources: a Socket.IO URL (/socket.io/) is dialled by the zishang520 client, which binds no source address: leave -sources out, or run a -shard per machine")
+	case !sio && set["namespace"]:
+		return fmt.Errorf("flag -namespace: only for a Socket.IO URL (ws://HOST:PORT%s), not %s", enginePath, c.URL)
+	case c.Namespace == "" || !strings.HasPrefix(c.Namespace, "/"):
+		return fmt.Errorf("flag -namespace: want a path starting with /, not %q", c.Namespace)
+	}
+	return nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	base := Config{Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"}, N: DefaultN, Batch: DefaultBatch, Hold: DefaultHold, Timeout: DefaultTimeout}
+	base := Config{Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"}, N: DefaultN, Batch: DefaultBatch, Hold: DefaultHold, Timeout: DefaultTimeout, Namespace: DefaultNamespace}
 	addrs := func(s ...string) []netip.Addr {
 		var out []netip.Addr
 		for _, a := range s {
@@ -36,6 +36,9 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-sources", "127.0.0.255-127.0.1.0"}, func(c *Config) { c.Sources = addrs("127.0.0.255", "127.0.1.0") }},
 		{[]string{"-admin", ""}, func(c *Config) { c.Admin = "" }},
 		{[]string{"-free-os-memory"}, func(c *Config) { c.FreeOSMemory = true }},
+		{[]string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=polling", "-namespace", "/custom"}, func(c *Config) {
+			c.URL, c.Namespace = "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=polling", "/custom"
+		}},
 	} {
 		got, err := ParseFlags(tc.args)
 		if err != nil {
@@ -70,6 +73,11 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-admin", "ftp://x:1"}, "flag -admin: want http://HOST:PORT"},
 		{[]string{"-pid", "x"}, "flag -pid: want a process id"},
 		{[]string{"-free-os-memory", "-admin", ""}, "flag -free-os-memory: needs the target's admin listener (-admin)"},
+		{[]string{"-url", "ws://127.0.0.1:8080/socket.io/", "-sources", "127.0.0.1-127.0.0.2"}, "flag -sources: a Socket.IO URL (/socket.io/) is dialled by the zishang520 client, which binds no source address"},
+		{[]string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=3&transport=websocket"}, "EIO=3: the Socket.IO client speaks Engine.IO 4 (EIO=4) only"},
+		{[]string{"-url", "ws://127.0.0.1:8080/socket.io/?transport=webtransport"}, "transport=webtransport: want websocket or polling"},
+		{[]string{"-namespace", "/custom"}, "flag -namespace: only for a Socket.IO URL (ws://HOST:PORT/socket.io/)"},
+		{[]string{"-url", "ws://127.0.0.1:8080/socket.io", "-namespace", "custom"}, "flag -namespace: want a path starting with /"},
 		{[]string{"-json"}, "flag needs an argument: -json"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {

@@ -24,7 +24,7 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		return nil, err
 	}
 	first := reps[0]
-	out := &Report{Client: first.Client, Version: first.Version, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold,
+	out := &Report{Client: first.Client, Version: first.Version, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold, Namespace: first.Namespace,
 		OpenFiles: first.OpenFiles, Batches: []Batch{}}
 	var urls, serverErrs []string
 	var samples [][]timeline.Sample

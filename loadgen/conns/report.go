@@ -30,6 +30,9 @@ type Report struct {
 	Batch   int      `json:"batch"`
 	Sources []string `json:"sources"` // empty: the kernel's choice
 	Hold    string   `json:"hold"`
+	// Namespace: the namespace each Socket.IO socket joined; "" for
+	// WebSocket and TCP connections.
+	Namespace string `json:"namespace,omitempty"`
 	// OpenFiles says the open-files budget plainly; OpenFilesAllow is the
 	// number of connections it leaves room for.
 	OpenFiles      string `json:"open_files"`
@@ -91,19 +94,33 @@ type ServerView struct {
 	// over the run.
 	ConnectionsActive *int64  `json:"connections_active"`
 	ConnectionsOpened *uint64 `json:"connections_opened"`
+	// HandshakesOK: the handshakes the server completed over the run (on
+	// a Socket.IO target, the namespace CONNECTs it acknowledged).
+	HandshakesOK *uint64 `json:"handshakes_ok"`
 	// Replicas: each replica's part (-admin with several, or -shard);
 	// the figures above are their sum.
 	Replicas []replicas.Replica `json:"replicas,omitempty"`
 }
 
-func newReport(cfg Config, u target.URL) *Report {
+func newReport(cfg Config, u target.URL, socketIO bool) *Report {
 	r := &Report{URL: cfg.URL, N: cfg.N, Batch: cfg.Batch, Hold: cfg.Hold.String(), Sources: []string{}, Errors: map[string]tally.Count{}}
 	r.Client, r.Version = target.Client(u, target.Gorilla)
+	if socketIO {
+		r.Namespace = cfg.Namespace
+		_, r.Version = target.Client(u, sioModule)
+		r.Client = sioClientName
+	}
 	for _, a := range cfg.Sources {
 		r.Sources = append(r.Sources, a.String())
 	}
 	return r
 }
+
+// The Socket.IO client, for reports.
+const (
+	sioClientName = "zishang520/socket.io-client-go"
+	sioModule     = "github.com/zishang520/socket.io/clients/socket/v3"
+)
 
 // KiBPerConnection is the target's resident memory per held connection, in
 // KiB; nil when unknown.
@@ -153,8 +170,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		sources = fmt.Sprintf("%s (%s)", plural.Of(len(r.Sources), "source address"), target.SourceList(addrs))
 	}
+	what := plural.Of(r.N, "idle connection")
+	if r.Namespace != "" {
+		what = plural.Of(r.N, "idle Socket.IO socket") + " (namespace " + r.Namespace + ")"
+	}
 	fmt.Fprintf(w, "conns: %s to %s in batches of %d from %s, held %s (%s %s)\n",
-		plural.Of(r.N, "idle connection"), r.URL, r.Batch, sources, r.Hold, r.Client, r.Version)
+		what, r.URL, r.Batch, sources, r.Hold, r.Client, r.Version)
 	if r.OpenFiles != "" {
 		fmt.Fprintf(w, "%s\n", r.OpenFiles)
 	}
@@ -171,6 +192,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			return fmt.Sprintf("%d opened", *s.ConnectionsOpened)
 		}))
+	if r.Namespace != "" {
+		t.Row("namespace CONNECT", "", t.Server(func(s *ServerView) string {
+			if s.HandshakesOK == nil {
+				return ""
+			}
+			return fmt.Sprintf("%d acknowledged", *s.HandshakesOK)
+		}))
+	}
 	t.Row("failed", strconv.Itoa(r.Failed), "")
 	t.Row("dropped while held", strconv.Itoa(r.Dropped), "")
 	t.Row("held", strconv.Itoa(r.Held),

@@ -18,6 +18,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/sioclient"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -57,7 +58,16 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err := cfg.TLS.Check(ctx, notes, u, cfg.Timeout); err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, u: u, rep: newReport(cfg, u), errs: &tally.Errors{}, notes: notes}
+	sio, isSIO, err := socketIOTarget(u)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, u: u, rep: newReport(cfg, u, isSIO), errs: &tally.Errors{}, notes: notes}
+	if isSIO {
+		r.sio = &sio
+		r.workers = &sioclient.Workers{}
+		defer r.workers.Close()
+	}
 	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Scenario: "conns", Shard: cfg.Shard}, r)
 	if rep != nil && err == nil {
 		rep.OpenFiles = files.String()
@@ -76,17 +86,21 @@ type held struct {
 // run is the scenario's part of a run: the connections, held, and the
 // target's RSS from /proc with -pid (its /stats is the skeleton's).
 type run struct {
-	cfg   Config
-	u     target.URL
-	rep   *Report
-	errs  *tally.Errors
-	notes io.Writer
+	cfg     Config
+	u       target.URL
+	sio     *sioTarget         // a Socket.IO URL; nil for a WebSocket or TCP one
+	workers *sioclient.Workers // open the Socket.IO sockets' transports
+	rep     *Report
+	errs    *tally.Errors
+	notes   io.Writer
 
-	mu      sync.Mutex
-	conns   []held
-	alive   atomic.Int64 // established and not dropped
-	closing atomic.Bool  // set before the run closes them: their ends are not drops
-	readers sync.WaitGroup
+	mu    sync.Mutex
+	conns []held
+	alive atomic.Int64 // established and not dropped
+	// answered: dials the target answered with an HTTP status, not a 101
+	answered atomic.Int64
+	closing  atomic.Bool // set before the run closes them: their ends are not drops
+	readers  sync.WaitGroup
 
 	before, after sample // the target's memory before the first dial and at the end of the hold
 }
@@ -111,6 +125,9 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		t1 := time.Now()
 		if err != nil {
 			tl.Error(t1)
+			if refused := (*target.Refused)(nil); errors.As(err, &refused) {
+				r.answered.Add(1)
+			}
 			return err
 		}
 		tl.Record(t1, t1.Sub(t0))
@@ -155,6 +172,9 @@ func (r *run) keep(h held) {
 
 // dial opens one connection from src.
 func (r *run) dial(ctx context.Context, src netip.Addr, writePool *target.BufferPool) (held, error) {
+	if r.sio != nil {
+		return r.dialSocketIO(ctx)
+	}
 	opts := target.Options{Timeout: r.cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool, TLS: r.cfg.TLS.Config()}
 	if r.u.TCP {
 		c, err := target.DialTCP(ctx, r.u, opts)
@@ -218,13 +238,21 @@ func (r *run) Finish(ctx context.Context, f *scenario.Frame) *Report {
 	}
 	rep.Errors = r.errs.Map()
 	rep.Server, rep.ServerError = serverView(cfg, before, after, freed, rep.Held)
-	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Sent: -1, Received: -1,
+	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Unit: unit(r.u), Answered: int(r.answered.Load()), Sent: -1, Received: -1,
 		ClientCPU: f.ClientCPU, Window: f.Window, ServerCPU: f.ServerCPU()})
 	rep.Shard = f.ShardPart()
 	if rep.ServerError != "" {
 		fmt.Fprintf(r.notes, "loadgen: %s\n", rep.ServerError)
 	}
 	return rep
+}
+
+// unit is what the connections to u are, for the verdicts.
+func unit(u target.URL) string {
+	if u.TCP {
+		return verdict.UnitTCP
+	}
+	return ""
 }
 
 // closeAll closes the connections, closeParallel at a time.
@@ -308,6 +336,8 @@ func serverView(cfg Config, before, after sample, freed *sample, heldConns int) 
 			v.ConnectionsActive = &a.ConnectionsActive
 			d := protocol.Diff(b.Stats, a.Stats)
 			v.ConnectionsOpened = &d.ConnectionsTotal
+			ok := d.Handshakes[protocol.ResultOK]
+			v.HandshakesOK = &ok
 			v.Replicas = cfg.ReplicasOf(before.server, after.server)
 			if v.RSSSource == "" && b.ResidentBytes != nil && a.ResidentBytes != nil {
 				v.RSSBefore, v.RSSAfter, v.RSSSource = b.ResidentBytes, a.ResidentBytes, "stats"

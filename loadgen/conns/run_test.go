@@ -182,3 +182,39 @@ func TestRunFreeOSMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSocketIO: on a Socket.IO URL, conns holds Socket.IO sockets: the
+// server acknowledged every namespace CONNECT, and over a hold of several
+// ping intervals the client's pongs keep every socket (none dropped for
+// ping timeout). The margin: the hold is 5 intervals of 100 ms, each with
+// 300 ms for the pong.
+func TestRunSocketIO(t *testing.T) {
+	tg := harness.Start(t, "-variant", "empty", "-ping-interval", "100ms", "-ping-timeout", "300ms")
+	for _, ns := range []string{"/", "/custom"} {
+		t.Run(ns, func(t *testing.T) {
+			url := "ws://" + tg.Addr + "/socket.io/?EIO=4&transport=websocket"
+			cfg := Config{Common: scenario.Common{URL: url, Admin: tg.AdminURL()}, N: 20, Batch: 8, Hold: 500 * time.Millisecond, Timeout: 10 * time.Second, Namespace: ns}
+			rep, err := Run(context.Background(), cfg, new(strings.Builder))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Established != 20 || rep.Held != 20 || rep.Dropped != 0 || len(rep.Errors) != 0 {
+				t.Errorf("established %d, held %d, dropped %d, errors %v", rep.Established, rep.Held, rep.Dropped, rep.Errors)
+			}
+			s := rep.Server
+			if s == nil || *s.HandshakesOK != 20 || *s.ConnectionsActive != 20 || rep.Namespace != ns || rep.Client != sioClientName {
+				t.Fatalf("server view %+v, report namespace %q client %q", s, rep.Namespace, rep.Client)
+			}
+			for _, v := range rep.Verdicts {
+				if v.Loss {
+					t.Errorf("a loss: %+v", v)
+				}
+			}
+			var b strings.Builder
+			if err := rep.WriteTable(&b); err != nil || !strings.Contains(b.String(), "20 idle Socket.IO sockets (namespace "+ns+")") ||
+				!strings.Contains(b.String(), "20 acknowledged") {
+				t.Errorf("table (%v):\n%s", err, b.String())
+			}
+		})
+	}
+}

@@ -136,6 +136,9 @@ func (c *Config) normalize(set map[string]bool) error {
 		return err
 	}
 	c.URL = u.String
+	if err := target.NotSocketIO(u, "echo"); err != nil {
+		return err
+	}
 	if c.Shard.Set() {
 		// This shard's connections and its part of the rate.
 		c.Conns, _ = c.Shard.Split(c.Conns)

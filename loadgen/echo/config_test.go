@@ -54,6 +54,7 @@ func TestParseFlagsErrors(t *testing.T) {
 	}{
 		{[]string{"-url", "127.0.0.1:8080"}, "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
 		{[]string{"-url", "http://127.0.0.1:8080/"}, "flag -url: want ws://"},
+		{[]string{"-url", "ws://127.0.0.1:8080/socket.io"}, "is a Socket.IO target's Engine.IO path, where echo's WebSocket messages are not Socket.IO events: use loadgen handshake -url http://127.0.0.1:8080"},
 		{[]string{"-url", "https://127.0.0.1:8080/"}, "flag -url: want ws://HOST:PORT/PATH, wss://"},
 		{[]string{"-url", "tls://127.0.0.1:7000/echo"}, "flag -url: a tls:// URL has no path"},
 		{[]string{"-ca", "/nonexistent/cert.pem"}, "flag -ca: open /nonexistent/cert.pem"},

@@ -258,6 +258,9 @@ func (r *run) Finish(_ context.Context, f *scenario.Frame) *Report {
 	// the window.
 	v := verdict.Run{Attempts: r.cfg.Conns, Connected: rep.Connected, Deadline: r.cfg.Timeout, Sent: rep.Sent, Received: r.received,
 		ClientCPU: rep.ClientCPUSeconds, Window: time.Duration(rep.WindowSeconds * float64(time.Second)), ServerCPU: -1}
+	if u, _ := target.ParseURL(r.cfg.URL); u.TCP { // checked by ParseFlags
+		v.Unit = verdict.UnitTCP // raw TCP: connections, not upgrades; reads, not messages
+	}
 	if rep.Server != nil && rep.Server.CPUSeconds != nil {
 		v.ServerCPU = *rep.Server.CPUSeconds
 	}

@@ -7,7 +7,8 @@
 //
 //   - Transports left unset: the client picks from a set that includes
 //     WebTransport, in map order, and hangs on it against an HTTP/1.1
-//     server (about 14% of connections). Options.Transport is explicit.
+//     server (about one connection in eight, measured in
+//     scripts/bench/README.md). Options.Transport is explicit.
 //   - A lost Engine.IO open: the Manager creates its Engine.IO socket, which
 //     opens its transport synchronously (the WebSocket dial runs inside the
 //     constructor) and starts the transport's reader goroutine, and only then

@@ -125,7 +125,7 @@ func TestTsungLog(t *testing.T) {
 }
 
 // The JSON lines of real runs of scripts/clients/sio-connect.mjs and
-// sio_connect.py (20 connections, --echo).
+// sio_connect.py (20 connections, --echo), and of sio-connect-go.
 func TestClientLines(t *testing.T) {
 	f, ok := parseClientLine(read(t, "clients/sio-connect.out"))
 	if !ok {
@@ -137,6 +137,12 @@ func TestClientLines(t *testing.T) {
 		t.Fatal("sio_connect.py's line not recognised")
 	}
 	want(t, f, "python-socketio JSON line", 20, 20, 20, 20)
+	// scripts/clients/sio-connect-go, default transports, 50 against empty.
+	f, ok = parseClientLine(read(t, "clients/sio-connect-go.out"))
+	if !ok {
+		t.Fatal("sio-connect-go's line not recognised")
+	}
+	want(t, f, "zishang520/socket.io-client-go JSON line", 50, 43, 0, 0)
 	// An older line without sent and received: messages unknown.
 	f, _ = parseClientLine([]byte("noise\n" + `{"client":"socket.io-client","attempts":5,"connected":3}` + "\n"))
 	want(t, f, "socket.io-client JSON line", 5, 3, -1, -1)

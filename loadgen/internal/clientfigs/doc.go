@@ -18,7 +18,8 @@
 //	                                                    vusers.failed is 0,       socketio.emit                 unknown for socketio
 //	                                                    else unknown
 //	sio-connect.mjs,              attempts              connected                 sent (echo events emitted)    received (acks back)
-//	sio_connect.py (JSON line)
+//	sio_connect.py,
+//	sio-connect-go (JSON line)
 //	tsung (tsung log)             websocket_succ +      websocket_succ            match + nomatch, for the      the same
 //	                              websocket_fail +      (connect without          recipe (scripts/tsung) only;
 //	                              error_connect_*       WebSocket)                else unknown

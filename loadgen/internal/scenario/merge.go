@@ -56,6 +56,8 @@ func MergeShards(names []string, parts []*ShardPart) (*ShardPart, error) {
 		pv := p.Verdict
 		v.Attempts += pv.Attempts
 		v.Connected += pv.Connected
+		v.Answered += pv.Answered
+		v.Unit = pv.Unit // one URL, so one unit, for every shard
 		v.Deadline = max(v.Deadline, pv.Deadline)
 		v.Sent, v.Received, v.Lost = addKnown(v.Sent, pv.Sent, i), addKnown(v.Received, pv.Received, i), addKnown(v.Lost, pv.Lost, i)
 		v.Slack += pv.Slack

@@ -72,3 +72,20 @@ func TestMergeShards(t *testing.T) {
 		t.Errorf("sent with one unknown: %+v, %v", m, err)
 	}
 }
+
+// TestMergeShardsUnits: the merged run keeps the shards' unit (raw TCP)
+// and adds up their HTTP answers, so that the merged verdicts compare
+// what the shards' did.
+func TestMergeShardsUnits(t *testing.T) {
+	a, b := part("conns", 1, 2, -1, ""), part("conns", 2, 2, -1, "")
+	for _, p := range []*ShardPart{a, b} {
+		p.Verdict.Unit, p.Verdict.Answered = verdict.UnitTCP, 3
+	}
+	m, err := MergeShards([]string{"a.json", "b.json"}, []*ShardPart{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := m.Verdict; v.Unit != verdict.UnitTCP || v.Answered != 6 {
+		t.Errorf("merged unit %q, answered %d; want tcp, 6", v.Unit, v.Answered)
+	}
+}

@@ -63,6 +63,29 @@ func ParseURL(raw string) (URL, error) {
 	return URL{}, fmt.Errorf("invalid value %q for flag -url: want %s", raw, URLForms)
 }
 
+// EnginePath is the path a Socket.IO server serves Engine.IO on.
+const EnginePath = "/socket.io/"
+
+// SocketIO reports whether u is a WebSocket URL on EnginePath: a
+// Socket.IO target, where a bare WebSocket opens an Engine.IO session
+// that never joins a namespace (the server counts no handshake for it).
+func (u URL) SocketIO() bool {
+	if u.TCP {
+		return false
+	}
+	p, err := url.Parse(u.String)
+	return err == nil && strings.TrimSuffix(p.Path, "/")+"/" == EnginePath
+}
+
+// NotSocketIO refuses a Socket.IO URL for a scenario that speaks bare
+// WebSocket messages, pointing to the one that speaks Socket.IO.
+func NotSocketIO(u URL, scenario string) error {
+	if !u.SocketIO() {
+		return nil
+	}
+	return fmt.Errorf("invalid value %q for flag -url: %s is a Socket.IO target's Engine.IO path, where %s's WebSocket messages are not Socket.IO events: use loadgen handshake -url http://%s (-echo), or loadgen conns to hold sockets", u.String, EnginePath, scenario, u.Addr)
+}
+
 // Options shape a dial.
 type Options struct {
 	Timeout time.Duration // the whole dial, upgrade included

@@ -32,6 +32,15 @@ type Run struct {
 	Attempts  int           `json:"attempts"`
 	Connected int           `json:"connected"`
 	Deadline  time.Duration `json:"deadline_ns"`
+	// Unit is what the client's connections are: "" for handshakes (a
+	// WebSocket upgrade, a Socket.IO namespace CONNECT), UnitTCP for raw
+	// TCP connections, which only echo-tcp counts as its own.
+	Unit string `json:"unit,omitempty"`
+	// Answered: attempts the client saw answered with an HTTP status
+	// instead of a handshake (a 503 at the cap, a 404 for a path the
+	// target does not serve): each reached the server, counted by it as a
+	// refused handshake or not at all.
+	Answered int `json:"answered,omitempty"`
 
 	// Sent: messages the client sent that the server should have
 	// received; Received: replies the client counted back, of the kind the
@@ -128,6 +137,9 @@ const (
 	ClientUnknown = "client-figures-unknown"
 	ClaimsMore    = "client-claims-more"
 	CommandFailed = "command-failed"
+	Unfinished    = "handshakes-unfinished"
+	Incomparable  = "units-differ"
+	Outside       = "answered-outside-handshakes"
 )
 
 // Unknowing reports whether the verdicts say that the client's figures
@@ -224,7 +236,13 @@ func unknown(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 // connections judges the handshakes.
 func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	if r.Config["variant"] == "echo-tcp" {
-		return // echo-tcp has no handshake to count
+		tcpConnections(r, s, add) // echo-tcp has no handshake to count
+		return
+	}
+	if r.Unit == UnitTCP {
+		add(Incomparable, "the client counted TCP connections (%d of %d), and this target counts handshakes (WebSocket upgrades or Socket.IO CONNECTs; %d completed): the two cannot be compared%s",
+			r.Connected, r.Attempts, s.Handshakes[protocol.ResultOK], from(r))
+		return
 	}
 	if r.Unknown && r.Attempts < 0 && r.Connected < 0 {
 		serverSide(r, s, uint64(0), add)
@@ -241,12 +259,19 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		n = seen
 	}
 	p99 := ms(s.HandshakeLatency.P99)
-	if connected := uint64(max(r.Connected, 0)); r.Connected >= 0 && connected > ok {
-		add(ClaimsMore, "the client claims %d connected, more than the %d handshakes the server completed (of %d it saw): %d that the server never completed; the client's count is wrong, or counts something else%s",
-			connected, ok, seen, connected-ok, from(r))
+	// A connection the server opened is one that reached it, whether or
+	// not its handshake had a result when the server was read: a
+	// Socket.IO session counts from its Engine.IO open, its handshake
+	// from its namespace CONNECT.
+	reached, open := max(seen, s.ConnectionsTotal), s.ConnectionsTotal-min(seen, s.ConnectionsTotal)
+	if outside := answeredOutside(r, rejected, add); outside > 0 {
+		reached = max(reached, seen+outside)
 	}
-	if seen < n {
-		add(NeverReached, "the server saw %d of %d attempts: %d never reached it (check the listen backlog, open-files limits, ephemeral ports)%s", seen, n, n-seen, onlyInSum(r))
+	if connected := uint64(max(r.Connected, 0)); r.Connected >= 0 && connected > ok {
+		claims(r, connected, ok, seen, open, add)
+	}
+	if reached < n {
+		add(NeverReached, "the server saw %d of %d attempts: %d never reached it (check the listen backlog, open-files limits, ephemeral ports)%s", reached, n, n-reached, onlyInSum(r))
 	}
 	if connected := uint64(max(r.Connected, 0)); ok > connected && (r.Connected >= 0 || !r.Unknown) {
 		add(ClientLost, "the server completed %d of %d handshakes (p99 %s); the client counted %d: %s lost on the client side",
@@ -309,9 +334,11 @@ func from(r Run) string {
 
 // messages judges the messages both ways.
 func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
-	if r.Config["variant"] == "echo-tcp" {
-		return // echo-tcp counts reads, not messages
+	if r.Config["variant"] == "echo-tcp" || r.Unit == UnitTCP {
+		tcpMessages(r, s, add)
+		return
 	}
+	s = withoutAuthEvents(r, s)
 	fine := true
 	if r.Sent >= 0 {
 		if got := int64(s.MessagesReceived); r.Sent-got > r.Slack {
@@ -321,7 +348,7 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	}
 	if r.Received >= 0 {
 		if sent := int64(s.MessagesSent); sent-r.Received > r.Slack {
-			add(RepliesLost, "over the whole run, the server sent %s and the client counted %d: %s lost on the client side", plural.Of(sent, "message"), r.Received, other(sent-r.Received))
+			add(RepliesLost, "over the whole run, the server sent %s and the client counted %d: %s lost on the client side%s", plural.Of(sent, "message"), r.Received, other(sent-r.Received), authNote(r))
 			fine = false
 		}
 		if sent := int64(s.MessagesSent); r.Received-sent > r.Slack {
@@ -346,7 +373,7 @@ func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		if r.Received >= 0 {
 			what = append(what, fmt.Sprintf("the server sent %d, the client counted %d", s.MessagesSent, r.Received))
 		}
-		add(Agree, "client and server agree on the messages: %s (counts of the whole run, through the last close)%s", strings.Join(what, "; "), from(r))
+		add(Agree, "client and server agree on the messages: %s (counts of the whole run, through the last close)%s%s", strings.Join(what, "; "), authNote(r), from(r))
 	}
 }
 

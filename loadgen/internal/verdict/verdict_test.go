@@ -121,3 +121,70 @@ func TestClientFigures(t *testing.T) {
 		t.Errorf("ok only: %+v", vs)
 	}
 }
+
+// TestUnits: where the client's count and the server's are of different
+// units, no loss is found, and the verdict says so. Each case gave a
+// false loss before its rule.
+func TestUnits(t *testing.T) {
+	opened := func(st *protocol.Stats, n uint64) *protocol.Stats { st.ConnectionsTotal = n; return st }
+	for _, c := range []struct {
+		name   string
+		run    verdict.Run
+		kind   string
+		text   string
+		absent []string // kinds that must not be found
+	}{
+		// 200 Engine.IO sessions held without a namespace CONNECT: the
+		// server opened 200, completed no handshake yet. It was "200
+		// never reached it" and "claims more".
+		{"sessions without CONNECT", verdict.Run{Attempts: 200, Connected: 200, Sent: -1, Received: -1, Server: opened(stats(0, 0, 0, 0), 200)},
+			verdict.Unfinished, "the server had opened 200 connections whose handshake had not finished when it was read",
+			[]string{verdict.NeverReached, verdict.ClaimsMore, verdict.Agree}},
+		// Of 200 counted, 150 completed and 30 still open: 20 remain a
+		// claim of the client's.
+		{"some unfinished, some claimed", verdict.Run{Attempts: 200, Connected: 200, Sent: -1, Received: -1, Server: opened(stats(150, 0, 0, 0), 180)},
+			verdict.ClaimsMore, "the client claims 170 connected, more than the 150 handshakes", nil},
+		// Raw TCP connections to a WebSocket target: no upgrade, no
+		// handshake; it was "10 never reached it".
+		{"tcp to a websocket target", verdict.Run{Attempts: 10, Connected: 10, Unit: verdict.UnitTCP, Sent: -1, Received: -1, Server: stats(0, 0, 0, 0)},
+			verdict.Incomparable, "the client counted TCP connections (10 of 10), and this target counts handshakes",
+			[]string{verdict.NeverReached, verdict.ClaimsMore}},
+		{"tcp messages to a websocket target", verdict.Run{Attempts: 1, Connected: 1, Unit: verdict.UnitTCP, Sent: 5, Received: 0, Server: stats(0, 0, 0, 0)},
+			verdict.Incomparable, "went over raw TCP, which this target does not read as messages",
+			[]string{verdict.NotDelivered}},
+		// echo-tcp: TCP connections against the connections it accepted;
+		// it was an unchecked "agree".
+		{"echo-tcp accepted all", verdict.Run{Attempts: 10, Connected: 10, Unit: verdict.UnitTCP, Sent: -1, Received: -1, Server: opened(stats(0, 0, 0, 0), 10), Config: map[string]string{"variant": "echo-tcp"}},
+			verdict.Agree, "client and server agree: 10 of 10 TCP connections accepted", nil},
+		{"echo-tcp accepted fewer", verdict.Run{Attempts: 10, Connected: 7, Unit: verdict.UnitTCP, Sent: -1, Received: -1, Server: opened(stats(0, 0, 0, 0), 7), Config: map[string]string{"variant": "echo-tcp"}},
+			verdict.NeverReached, "the server accepted 7 of 10 TCP connections: 3 never reached it", []string{verdict.Agree}},
+		{"echo-tcp reads", verdict.Run{Attempts: 1, Connected: 1, Unit: verdict.UnitTCP, Sent: 100, Received: 100, Server: &protocol.Stats{ConnectionsTotal: 1, MessagesReceived: 37, BytesReceived: 12800, BytesSent: 12800}, Config: map[string]string{"variant": "echo-tcp"}},
+			verdict.Incomparable, "echo-tcp counts reads, not messages", nil},
+		// A path the target does not serve: 404 before any handshake;
+		// it was "5 never reached it".
+		{"answered outside handshakes", verdict.Run{Attempts: 5, Connected: 0, Answered: 5, Sent: -1, Received: -1, Server: stats(0, 0, 0, 0)},
+			verdict.Outside, "the server answered 5 attempts with an HTTP status and counted no handshake for them", []string{verdict.NeverReached}},
+		{"answered at the cap", verdict.Run{Attempts: 10, Connected: 5, Answered: 5, Sent: -1, Received: -1, Server: stats(5, 5, 0, 0)},
+			verdict.Rejected, "the server rejected 5 of 10", []string{verdict.Outside, verdict.NeverReached}},
+		// -emit-auth: one auth event a socket beside the echo acks; it
+		// was "the other 50 were lost on the client side".
+		{"auth events", verdict.Run{Attempts: 50, Connected: 50, Sent: 50, Received: 50, Server: &protocol.Stats{Handshakes: map[string]uint64{"ok": 50}, ConnectionsTotal: 50, MessagesReceived: 50, MessagesSent: 100}, Config: map[string]string{"emit-auth": "true"}},
+			verdict.Agree, "the server sent 50, the client counted 50 (counts of the whole run, through the last close) (the server's messages sent without the auth event", []string{verdict.RepliesLost}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.run.ClientCPU = -1
+			vs := verdict.Judge(c.run)
+			if !slices.ContainsFunc(vs, func(v verdict.Verdict) bool { return v.Kind == c.kind && strings.Contains(v.Text, c.text) }) {
+				t.Fatalf("no %s verdict saying %q in %+v", c.kind, c.text, vs)
+			}
+			for _, k := range c.absent {
+				if slices.Contains(kinds(vs), k) {
+					t.Errorf("a %s verdict in %+v", k, vs)
+				}
+			}
+			if lost := c.kind == verdict.NeverReached || c.kind == verdict.ClaimsMore; verdict.Lost(vs) != lost {
+				t.Errorf("loss %v, want %v: %+v", verdict.Lost(vs), lost, vs)
+			}
+		})
+	}
+}

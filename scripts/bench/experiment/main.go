@@ -1,16 +1,19 @@
 // Command experiment is the handshake experiment (make
 // experiment-handshake): N Socket.IO connects at once, each with a 15 s
 // deadline, against empty, async and blocking (a 50 ms connect on one
-// shared loop), measured with three clients side by side (loadgen, the
-// official JS socket.io-client, python-socketio's AsyncClient), with the
-// server's own count of each run beside them. It prints one Markdown table
-// (and writes it to -out) with the success rate, p50/p95/max, total time,
-// the server's completed handshakes, and the success that the blocking
-// contract predicts: min(1, T / (N x delay)); with -html, one
+// shared loop), measured with four clients side by side (loadgen, the
+// official JS socket.io-client, python-socketio's AsyncClient, and the
+// zishang520 Go client used as its README shows: default transports, its
+// own connect timeout; scripts/clients/sio-connect-go), with the server's
+// own count of each run beside them. It prints one Markdown table (and
+// writes it to -out) with the success rate, p50/p95/max, total time, the
+// server's completed handshakes, the success that the blocking contract
+// predicts: min(1, T / (N x delay)), and which side lost what the client
+// did not count, from the server's counts (lostBy); with -html, one
 // self-contained HTML report with the success rate against N for every
 // variant and client, and loadgen's runs in full.
 //
-//	go run ./scripts/bench/experiment [-n 50,100,200,500] [-clients loadgen,js,python] [-deadline 15s] [-out FILE] [-html FILE]
+//	go run ./scripts/bench/experiment [-n 50,100,200,500] [-clients loadgen,js,python,go] [-deadline 15s] [-out FILE] [-html FILE]
 //
 // Run it from the repository root, after make deps. Everything listens on
 // 127.0.0.1; every run has a fresh server, and every process it starts is
@@ -41,8 +44,11 @@ import (
 
 var (
 	allVariants = variants.NamesOf(variants.ByFamily(variants.SocketIO))
-	allClients  = []string{"loadgen", "js", "python"}
+	allClients  = []string{"loadgen", "js", "python", "go"}
 )
+
+// goClientPkg is the Go client's command.
+const goClientPkg = "./scripts/clients/sio-connect-go"
 
 // delay is the servers' -delay: the cost of one connect on async and
 // blocking.
@@ -63,7 +69,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("experiment-handshake", flag.ContinueOnError)
 	ns := fs.String("n", "50,100,200,500", "comma-separated `list` of connection counts")
 	variants := fs.String("variants", strings.Join(allVariants, ","), "comma-separated `list` of variants")
-	clients := fs.String("clients", strings.Join(allClients, ","), "comma-separated `list` of clients: loadgen, js, python")
+	clients := fs.String("clients", strings.Join(allClients, ","), "comma-separated `list` of clients: loadgen, js, python, go (the zishang520 Go client with its default transports)")
 	deadline := fs.Duration("deadline", 15*time.Second, "each connect's deadline, on every client")
 	out := fs.String("out", "", "also write the table to `FILE`")
 	htmlOut := fs.String("html", "", "also write an HTML report with charts to `FILE`")
@@ -96,6 +102,12 @@ type result struct {
 	P95ms     *float64 `json:"p95_ms"`
 	MaxMs     *float64 `json:"max_ms"`
 	TotalMs   float64  `json:"total_ms"`
+	// FirstTransport (the Go client): by the transport each connection
+	// tried first, its attempts and those that connected.
+	FirstTransport map[string]struct {
+		Attempts  int `json:"attempts"`
+		Connected int `json:"connected"`
+	} `json:"first_transport"`
 }
 
 // row is one run: a client against a fresh server.
@@ -197,6 +209,14 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 		cmd = []string{"node", "scripts/clients/sio-connect.mjs", "--url", url, "--n", strconv.Itoa(n), "--transports", "websocket", "--deadline-ms", deadlineMs}
 	case "python":
 		cmd = []string{"/usr/bin/python3", "scripts/clients/sio_connect.py", "--url", url, "--n", strconv.Itoa(n), "--transports", "websocket", "--deadline-ms", deadlineMs}
+	case "go":
+		// No --transports: the library's default set, as its README uses it.
+		bin, err := harness.Build(goClientPkg, "sio-connect-go")
+		if err != nil {
+			r.err = err
+			return r
+		}
+		cmd = []string{bin, "--url", url, "--n", strconv.Itoa(n), "--deadline-ms", deadlineMs}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*o.deadline+time.Minute)
 	defer cancel()
@@ -236,16 +256,16 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 }
 
 func writeTable(w io.Writer, o options, rows []row) {
-	fmt.Fprintf(w, "\nN Socket.IO connects at once over WebSocket, deadline %s each, a fresh server per run, connect cost %s (async: on its own timer; blocking: on the one shared loop). Success is the client's count; server ok is the server's own.\n\n", o.deadline, delay)
-	fmt.Fprintln(w, "| variant | N | client | success % | predicted % | p50 ms | p95 ms | max ms | total s | server ok | server p99 ms |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "\nN Socket.IO connects at once, deadline %s each, a fresh server per run, connect cost %s (async: on its own timer; blocking: on the one shared loop). Over WebSocket, but go: the zishang520 Go client with its default transports. Success is the client's count; server ok is the server's own; lost by says, from the server's counts, which side lost what the client did not count.\n\n", o.deadline, delay)
+	fmt.Fprintln(w, "| variant | N | client | success % | predicted % | p50 ms | p95 ms | max ms | total s | server ok | server p99 ms | lost by |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, r := range rows {
 		predicted := 100.0
 		if r.variant == "blocking" {
 			predicted = 100 * min(1, o.deadline.Seconds()/(float64(r.n)*delay.Seconds()))
 		}
 		if r.res == nil {
-			fmt.Fprintf(w, "| %s | %d | %s | error: %v | %.1f | | | | | | |\n", r.variant, r.n, r.client, r.err, predicted)
+			fmt.Fprintf(w, "| %s | %d | %s | error: %v | %.1f | | | | | | | |\n", r.variant, r.n, r.client, r.err, predicted)
 			continue
 		}
 		ok, p99 := "-", "-"
@@ -253,9 +273,9 @@ func writeTable(w io.Writer, o options, rows []row) {
 			ok = strconv.FormatUint(r.server.Handshakes[protocol.ResultOK], 10)
 			p99 = strconv.FormatFloat(r.server.HandshakeLatency.P99*1000, 'f', 1, 64)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %.1f | %.1f | %s | %s | %s | %.2f | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %d | %s | %.1f | %.1f | %s | %s | %s | %.2f | %s | %s | %s |\n",
 			r.variant, r.n, r.client, 100*float64(r.res.Connected)/float64(max(r.res.Attempts, 1)), predicted,
-			ms(r.res.P50ms), ms(r.res.P95ms), ms(r.res.MaxMs), r.res.TotalMs/1000, ok, p99)
+			ms(r.res.P50ms), ms(r.res.P95ms), ms(r.res.MaxMs), r.res.TotalMs/1000, ok, p99, lostBy(r))
 	}
 }
 

@@ -72,6 +72,9 @@ type Server struct {
 	redis *cluster.Redis
 	// counts tracks the cluster-wide counts that acks wait for.
 	counts sync.WaitGroup
+	// native is the target on the project's own engine (-engine native);
+	// nil on zishang520, whose fields are the rest.
+	native *native
 }
 
 // session follows one Engine.IO session from its open request to its first
@@ -118,6 +121,9 @@ type sessionKey struct{}
 
 // New builds a Socket.IO target with the given connect model.
 func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+	if cfg.SocketIO.Engine == config.EngineNative {
+		return newNative(mode, cfg, m, log)
+	}
 	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	if mode == Blocking {
 		s.loop = newLoop()
@@ -359,6 +365,9 @@ func messageData(args []any) (data []byte, text bool) {
 
 // Serve serves until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.native != nil {
+		return s.native.Serve(ln)
+	}
 	if err := lifecycle.ServeHTTP(s.http, ln, s.cfg.BodyTimeout, s.m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -371,6 +380,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // time left has passed), every session is closed. The library's own close
 // would drop what a WebSocket still has queued, hence the wait.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.native != nil {
+		return s.native.Shutdown(ctx)
+	}
 	s.closed.Store(true)
 	s.loop.stop()
 	grace := 2 * time.Second
@@ -404,7 +416,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // RedisState is "up" or "down" with -redis, "" without.
 func (s *Server) RedisState() string {
-	if s.redis == nil {
+	if s.native != nil || s.redis == nil {
 		return ""
 	}
 	return s.redis.RedisState()

@@ -84,7 +84,17 @@ type SocketIO struct {
 	MaxPayload     int64
 	ConnectTimeout time.Duration
 	EmitAuth       bool
+	// Engine is the Engine.IO / Socket.IO server the targets run on:
+	// EngineZishang520 (the library users deploy) or EngineNative (this
+	// project's own, shared/sioengine).
+	Engine string
 }
+
+// The Socket.IO engines (-engine).
+const (
+	EngineZishang520 = "zishang520"
+	EngineNative     = "native"
+)
 
 // Broadcast holds what only the broadcast targets read.
 type Broadcast struct {
@@ -136,6 +146,7 @@ func Default() Config {
 			Transports:     []string{"polling", "websocket"},
 			MaxPayload:     1_000_000,
 			ConnectTimeout: 45 * time.Second,
+			Engine:         EngineZishang520,
 		},
 		Broadcast: Broadcast{
 			SendQueue: 256,
@@ -255,6 +266,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	size(&c.SocketIO.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
 	dur(&c.SocketIO.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
 	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
+	str(&c.SocketIO.Engine, "engine", "Socket.IO: the server underneath: zishang520 (the library) or native (this project's own)")
 
 	dur(&c.Broadcast.PushInterval, "push-interval", "broadcast: timed push to every client (0 = off)")
 	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")
@@ -315,6 +327,8 @@ func (c Config) Validate() error {
 		return bad("max-payload", "%d; want a positive number of bytes", c.SocketIO.MaxPayload)
 	case c.SocketIO.ConnectTimeout <= 0:
 		return bad("connect-timeout", "%s; want a positive duration such as 45s", c.SocketIO.ConnectTimeout)
+	case c.SocketIO.Engine != EngineZishang520 && c.SocketIO.Engine != EngineNative:
+		return bad("engine", "%q; want zishang520 or native", c.SocketIO.Engine)
 	case c.Broadcast.PushInterval < 0:
 		return bad("push-interval", "%s; want 0 (off) or a positive duration", c.Broadcast.PushInterval)
 	case c.Broadcast.PushSize < 0:

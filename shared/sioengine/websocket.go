@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -140,6 +141,12 @@ func (c *Conn) readWebSocket(ws *websocket.Conn, upgrading bool) {
 			c.webSocketEnded(ws, err)
 			return
 		}
+		if op == websocket.TextMessage && !utf8.Valid(*buf) {
+			// Node's ws refuses it (gorilla does not check): 1007.
+			wsframe.PutBuffer(buf)
+			c.failWebSocket(ws, websocket.CloseInvalidFramePayloadData)
+			return
+		}
 		p := inPacket{typ: eioMessage, data: *buf, binary: true}
 		if op == websocket.TextMessage {
 			p, err = parseText(*buf)
@@ -175,12 +182,23 @@ func (c *Conn) webSocketEnded(ws *websocket.Conn, err error) {
 		_ = ws.Close()
 		return
 	}
-	reason := "transport close"
 	if errors.Is(err, websocket.ErrReadLimit) || errors.Is(err, wsframe.ErrTooBig) {
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseMessageTooBig, ""), time.Now().Add(time.Second))
-		reason = "transport error"
+		c.failWebSocket(ws, websocket.CloseMessageTooBig)
+		return
 	}
-	c.terminate(reason)
+	c.terminate("transport close")
+}
+
+// failWebSocket closes a WebSocket that broke the rules with code, as
+// Node's ws does, and ends its session or its upgrade ("transport error").
+func (c *Conn) failWebSocket(ws *websocket.Conn, code int) {
+	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
+	if !c.isTransport(ws) {
+		c.abandonUpgrade(ws)
+		_ = ws.Close()
+		return
+	}
+	c.terminate("transport error")
 }
 
 // writeWebSocket is the session's one WebSocket writer: it runs while

@@ -277,6 +277,34 @@ func testJSClient(t *testing.T, engine string) {
 	}
 }
 
+// TestBinaryJSClient: the official client's binary events and acks
+// (Buffers nested in the arguments, one starting with the byte of a
+// CONNECT packet) come back byte for byte, over WebSocket, over polling
+// (base64) and across the upgrade.
+func TestBinaryJSClient(t *testing.T) { forEngines(t, testBinaryJSClient) }
+
+func testBinaryJSClient(t *testing.T, engine string) {
+	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
+	s := startServer(t, "-variant", "empty", "-engine", engine)
+	for _, transports := range []string{"websocket", "polling", "polling,websocket"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, "node", "../scripts/clients/sio-binary.mjs", "--url", s.url, "--transports", transports).Output()
+		cancel()
+		var r struct{ Cases map[string]string }
+		if err != nil || json.Unmarshal(bytes.TrimSpace(out), &r) != nil {
+			t.Fatalf("sio-binary over %s: %v, %q", transports, err, out)
+		}
+		for name, result := range r.Cases {
+			if result != "ok" {
+				t.Errorf("over %s: %s: %s", transports, name, result)
+			}
+		}
+		if len(r.Cases) < 3 {
+			t.Errorf("over %s: ran %v, want the three cases", transports, r.Cases)
+		}
+	}
+}
+
 // TestPythonClient: 200 python-socketio AsyncClients at once against empty.
 func TestPythonClient(t *testing.T) { forEngines(t, testPythonClient) }
 

@@ -3,6 +3,7 @@ package sioengine
 import (
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -68,6 +69,11 @@ func (c *Conn) servePoll(w http.ResponseWriter, r *http.Request) {
 // pollAnswerLocked is what a long-poll takes: the queue, and a noop or the
 // close packet when the session or the transport is ending.
 func (c *Conn) pollAnswerLocked() []*frame {
+	if c.transport == WebSocket {
+		// Upgraded meanwhile: the queue is the WebSocket's now, and the
+		// old transport ends with the close packet.
+		return []*frame{closeFrame}
+	}
 	frames := c.takeLocked()
 	switch {
 	case c.state == stateClosing:
@@ -76,12 +82,8 @@ func (c *Conn) pollAnswerLocked() []*frame {
 		c.mu.Unlock()
 		c.terminate(c.reason)
 		c.mu.Lock()
-	case c.state == stateClosed && c.transport == WebSocket:
-		frames = append(frames, closeFrame) // upgraded meanwhile
 	case c.state == stateClosed:
 		frames = append(frames, noopFrame) // the client's close
-	case c.transport == WebSocket:
-		frames = append(frames, closeFrame) // the upgrade closes the old transport
 	case len(frames) == 0:
 		frames = append(frames, noopFrame) // an upgrade is under way
 	}
@@ -135,7 +137,11 @@ func (c *Conn) servePost(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusRequestEntityTooLarge)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	limit := max // one byte more than allowed shows a body too long
+	if limit < math.MaxInt64 {
+		limit++
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit))
 	switch {
 	case int64(len(body)) > max:
 		w.Header().Set("Connection", "close")

@@ -102,6 +102,8 @@ func New(o Options) *Server {
 		HandshakeTimeout:  o.HandshakeTimeout,
 		CheckOrigin:       func(*http.Request) bool { return true }, // checked in admitOpen
 		EnableCompression: o.Compression,
+		// A write buffer only while writing: an idle session holds none.
+		WriteBufferPool: &sync.Pool{},
 	}
 	return s
 }
@@ -156,12 +158,14 @@ func refuse(w http.ResponseWriter, r *http.Request, code int, message string) {
 
 // ServeHTTP serves one Engine.IO request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cors(w, r) {
+	upgrade := websocket.IsWebSocketUpgrade(r)
+	// Node's engine.io serves upgrades apart from its request handler,
+	// and its CORS headers with the requests only.
+	if !upgrade && s.cors(w, r) {
 		return
 	}
 	q := r.URL.Query()
 	transport := q.Get("transport")
-	upgrade := websocket.IsWebSocketUpgrade(r)
 	if !slices.Contains(s.opts.Transports, transport) {
 		refuse(w, r, codeUnknownTransport, "")
 		return

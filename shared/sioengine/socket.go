@@ -105,6 +105,9 @@ type partialPacket struct {
 
 // onPacket handles one Engine.IO packet of the session's transport.
 func (c *Conn) onPacket(p inPacket) {
+	if !c.isOpen() {
+		return // Node reads nothing more of a session that is closing
+	}
 	switch p.typ {
 	case eioPong:
 		c.pong()

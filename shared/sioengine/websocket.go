@@ -44,20 +44,27 @@ func (s *Server) openWebSocket(w http.ResponseWriter, r *http.Request) {
 // upgradeTo serves a WebSocket that names a polling session: the probe,
 // then the upgrade packet, move the session onto it.
 func (c *Conn) upgradeTo(w http.ResponseWriter, r *http.Request) {
-	ws := c.srv.accept(w, r)
-	if ws == nil {
+	// Marked upgrading before the 101 goes out: a GET the client sends
+	// after it then waits for the upgrade (waitUpgrade).
+	c.mu.Lock()
+	ok := c.transport == Polling && !c.upgrading && c.state == stateOpen
+	var ws *websocket.Conn
+	if ok {
+		c.upgrading, c.probed = true, false
+		c.upgradeDone = make(chan struct{})
+	}
+	c.mu.Unlock()
+	if ws = c.srv.accept(w, r); ws == nil {
+		if ok {
+			c.abandonUpgrade(nil)
+		}
 		return
 	}
-	c.mu.Lock()
-	if c.transport != Polling || c.upgrading || c.state != stateOpen {
+	if !ok {
 		// Node accepts the WebSocket and closes it.
-		c.mu.Unlock()
 		closeWebSocket(ws)
 		return
 	}
-	c.upgrading, c.probed = true, false
-	c.upgradeDone = make(chan struct{})
-	c.mu.Unlock()
 	timer := time.AfterFunc(upgradeTimeout, func() { c.abandonUpgrade(ws) })
 	go func() {
 		c.readWebSocket(ws, true)
@@ -77,14 +84,16 @@ func closeWebSocket(ws *websocket.Conn) {
 // on over polling.
 func (c *Conn) abandonUpgrade(ws *websocket.Conn) {
 	c.mu.Lock()
-	if c.ws == ws || !c.upgrading {
+	if (ws != nil && c.ws == ws) || !c.upgrading {
 		c.mu.Unlock()
 		return
 	}
 	c.upgrading, c.probed = false, false
 	close(c.upgradeDone)
 	c.mu.Unlock()
-	closeWebSocket(ws)
+	if ws != nil {
+		closeWebSocket(ws)
+	}
 }
 
 // onUpgradePacket handles a packet of a WebSocket that is not yet the

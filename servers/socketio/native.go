@@ -54,8 +54,8 @@ type nativeSession struct {
 type nativeTurn struct{ repeated []func(error) }
 
 func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
-	if cfg.Cluster.Redis != "" {
-		return nil, errors.New("-redis: not available with -engine native")
+	if cfg.Cluster.Redis != "" { // main refuses it first, with exit status 2
+		return nil, errors.New("-engine native has no -redis cluster mode yet")
 	}
 	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	connecting, err := n.connectHook(mode)

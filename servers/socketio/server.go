@@ -1,7 +1,8 @@
 // Package socketio is the Socket.IO target (variants empty, async and
-// blocking) on github.com/zishang520/socket.io v3. The three variants differ
-// only in their connect middleware (connect.go); the events they serve are
-// in events.go.
+// blocking) on one of two engines (-engine): github.com/zishang520/socket.io
+// v3, the default, or the project's own, shared/sioengine (native.go,
+// native_events.go). The three variants differ only in their connect
+// middleware (connect.go); the events they serve are in events.go.
 //
 // With -redis, the replica joins a cluster through the adapter of
 // shared/cluster/sioredis, wire-compatible with Node's

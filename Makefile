@@ -105,7 +105,7 @@ lint:
 ## fuzz: every fuzz target for FUZZTIME each (make test runs their seed corpora)
 FUZZTIME ?= 20s
 FUZZ_TARGETS := ./shared/config:FuzzParse ./shared/protocol:FuzzDecodeStats ./servers/broadcast:FuzzSessionMessage \
-	./shared/wsserver:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets \
+	./shared/wsserver:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets ./servers/socketio:FuzzPacketsNative \
 	./shared/wsserver:FuzzFrameGuard ./shared/wsserver:FuzzGnetFrames ./shared/wsserver/wsframe:FuzzReaderSplits
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -159,6 +159,8 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"-variant", "broadcast-gnet", "-redis", "127.0.0.1:6379"}, 2, "", `invalid value for -redis: "127.0.0.1:6379"`},
 		{[]string{"-variant", "empty", "-addr", "127.0.0.1:99999"}, 2, "", `invalid value for -addr: "127.0.0.1:99999": port 99999 out of range`},
 		{[]string{"-version"}, 0, "knowngood ", ""},
+		{[]string{"-engine", "node"}, 2, "", `invalid value for -engine: "node"; want zishang520 or native`},
+		{[]string{"-engine", "native", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `invalid value for -engine: native has no -redis cluster mode yet`},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
@@ -171,10 +173,23 @@ func TestRunExitStatus(t *testing.T) {
 	}
 }
 
+// sioEngines are the Socket.IO engines (-engine) each Socket.IO test here
+// runs on: the two must behave the same.
+var sioEngines = []string{"zishang520", "native"}
+
+// forEngines runs test once on each engine, as a subtest named after it.
+func forEngines(t *testing.T, test func(t *testing.T, engine string)) {
+	for _, engine := range sioEngines {
+		t.Run(engine, func(t *testing.T) { test(t, engine) })
+	}
+}
+
 // TestSIGTERM: a connected client gets a Socket.IO DISCONNECT, and the
 // process exits with status 0 within -shutdown-timeout.
-func TestSIGTERM(t *testing.T) {
-	s := startServer(t, "-variant", "empty", "-shutdown-timeout", "3s")
+func TestSIGTERM(t *testing.T) { forEngines(t, testSIGTERM) }
+
+func testSIGTERM(t *testing.T, engine string) {
+	s := startServer(t, "-variant", "empty", "-engine", engine, "-shutdown-timeout", "3s")
 	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(s.url, "http")+"/socket.io/?EIO=4&transport=websocket", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -246,11 +261,13 @@ func (s *server) exitsWithin(t *testing.T, began time.Time, timeout time.Duratio
 // empty and async, over WebSocket alone and over polling with upgrade:
 // every one connects and gets its echo ack back, and the server counts
 // exactly 500 completed handshakes.
-func TestJSClient(t *testing.T) {
+func TestJSClient(t *testing.T) { forEngines(t, testJSClient) }
+
+func testJSClient(t *testing.T, engine string) {
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
 	const n = 500
 	for _, variant := range []string{"empty", "async"} {
-		s := startServer(t, "-variant", variant)
+		s := startServer(t, "-variant", variant, "-engine", engine)
 		for _, transports := range []string{"websocket", "polling,websocket"} {
 			before := s.stats(t)
 			r := runClient(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
@@ -267,11 +284,41 @@ func TestJSClient(t *testing.T) {
 	}
 }
 
+// TestBinaryJSClient: the official client's binary events and acks
+// (Buffers nested in the arguments, one starting with the byte of a
+// CONNECT packet) come back byte for byte, over WebSocket, over polling
+// (base64) and across the upgrade.
+func TestBinaryJSClient(t *testing.T) { forEngines(t, testBinaryJSClient) }
+
+func testBinaryJSClient(t *testing.T, engine string) {
+	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
+	s := startServer(t, "-variant", "empty", "-engine", engine)
+	for _, transports := range []string{"websocket", "polling", "polling,websocket"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, "node", "../scripts/clients/sio-binary.mjs", "--url", s.url, "--transports", transports).Output()
+		cancel()
+		var r struct{ Cases map[string]string }
+		if err != nil || json.Unmarshal(bytes.TrimSpace(out), &r) != nil {
+			t.Fatalf("sio-binary over %s: %v, %q", transports, err, out)
+		}
+		for name, result := range r.Cases {
+			if result != "ok" {
+				t.Errorf("over %s: %s: %s", transports, name, result)
+			}
+		}
+		if len(r.Cases) < 3 {
+			t.Errorf("over %s: ran %v, want the three cases", transports, r.Cases)
+		}
+	}
+}
+
 // TestPythonClient: 200 python-socketio AsyncClients at once against empty.
-func TestPythonClient(t *testing.T) {
+func TestPythonClient(t *testing.T) { forEngines(t, testPythonClient) }
+
+func testPythonClient(t *testing.T, engine string) {
 	need(t, "python3-socketio for /usr/bin/python3", havePythonSocketIO())
 	const n = 200
-	s := startServer(t, "-variant", "empty")
+	s := startServer(t, "-variant", "empty", "-engine", engine)
 	for _, transports := range []string{"websocket", "polling"} {
 		before := s.stats(t)
 		r := runClient(t, "python", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
@@ -286,9 +333,11 @@ func TestPythonClient(t *testing.T) {
 // TestMaxConnsWithJSClient: over -max-conns the server answers 503 before
 // any upgrade, the client sees the failures, and the server counts each as
 // rejected, so that both sides' figures reconcile.
-func TestMaxConnsWithJSClient(t *testing.T) {
+func TestMaxConnsWithJSClient(t *testing.T) { forEngines(t, testMaxConnsWithJSClient) }
+
+func testMaxConnsWithJSClient(t *testing.T, engine string) {
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
-	s := startServer(t, "-variant", "empty", "-max-conns", "20")
+	s := startServer(t, "-variant", "empty", "-engine", engine, "-max-conns", "20")
 	before := s.stats(t)
 	r := runClient(t, "js", "--url", s.url, "--n", "50", "--transports", "websocket", "--deadline-ms", "10000")
 	d := protocol.Diff(before, s.stats(t))
@@ -309,10 +358,12 @@ func TestMaxConnsWithJSClient(t *testing.T) {
 // the server the k-th comes >= (k-1) x delay after the first; the client
 // adds only its own receive jitter, which does not add up from one connect
 // to the next. Half a delay covers that jitter on a busy machine.
-func TestBlockingCurveJS(t *testing.T) {
+func TestBlockingCurveJS(t *testing.T) { forEngines(t, testBlockingCurveJS) }
+
+func testBlockingCurveJS(t *testing.T, engine string) {
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
 	const delay = 50.0 // ms
-	s := startServer(t, "-variant", "blocking", "-delay", "50ms")
+	s := startServer(t, "-variant", "blocking", "-engine", engine, "-delay", "50ms")
 
 	r := runClient(t, "js", "--url", s.url, "--n", "20", "--transports", "websocket", "--deadline-ms", "15000", "--times")
 	if r.Connected != 20 || len(r.TimesMS) != 20 {

@@ -38,18 +38,20 @@ func runLoadgen(t *testing.T, report any, args ...string) {
 // connection whose message was dropped waits for it until the end: one
 // lost message per drop.)
 func TestFaultsWithLoadgen(t *testing.T) {
-	t.Run("handshake reject", func(t *testing.T) {
-		s := startServer(t, "-variant", "empty", "-fault-reject", "0.2")
-		var rep struct {
-			Attempts, Connected, Failed int
-			Errors                      map[string]int
-			Server                      struct{ Faults map[string]uint64 }
-		}
-		runLoadgen(t, &rep, "handshake", "-url", s.url, "-n", "200", "-admin", s.admin)
-		if rep.Failed == 0 || uint64(rep.Failed) != rep.Server.Faults["reject"] {
-			t.Errorf("client: %d failed (%v); server: faults %v; want the same count, not 0", rep.Failed, rep.Errors, rep.Server.Faults)
-		}
-	})
+	for _, engine := range sioEngines {
+		t.Run("handshake reject/"+engine, func(t *testing.T) {
+			s := startServer(t, "-variant", "empty", "-engine", engine, "-fault-reject", "0.2")
+			var rep struct {
+				Attempts, Connected, Failed int
+				Errors                      map[string]int
+				Server                      struct{ Faults map[string]uint64 }
+			}
+			runLoadgen(t, &rep, "handshake", "-url", s.url, "-n", "200", "-admin", s.admin)
+			if rep.Failed == 0 || uint64(rep.Failed) != rep.Server.Faults["reject"] {
+				t.Errorf("client: %d failed (%v); server: faults %v; want the same count, not 0", rep.Failed, rep.Errors, rep.Server.Faults)
+			}
+		})
+	}
 	for _, v := range []string{"echo-gorilla", "echo-gnet"} {
 		t.Run(v+" close-after", func(t *testing.T) {
 			s := startServer(t, "-variant", v, "-fault-close-after", "100")

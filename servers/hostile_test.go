@@ -62,65 +62,67 @@ func hostiles(variant string) []hostile {
 
 func TestHostileMix(t *testing.T) {
 	for _, v := range allVariants {
-		t.Run(v, func(t *testing.T) {
-			s := startServer(t, append(variantArgs(v), "-handshake-timeout", "1s",
-				"-max-message", fmt.Sprint(mixMessage), "-max-payload", fmt.Sprint(mixMessage))...)
-			addr := strings.TrimPrefix(s.url, "http://")
-			healthy, err := connect(v, addr, nil, 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer healthy.Close()
-			base := echoP99(t, healthy, 200)
-
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			tried, failed := map[string]int{}, map[string]error{}
-			for _, h := range hostiles(v) {
-				wg.Go(func() {
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						err := h.run(v, addr)
-						mu.Lock()
-						tried[h.name]++
-						if err != nil && failed[h.name] == nil {
-							failed[h.name] = err
-						}
-						mu.Unlock()
-					}
-				})
-			}
-			time.Sleep(200 * time.Millisecond) // the mix is under way
-			during := echoP99(t, healthy, 200)
-			time.Sleep(mixFor)
-			close(stop)
-			wg.Wait()
-
-			for name, n := range tried {
-				if err := failed[name]; err != nil {
-					t.Errorf("%s (%d tried): a bad connection was not answered as the protocol says: %v", name, n, err)
+		for _, r := range runsOf(v) {
+			t.Run(r.name, func(t *testing.T) {
+				s := startServer(t, append(r.args, "-handshake-timeout", "1s",
+					"-max-message", fmt.Sprint(mixMessage), "-max-payload", fmt.Sprint(mixMessage))...)
+				addr := strings.TrimPrefix(s.url, "http://")
+				healthy, err := connect(v, addr, nil, 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if err := healthy.echo("still here"); err != nil {
-				t.Errorf("the healthy client after the mix: %v", err)
-			}
-			t.Logf("%v; healthy echo p99 %v without the mix, %v with it (%.1fx)", tried, base, during, float64(during)/float64(base))
-			if during > mixFactor*base && during > mixFloor {
-				t.Errorf("healthy echo p99 %v during the mix, %v without: more than %dx and over %v", during, base, mixFactor, mixFloor)
-			}
-			if resp, err := http.Get(s.admin + "/health"); err != nil || resp.StatusCode != http.StatusOK {
-				t.Errorf("/health after the mix: %v %v", resp, err)
-			} else {
-				resp.Body.Close()
-			}
-			// Every bad connection is cleaned up: only the healthy one is left.
-			echoSettle(t, s, func(st protocol.Stats) bool { return st.ConnectionsActive == 1 })
-		})
+				defer healthy.Close()
+				base := echoP99(t, healthy, 200)
+
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				tried, failed := map[string]int{}, map[string]error{}
+				for _, h := range hostiles(v) {
+					wg.Go(func() {
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							err := h.run(v, addr)
+							mu.Lock()
+							tried[h.name]++
+							if err != nil && failed[h.name] == nil {
+								failed[h.name] = err
+							}
+							mu.Unlock()
+						}
+					})
+				}
+				time.Sleep(200 * time.Millisecond) // the mix is under way
+				during := echoP99(t, healthy, 200)
+				time.Sleep(mixFor)
+				close(stop)
+				wg.Wait()
+
+				for name, n := range tried {
+					if err := failed[name]; err != nil {
+						t.Errorf("%s (%d tried): a bad connection was not answered as the protocol says: %v", name, n, err)
+					}
+				}
+				if err := healthy.echo("still here"); err != nil {
+					t.Errorf("the healthy client after the mix: %v", err)
+				}
+				t.Logf("%v; healthy echo p99 %v without the mix, %v with it (%.1fx)", tried, base, during, float64(during)/float64(base))
+				if during > mixFactor*base && during > mixFloor {
+					t.Errorf("healthy echo p99 %v during the mix, %v without: more than %dx and over %v", during, base, mixFactor, mixFloor)
+				}
+				if resp, err := http.Get(s.admin + "/health"); err != nil || resp.StatusCode != http.StatusOK {
+					t.Errorf("/health after the mix: %v %v", resp, err)
+				} else {
+					resp.Body.Close()
+				}
+				// Every bad connection is cleaned up: only the healthy one is left.
+				echoSettle(t, s, func(st protocol.Stats) bool { return st.ConnectionsActive == 1 })
+			})
+		}
 	}
 }
 

@@ -78,6 +78,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "knowngood: invalid value for -redis: variant %s has nothing to share between replicas; -redis is for the broadcast and Socket.IO variants\n", v.Name)
 		return 2
 	}
+	if cfg.Cluster.Redis != "" && v.Reads("engine") && cfg.SocketIO.Engine == config.EngineNative {
+		fmt.Fprintf(stderr, "knowngood: invalid value for -engine: native has no -redis cluster mode yet; use -engine zishang520 with -redis\n")
+		return 2
+	}
 
 	log := newLogger(cfg, stderr)
 	log.Info("config", "settings", cfg.Effective())

@@ -43,6 +43,23 @@ func row(name string) variants.Variant {
 
 func isSocketIO(v string) bool { return row(v).Family == variants.SocketIO }
 
+// variantRun is one run of a variant: a Socket.IO variant runs on each engine.
+type variantRun struct {
+	name string   // the subtest: the variant, and the engine if any
+	args []string // the flags that start it
+}
+
+func runsOf(v string) []variantRun {
+	if !isSocketIO(v) {
+		return []variantRun{{v, variantArgs(v)}}
+	}
+	var runs []variantRun
+	for _, e := range sioEngines {
+		runs = append(runs, variantRun{v + "/" + e, append(variantArgs(v), "-engine", e)})
+	}
+	return runs
+}
+
 // onePerFamilyAndLibrary names the first variant of each family on each
 // library: the fronts whose time bounds differ, once each.
 func onePerFamilyAndLibrary() []string {

@@ -248,54 +248,56 @@ func boundStages(variant string) (target, admin []stage, want map[string]map[str
 // Node's), and counted in timeouts (and the quiet sessions in disconnects).
 func TestTimeBounds(t *testing.T) {
 	for _, v := range onePerFamilyAndLibrary() {
-		t.Run(v, func(t *testing.T) {
-			s := startServer(t, append(variantArgs(v), boundArgs...)...)
-			before := statsNoKeepAlive(t, s)
-			target, admin, want := boundStages(v)
-			var wg sync.WaitGroup
-			for _, l := range []struct {
-				name   string
-				addr   string
-				stages []stage
-			}{
-				{"target", strings.TrimPrefix(s.url, "http://"), target},
-				{"admin", strings.TrimPrefix(s.admin, "http://"), admin},
-			} {
-				for _, st := range l.stages {
-					wg.Go(func() {
-						began := time.Now()
-						if err := st.run(l.addr); err != nil {
-							t.Errorf("%s port, %s (bound %v): %v", l.name, st.name, st.bound, err)
-							return
-						}
-						t.Logf("%s port, %s: closed after %v (bound %v)", l.name, st.name, time.Since(began).Round(time.Millisecond), st.bound)
-					})
-				}
-			}
-			wg.Wait()
-			// The server counts a close right after it has closed: wait
-			// for the counts, then check that none is over.
-			var d protocol.Stats
-			for end := time.Now().Add(outlives); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-				d = protocol.Diff(before, statsNoKeepAlive(t, s))
-				if reached(d.Timeouts, want) && d.ConnectionsActive == 0 && quietCounted(v, d) {
-					break
-				}
-			}
-			for listener, stages := range want {
-				for stage, n := range stages {
-					if got := d.Timeouts[listener][stage]; got != n {
-						t.Errorf("timeouts{listener=%s,stage=%s} %d, want %d (all: %v)", listener, stage, got, n, d.Timeouts)
+		for _, r := range runsOf(v) {
+			t.Run(r.name, func(t *testing.T) {
+				s := startServer(t, append(r.args, boundArgs...)...)
+				before := statsNoKeepAlive(t, s)
+				target, admin, want := boundStages(v)
+				var wg sync.WaitGroup
+				for _, l := range []struct {
+					name   string
+					addr   string
+					stages []stage
+				}{
+					{"target", strings.TrimPrefix(s.url, "http://"), target},
+					{"admin", strings.TrimPrefix(s.admin, "http://"), admin},
+				} {
+					for _, st := range l.stages {
+						wg.Go(func() {
+							began := time.Now()
+							if err := st.run(l.addr); err != nil {
+								t.Errorf("%s port, %s (bound %v): %v", l.name, st.name, st.bound, err)
+								return
+							}
+							t.Logf("%s port, %s: closed after %v (bound %v)", l.name, st.name, time.Since(began).Round(time.Millisecond), st.bound)
+						})
 					}
 				}
-			}
-			if d.ConnectionsActive != 0 {
-				t.Errorf("%d connections still active, want none: %+v", d.ConnectionsActive, d)
-			}
-			if !quietCounted(v, d) {
-				t.Errorf("disconnects %v: want the quiet WebSocket (and Engine.IO polling session) as ping timeouts", d.Disconnects)
-			}
-		})
+				wg.Wait()
+				// The server counts a close right after it has closed: wait
+				// for the counts, then check that none is over.
+				var d protocol.Stats
+				for end := time.Now().Add(outlives); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+					d = protocol.Diff(before, statsNoKeepAlive(t, s))
+					if reached(d.Timeouts, want) && d.ConnectionsActive == 0 && quietCounted(v, d) {
+						break
+					}
+				}
+				for listener, stages := range want {
+					for stage, n := range stages {
+						if got := d.Timeouts[listener][stage]; got != n {
+							t.Errorf("timeouts{listener=%s,stage=%s} %d, want %d (all: %v)", listener, stage, got, n, d.Timeouts)
+						}
+					}
+				}
+				if d.ConnectionsActive != 0 {
+					t.Errorf("%d connections still active, want none: %+v", d.ConnectionsActive, d)
+				}
+				if !quietCounted(v, d) {
+					t.Errorf("disconnects %v: want the quiet WebSocket (and Engine.IO polling session) as ping timeouts", d.Disconnects)
+				}
+			})
+		}
 	}
 }
 
@@ -334,8 +336,10 @@ func statsNoKeepAlive(t *testing.T, s *server) protocol.Stats {
 // TestLongPollOutlivesBounds: with every HTTP bound shorter than the ping
 // interval, an Engine.IO long-polling GET is held until the ping, as it
 // should be, and a WebSocket client that answers pings stays.
-func TestLongPollOutlivesBounds(t *testing.T) {
-	s := startServer(t, "-variant", "empty", "-handshake-timeout", "300ms", "-idle-timeout", "300ms",
+func TestLongPollOutlivesBounds(t *testing.T) { forEngines(t, testLongPollOutlivesBounds) }
+
+func testLongPollOutlivesBounds(t *testing.T, engine string) {
+	s := startServer(t, "-variant", "empty", "-engine", engine, "-handshake-timeout", "300ms", "-idle-timeout", "300ms",
 		"-body-timeout", "300ms", "-ping-interval", "2s", "-ping-timeout", "5s")
 	addr := strings.TrimPrefix(s.url, "http://")
 	c, err := net.Dial("tcp", addr)

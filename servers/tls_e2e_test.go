@@ -38,31 +38,33 @@ func testCert(t *testing.T) (certFile, keyFile string, tc *tls.Config) {
 func TestTLS(t *testing.T) {
 	cert, key, tc := testCert(t)
 	for _, v := range allVariants {
-		t.Run(v, func(t *testing.T) {
-			args := append(variantArgs(v), "-tls-cert", cert, "-tls-key", key)
-			s := startServer(t, args...)
-			addr := strings.TrimPrefix(s.url, "http://")
-			for i := range 3 {
-				p, err := connect(v, addr, tc, 5*time.Second)
-				if err != nil {
-					t.Fatalf("over TLS: %v", err)
+		for _, r := range runsOf(v) {
+			t.Run(r.name, func(t *testing.T) {
+				args := append(r.args, "-tls-cert", cert, "-tls-key", key)
+				s := startServer(t, args...)
+				addr := strings.TrimPrefix(s.url, "http://")
+				for i := range 3 {
+					p, err := connect(v, addr, tc, 5*time.Second)
+					if err != nil {
+						t.Fatalf("over TLS: %v", err)
+					}
+					if err := p.echo("over TLS"); err != nil {
+						t.Fatalf("echo %d over TLS: %v", i, err)
+					}
+					p.Close()
 				}
-				if err := p.echo("over TLS"); err != nil {
-					t.Fatalf("echo %d over TLS: %v", i, err)
+				// A plain client on the TLS port fails, and the target goes on.
+				if p, err := connect(v, addr, nil, 2*time.Second); err == nil {
+					if p.echo("plain") == nil {
+						t.Errorf("a plain client got an echo from the TLS port")
+					}
+					p.Close()
 				}
-				p.Close()
-			}
-			// A plain client on the TLS port fails, and the target goes on.
-			if p, err := connect(v, addr, nil, 2*time.Second); err == nil {
-				if p.echo("plain") == nil {
-					t.Errorf("a plain client got an echo from the TLS port")
+				if st := s.stats(t); !isRawTCP(v) && st.Handshakes["ok"] < 3 {
+					t.Errorf("handshakes %v, want 3 ok at least", st.Handshakes)
 				}
-				p.Close()
-			}
-			if st := s.stats(t); !isRawTCP(v) && st.Handshakes["ok"] < 3 {
-				t.Errorf("handshakes %v, want 3 ok at least", st.Handshakes)
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -73,13 +75,15 @@ func TestTLSExternalClients(t *testing.T) {
 	need(t, "python3-socketio and python3-websockets", havePythonSocketIO() && havePythonWSEcho())
 	t.Setenv("NODE_TLS_REJECT_UNAUTHORIZED", "0") // the self-signed pair, for ws
 	cert, key, _ := testCert(t)
-	sio := startServer(t, "-variant", "empty", "-tls-cert", cert, "-tls-key", key)
-	https := "https://" + strings.TrimPrefix(sio.url, "http://")
-	for _, c := range []struct{ client, transports string }{{"js", "polling"}, {"js", "polling,websocket"}, {"python", "websocket"}} {
-		args := []string{"--url", https, "--n", "20", "--transports", c.transports, "--deadline-ms", "15000", "--echo", "--insecure"}
-		r := runClient(t, c.client, args...)
-		if r.Connected != 20 || r.Echoed != 20 {
-			t.Errorf("%s over %s (TLS): %d connected, %d echoed; errors %v", c.client, c.transports, r.Connected, r.Echoed, r.Errors)
+	for _, engine := range sioEngines {
+		sio := startServer(t, "-variant", "empty", "-engine", engine, "-tls-cert", cert, "-tls-key", key)
+		https := "https://" + strings.TrimPrefix(sio.url, "http://")
+		for _, c := range []struct{ client, transports string }{{"js", "polling"}, {"js", "polling,websocket"}, {"python", "websocket"}} {
+			args := []string{"--url", https, "--n", "20", "--transports", c.transports, "--deadline-ms", "15000", "--echo", "--insecure"}
+			r := runClient(t, c.client, args...)
+			if r.Connected != 20 || r.Echoed != 20 {
+				t.Errorf("%s: %s over %s (TLS): %d connected, %d echoed; errors %v", engine, c.client, c.transports, r.Connected, r.Echoed, r.Errors)
+			}
 		}
 	}
 	// echo-gnet too: its TLS bridge is the one TLS path not on net/http.

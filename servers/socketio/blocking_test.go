@@ -30,9 +30,11 @@ func timedConnect(t *testing.T, tg *target) time.Duration {
 // TestBlockingRepeatedConnects: a session that writes 400 CONNECTs at once
 // holds one place in the loop, not 400 (20 s at 50 ms each): it is closed
 // after a few repeats, and the next client connects in a few delays.
-func TestBlockingRepeatedConnects(t *testing.T) {
+func TestBlockingRepeatedConnects(t *testing.T) { forEngines(t, testBlockingRepeatedConnects) }
+
+func testBlockingRepeatedConnects(t *testing.T, engine string) {
 	const delay = 50 * time.Millisecond
-	tg := start(t, socketio.Blocking, func(c *config.Config) { c.SocketIO.Delay = delay })
+	tg := start(t, engine, socketio.Blocking, func(c *config.Config) { c.SocketIO.Delay = delay })
 
 	attacker, _ := rawOpen(t, tg)
 	for range 400 {
@@ -65,8 +67,12 @@ func TestBlockingRepeatedConnects(t *testing.T) {
 // have gone waits for at most the turn under way and its own, not for
 // theirs.
 func TestBlockingLeaversGiveUpTheirTurn(t *testing.T) {
+	forEngines(t, testBlockingLeaversGiveUpTheirTurn)
+}
+
+func testBlockingLeaversGiveUpTheirTurn(t *testing.T, engine string) {
 	const delay, leavers = 200 * time.Millisecond, 10
-	tg := start(t, socketio.Blocking, func(c *config.Config) { c.SocketIO.Delay = delay })
+	tg := start(t, engine, socketio.Blocking, func(c *config.Config) { c.SocketIO.Delay = delay })
 	for range leavers {
 		conn, _ := rawOpen(t, tg)
 		send(t, conn, "40")

@@ -199,7 +199,7 @@ func startCluster(t *testing.T) *cluster {
 	}
 	c := &cluster{redis: clustertest.StartRedis(t)}
 	for range 2 {
-		tg := start(t, socketio.Empty, func(cfg *config.Config) { cfg.Cluster.Redis = c.redis.URL })
+		tg := start(t, config.EngineZishang520, socketio.Empty, func(cfg *config.Config) { cfg.Cluster.Redis = c.redis.URL })
 		c.replicas = append(c.replicas, tg)
 		c.urls = append(c.urls, tg.url)
 	}

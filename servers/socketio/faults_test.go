@@ -15,9 +15,11 @@ import (
 // TestFaultModes: each known-bad mode on a Socket.IO target against the Go
 // client (through loadgen/sioclient), the client's count beside the
 // server's faults_total.
-func TestFaultModes(t *testing.T) {
+func TestFaultModes(t *testing.T) { forEngines(t, testFaultModes) }
+
+func testFaultModes(t *testing.T, engine string) {
 	t.Run("reject", func(t *testing.T) {
-		tg := start(t, socketio.Empty, func(c *config.Config) { c.Faults.Reject = 0.3 })
+		tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.Faults.Reject = 0.3 })
 		const n = 60
 		refused := 0
 		for range n {
@@ -37,7 +39,7 @@ func TestFaultModes(t *testing.T) {
 	})
 	t.Run("delay", func(t *testing.T) {
 		const delay = 100 * time.Millisecond
-		tg := start(t, socketio.Empty, func(c *config.Config) { c.Faults.Delay = delay })
+		tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.Faults.Delay = delay })
 		c := dial(t, tg.url, "/", []string{"websocket"}, nil)
 		for range 3 {
 			began := time.Now()
@@ -53,7 +55,7 @@ func TestFaultModes(t *testing.T) {
 		}
 	})
 	t.Run("close-after", func(t *testing.T) {
-		tg := start(t, socketio.Empty, func(c *config.Config) { c.Faults.CloseAfter = 3 })
+		tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.Faults.CloseAfter = 3 })
 		c := dial(t, tg.url, "/", []string{"websocket"}, nil)
 		for range 3 {
 			c.emitAck(t, "echo", "x")
@@ -70,7 +72,7 @@ func TestFaultModes(t *testing.T) {
 		}
 	})
 	t.Run("drop", func(t *testing.T) {
-		tg := start(t, socketio.Empty, func(c *config.Config) { c.Faults.Drop = 0.5 })
+		tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.Faults.Drop = 0.5 })
 		const n = 20
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -13,8 +13,10 @@ import (
 // TestSlowHeaders: a client that sends its request a byte at a time and
 // never finishes is dropped at -handshake-timeout and counted as a failed
 // handshake (transport "unknown": the request never said).
-func TestSlowHeaders(t *testing.T) {
-	tg := start(t, socketio.Empty, func(c *config.Config) { c.HandshakeTimeout = 500 * time.Millisecond })
+func TestSlowHeaders(t *testing.T) { forEngines(t, testSlowHeaders) }
+
+func testSlowHeaders(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.HandshakeTimeout = 500 * time.Millisecond })
 	c, err := net.Dial("tcp", tg.url[len("http://"):])
 	if err != nil {
 		t.Fatal(err)

@@ -8,13 +8,19 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/config"
 )
 
 // FuzzPackets: any text a client sends once joined, as a Socket.IO packet
 // (events with any arguments, acks, binary placeholders, namespaces,
 // garbage), gets an answer, is ignored, or closes that session; the
 // target never crashes and serves the next session as before.
-func FuzzPackets(f *testing.F) {
+func FuzzPackets(f *testing.F) { fuzzPackets(f, config.EngineZishang520) }
+
+// FuzzPacketsNative is FuzzPackets on the native engine.
+func FuzzPacketsNative(f *testing.F) { fuzzPackets(f, config.EngineNative) }
+
+func fuzzPackets(f *testing.F, engine string) {
 	for _, seed := range []string{
 		`42["echo","x"]`, `421["echo",{"a":[1,2,3]}]`, `42["message",null]`, `42["broadcast"]`, `42["join",{"x":1}]`,
 		`42["join"]`, `42[]`, `42[1,2]`, `42{"a":1}`, `43["x"]`, `451-["echo",{"_placeholder":true,"num":0}]`,
@@ -22,7 +28,7 @@ func FuzzPackets(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	tg := start(f, socketio.Empty, nil)
+	tg := start(f, engine, socketio.Empty, nil)
 	url := "ws" + strings.TrimPrefix(tg.url, "http") + "/socket.io/?EIO=4&transport=websocket"
 	join := func(t *testing.T) *websocket.Conn {
 		c, _, err := websocket.DefaultDialer.Dial(url, nil)

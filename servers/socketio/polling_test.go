@@ -53,14 +53,16 @@ func httpDo(t *testing.T, method, url, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func TestPollingHeartbeat(t *testing.T) {
+func TestPollingHeartbeat(t *testing.T) { forEngines(t, testPollingHeartbeat) }
+
+func testPollingHeartbeat(t *testing.T, engine string) {
 	// A longer connect timeout than the suite's: the Engine.IO session here never joins
 	// a namespace, and a polling session the server closes while no GET is
 	// pending keeps the library's 30 s orderly-close timer (as Node's
 	// engine.io does), which goleak would take for a leak.
 	// And a longer ping timeout, so that a slow round trip on a busy
 	// machine is not taken for a dead client.
-	tg := start(t, socketio.Empty, func(c *config.Config) {
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) {
 		suiteConfig(c)
 		c.SocketIO.ConnectTimeout = time.Minute
 		c.PingTimeout = 5 * time.Second
@@ -82,8 +84,10 @@ func TestPollingHeartbeat(t *testing.T) {
 	// orderly-close timer, which goleak would take for a leak.
 }
 
-func TestPollingUpgrade(t *testing.T) {
-	tg := start(t, socketio.Empty, suiteConfig)
+func TestPollingUpgrade(t *testing.T) { forEngines(t, testPollingUpgrade) }
+
+func testPollingUpgrade(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, suiteConfig)
 	upgrade := func(sid string) *websocket.Conn {
 		t.Helper()
 		conn, _, err := websocket.DefaultDialer.Dial(strings.Replace(wsURL(tg.url), "transport=websocket", "transport=websocket&sid="+sid, 1), nil)
@@ -126,8 +130,10 @@ func TestPollingUpgrade(t *testing.T) {
 // polling with a GET pending at once (it gets the close packet), and over
 // polling with none pending when the close can go out, here by ping
 // timeout since the client never polls again (as in Node).
-func TestConnectTimeoutAnyTransport(t *testing.T) {
-	tg := start(t, socketio.Empty, func(c *config.Config) {
+func TestConnectTimeoutAnyTransport(t *testing.T) { forEngines(t, testConnectTimeoutAnyTransport) }
+
+func testConnectTimeoutAnyTransport(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) {
 		suiteConfig(c)
 		c.SocketIO.ConnectTimeout = 200 * time.Millisecond // before the first ping (300 ms)
 	})
@@ -148,8 +154,10 @@ func TestConnectTimeoutAnyTransport(t *testing.T) {
 // TestPollingMalformedPacket: a POST with a packet that is not Socket.IO
 // closes the session (as over WebSocket) and is answered 400, not the
 // library's 429 Too Many Requests.
-func TestPollingMalformedPacket(t *testing.T) {
-	tg := start(t, socketio.Empty, suiteConfig)
+func TestPollingMalformedPacket(t *testing.T) { forEngines(t, testPollingMalformedPacket) }
+
+func testPollingMalformedPacket(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, suiteConfig)
 	sid := pollingSession(t, tg)
 	if code, _ := httpDo(t, http.MethodPost, pollURL(tg, sid), "4abc"); code != http.StatusBadRequest {
 		t.Errorf("malformed packet: %d, want 400", code)

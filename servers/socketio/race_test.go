@@ -70,8 +70,10 @@ func (c *rawHTTP) response(t *testing.T) (int, string) {
 // close packet. Node answers the GET 200 with a noop (its polling
 // transport's onClose writes one to the pending request), the POST "ok",
 // and any GET after that 400.
-func TestPollingCloseRace(t *testing.T) {
-	tg := start(t, socketio.Empty, suiteConfig)
+func TestPollingCloseRace(t *testing.T) { forEngines(t, testPollingCloseRace) }
+
+func testPollingCloseRace(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, suiteConfig)
 	for round := range raceRounds {
 		sid := pollingSession(t, tg)
 		// Both connections are open before either request is written: the
@@ -100,8 +102,10 @@ func TestPollingCloseRace(t *testing.T) {
 // upgrade) without waiting for the 3probe, then a polling GET. The client
 // sent the upgrade first, so Node (which reads both in arrival order)
 // answers the GET 400 ("Bad request": the session is on WebSocket now).
-func TestUpgradeRace(t *testing.T) {
-	tg := start(t, socketio.Empty, suiteConfig)
+func TestUpgradeRace(t *testing.T) { forEngines(t, testUpgradeRace) }
+
+func testUpgradeRace(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, suiteConfig)
 	for round := range raceRounds {
 		sid := pollingSession(t, tg)
 		poll := dialRaw(t, tg)
@@ -131,9 +135,11 @@ func TestUpgradeRace(t *testing.T) {
 // (Node's ws sends one without a status code: 1005 at the client). A pong
 // the server handled before arming its ping timeout used to close the
 // session with "ping timeout" a ping later.
-func TestHeartbeatRace(t *testing.T) {
+func TestHeartbeatRace(t *testing.T) { forEngines(t, testHeartbeatRace) }
+
+func testHeartbeatRace(t *testing.T, engine string) {
 	const sessions = 10
-	tg := start(t, socketio.Async, suiteConfig)
+	tg := start(t, engine, socketio.Async, suiteConfig)
 	errs := make(chan error, sessions)
 	for range sessions {
 		conn, _ := rawOpen(t, tg)

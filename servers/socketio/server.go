@@ -1,7 +1,8 @@
 // Package socketio is the Socket.IO target (variants empty, async and
-// blocking) on github.com/zishang520/socket.io v3. The three variants differ
-// only in their connect middleware (connect.go); the events they serve are
-// in events.go.
+// blocking) on one of two engines (-engine): github.com/zishang520/socket.io
+// v3, the default, or the project's own, shared/sioengine (native.go,
+// native_events.go). The three variants differ only in their connect
+// middleware (connect.go); the events they serve are in events.go.
 //
 // With -redis, the replica joins a cluster through the adapter of
 // shared/cluster/sioredis, wire-compatible with Node's
@@ -74,6 +75,9 @@ type Server struct {
 	counts sync.WaitGroup
 	// eio3Refused logs the first Engine.IO v3 client refused (-allow-eio3).
 	eio3Refused sync.Once
+	// native is the target on the project's own engine (-engine native);
+	// nil on zishang520, whose fields are the rest.
+	native *native
 }
 
 // session follows one Engine.IO session from its open request to its first
@@ -120,6 +124,9 @@ type sessionKey struct{}
 
 // New builds a Socket.IO target with the given connect model.
 func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+	if cfg.SocketIO.Engine == config.EngineNative {
+		return newNative(mode, cfg, m, log)
+	}
 	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	if mode == Blocking {
 		s.loop = newLoop()
@@ -372,6 +379,9 @@ func messageData(args []any) (data []byte, text bool) {
 
 // Serve serves until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.native != nil {
+		return s.native.Serve(ln)
+	}
 	if err := lifecycle.ServeHTTP(s.http, ln, s.cfg.BodyTimeout, s.m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -384,6 +394,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // time left has passed), every session is closed. The library's own close
 // would drop what a WebSocket still has queued, hence the wait.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.native != nil {
+		return s.native.Shutdown(ctx)
+	}
 	s.closed.Store(true)
 	s.loop.stop()
 	grace := 2 * time.Second
@@ -417,7 +430,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // RedisState is "up" or "down" with -redis, "" without.
 func (s *Server) RedisState() string {
-	if s.redis == nil {
+	if s.native != nil || s.redis == nil {
 		return ""
 	}
 	return s.redis.RedisState()

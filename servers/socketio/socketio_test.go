@@ -44,11 +44,24 @@ type target struct {
 	done    chan error
 }
 
-// start runs a target on 127.0.0.1:0 and shuts it down when the test ends.
-func start(t testing.TB, mode socketio.Mode, tweak func(*config.Config)) *target {
+// engines are the engines every test here runs on: the two must behave
+// the same.
+var engines = []string{config.EngineZishang520, config.EngineNative}
+
+// forEngines runs test once on each engine, as a subtest named after it.
+func forEngines(t *testing.T, test func(t *testing.T, engine string)) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) { test(t, engine) })
+	}
+}
+
+// start runs a target on 127.0.0.1:0 on an engine and shuts it down when
+// the test ends.
+func start(t testing.TB, engine string, mode socketio.Mode, tweak func(*config.Config)) *target {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Variant = string(mode)
+	cfg.SocketIO.Engine = engine
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -186,10 +199,12 @@ var transportSets = map[string][]string{
 	"polling+websocket": {"polling", "websocket"},
 }
 
-func TestEvents(t *testing.T) {
+func TestEvents(t *testing.T) { forEngines(t, testEvents) }
+
+func testEvents(t *testing.T, engine string) {
 	for name, transports := range transportSets {
 		t.Run(name, func(t *testing.T) {
-			tg := start(t, socketio.Empty, func(c *config.Config) { c.SocketIO.EmitAuth = true })
+			tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.EmitAuth = true })
 			a := dial(t, tg.url, "/", transports, map[string]any{"token": "123"})
 			if got := a.nextEvent(t); fmt.Sprint(got) != "[auth map[token:123]]" {
 				t.Errorf("auth event = %v", got)
@@ -258,10 +273,12 @@ func TestEvents(t *testing.T) {
 // so the k-th ack the client sees comes k x delay or more after the connects
 // began, however late the client reads. (Gaps between acks, as the client
 // sees them, shrink when the client reads one ack late: 1 in 35 runs here.)
-func TestBlockingContract(t *testing.T) {
+func TestBlockingContract(t *testing.T) { forEngines(t, testBlockingContract) }
+
+func testBlockingContract(t *testing.T, engine string) {
 	const n, delay = 20, 50 * time.Millisecond
-	blocking, blockingMax := completions(t, socketio.Blocking, n, delay)
-	async, asyncMax := completions(t, socketio.Async, n, delay)
+	blocking, blockingMax := completions(t, engine, socketio.Blocking, n, delay)
+	async, asyncMax := completions(t, engine, socketio.Async, n, delay)
 	t.Logf("blocking: first %v, last %v, longest on the server %v; async: first %v, last %v, longest %v",
 		blocking[0], blocking[n-1], blockingMax, async[0], async[n-1], asyncMax)
 
@@ -280,9 +297,9 @@ func TestBlockingContract(t *testing.T) {
 // completions opens n connects at once and returns, sorted, when each
 // completed, measured from the moment they all started, and the longest
 // handshake the server recorded.
-func completions(t *testing.T, mode socketio.Mode, n int, delay time.Duration) ([]time.Duration, time.Duration) {
+func completions(t *testing.T, engine string, mode socketio.Mode, n int, delay time.Duration) ([]time.Duration, time.Duration) {
 	t.Helper()
-	tg := start(t, mode, func(c *config.Config) { c.SocketIO.Delay = delay })
+	tg := start(t, engine, mode, func(c *config.Config) { c.SocketIO.Delay = delay })
 	begin := time.Now()
 	done := make([]time.Duration, n)
 	var wg sync.WaitGroup

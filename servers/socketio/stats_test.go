@@ -17,9 +17,11 @@ import (
 
 // TestStatsDiff checks that two /stats snapshots differ by exactly what a
 // run did: sessions, handshakes, events and payload bytes both ways.
-func TestStatsDiff(t *testing.T) {
+func TestStatsDiff(t *testing.T) { forEngines(t, testStatsDiff) }
+
+func testStatsDiff(t *testing.T, engine string) {
 	cfg := config.Default()
-	tg := start(t, socketio.Empty, nil)
+	tg := start(t, engine, socketio.Empty, nil)
 	adminSrv := httptest.NewServer(admin.Handler(cfg, nil, tg.metrics, nil))
 	defer adminSrv.Close()
 
@@ -93,8 +95,10 @@ func getStats(t *testing.T, adminURL string) protocol.Stats {
 // TestShutdown checks that every connected client is told (a Socket.IO
 // disconnect from the server) and that Shutdown returns well within its
 // timeout; TestMain's goleak check then finds no goroutine left.
-func TestShutdown(t *testing.T) {
-	tg := start(t, socketio.Blocking, nil)
+func TestShutdown(t *testing.T) { forEngines(t, testShutdown) }
+
+func testShutdown(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Blocking, nil)
 	var clients []*client
 	for _, transports := range transportSets {
 		clients = append(clients, dial(t, tg.url, "/", transports, nil))

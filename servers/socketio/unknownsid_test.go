@@ -16,8 +16,10 @@ import (
 // without sticky sessions) get Node's engine.io answers, and each is counted
 // once in refused_requests{reason="unknown_sid"}; the requests of a live
 // session are not.
-func TestUnknownSid(t *testing.T) {
-	tg := start(t, socketio.Empty, nil)
+func TestUnknownSid(t *testing.T) { forEngines(t, testUnknownSid) }
+
+func testUnknownSid(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, nil)
 	refused := func() uint64 { return tg.metrics.Snapshot().RefusedRequests[socketio.ReasonUnknownSid] }
 
 	sid := pollingSession(t, tg)

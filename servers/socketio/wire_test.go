@@ -91,8 +91,10 @@ func waitClosed(t *testing.T, conn *websocket.Conn) {
 	}
 }
 
-func TestWireHandshake(t *testing.T) {
-	tg := start(t, socketio.Empty, suiteConfig)
+func TestWireHandshake(t *testing.T) { forEngines(t, testWireHandshake) }
+
+func testWireHandshake(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, suiteConfig)
 	_, handshake := rawOpen(t, tg)
 	for key, want := range map[string]any{"pingInterval": 300.0, "pingTimeout": 200.0, "maxPayload": 1e6} {
 		if handshake[key] != want {
@@ -133,8 +135,10 @@ func TestWireHandshake(t *testing.T) {
 	}
 }
 
-func TestWireNamespaces(t *testing.T) {
-	tg := start(t, socketio.Empty, suiteConfig)
+func TestWireNamespaces(t *testing.T) { forEngines(t, testWireNamespaces) }
+
+func testWireNamespaces(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, suiteConfig)
 	cases := []struct{ connect, ackPrefix, auth string }{
 		{"40", "40", `42["auth",{}]`},
 		{`40{"token":"123"}`, "40", `42["auth",{"token":"123"}]`},
@@ -178,8 +182,10 @@ func socketIOConn(t *testing.T, tg *target) *websocket.Conn {
 	return conn
 }
 
-func TestWireMessages(t *testing.T) {
-	tg := start(t, socketio.Empty, suiteConfig)
+func TestWireMessages(t *testing.T) { forEngines(t, testWireMessages) }
+
+func testWireMessages(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, suiteConfig)
 	conn := socketIOConn(t, tg)
 	send(t, conn, `42["message",1,"2",{"3":[true]}]`)
 	if got := readText(t, conn); got != `42["message-back",1,"2",{"3":[true]}]` {
@@ -226,8 +232,10 @@ func TestWireMessages(t *testing.T) {
 	}
 }
 
-func TestWireHeartbeat(t *testing.T) {
-	tg := start(t, socketio.Empty, suiteConfig)
+func TestWireHeartbeat(t *testing.T) { forEngines(t, testWireHeartbeat) }
+
+func testWireHeartbeat(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, suiteConfig)
 	conn, _ := rawOpen(t, tg)
 	// The server pings; a client that never answers is closed after
 	// pingInterval + pingTimeout.
@@ -241,8 +249,10 @@ func TestWireHeartbeat(t *testing.T) {
 
 // TestHandshakeResults makes each handshake result happen and checks that
 // the server counts it as such.
-func TestHandshakeResults(t *testing.T) {
-	strict := start(t, socketio.Empty, func(c *config.Config) { c.SocketIO.ConnectTimeout = 200 * time.Millisecond })
+func TestHandshakeResults(t *testing.T) { forEngines(t, testHandshakeResults) }
+
+func testHandshakeResults(t *testing.T, engine string) {
+	strict := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.ConnectTimeout = 200 * time.Millisecond })
 	// failed: an open request the engine refuses.
 	resp, err := http.Get(strict.url + "/socket.io/?EIO=abc&transport=polling")
 	if err != nil {
@@ -262,7 +272,7 @@ func TestHandshakeResults(t *testing.T) {
 	want := map[string]uint64{protocol.ResultFailed: 2, protocol.ResultRejected: 1, protocol.ResultOK: 0}
 	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(strict.metrics.Snapshot().Handshakes, want) })
 
-	tg := start(t, socketio.Blocking, func(c *config.Config) {
+	tg := start(t, engine, socketio.Blocking, func(c *config.Config) {
 		c.SocketIO.Delay = 300 * time.Millisecond
 		c.MaxConns = 2
 		c.SocketIO.EmitAuth = true // socketIOConn reads the auth packet
@@ -299,8 +309,10 @@ func TestHandshakeResults(t *testing.T) {
 // too: -connect-timeout runs until the namespace CONNECT completes, so on
 // the blocking variant a connect that waits in the loop longer than that is
 // closed by the server and counted as failed.
-func TestConnectTimeoutCoversTheQueue(t *testing.T) {
-	tg := start(t, socketio.Blocking, func(c *config.Config) {
+func TestConnectTimeoutCoversTheQueue(t *testing.T) { forEngines(t, testConnectTimeoutCoversTheQueue) }
+
+func testConnectTimeoutCoversTheQueue(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Blocking, func(c *config.Config) {
 		c.SocketIO.Delay = 300 * time.Millisecond
 		c.SocketIO.ConnectTimeout = 200 * time.Millisecond
 	})
@@ -333,8 +345,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // TestOrigin: with -origin, an open request from another Origin gets 403
 // (the Engine.IO FORBIDDEN answer) and counts as failed; a listed one opens.
-func TestOrigin(t *testing.T) {
-	tg := start(t, socketio.Empty, func(c *config.Config) { c.Origins = []string{"http://good.example"} })
+func TestOrigin(t *testing.T) { forEngines(t, testOrigin) }
+
+func testOrigin(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.Origins = []string{"http://good.example"} })
 	for origin, want := range map[string]int{"http://good.example": http.StatusOK, "http://evil.example": http.StatusForbidden} {
 		req, _ := http.NewRequest(http.MethodGet, tg.url+"/socket.io/?EIO=4&transport=polling", nil)
 		req.Header.Set("Origin", origin)
@@ -355,8 +369,10 @@ func TestOrigin(t *testing.T) {
 
 // TestTransportsAndCompression: -transports refuses the others with 400;
 // -compression negotiates permessage-deflate on the WebSocket transport.
-func TestTransportsAndCompression(t *testing.T) {
-	tg := start(t, socketio.Empty, func(c *config.Config) {
+func TestTransportsAndCompression(t *testing.T) { forEngines(t, testTransportsAndCompression) }
+
+func testTransportsAndCompression(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) {
 		c.SocketIO.Transports = []string{"websocket"}
 		c.Compression = true
 	})

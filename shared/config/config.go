@@ -87,7 +87,17 @@ type SocketIO struct {
 	EmitAuth       bool
 	// AllowEIO3 accepts Engine.IO v3 / Socket.IO v2 clients beside v4 ones.
 	AllowEIO3 bool
+	// Engine is the Engine.IO / Socket.IO server the targets run on:
+	// EngineZishang520 (the library users deploy) or EngineNative (this
+	// project's own, shared/sioengine).
+	Engine string
 }
+
+// The Socket.IO engines (-engine).
+const (
+	EngineZishang520 = "zishang520"
+	EngineNative     = "native"
+)
 
 // Broadcast holds what only the broadcast targets read.
 type Broadcast struct {
@@ -151,6 +161,7 @@ func Default() Config {
 			Transports:     []string{"polling", "websocket"},
 			MaxPayload:     1_000_000,
 			ConnectTimeout: 45 * time.Second,
+			Engine:         EngineZishang520,
 		},
 		Broadcast: Broadcast{
 			SendQueue: 256,
@@ -271,6 +282,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	dur(&c.SocketIO.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
 	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
 	boolean(&c.SocketIO.AllowEIO3, "allow-eio3", "Socket.IO: also accept Engine.IO v3 / Socket.IO v2 clients (socket.io-client 2, older load tools); without it they get HTTP 400")
+	str(&c.SocketIO.Engine, "engine", "Socket.IO: the server underneath: zishang520 (the library) or native (this project's own)")
 
 	dur(&c.Broadcast.PushInterval, "push-interval", "broadcast: timed push to every client (0 = off)")
 	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")
@@ -332,6 +344,8 @@ func (c Config) Validate() error {
 		return bad("max-payload", "%d; want a positive number of bytes", c.SocketIO.MaxPayload)
 	case c.SocketIO.ConnectTimeout <= 0:
 		return bad("connect-timeout", "%s; want a positive duration such as 45s", c.SocketIO.ConnectTimeout)
+	case c.SocketIO.Engine != EngineZishang520 && c.SocketIO.Engine != EngineNative:
+		return bad("engine", "%q; want zishang520 or native", c.SocketIO.Engine)
 	case c.Broadcast.PushInterval < 0:
 		return bad("push-interval", "%s; want 0 (off) or a positive duration", c.Broadcast.PushInterval)
 	case c.Broadcast.PushSize < 0:

@@ -21,7 +21,7 @@ import (
 
 // The sustained mode: -workers clients, each opening a Socket.IO connection
 // over WebSocket, joining "/", sending one acknowledged echo, and closing,
-// over and over for -sustained, against empty, the bare zishang520 server
+// over and over for -sustained, against empty (on each engine), the bare zishang520 server
 // and Node socket.io, interleaved, -reps times. The client speaks the
 // Engine.IO and Socket.IO wire itself (a few frames a handshake): loadgen's
 // full Socket.IO client spends more CPU per handshake than the servers do,
@@ -90,6 +90,12 @@ func startSustainedTargets(ctx context.Context, o options, stderr io.Writer) ([]
 		return nil, err
 	}
 	ts = append(ts, &sioTarget{name: "empty", p: p, profile: p.AdminURL() + "/debug/pprof/profile"})
+	p, err = benchrun.Start(ctx, stderr, nil, "-variant", "empty", "-engine", "native", "-pprof")
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	ts = append(ts, &sioTarget{name: nativeName, p: p, profile: p.AdminURL() + "/debug/pprof/profile"})
 	if o.bare {
 		p, err := benchrun.StartSioFloor(ctx, stderr, "pprof")
 		if err != nil {
@@ -110,8 +116,9 @@ func startSustainedTargets(ctx context.Context, o options, stderr io.Writer) ([]
 }
 
 const (
-	bareName = benchrun.SioFloor
-	nodeName = "node socket.io"
+	bareName   = benchrun.SioFloor
+	nodeName   = "node socket.io"
+	nativeName = "empty -engine native"
 )
 
 // runSustained measures every target -reps times, interleaved, after a
@@ -340,6 +347,10 @@ func writeSustained(w io.Writer, o options, ts []*sioTarget, results map[string]
 	if eok && nok && n[0] > 0 && n[1] > 0 {
 		fmt.Fprintf(w, "| empty rate / Node's | %.2fx | >= %.2fx | %s |\n", e[0]/n[0], goalRate, verdict(e[0]/n[0] >= goalRate))
 		fmt.Fprintf(w, "| empty CPU per handshake / Node's | %.2fx | <= %.2fx | %s |\n", e[1]/n[1], goalCPUNode, verdict(e[1]/n[1] <= goalCPUNode))
+	}
+	if x, ok := med[nativeName]; ok && nok && n[0] > 0 && n[1] > 0 {
+		fmt.Fprintf(w, "| native rate / Node's | %.2fx | >= %.2fx | %s |\n", x[0]/n[0], goalRate, verdict(x[0]/n[0] >= goalRate))
+		fmt.Fprintf(w, "| native CPU per handshake / Node's | %.2fx | <= %.2fx | %s |\n", x[1]/n[1], goalCPUNode, verdict(x[1]/n[1] <= goalCPUNode))
 	}
 	if eok && bok && b[1] > 0 {
 		fmt.Fprintf(w, "| empty CPU per handshake / bare zishang520's | %.2fx | <= %.2fx | %s |\n", e[1]/b[1], goalCPUFloor, verdict(e[1]/b[1] <= goalCPUFloor))

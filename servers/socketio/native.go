@@ -1,0 +1,194 @@
+package socketio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/conns"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/sioengine"
+)
+
+// native is the target on the project's own engine (-engine native),
+// shared/sioengine: the same connect models, events, accounting and
+// shutdown as the zishang520 target.
+type native struct {
+	cfg    config.Config
+	m      *metrics.Metrics
+	log    *slog.Logger
+	eng    *sioengine.Server
+	http   *http.Server
+	gate   *conns.Gate
+	faults *faults.Injector
+	loop   *loop
+	closed atomic.Bool
+}
+
+// nativeSession follows one Engine.IO session from its open request to
+// its first CONNECT ack (the handshake the metrics time).
+type nativeSession struct {
+	start     time.Time
+	transport string
+	claimed   atomic.Bool  // the engine made a session for the request
+	settled   atomic.Bool  // the handshake's result has been counted
+	release   sync.Once    // gives the -max-conns place back
+	refused   atomic.Bool  // answered a CONNECT_ERROR
+	events    atomic.Int64 // counted for the known-bad modes
+	// turns holds the blocking model's pending connects, by namespace.
+	mu    sync.Mutex
+	turns map[string]*nativeTurn
+}
+
+type nativeTurn struct{ repeated []func(error) }
+
+func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+	if cfg.Cluster.Redis != "" { // main refuses it first, with exit status 2
+		return nil, errors.New("-engine native has no -redis cluster mode yet")
+	}
+	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
+	connecting, err := n.connectHook(mode)
+	if err != nil {
+		return nil, err
+	}
+	if mode == Blocking {
+		n.loop = newLoop()
+	}
+	n.eng = sioengine.New(sioengine.Options{
+		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, ConnectTimeout: cfg.SocketIO.ConnectTimeout,
+		MaxPayload: cfg.SocketIO.MaxPayload, Transports: cfg.SocketIO.Transports, Origins: cfg.Origins,
+		Compression: cfg.Compression, HandshakeTimeout: cfg.HandshakeTimeout, Namespaces: []string{"/custom"},
+		Hooks: sioengine.Hooks{
+			Opened:     n.opened,
+			Closed:     n.closedSession,
+			Connecting: connecting,
+			Connected:  n.connected,
+			Refused:    func(c *sioengine.Conn) { c.Data.(*nativeSession).refused.Store(true) },
+			Event:      n.event,
+			Received:   func(b int) { m.Received(0, b) },
+			Sent:       func(b int) { m.Sent(0, b) },
+			UnknownSid: func() { m.Refused(ReasonUnknownSid) },
+		},
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/socket.io/", http.HandlerFunc(n.track))
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
+	})
+	n.http = lifecycle.HTTPServer(cfg, nil, log)
+	n.http.Handler = (&unfinished{m: m}).install(n.http, mux)
+	return &Server{native: n}, nil
+}
+
+// track admits an open request (shutdown, -fault-reject, -max-conns) and
+// starts its handshake clock; the engine does the rest.
+func (n *native) track(w http.ResponseWriter, r *http.Request) {
+	query := r.URL.Query()
+	if query.Get("sid") != "" || r.Method == http.MethodOptions {
+		n.eng.ServeHTTP(w, r)
+		return
+	}
+	transport := query.Get("transport")
+	if !slices.Contains(n.cfg.SocketIO.Transports, transport) {
+		transport = "invalid"
+	}
+	switch {
+	case n.closed.Load():
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	case n.faults.Reject():
+		n.m.Handshake(protocol.ResultRejected, transport, 0)
+		http.Error(w, "fault injected (-fault-reject)", http.StatusServiceUnavailable)
+		return
+	case !n.gate.TryAcquire():
+		n.m.Handshake(protocol.ResultRejected, transport, 0)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("connection cap reached (-max-conns %d)", n.cfg.MaxConns), http.StatusServiceUnavailable)
+		return
+	}
+	sess := &nativeSession{start: time.Now(), transport: transport}
+	n.eng.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
+	if !sess.claimed.Load() {
+		sess.release.Do(n.gate.Release) // the engine refused the request
+		n.m.Handshake(protocol.ResultFailed, transport, 0)
+	}
+}
+
+func (n *native) opened(c *sioengine.Conn, r *http.Request) {
+	sess, ok := r.Context().Value(sessionKey{}).(*nativeSession)
+	if !ok { // not through track (cannot happen with this mux)
+		sess = &nativeSession{start: time.Now(), transport: c.Transport()}
+		n.gate.TryAcquire()
+	}
+	sess.claimed.Store(true)
+	c.Data = sess
+	n.m.Opened()
+}
+
+func (n *native) closedSession(c *sioengine.Conn, reason string) {
+	sess := c.Data.(*nativeSession)
+	sess.release.Do(n.gate.Release)
+	if sess.settled.CompareAndSwap(false, true) {
+		result := unfinishedResult(reason)
+		if c.ServerClosed() {
+			result = protocol.ResultFailed
+		}
+		if sess.refused.Load() {
+			result = protocol.ResultRejected
+		}
+		n.m.Handshake(result, sess.transport, 0)
+	}
+	n.m.Closed(reason)
+}
+
+// connected: the CONNECT ack is queued; the first of a session ends its
+// handshake.
+func (n *native) connected(s *sioengine.Socket) {
+	sess := s.Conn().Data.(*nativeSession)
+	if sess.settled.CompareAndSwap(false, true) {
+		n.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
+	}
+	if n.cfg.SocketIO.EmitAuth {
+		n.emit(s, "auth", s.Auth())
+	}
+}
+
+// Serve and Shutdown are the Server's with -engine native.
+func (n *native) Serve(ln net.Listener) error {
+	if err := lifecycle.ServeHTTP(n.http, ln, n.cfg.BodyTimeout, n.m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown refuses new sessions, sends every socket a DISCONNECT, closes
+// each session once it has written what it had queued (within half the
+// time left), then ends the HTTP server.
+func (n *native) Shutdown(ctx context.Context) error {
+	n.closed.Store(true)
+	n.loop.stop()
+	grace := 2 * time.Second
+	if deadline, ok := ctx.Deadline(); ok {
+		grace = time.Until(deadline) / 2
+	}
+	ectx, cancel := context.WithTimeout(ctx, grace)
+	n.eng.Close(ectx)
+	cancel()
+	hctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	if err := n.http.Shutdown(hctx); err != nil {
+		_ = n.http.Close()
+	}
+	return ctx.Err()
+}

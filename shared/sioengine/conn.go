@@ -1,0 +1,258 @@
+package sioengine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Session states.
+const (
+	stateOpen = iota
+	stateClosing
+	stateClosed
+)
+
+// maxQueued bounds the frames a session holds for a client that does not
+// read them; past it the session is closed ("transport error"), where
+// Node's engine.io would buffer without end.
+const maxQueued = 4096
+
+// raceWait bounds how long a request waits for one the client sent before
+// it on another connection (see servePoll and servePost). Node's engine.io
+// checks an upgrading session's long-poll every 100 ms; no client waits
+// longer than that here.
+const raceWait = 100 * time.Millisecond
+
+// writeWait bounds one WebSocket write to a client that does not read.
+const writeWait = 10 * time.Second
+
+// Conn is one Engine.IO session. Its fields are guarded by mu; at most one
+// goroutine writes to its transport at a time (the WebSocket writer, or
+// the long-poll GET that takes the queue).
+type Conn struct {
+	srv *Server
+	id  string
+	// Data is the application's, set in Hooks.Opened.
+	Data any
+
+	mu        sync.Mutex
+	state     int
+	transport string
+	queue     []*frame
+	reason    string // why the session is closing or closed
+	byServer  bool   // the server began the close
+
+	poll    chan struct{} // a pending GET waits on it; nil when none
+	posting bool          // a POST is being read
+
+	ws      *websocket.Conn
+	writing bool // the WebSocket writer is running
+
+	upgrading   bool
+	probed      bool
+	upgradeDone chan struct{} // closed when an upgrade ends, either way
+
+	heartbeat  *time.Timer
+	awaitPong  bool
+	connectTmr *time.Timer
+
+	sockets  map[string]*Socket // by namespace
+	pending  int                // CONNECTs in the middleware
+	joined   bool               // a namespace CONNECT was acked
+	partial  *partialPacket     // a binary packet waiting for attachments
+	closedCh chan struct{}
+}
+
+func newConn(s *Server, transport string) *Conn {
+	return &Conn{srv: s, id: newID(), transport: transport, closedCh: make(chan struct{})}
+}
+
+// ID is the session id (sid).
+func (c *Conn) ID() string { return c.id }
+
+// Transport is the session's transport now.
+func (c *Conn) Transport() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.transport
+}
+
+// ServerClosed reports whether the server began the session's close (the
+// connect timeout, a parse error, shutdown) rather than the client.
+func (c *Conn) ServerClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byServer
+}
+
+// start arms the heartbeat and the connect timeout.
+func (c *Conn) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.heartbeat = time.AfterFunc(c.srv.opts.PingInterval, c.beat)
+	c.connectTmr = time.AfterFunc(c.srv.opts.ConnectTimeout, func() {
+		c.mu.Lock()
+		joined := c.joined
+		c.mu.Unlock()
+		if !joined {
+			c.Close()
+		}
+	})
+}
+
+// beat is the heartbeat timer: a ping every pingInterval, and a session
+// whose pong has not come pingTimeout after it is closed. A closing
+// session sends no ping but still times out, as in Node.
+func (c *Conn) beat() {
+	c.mu.Lock()
+	if c.state == stateClosed {
+		c.mu.Unlock()
+		return
+	}
+	if c.awaitPong {
+		c.mu.Unlock()
+		c.terminate("ping timeout")
+		return
+	}
+	c.awaitPong = true
+	if c.state == stateOpen {
+		c.enqueueLocked(pingFrame)
+	}
+	c.heartbeat.Reset(c.srv.opts.PingTimeout)
+	c.mu.Unlock()
+}
+
+// pong: the client answered; the next ping is pingInterval away.
+func (c *Conn) pong() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.awaitPong && c.state != stateClosed {
+		c.awaitPong = false
+		c.heartbeat.Reset(c.srv.opts.PingInterval)
+	}
+}
+
+// send queues frames to go out together, in order.
+func (c *Conn) send(frames ...*frame) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != stateOpen {
+		for _, f := range frames {
+			f.release()
+		}
+		return false
+	}
+	for _, f := range frames {
+		c.enqueueLocked(f)
+	}
+	return true
+}
+
+// enqueueLocked queues a frame and wakes the one who writes it.
+func (c *Conn) enqueueLocked(f *frame) {
+	if len(c.queue) >= maxQueued {
+		f.release()
+		c.beginCloseLocked("transport error", true)
+		return
+	}
+	c.queue = append(c.queue, f)
+	if n := f.payloadBytes(); n > 0 && c.srv.opts.Hooks.Sent != nil {
+		c.srv.opts.Hooks.Sent(n)
+	}
+	c.kickLocked()
+}
+
+// kickLocked wakes the writer of the current transport.
+func (c *Conn) kickLocked() {
+	switch {
+	case c.transport == WebSocket && c.ws != nil && !c.writing:
+		c.writing = true
+		go c.writeWebSocket(c.ws)
+	case c.transport == Polling && c.poll != nil:
+		close(c.poll)
+		c.poll = nil
+	}
+}
+
+// Close closes the session from the server's side ("forced close"), once
+// what is queued has been written.
+func (c *Conn) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.beginCloseLocked("forced close", true)
+}
+
+// beginCloseLocked starts an orderly close: the writer finishes it after
+// the queue (a WebSocket), or the next long-poll does (polling), which
+// gets the close packet.
+func (c *Conn) beginCloseLocked(reason string, byServer bool) {
+	if c.state != stateOpen {
+		return
+	}
+	c.state, c.reason, c.byServer = stateClosing, reason, byServer
+	c.kickLocked()
+}
+
+// terminate ends the session now with reason; the first call counts.
+func (c *Conn) terminate(reason string) {
+	c.mu.Lock()
+	if c.state == stateClosed {
+		c.mu.Unlock()
+		return
+	}
+	if !clientReason(reason) {
+		c.byServer = true
+	}
+	c.state, c.reason = stateClosed, reason
+	c.heartbeat.Stop()
+	c.connectTmr.Stop()
+	if c.poll != nil {
+		close(c.poll)
+		c.poll = nil
+	}
+	queue := c.queue
+	c.queue = nil
+	ws := c.ws
+	sockets := c.sockets
+	c.sockets = nil
+	c.partial = nil
+	if c.upgradeDone != nil && c.upgrading {
+		c.upgrading = false
+		close(c.upgradeDone)
+	}
+	c.mu.Unlock()
+	for _, f := range queue {
+		f.release()
+	}
+	if ws != nil {
+		closeWebSocket(ws)
+	}
+	c.srv.conns.Delete(c.id)
+	for _, s := range sockets {
+		s.nsp.remove(s)
+	}
+	close(c.closedCh)
+	c.srv.count.Add(-1)
+	if h := c.srv.opts.Hooks.Closed; h != nil {
+		h(c, reason)
+	}
+}
+
+// takeLocked takes what is queued.
+func (c *Conn) takeLocked() []*frame {
+	q := c.queue
+	c.queue = nil
+	return q
+}
+
+// clientReason reports whether a close reason puts the end on the client:
+// it left, its transport failed, or it stopped answering pings.
+func clientReason(reason string) bool {
+	switch reason {
+	case "transport close", "transport error", "ping timeout":
+		return true
+	}
+	return false
+}

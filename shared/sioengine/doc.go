@@ -1,0 +1,50 @@
+// Package sioengine is an Engine.IO v4 / Socket.IO v5 server written for
+// the knowngood targets (-engine native): HTTP long-polling, WebSocket and
+// the upgrade between them; namespaces, rooms, acks, binary events and
+// acks with attachments. It answers as Node's engine.io 6 / socket.io 4 do,
+// racing requests included, and is checked against the same tests as the
+// zishang520 targets (servers/socketio) and against the official clients.
+//
+// # Transport
+//
+// It rides net/http, with gorilla/websocket for the WebSocket transport:
+// long-polling needs an HTTP server anyway, and the upgrade from polling
+// arrives as an HTTP request of the same server, so one net/http server
+// serves both (the Server is an http.Handler for /socket.io/). That is the
+// default and, for now, the only transport; an event-loop transport (gnet)
+// would need an HTTP/1.1 parser for the long-polls on its loops.
+//
+// # Writes
+//
+// Each session has one queue of frames and at most one goroutine writing
+// it: the WebSocket writer, started when a frame is queued and ended when
+// the queue is empty (an idle session holds no writer, and gorilla's write
+// buffer goes back to a pool between writes), or the long-poll GET that
+// takes the queue. A broadcast encodes its packet once: the same frames
+// (and, on WebSocket, the same prepared frame bytes) are queued on every
+// member, in order with each session's other writes. Unicast packets are
+// encoded into pooled buffers, given back once written.
+//
+// # Bounds
+//
+// Everything a client can make the server hold is bounded: a packet and a
+// POST body by MaxPayload (1009 / 413), the attachments of a packet by
+// MaxAttachments, the frames queued for a client that does not read
+// (maxQueued, then the session ends with "transport error"), the rooms of
+// a socket (maxRooms), the CONNECTs waiting in the middleware
+// (maxPendingConnects), an upgrade that never completes (upgradeTimeout),
+// a session that joins no namespace (ConnectTimeout) or stops answering
+// pings (PingInterval + PingTimeout). Length arithmetic on client input is
+// overflow-safe.
+//
+// # Engine.IO v3
+//
+// Version 4 is decided in one place, the open request's EIO check in
+// ServeHTTP. A v3 session would differ in three places, each behind the
+// session's version: the polling payload codec (eio.go: "<length>:<packet>"
+// records and "b4"-prefixed base64 instead of 0x1e-separated packets), the
+// heartbeat (conn.go: the client pings and the server answers with a pong;
+// the timeout is pingInterval + pingTimeout), and the Socket.IO v4 (v2
+// protocol) greeting (socket.go: the server sends "40" for "/" unasked,
+// and a CONNECT ack carries no sid).
+package sioengine

@@ -1,0 +1,288 @@
+package sioengine
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The zishang520 client starts a network monitor at init that it never
+	// stops, and runs each one-shot timer on a goroutine of its own that
+	// ends when the timer fires.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"))
+}
+
+// testOptions: Node's defaults, quick timers, an application that acks
+// every event with its arguments and broadcasts "all".
+func testOptions() Options {
+	return Options{
+		PingInterval: 300 * time.Millisecond, PingTimeout: 500 * time.Millisecond, ConnectTimeout: 2 * time.Second,
+		MaxPayload: 1000, Transports: []string{Polling, WebSocket}, Namespaces: []string{"/custom"},
+	}
+}
+
+type engine struct {
+	*Server
+	url string
+}
+
+func startEngine(t *testing.T, o Options) *engine {
+	t.Helper()
+	if o.Hooks.Event == nil {
+		o.Hooks.Event = func(s *Socket, e *Event) {
+			if e.Name == "all" {
+				s.Namespace().Broadcast("", "all", e.Args, e.Attachments)
+				return
+			}
+			e.Ack(e.Args, e.Attachments)
+		}
+	}
+	s := New(o)
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() {
+		ctx, cancel := contextTimeout(2 * time.Second)
+		defer cancel()
+		s.Close(ctx)
+		ts.Close()
+	})
+	return &engine{Server: s, url: ts.URL + "/socket.io/?EIO=4"}
+}
+
+// dialWS opens a session over WebSocket and joins "/".
+func dialWS(t *testing.T, e *engine) *websocket.Conn {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(e.url, "http")+"&transport=websocket", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	if open := readWS(t, ws); !strings.HasPrefix(open, `0{"sid":"`) || !strings.Contains(open, `"upgrades":[]`) {
+		t.Fatalf("open packet %q", open)
+	}
+	writeWS(t, ws, "40")
+	if ack := readWS(t, ws); !strings.HasPrefix(ack, `40{"sid":"`) {
+		t.Fatalf("CONNECT ack %q", ack)
+	}
+	return ws
+}
+
+// readWS returns the next message that is not a ping (pings are answered).
+func readWS(t *testing.T, ws *websocket.Conn) string {
+	t.Helper()
+	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if string(data) != "2" {
+			return string(data)
+		}
+		writeWS(t, ws, "3")
+	}
+}
+
+func writeWS(t *testing.T, ws *websocket.Conn, msg string) {
+	t.Helper()
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedWith reads until the server ends the connection and returns the
+// close code (1006 for none).
+func closedWith(t *testing.T, ws *websocket.Conn) int {
+	t.Helper()
+	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, _, err := ws.ReadMessage()
+		var ce *websocket.CloseError
+		switch {
+		case errors.As(err, &ce):
+			return ce.Code
+		case err != nil && strings.Contains(err.Error(), "timeout"):
+			t.Fatal("the server did not close within 5 s")
+		case err != nil:
+			return websocket.CloseAbnormalClosure
+		}
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func post(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "text/plain;charset=UTF-8", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// openPolling opens a polling session and returns its sid.
+func openPolling(t *testing.T, e *engine) string {
+	t.Helper()
+	code, body := get(t, e.url+"&transport=polling")
+	var open struct{ Sid string }
+	if code != 200 || !strings.HasPrefix(body, "0") || json.Unmarshal([]byte(body[1:]), &open) != nil {
+		t.Fatalf("polling open: %d %q", code, body)
+	}
+	return open.Sid
+}
+
+// TestBroadcastEncodedOnce: a broadcast queues the very same frame on
+// every member's session, and each gets the same bytes.
+func TestBroadcastEncodedOnce(t *testing.T) {
+	e := startEngine(t, testOptions())
+	var sids []string
+	for range 3 {
+		sid := openPolling(t, e)
+		if code, _ := post(t, e.url+"&transport=polling&sid="+sid, "40"); code != 200 {
+			t.Fatal("CONNECT")
+		}
+		sids = append(sids, sid)
+	}
+	for _, sid := range sids { // the CONNECT acks
+		if code, body := get(t, e.url+"&transport=polling&sid="+sid); code != 200 || !strings.HasPrefix(body, "40{") {
+			t.Fatalf("CONNECT ack: %d %q", code, body)
+		}
+	}
+	if n := e.Namespace("/").Broadcast("", "news", []json.RawMessage{json.RawMessage(`"x"`)}, [][]byte{{7}}); n != 3 {
+		t.Fatalf("broadcast reached %d, want 3", n)
+	}
+	var first []*frame
+	e.Conns(func(c *Conn) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if first == nil {
+			first = c.queue
+		}
+		if len(c.queue) != 2 || c.queue[0] != first[0] || c.queue[1] != first[1] {
+			t.Errorf("session %s queued %v, want the same two frames as the first (%v)", c.id, c.queue, first)
+		}
+	})
+	for _, sid := range sids {
+		if _, body := get(t, e.url+"&transport=polling&sid="+sid); body != "451-[\"news\",\"x\"]\x1ebBw==" {
+			t.Errorf("broadcast over polling: %q", body)
+		}
+	}
+}
+
+// TestBinaryAttachments: attachments come back as they went, in their
+// order, over WebSocket; a packet that announces more than MaxAttachments,
+// or an attachment nobody announced, closes the session.
+func TestBinaryAttachments(t *testing.T) {
+	e := startEngine(t, testOptions())
+	ws := dialWS(t, e)
+	writeWS(t, ws, `451-1["echo",{"_placeholder":true,"num":0}]`)
+	_ = ws.WriteMessage(websocket.BinaryMessage, []byte("0ab"))
+	if got := readWS(t, ws); got != `461-1[{"_placeholder":true,"num":0}]` {
+		t.Errorf("binary ack %q", got)
+	}
+	if got := readWS(t, ws); got != "0ab" {
+		t.Errorf("attachment %q", got)
+	}
+	for _, bad := range []func(*websocket.Conn){
+		func(ws *websocket.Conn) { writeWS(t, ws, `4517-["echo"]`) },
+		func(ws *websocket.Conn) { _ = ws.WriteMessage(websocket.BinaryMessage, []byte{1}) },
+		func(ws *websocket.Conn) { writeWS(t, ws, `451-["echo"]`); writeWS(t, ws, `42["echo"]`) },
+	} {
+		ws := dialWS(t, e)
+		bad(ws)
+		if code := closedWith(t, ws); code != websocket.CloseNoStatusReceived {
+			t.Errorf("closed with %d, want a close frame without a status (1005), as Node's ws sends", code)
+		}
+	}
+}
+
+// TestBounds: what a client can make the server hold is bounded: a
+// message over MaxPayload (1009), a POST over it (413), rooms per socket,
+// frames queued for a client that does not read.
+func TestBounds(t *testing.T) {
+	e := startEngine(t, testOptions())
+	ws := dialWS(t, e)
+	writeWS(t, ws, "4"+strings.Repeat("x", 1000))
+	if code := closedWith(t, ws); code != websocket.CloseMessageTooBig {
+		t.Errorf("a message over MaxPayload: closed with %d, want 1009", code)
+	}
+
+	sid := openPolling(t, e)
+	if code, _ := post(t, e.url+"&transport=polling&sid="+sid, strings.Repeat("4", 1001)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a POST over MaxPayload: %d, want 413", code)
+	}
+	post(t, e.url+"&transport=polling&sid="+sid, "40")
+	get(t, e.url+"&transport=polling&sid="+sid) // the ack
+	var c *Conn
+	e.Conns(func(x *Conn) {
+		if x.id == sid {
+			c = x
+		}
+	})
+	c.mu.Lock()
+	s := c.sockets["/"]
+	c.mu.Unlock()
+	for i := range maxRooms {
+		if !s.Join(strings.Repeat("r", i%7) + string(rune('a'+i%26)) + json.Number(rune(i)).String()) {
+			t.Fatalf("join %d refused, under the bound", i)
+		}
+	}
+	if s.Join("one-more") {
+		t.Errorf("join past %d rooms accepted", maxRooms)
+	}
+	// A client that never polls: past maxQueued frames its session ends.
+	for i := 0; i <= maxQueued && c.isOpen(); i++ {
+		s.Emit("x", nil, nil)
+	}
+	if c.isOpen() {
+		t.Errorf("a session with %d frames queued is still open", maxQueued)
+	}
+}
+
+// TestErrors: Node's engine.io answers to bad requests.
+func TestErrors(t *testing.T) {
+	e := startEngine(t, testOptions())
+	for _, c := range []struct{ query, want string }{
+		{"&transport=pigeon", `{"code":0,"message":"Transport unknown"}`},
+		{"&transport=polling&sid=nope", `{"code":1,"message":"Session ID unknown"}`},
+		{"&transport=websocket", `{"code":3,"message":"Bad request"}`},
+	} {
+		if code, body := get(t, e.url+c.query); code != 400 || body != c.want {
+			t.Errorf("GET %s: %d %s, want 400 %s", c.query, code, body, c.want)
+		}
+	}
+	if code, body := get(t, strings.Replace(e.url, "EIO=4", "EIO=3", 1)+"&transport=polling"); code != 400 || body != `{"code":5,"message":"Unsupported protocol version"}` {
+		t.Errorf("EIO=3: %d %s", code, body)
+	}
+	if code, body := post(t, e.url+"&transport=polling", "40"); code != 400 || body != `{"code":2,"message":"Bad handshake method"}` {
+		t.Errorf("POST open: %d %s", code, body)
+	}
+	sid := openPolling(t, e)
+	if code, _ := post(t, e.url+"&transport=polling&sid="+sid, "2"); code != 200 {
+		t.Errorf("a client ping: %d", code)
+	}
+	// Engine.IO v4: only the server pings; Node ends the session.
+	if code, _ := get(t, e.url+"&transport=polling&sid="+sid); code != 400 {
+		t.Errorf("GET after a client ping: %d, want 400", code)
+	}
+}

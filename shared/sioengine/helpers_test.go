@@ -1,0 +1,10 @@
+package sioengine
+
+import (
+	"context"
+	"time"
+)
+
+func contextTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -1,0 +1,222 @@
+package sioengine
+
+import (
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// openPolling answers an open request over polling: the open packet.
+func (s *Server) openPolling(w http.ResponseWriter, r *http.Request) {
+	c := s.register(r, Polling)
+	open := &frame{data: s.openPacket(c.id, true)}
+	writePayload(w, []*frame{open})
+}
+
+// writePayload answers a long-poll with frames, Node's way.
+func writePayload(w http.ResponseWriter, frames []*frame) {
+	buf := getBuffer()
+	for _, f := range frames {
+		*buf = appendPayload(*buf, f)
+		f.release()
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=UTF-8")
+	h.Set("Content-Length", strconv.Itoa(len(*buf)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(*buf)
+	putBuffer(buf)
+}
+
+// servePoll serves a long-poll GET: it gets what is queued, or waits for
+// something to be.
+func (c *Conn) servePoll(w http.ResponseWriter, r *http.Request) {
+	c.waitUpgrade()
+	c.mu.Lock()
+	switch {
+	case c.transport != Polling:
+		c.mu.Unlock()
+		refuse(w, r, codeBadRequest, "")
+		return
+	case c.poll != nil:
+		// Node: "overlap from client", the session ends.
+		c.mu.Unlock()
+		refuse(w, r, codeBadRequest, "")
+		c.terminate("transport error")
+		return
+	}
+	if len(c.queue) == 0 && c.state == stateOpen && !c.probed {
+		wake := make(chan struct{})
+		c.poll = wake
+		c.mu.Unlock()
+		select {
+		case <-wake:
+		case <-r.Context().Done():
+			// Node: "poll connection closed prematurely".
+			c.terminate("transport error")
+			return
+		}
+		c.mu.Lock()
+	}
+	frames := c.pollAnswerLocked()
+	c.mu.Unlock()
+	writePayload(w, frames)
+}
+
+// pollAnswerLocked is what a long-poll takes: the queue, and a noop or the
+// close packet when the session or the transport is ending.
+func (c *Conn) pollAnswerLocked() []*frame {
+	if c.transport == WebSocket {
+		// Upgraded meanwhile: the queue is the WebSocket's now, and the
+		// old transport ends with the close packet.
+		return []*frame{closeFrame}
+	}
+	frames := c.takeLocked()
+	switch {
+	case c.state == stateClosing:
+		// The server's close: the close packet, after what was queued.
+		frames = append(frames, closeFrame)
+		c.mu.Unlock()
+		c.terminate(c.reason)
+		c.mu.Lock()
+	case c.state == stateClosed:
+		frames = append(frames, noopFrame) // the client's close
+	case len(frames) == 0:
+		frames = append(frames, noopFrame) // an upgrade is under way
+	}
+	return frames
+}
+
+// waitUpgrade: a GET that arrives while an upgrade is under way waits for
+// it (at most raceWait). The client may have sent the upgrade packet
+// before this GET over its WebSocket; Node, reading both in arrival order,
+// then answers the GET 400.
+func (c *Conn) waitUpgrade() {
+	c.mu.Lock()
+	done := c.upgradeDone
+	upgrading := c.upgrading
+	c.mu.Unlock()
+	if !upgrading {
+		return
+	}
+	t := time.NewTimer(raceWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// servePost reads a POST's packets.
+func (c *Conn) servePost(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	switch {
+	case c.transport != Polling:
+		c.mu.Unlock()
+		refuse(w, r, codeBadRequest, "")
+		return
+	case c.posting:
+		c.mu.Unlock()
+		refuse(w, r, codeBadRequest, "")
+		c.terminate("transport error")
+		return
+	}
+	c.posting = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.posting = false
+		c.mu.Unlock()
+	}()
+	max := c.srv.opts.MaxPayload
+	if r.ContentLength > max {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		return
+	}
+	limit := max // one byte more than allowed shows a body too long
+	if limit < math.MaxInt64 {
+		limit++
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit))
+	switch {
+	case int64(len(body)) > max:
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		return
+	case err != nil:
+		c.terminate("transport error")
+		return
+	case r.Header.Get("Content-Type") == "application/octet-stream":
+		// Engine.IO v4 carries binary as base64 in text.
+		refuse(w, r, codeBadRequest, "")
+		c.terminate("transport error")
+		return
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	if !c.readPayload(body) {
+		w.Header().Set("Connection", "close")
+		refuse(w, r, codeBadRequest, "")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html")
+	h.Set("Content-Length", "2")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte("ok"))
+}
+
+// readPayload handles a POSTed payload's packets in order; false when
+// the server closed the session because of them.
+func (c *Conn) readPayload(body []byte) bool {
+	wasOpen := c.isOpen()
+	err := decodePayload(body, func(p inPacket) bool {
+		if p.typ == eioClose {
+			c.closeAfterPoll()
+			c.terminate("transport close")
+			return false
+		}
+		c.onPacket(p)
+		return c.isOpen()
+	})
+	if errors.Is(err, errParse) {
+		c.terminate("parse error")
+	}
+	return !wasOpen || !c.closedByServer()
+}
+
+// closeAfterPoll: a client with a long-poll outstanding that POSTs a close
+// packet gets a noop on the GET from Node. The GET and the POST race here
+// (two connections); the close waits, at most raceWait, for the GET.
+func (c *Conn) closeAfterPoll() {
+	for end := time.Now().Add(raceWait); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
+		c.mu.Lock()
+		ready := c.poll != nil || c.state != stateOpen || c.transport != Polling
+		c.mu.Unlock()
+		if ready {
+			return
+		}
+	}
+}
+
+// Open reports whether the session is open (not closing or closed).
+func (c *Conn) Open() bool { return c.isOpen() }
+
+func (c *Conn) isOpen() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == stateOpen
+}
+
+// closedByServer reports whether the server has closed the session or
+// begun to.
+func (c *Conn) closedByServer() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state != stateOpen && c.byServer
+}

@@ -1,0 +1,310 @@
+package sioengine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Transport names, as the transport query parameter spells them.
+const (
+	Polling   = "polling"
+	WebSocket = "websocket"
+)
+
+// Options configure a Server. The zero value of a field is the default
+// of Node's engine.io / socket.io, noted beside it.
+type Options struct {
+	PingInterval   time.Duration // 25 s
+	PingTimeout    time.Duration // 20 s
+	ConnectTimeout time.Duration // 45 s: from the open to the first namespace CONNECT
+	MaxPayload     int64         // 1,000,000 bytes: an Engine.IO packet, a POST body
+	Transports     []string      // polling, websocket
+	// Origins, when not empty, are the only Origin values an open request
+	// may carry (403 otherwise); CORS answers name the request's origin.
+	Origins     []string
+	Compression bool // permessage-deflate on WebSocket
+	// HandshakeTimeout bounds a WebSocket upgrade (10 s).
+	HandshakeTimeout time.Duration
+	// Namespaces are the namespaces a client may join; "/" is always one.
+	Namespaces []string
+	// MaxAttachments bounds the binary attachments of one packet
+	// (DefaultMaxAttachments).
+	MaxAttachments int
+	Hooks          Hooks
+}
+
+// DefaultMaxAttachments is the attachment count a binary packet may
+// announce unless Options say otherwise.
+const DefaultMaxAttachments = 16
+
+// Hooks are what the application does with sessions and sockets. Each may
+// be nil. None may block: they run on the session's reader (a WebSocket's
+// goroutine, a POST's handler) or on a timer.
+type Hooks struct {
+	// Opened: an open request (r) made session c; before its open packet
+	// is written.
+	Opened func(c *Conn, r *http.Request)
+	// Closed: the session ended, with Node's engine.io reason ("transport
+	// close", "ping timeout", "forced close", ...). Its sockets have left
+	// their namespaces.
+	Closed func(c *Conn, reason string)
+	// Connecting is the namespace middleware: it calls next once, from any
+	// goroutine, with nil to admit the socket or an error that the client
+	// gets as CONNECT_ERROR.
+	Connecting func(s *Socket, next func(error))
+	// Connected: the CONNECT ack is queued and the socket is a member of
+	// its namespace.
+	Connected func(s *Socket)
+	// Refused: the session was answered a CONNECT_ERROR.
+	Refused func(c *Conn)
+	// Event: a client event, in the order the session's events arrived.
+	Event func(s *Socket, e *Event)
+	// Received and Sent count message payload bytes (without the
+	// Engine.IO type byte), as they are read and as they are queued.
+	Received, Sent func(bytes int)
+	// UnknownSid: a request named a session this server does not hold.
+	UnknownSid func()
+}
+
+// Server is an Engine.IO v4 / Socket.IO v5 server: an http.Handler for
+// the /socket.io/ path.
+type Server struct {
+	opts     Options
+	upgrader websocket.Upgrader
+	nsps     map[string]*Namespace
+	conns    sync.Map // sid -> *Conn
+	count    atomic.Int64
+	closed   atomic.Bool
+}
+
+// New builds a Server.
+func New(o Options) *Server {
+	if o.MaxAttachments <= 0 {
+		o.MaxAttachments = DefaultMaxAttachments
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 10 * time.Second
+	}
+	s := &Server{opts: o, nsps: map[string]*Namespace{}}
+	for _, name := range append([]string{"/"}, o.Namespaces...) {
+		s.nsps[name] = newNamespace(name)
+	}
+	s.upgrader = websocket.Upgrader{
+		HandshakeTimeout:  o.HandshakeTimeout,
+		CheckOrigin:       func(*http.Request) bool { return true }, // checked in admitOpen
+		EnableCompression: o.Compression,
+		// A write buffer only while writing: an idle session holds none.
+		WriteBufferPool: &sync.Pool{},
+	}
+	return s
+}
+
+// Namespace returns a namespace by name; nil if the server has none.
+func (s *Server) Namespace(name string) *Namespace { return s.nsps[name] }
+
+// Len is the number of sessions held.
+func (s *Server) Len() int { return int(s.count.Load()) }
+
+// Engine.IO error codes and messages, as Node's engine.io answers them.
+const (
+	codeUnknownTransport = 0
+	codeUnknownSid       = 1
+	codeBadHandshake     = 2
+	codeBadRequest       = 3
+	codeForbidden        = 4
+	codeUnsupported      = 5
+)
+
+var errorMessages = [...]string{
+	"Transport unknown", "Session ID unknown", "Bad handshake method", "Bad request", "Forbidden",
+	"Unsupported protocol version",
+}
+
+// refuse answers a request Node's way: JSON for polling, the bare
+// message for an upgrade (abortUpgrade).
+func refuse(w http.ResponseWriter, r *http.Request, code int, message string) {
+	if message == "" {
+		message = errorMessages[code]
+	}
+	status := http.StatusBadRequest
+	if code == codeForbidden {
+		status = http.StatusForbidden
+	}
+	if websocket.IsWebSocketUpgrade(r) {
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Length", strconv.Itoa(len(message)))
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(message))
+		return
+	}
+	body, _ := json.Marshal(struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, message})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// ServeHTTP serves one Engine.IO request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	upgrade := websocket.IsWebSocketUpgrade(r)
+	// Node's engine.io serves upgrades apart from its request handler,
+	// and its CORS headers with the requests only.
+	if !upgrade && s.cors(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	transport := q.Get("transport")
+	if !slices.Contains(s.opts.Transports, transport) {
+		refuse(w, r, codeUnknownTransport, "")
+		return
+	}
+	if sid := q.Get("sid"); sid != "" {
+		s.serveSession(w, r, sid, transport, upgrade)
+		return
+	}
+	switch {
+	case r.Method != http.MethodGet:
+		refuse(w, r, codeBadHandshake, "")
+	case transport == WebSocket && !upgrade:
+		refuse(w, r, codeBadRequest, "")
+	case s.opts.Origins != nil && !slices.Contains(s.opts.Origins, r.Header.Get("Origin")):
+		refuse(w, r, codeForbidden, fmt.Sprintf("origin %q is not allowed (-origin)", r.Header.Get("Origin")))
+	case q.Get("EIO") != "4":
+		// The place to accept Engine.IO v3 (EIO=3) later: a session of
+		// that version with its own payload codec and heartbeat direction.
+		refuse(w, r, codeUnsupported, "")
+	case transport == WebSocket:
+		s.openWebSocket(w, r)
+	default:
+		s.openPolling(w, r)
+	}
+}
+
+// serveSession serves a request of an existing session.
+func (s *Server) serveSession(w http.ResponseWriter, r *http.Request, sid, transport string, upgrade bool) {
+	v, ok := s.conns.Load(sid)
+	if !ok {
+		if s.opts.Hooks.UnknownSid != nil {
+			s.opts.Hooks.UnknownSid()
+		}
+		refuse(w, r, codeUnknownSid, "")
+		return
+	}
+	c := v.(*Conn)
+	switch {
+	case upgrade && transport == WebSocket:
+		c.upgradeTo(w, r)
+	case transport != Polling:
+		refuse(w, r, codeBadRequest, "")
+	case r.Method == http.MethodGet:
+		c.servePoll(w, r)
+	case r.Method == http.MethodPost:
+		c.servePost(w, r)
+	default:
+		refuse(w, r, codeBadRequest, "")
+	}
+}
+
+// cors writes the CORS headers Node's socket.io gives with
+// {origin: "*" or the list, credentials: true}, and answers a preflight.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
+	h := w.Header()
+	origin := r.Header.Get("Origin")
+	switch {
+	case s.opts.Origins == nil:
+		h.Set("Access-Control-Allow-Origin", "*")
+	case slices.Contains(s.opts.Origins, origin):
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+	default:
+		h.Add("Vary", "Origin")
+	}
+	h.Set("Access-Control-Allow-Credentials", "true")
+	if r.Method != http.MethodOptions {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET,HEAD,PUT,PATCH,POST,DELETE")
+	if asked := r.Header.Get("Access-Control-Request-Headers"); asked != "" {
+		h.Set("Access-Control-Allow-Headers", asked)
+		h.Add("Vary", "Access-Control-Request-Headers")
+	}
+	h.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// openPacket is the open packet of a new session.
+func (s *Server) openPacket(sid string, upgrades bool) []byte {
+	ups := "[]"
+	if upgrades && slices.Contains(s.opts.Transports, WebSocket) {
+		ups = `["websocket"]`
+	}
+	return fmt.Appendf(nil, `0{"sid":"%s","upgrades":%s,"pingInterval":%d,"pingTimeout":%d,"maxPayload":%d}`,
+		sid, ups, s.opts.PingInterval.Milliseconds(), s.opts.PingTimeout.Milliseconds(), s.opts.MaxPayload)
+}
+
+// register makes a session for an open request.
+func (s *Server) register(r *http.Request, transport string) *Conn {
+	c := newConn(s, transport)
+	s.conns.Store(c.id, c)
+	s.count.Add(1)
+	if s.opts.Hooks.Opened != nil {
+		s.opts.Hooks.Opened(c, r)
+	}
+	c.start()
+	return c
+}
+
+// Conns calls fn for every session held.
+func (s *Server) Conns(fn func(*Conn)) {
+	s.conns.Range(func(_, v any) bool {
+		fn(v.(*Conn))
+		return true
+	})
+}
+
+// closeLinger is how long Close lets clients that were sent a DISCONNECT
+// leave on their own (socket.io-client closes its session as soon as it
+// reads one) before it closes the sessions left: a client that reads the
+// DISCONNECT and the end of its transport together may report the latter.
+const closeLinger = 100 * time.Millisecond
+
+// Close tells every socket (a Socket.IO DISCONNECT), lets the clients
+// leave for up to closeLinger, then closes every session left once what it
+// has queued is written, and waits for them until ctx is done; then the
+// rest are dropped.
+func (s *Server) Close(ctx context.Context) {
+	s.closed.Store(true)
+	s.Conns(func(c *Conn) { c.disconnectSockets() })
+	linger, cancel := context.WithTimeout(ctx, closeLinger)
+	s.wait(linger)
+	cancel()
+	s.Conns(func(c *Conn) { c.Close() })
+	s.wait(ctx)
+	s.Conns(func(c *Conn) { c.terminate("forced close") })
+}
+
+// wait waits until no session is held or ctx is done.
+func (s *Server) wait(ctx context.Context) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for s.count.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package sioengine
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// maxPendingConnects bounds the CONNECTs of one session waiting in the
+// namespace middleware; more close the session.
+const maxPendingConnects = 16
+
+// Socket is a session's membership of one namespace.
+type Socket struct {
+	id    string
+	conn  *Conn
+	nsp   *Namespace
+	auth  json.RawMessage
+	rooms []string // under nsp.mu
+}
+
+// ID is the socket's id (the CONNECT ack's sid).
+func (s *Socket) ID() string { return s.id }
+
+// Conn is the socket's session.
+func (s *Socket) Conn() *Conn { return s.conn }
+
+// Namespace is the socket's namespace.
+func (s *Socket) Namespace() *Namespace { return s.nsp }
+
+// Auth is the CONNECT's auth payload, a JSON object ({} when none).
+func (s *Socket) Auth() json.RawMessage { return s.auth }
+
+// Emit sends an event to this socket.
+func (s *Socket) Emit(event string, args []json.RawMessage, attachments [][]byte) bool {
+	return s.conn.send(encodeEvent(s.nsp.name, event, -1, args, attachments, false)...)
+}
+
+// Join puts the socket in a room; false if it has left its namespace or
+// is in maxRooms rooms already.
+func (s *Socket) Join(room string) bool { return s.nsp.join(s, room) }
+
+// Disconnect sends the client a DISCONNECT for the namespace and removes
+// the socket; the session stays open.
+func (s *Socket) Disconnect() {
+	c := s.conn
+	c.mu.Lock()
+	if c.sockets[s.nsp.name] != s {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.sockets, s.nsp.name)
+	f := &frame{data: appendHeader(nil, sioDisconnect, 0, s.nsp.name, -1)}
+	if c.state == stateOpen {
+		c.enqueueLocked(f)
+	}
+	c.mu.Unlock()
+	s.nsp.remove(s)
+}
+
+// disconnectSockets sends every socket of the session a DISCONNECT.
+func (c *Conn) disconnectSockets() {
+	c.mu.Lock()
+	var sockets []*Socket
+	for _, s := range c.sockets {
+		sockets = append(sockets, s)
+	}
+	c.mu.Unlock()
+	for _, s := range sockets {
+		s.Disconnect()
+	}
+}
+
+// Event is one event a client sent.
+type Event struct {
+	Name string
+	// Args are the event's arguments after its name, as the client wrote
+	// them; binary placeholders stay in them and index Attachments.
+	Args        []json.RawMessage
+	Attachments [][]byte
+	sock        *Socket
+	id          int64
+	once        sync.Once
+}
+
+// HasAck reports whether the client asked for an acknowledgement.
+func (e *Event) HasAck() bool { return e.id >= 0 }
+
+// Ack answers the event's acknowledgement (once; later calls do
+// nothing).
+func (e *Event) Ack(args []json.RawMessage, attachments [][]byte) {
+	if e.id < 0 {
+		return
+	}
+	e.once.Do(func() {
+		e.sock.conn.send(encodeEvent(e.sock.nsp.name, "", e.id, args, attachments, false)...)
+	})
+}
+
+// partialPacket is a binary packet waiting for its attachments.
+type partialPacket struct {
+	p           sioPacket
+	attachments [][]byte
+}
+
+// onPacket handles one Engine.IO packet of the session's transport.
+func (c *Conn) onPacket(p inPacket) {
+	if !c.isOpen() {
+		return // Node reads nothing more of a session that is closing
+	}
+	switch p.typ {
+	case eioPong:
+		c.pong()
+	case eioPing:
+		// Engine.IO v4: only the server pings.
+		c.terminate("transport error")
+	case eioMessage:
+		if h := c.srv.opts.Hooks.Received; h != nil {
+			h(len(p.data))
+		}
+		if err := c.onMessage(p); err != nil {
+			c.Close()
+		}
+	}
+}
+
+// onMessage decodes a Socket.IO packet or an attachment.
+func (c *Conn) onMessage(p inPacket) error {
+	c.mu.Lock()
+	partial := c.partial
+	c.mu.Unlock()
+	if p.binary {
+		if partial == nil {
+			return fmt.Errorf("%w: binary data when not reconstructing a packet", errBadPacket)
+		}
+		partial.attachments = append(partial.attachments, append([]byte(nil), p.data...))
+		if len(partial.attachments) < partial.p.attachments {
+			return nil
+		}
+		c.mu.Lock()
+		c.partial = nil
+		c.mu.Unlock()
+		c.dispatch(partial.p, partial.attachments)
+		return nil
+	}
+	if partial != nil {
+		return fmt.Errorf("%w: text while reconstructing a packet", errBadPacket)
+	}
+	sp, err := parseSIO(append([]byte(nil), p.data...), c.srv.opts.MaxAttachments)
+	if err != nil {
+		return err
+	}
+	if sp.attachments > 0 {
+		c.mu.Lock()
+		c.partial = &partialPacket{p: sp}
+		c.mu.Unlock()
+		return nil
+	}
+	c.dispatch(sp, nil)
+	return nil
+}
+
+// dispatch acts on a whole Socket.IO packet.
+func (c *Conn) dispatch(p sioPacket, attachments [][]byte) {
+	if p.typ == sioConnect {
+		c.connect(p)
+		return
+	}
+	c.mu.Lock()
+	s := c.sockets[p.nsp]
+	c.mu.Unlock()
+	if s == nil {
+		return // not joined (or not yet): Node drops it too
+	}
+	switch p.typ {
+	case sioDisconnect:
+		c.mu.Lock()
+		if c.sockets[p.nsp] == s {
+			delete(c.sockets, p.nsp)
+		}
+		c.mu.Unlock()
+		s.nsp.remove(s)
+	case sioEvent, sioBinaryEvent:
+		elems := splitArray(p.data)
+		e := &Event{Args: elems[1:], Attachments: attachments, sock: s, id: p.id}
+		if json.Unmarshal(elems[0], &e.Name) != nil {
+			e.Name = string(elems[0]) // a number
+		}
+		if h := c.srv.opts.Hooks.Event; h != nil {
+			h(s, e)
+		}
+	}
+}
+
+// connect runs a namespace CONNECT through the middleware.
+func (c *Conn) connect(p sioPacket) {
+	nsp := c.srv.nsps[p.nsp]
+	if nsp == nil {
+		c.refuseConnect(p.nsp, "Invalid namespace")
+		return
+	}
+	auth := json.RawMessage(p.data)
+	if len(auth) == 0 {
+		auth = json.RawMessage("{}")
+	}
+	s := &Socket{id: newID(), conn: c, nsp: nsp, auth: auth}
+	c.mu.Lock()
+	if c.pending >= maxPendingConnects {
+		c.mu.Unlock()
+		c.Close()
+		return
+	}
+	c.pending++
+	c.mu.Unlock()
+	var once sync.Once
+	next := func(err error) { once.Do(func() { c.admit(s, err) }) }
+	if h := c.srv.opts.Hooks.Connecting; h != nil {
+		h(s, next)
+		return
+	}
+	next(nil)
+}
+
+// admit ends a CONNECT's middleware: the ack, or a CONNECT_ERROR.
+func (c *Conn) admit(s *Socket, err error) {
+	c.mu.Lock()
+	c.pending--
+	if c.state != stateOpen {
+		c.mu.Unlock()
+		return
+	}
+	if err != nil {
+		c.mu.Unlock()
+		c.refuseConnect(s.nsp.name, err.Error())
+		return
+	}
+	old := c.sockets[s.nsp.name]
+	if c.sockets == nil {
+		c.sockets = map[string]*Socket{}
+	}
+	c.sockets[s.nsp.name] = s
+	c.joined = true
+	c.connectTmr.Stop()
+	ack := &frame{data: fmt.Appendf(appendHeader(nil, sioConnect, 0, s.nsp.name, -1), `{"sid":"%s"}`, s.id)}
+	c.enqueueLocked(ack)
+	// A member before the ack can be written (the writer needs mu).
+	s.nsp.add(s)
+	c.mu.Unlock()
+	if old != nil {
+		old.nsp.remove(old)
+	}
+	if h := c.srv.opts.Hooks.Connected; h != nil {
+		h(s)
+	}
+}
+
+func (c *Conn) refuseConnect(nsp, message string) {
+	msg, _ := json.Marshal(message)
+	f := &frame{data: fmt.Appendf(appendHeader(nil, sioConnectError, 0, nsp, -1), `{"message":%s}`, msg)}
+	if c.send(f) {
+		if h := c.srv.opts.Hooks.Refused; h != nil {
+			h(c)
+		}
+	}
+}

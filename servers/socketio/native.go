@@ -113,6 +113,7 @@ func (n *native) track(w http.ResponseWriter, r *http.Request) {
 		return
 	case !n.gate.TryAcquire():
 		n.m.Handshake(protocol.ResultRejected, transport, 0)
+		n.m.CapRefused()
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, fmt.Sprintf("connection cap reached (-max-conns %d)", n.cfg.MaxConns), http.StatusServiceUnavailable)
 		return

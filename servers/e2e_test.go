@@ -161,6 +161,7 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"-version"}, 0, "knowngood ", ""},
 		{[]string{"-engine", "node"}, 2, "", `invalid value for -engine: "node"; want zishang520 or native`},
 		{[]string{"-engine", "native", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `invalid value for -engine: native has no -redis cluster mode yet`},
+		{[]string{"-engine", "native", "-allow-eio3"}, 2, "", `invalid value for -engine: native speaks Engine.IO v4 only`},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

@@ -82,6 +82,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "knowngood: invalid value for -engine: native has no -redis cluster mode yet; use -engine zishang520 with -redis\n")
 		return 2
 	}
+	if cfg.SocketIO.AllowEIO3 && v.Reads("engine") && cfg.SocketIO.Engine == config.EngineNative {
+		fmt.Fprintf(stderr, "knowngood: invalid value for -engine: native speaks Engine.IO v4 only; use -engine zishang520 with -allow-eio3\n")
+		return 2
+	}
 
 	log := newLogger(cfg, stderr)
 	log.Info("config", "settings", cfg.Effective())

@@ -95,6 +95,11 @@ type Options struct {
 	// by default): keep it above that. Zero means DefaultPollTimeout.
 	PollTimeout time.Duration
 
+	// AckTimeout, when not zero, bounds every acknowledgement the
+	// connection waits for (the client's ackTimeout option): an emit whose
+	// ack has not come by then gets "operation has timed out".
+	AckTimeout time.Duration
+
 	// TLS configures https:// and wss:// connections (the client's own
 	// defaults when nil).
 	TLS *tls.Config
@@ -166,6 +171,9 @@ func Dial(o Options) (*Conn, error) {
 	opts.SetMultiplex(false)
 	if o.OpenTimeout > 0 {
 		opts.SetTimeout(o.OpenTimeout)
+	}
+	if o.AckTimeout > 0 {
+		opts.SetAckTimeout(o.AckTimeout)
 	}
 	if o.Auth != nil {
 		opts.SetAuth(o.Auth)

@@ -75,6 +75,9 @@ type Faults struct {
 	Delay      time.Duration
 	CloseAfter int
 	Drop       float64
+	// LeakTimers: every Socket.IO connection starts an interval timer of
+	// this period that is never stopped (0 = off).
+	LeakTimers time.Duration
 }
 
 // SocketIO holds what only the Socket.IO targets read.
@@ -247,6 +250,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	dur(&c.Faults.Delay, "fault-delay", "known-bad: delay added to every echo and ack")
 	num(&c.Faults.CloseAfter, "fault-close-after", "known-bad: close a connection after that many messages (0 = off)")
 	frac(&c.Faults.Drop, "fault-drop", "known-bad: fraction of messages silently dropped (0 to 1)")
+	dur(&c.Faults.LeakTimers, "fault-leak-timers", "known-bad (Socket.IO): every connection starts an interval timer of this period, holding its socket and 16 KiB, that is never stopped when it disconnects, as a setInterval not cleared (0 = off)")
 
 	dur(&c.SocketIO.Delay, "delay", "Socket.IO: time the connect middleware takes (async, blocking)")
 	list(&c.SocketIO.Transports, "transports", "Socket.IO: allowed transports, comma-separated: polling, websocket")
@@ -301,6 +305,8 @@ func (c Config) Validate() error {
 		return bad("body-timeout", "%s; want a positive duration such as 300s", c.BodyTimeout)
 	case c.Faults.Delay < 0:
 		return bad("fault-delay", "%s; want 0 or a positive duration", c.Faults.Delay)
+	case c.Faults.LeakTimers != 0 && c.Faults.LeakTimers < 10*time.Millisecond:
+		return bad("fault-leak-timers", "%s; want 0 (off) or a period of at least 10ms", c.Faults.LeakTimers)
 	case c.Faults.CloseAfter < 0:
 		return bad("fault-close-after", "%d; want 0 (off) or more", c.Faults.CloseAfter)
 	case c.SocketIO.Delay < 0:

@@ -78,6 +78,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "knowngood: invalid value for -redis: variant %s has nothing to share between replicas; -redis is for the broadcast and Socket.IO variants\n", v.Name)
 		return 2
 	}
+	if strings.Contains(cfg.Cluster.Redis, ",") && v.Family != variants.SocketIO {
+		fmt.Fprintf(stderr, "knowngood: invalid value for -redis: several URLs spread the rooms of the Socket.IO variants over several Redis servers; variant %s takes one\n", v.Name)
+		return 2
+	}
 
 	log := newLogger(cfg, stderr)
 	log.Info("config", "settings", cfg.Effective())

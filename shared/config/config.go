@@ -264,7 +264,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")
 	num(&c.Broadcast.SendQueue, "send-queue", "broadcast: per-connection send queue, in messages")
 	str(&c.Broadcast.Slow, "slow", "broadcast: policy for a client whose queue is full: drop or close")
-	str(&c.Cluster.Redis, "redis", "cluster (broadcast and Socket.IO): Redis URL that carries broadcasts between replicas, redis://HOST:PORT/DB (empty = one process)")
+	str(&c.Cluster.Redis, "redis", "cluster (broadcast and Socket.IO): Redis URL that carries broadcasts between replicas, redis://HOST:PORT/DB (empty = one process); Socket.IO: several URLs separated by commas spread the rooms over them by hash")
 	num(&c.Gnet.Loops, "loops", "gnet: event loops (0 = one per CPU)")
 	return fs
 }
@@ -329,8 +329,8 @@ func (c Config) Validate() error {
 		return bad("send-queue", "%d; want 1 or more messages", c.Broadcast.SendQueue)
 	case c.Broadcast.Slow != "drop" && c.Broadcast.Slow != "close":
 		return bad("slow", "%q; want drop or close", c.Broadcast.Slow)
-	case c.Cluster.Redis != "" && !validRedisURL(c.Cluster.Redis):
-		return bad("redis", "%q; want redis://HOST:PORT/DB, rediss://HOST:PORT/DB or unix:///PATH", c.Cluster.Redis)
+	case c.Cluster.Redis != "" && !validRedisURLs(c.Cluster.Redis):
+		return bad("redis", "%q; want redis://HOST:PORT/DB, rediss://HOST:PORT/DB or unix:///PATH (Socket.IO: several, separated by commas)", c.Cluster.Redis)
 	case c.Gnet.Loops < 0:
 		return bad("loops", "%d; want 0 (one per CPU) or more", c.Gnet.Loops)
 	}
@@ -381,6 +381,16 @@ func validHostname(h string) bool {
 	for _, r := range h {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
 		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// validRedisURLs accepts one URL, or several separated by commas.
+func validRedisURLs(s string) bool {
+	for _, u := range strings.Split(s, ",") {
+		if !validRedisURL(u) {
 			return false
 		}
 	}

@@ -250,7 +250,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	dur(&c.Faults.Delay, "fault-delay", "known-bad: delay added to every echo and ack")
 	num(&c.Faults.CloseAfter, "fault-close-after", "known-bad: close a connection after that many messages (0 = off)")
 	frac(&c.Faults.Drop, "fault-drop", "known-bad: fraction of messages silently dropped (0 to 1)")
-	dur(&c.Faults.LeakTimers, "fault-leak-timers", "known-bad (Socket.IO): every connection starts an interval timer of this period, holding its socket and 16 KiB, that is never stopped when it disconnects, as a setInterval not cleared (0 = off)")
+	dur(&c.Faults.LeakTimers, "fault-leak-timers", "known-bad (Socket.IO): every connection starts an interval timer of this period, holding its socket and 64 KiB, that is never stopped when it disconnects, as a setInterval not cleared (0 = off)")
 
 	dur(&c.SocketIO.Delay, "delay", "Socket.IO: time the connect middleware takes (async, blocking)")
 	list(&c.SocketIO.Transports, "transports", "Socket.IO: allowed transports, comma-separated: polling, websocket")

@@ -24,7 +24,7 @@ const (
 
 // leakBytes is what each leaked timer holds besides its socket: the state
 // a per-connection interval typically closes over.
-const leakBytes = 16 << 10
+const leakBytes = 64 << 10
 
 // CloseCode is the WebSocket close code of -fault-close-after: 1011,
 // internal error, the code a server that fails sends.
@@ -65,7 +65,7 @@ func (f *Injector) Delay() time.Duration {
 }
 
 // LeakTimer, with -fault-leak-timers, starts the known-bad interval timer
-// of a new connection: every period it touches its 16 KiB and keeps hold
+// of a new connection: every period it touches its 64 KiB and keeps hold
 // alive (the connection's socket), and nothing ever stops it, so what it
 // holds outlives the connection. It is counted once, when started.
 func (f *Injector) LeakTimer(hold any) {
@@ -74,6 +74,11 @@ func (f *Injector) LeakTimer(hold any) {
 	}
 	f.m.Fault(KindLeakTimer)
 	l := &leaked{buf: make([]byte, leakBytes), hold: hold, period: f.leak}
+	// Written through, as real state is: a page never written is never
+	// resident, and the leak would not show in the RSS.
+	for i := range l.buf {
+		l.buf[i] = byte(i)
+	}
 	l.timer = time.AfterFunc(l.period, l.fire)
 }
 
@@ -86,7 +91,7 @@ type leaked struct {
 }
 
 func (l *leaked) fire() {
-	l.buf[len(l.buf)-1]++ // the interval's work: it reads what it closed over
+	l.buf[0]++ // the interval's work: it touches what it closed over
 	_ = l.hold
 	l.timer.Reset(l.period)
 }

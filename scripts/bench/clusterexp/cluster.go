@@ -73,8 +73,8 @@ func startCluster(ctx context.Context, o options, sz sizing, bins *benchrun.Bina
 }
 
 // startReplica starts replica i; with -fault emfile the last one runs
-// under prlimit with an open-files limit of a third of its share of the
-// connections, so that it runs out in the first third of the ramp.
+// under prlimit with an open-files limit of three fifths of its share of
+// the connections, so that it runs out past the middle of the ramp.
 func startReplica(ctx context.Context, o options, sz sizing, redis []string, i int, stderr io.Writer) (*replica, error) {
 	r := &replica{name: "replica" + strconv.Itoa(i+1), limit: sz.limit}
 	args := []string{"-variant", "empty", "-redis", strings.Join(redis, ","), "-transports", "websocket"}
@@ -87,7 +87,7 @@ func startReplica(ctx context.Context, o options, sz sizing, redis []string, i i
 	}
 	var wrapper []string
 	if o.fault == faultEMFILE && i == sz.replicas-1 {
-		r.limit = max(64, o.conns/sz.replicas/3)
+		r.limit = max(64, o.conns/sz.replicas*3/5)
 		wrapper = []string{"prlimit", "--nofile=" + strconv.Itoa(r.limit)}
 		r.faulty = true
 	}

@@ -101,7 +101,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.fault, "fault", "", "a failure to show: emfile (one replica under a low open-files limit) or leak-timers (every replica with -fault-leak-timers, the clients churning)")
 	fs.IntVar(&o.redisShards, "redis-shards", 1, "Redis servers the rooms are spread over by hash")
 	fs.DurationVar(&o.killAt, "kill-replica", 0, "kill one replica (SIGKILL) this long into the run (0 = none); its clients reconnect to the others")
-	fs.Float64Var(&o.churn, "churn", -1, "share of the clients that disconnect and connect again at each step (default 0, and 0.3 with -fault leak-timers)")
+	fs.Float64Var(&o.churn, "churn", -1, "share of the clients that disconnect and connect again at each step (default 0, and 0.5 with -fault leak-timers)")
 	fs.StringVar(&o.engine, "engine", "", "the replicas' Socket.IO `ENGINE` (knowngood -engine); empty = the target's default")
 	var ts []string
 	fs.Func("threshold", "pass/fail criterion `EXPR`, repeatable, as loadgen's (default: "+strings.Join(defaultThresholds, " ")+"); metrics: "+metricNames(), func(v string) error {
@@ -133,7 +133,7 @@ func parseFlags(args []string) (options, error) {
 	if o.churn < 0 {
 		o.churn = 0
 		if o.fault == faultLeakTimers {
-			o.churn = 0.3
+			o.churn = 0.5
 		}
 	}
 	return o, o.check()

@@ -31,6 +31,10 @@
 //     server sent after reached the client (see Pause).
 //   - A CONNECT_ERROR without a data field (the official server's "Invalid
 //     namespace") reads "missing 'data' field"; Wait reports its message.
+//   - A close before the CONNECT: a transport that closes before the
+//     namespace CONNECT (the server went away mid-handshake) gives the
+//     socket no connect_error; Wait reports the Manager's close instead of
+//     waiting for its deadline.
 //   - Listeners after the fact: with autoConnect (the default) the connection
 //     starts before the caller can attach "connect" and "connect_error".
 //
@@ -204,6 +208,13 @@ func Dial(o Options) (*Conn, error) {
 				}
 			}
 		}
+	})
+	// A transport that closes before the namespace CONNECT (the server
+	// went away mid-handshake) gives the socket no connect_error: without
+	// this the connection would wait for its deadline.
+	c.mgr.On("close", func(args ...any) {
+		reason, _ := firstArg[string](args)
+		c.report(fmt.Errorf("closed before the namespace CONNECT (%s)", cmp.Or(reason, "transport close")))
 	})
 	c.sock.Once("connect", func(...any) { c.report(nil) })
 	c.sock.Once("connect_error", func(args ...any) { c.report(connectError(args)) })

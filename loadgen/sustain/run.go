@@ -52,11 +52,12 @@ type run struct {
 	opts  sioclient.Options
 	notes io.Writer
 
-	clients  []*client
-	queue    chan *client // clients waiting for a dialer
-	held     atomic.Int64
-	stopping atomic.Bool
-	start    time.Time
+	clientsMu sync.RWMutex // clients grows in Load while the pusher reads it
+	clients   []*client
+	queue     chan *client // clients waiting for a dialer
+	held      atomic.Int64
+	stopping  atomic.Bool
+	start     time.Time
 
 	counts  counts
 	latMu   sync.Mutex
@@ -113,7 +114,9 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		for len(r.clients) < cfg.target(k) {
 			id := cfg.offset + len(r.clients)
 			c := &client{id: id, room: "room-" + strconv.Itoa(id%cfg.Rooms), r: r}
+			r.clientsMu.Lock()
 			r.clients = append(r.clients, c)
+			r.clientsMu.Unlock()
 			r.enqueue(c)
 		}
 		end := r.start.Add(time.Duration(k+1) * cfg.StepDuration)
@@ -225,8 +228,11 @@ func (r *run) push() (stop func()) {
 				return
 			case <-tick.C:
 			}
-			for range len(r.clients) {
-				c := r.clients[next%len(r.clients)]
+			r.clientsMu.RLock()
+			clients := r.clients
+			r.clientsMu.RUnlock()
+			for range len(clients) {
+				c := clients[next%len(clients)]
 				next++
 				c.mu.Lock()
 				conn := c.conn

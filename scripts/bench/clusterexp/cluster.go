@@ -13,6 +13,7 @@ import (
 
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // leakPeriod is the replicas' -fault-leak-timers with -fault leak-timers.
@@ -28,8 +29,9 @@ type cluster struct {
 	nginxPIDs   []int // master, then workers
 	nginxUp     bool
 
-	mu     sync.Mutex
-	killed *replica // -kill-replica's, once killed
+	mu          sync.Mutex
+	killed      *replica        // -kill-replica's, once killed
+	killedStats *protocol.Stats // its /stats read just before
 }
 
 // replica is one knowngood process.
@@ -60,6 +62,7 @@ func startCluster(ctx context.Context, o options, sz sizing, bins *benchrun.Bina
 			return c, err
 		}
 		c.redis, c.redisURLs = append(c.redis, p), append(c.redisURLs, url)
+		c.record("redis", p.PID())
 	}
 	fmt.Fprintf(stderr, "Redis: %s\n", strings.Join(c.redisURLs, ", "))
 	for i := range sz.replicas {
@@ -68,6 +71,7 @@ func startCluster(ctx context.Context, o options, sz sizing, bins *benchrun.Bina
 			return c, err
 		}
 		c.replicas = append(c.replicas, r)
+		c.record(r.name, r.p.PID())
 	}
 	return c, c.startNginx(ctx, sz, bins, stderr)
 }
@@ -127,7 +131,21 @@ func (c *cluster) startNginx(ctx context.Context, sz sizing, bins *benchrun.Bina
 	}
 	fmt.Fprint(stderr, string(out))
 	c.nginxPIDs = readPIDs(filepath.Join(c.dir, "nginx.pid"), filepath.Join(c.dir, "nginx-workers"))
+	for _, pid := range c.nginxPIDs {
+		c.record("nginx", pid)
+	}
 	return nil
+}
+
+// record adds a process the run started to the run directory's "pids"
+// file ("NAME PID" a line): what a user (or a test) checks is gone.
+func (c *cluster) record(name string, pid int) {
+	f, err := os.OpenFile(filepath.Join(c.dir, "pids"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "%s %d\n", name, pid)
+	f.Close()
 }
 
 // readPIDs reads the pids listed in files, one a line.
@@ -144,11 +162,15 @@ func readPIDs(files ...string) []int {
 	return pids
 }
 
-// kill kills the first replica with SIGKILL, as a crash would.
+// kill kills the first replica with SIGKILL, as a crash would, its
+// /stats read just before, for the run's reconciliation.
 func (c *cluster) kill(stderr io.Writer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.replicas[0]
+	if st, err := r.p.ReadStats(); err == nil {
+		c.killedStats = &st
+	}
 	if err := r.p.Signal(os.Kill); err != nil {
 		fmt.Fprintf(stderr, "kill %s: %v\n", r.name, err)
 		return

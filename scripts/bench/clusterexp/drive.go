@@ -134,6 +134,7 @@ func startShards(ctx context.Context, o options, sz sizing, c *cluster, bins *be
 			f.Close()
 			return out, fmt.Errorf("loadgen shard %d: %v", i+1, err)
 		}
+		c.record(fmt.Sprintf("loadgen%d", i+1), s.cmd.Process.Pid)
 		go func() {
 			s.done <- s.cmd.Wait()
 			f.Close()

@@ -19,9 +19,9 @@ type reconcileRow struct {
 	Replicas []uint64 `json:"replicas"`
 }
 
-// lastStats is each replica's last /stats: at the end, or, for one that
-// died, its last reading.
-func lastStats(res *results) []*protocol.Stats {
+// lastStats is each replica's last /stats: at the end, or, for the one
+// killed, its reading just before the kill.
+func lastStats(c *cluster, res *results) []*protocol.Stats {
 	all := append(append([]sample{}, res.samples...), res.final)
 	out := make([]*protocol.Stats, len(res.samples[0].replicas))
 	for _, s := range all {
@@ -31,13 +31,18 @@ func lastStats(res *results) []*protocol.Stats {
 			}
 		}
 	}
+	for i, r := range c.replicas {
+		if c.wasKilled(r) && c.killedStats != nil {
+			out[i] = c.killedStats
+		}
+	}
 	return out
 }
 
 // reconcile puts the clients' counts of the whole run beside the
 // replicas' (/stats at the end less at the start).
 func reconcile(c *cluster, res *results) []reconcileRow {
-	first, last := res.samples[0].replicas, lastStats(res)
+	first, last := res.samples[0].replicas, lastStats(c, res)
 	server := func(name string, client int64, f func(*protocol.Stats) uint64) reconcileRow {
 		row := reconcileRow{Name: name, Client: client}
 		for i := range c.replicas {

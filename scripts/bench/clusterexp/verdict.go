@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -191,11 +192,49 @@ func verdicts(o options, c *cluster, rep *report, res *results) []string {
 		out = append(out, fmt.Sprintf("closest limit: %s at %.0f%% (%s); one more step of %d connections would take it to about %.0f%%",
 			l.Resource, l.NowPct, l.Detail, o.conns/o.steps, l.NextPct))
 	}
+	out = append(out, saturation(rep)...)
 	out = append(out, emfileVerdict(c, rep)...)
 	out = append(out, leakVerdict(o, rep))
 	out = append(out, redisVerdict(rep))
 	if !res.killAt.IsZero() {
 		out = append(out, killVerdict(c, rep, res))
+	}
+	return out
+}
+
+// busyPct is the machine's CPU use from which a step counts as saturated:
+// the processes then queue for the cores and every latency grows.
+const busyPct = 95
+
+// saturation says from which step the machine's cores were saturated and
+// what the latency did, and what the clients' missing connects were.
+func saturation(rep *report) []string {
+	var out []string
+	for i, s := range rep.Steps {
+		if s.MachinePct < busyPct {
+			continue
+		}
+		v := fmt.Sprintf("CPU: the machine's cores were saturated (%.0f%% busy) from step %d on (%d connections)", s.MachinePct, s.Step, s.Target)
+		if i > 0 {
+			p := rep.Steps[i-1]
+			v += fmt.Sprintf("; the emits' p99 went from %.0f ms at step %d to %.0f ms at the last step", p.Emit.P99*1000, p.Step, rep.Steps[len(rep.Steps)-1].Emit.P99*1000)
+		}
+		out = append(out, v)
+		break
+	}
+	errs := map[string]int{}
+	for _, s := range rep.Steps {
+		for k, n := range s.Errors {
+			errs[k] += n
+		}
+	}
+	if len(errs) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(errs)) {
+			parts = append(parts, fmt.Sprintf("%d %s", errs[k], k))
+		}
+		out = append(out, "client errors: "+strings.Join(parts, ", ")+
+			" (a connect past its deadline may still complete on the server, which then counts a handshake the client gave up on)")
 	}
 	return out
 }

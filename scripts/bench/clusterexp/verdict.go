@@ -233,8 +233,11 @@ func saturation(rep *report) []string {
 		for _, k := range slices.Sorted(maps.Keys(errs)) {
 			parts = append(parts, fmt.Sprintf("%d %s", errs[k], k))
 		}
-		out = append(out, "client errors: "+strings.Join(parts, ", ")+
-			" (a connect past its deadline may still complete on the server, which then counts a handshake the client gave up on)")
+		v := "client errors: " + strings.Join(parts, ", ")
+		if errs["connect: deadline exceeded"] > 0 {
+			v += " (a connect past its deadline may still complete on the server, which then counts a handshake the client gave up on)"
+		}
+		out = append(out, v)
 	}
 	return out
 }

@@ -18,7 +18,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # a fresh 2-core machine.
 GOTEST := go test -race -p 1 -count=1 -timeout 45m
 
-.PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-core test-slow-only observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo build clean cluster cluster-down cluster-status \
+.PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-core test-slow-only observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## help: every target with its line (this list)
@@ -74,8 +74,10 @@ deps-quick:
 # the image, every compose target, the scrape configs), the external load
 # tools (scripts/recipes: k6, artillery, tsung, wscat), nginx and Redis in
 # front of replicas (scripts/cluster), and make soak in small on every
-# variant (scripts/soak, 2.5 minutes alone). make test-slow runs them.
-SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak
+# variant (scripts/soak, 2.5 minutes alone), and make experiment-cluster in
+# small, each fault and a kill (scripts/bench/clusterexp, 1.5 minutes).
+# make test-slow runs them.
+SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak ./scripts/bench/clusterexp
 CORE_PKGS = $(filter-out $(SLOW_PKGS:./%=github.com/knowngood/knowngood/%),$(shell go list ./...))
 
 ## test: lint, then every test under -race, with the real JS and Python clients and every external tool (what CI runs)
@@ -162,6 +164,10 @@ bench-cluster: deps
 ## experiment-handshake: the handshake experiment: empty, async, blocking x N = 50..500 x loadgen, JS, python-socketio, the zishang520 Go client (not a test)
 experiment-handshake: deps
 	go run ./scripts/bench/experiment -out experiment-handshake.md -html experiment-handshake.html
+
+## experiment-cluster: the 100,000-connection Socket.IO cluster run on this machine: replicas on Redis behind nginx, loadgen shards ramping in steps, faults on demand (ARGS="-conns 20000 -replicas 4 -fault emfile|leak-timers -redis-shards 2 -kill-replica 60s -json FILE -html FILE"; scripts/bench/README.md; not a test)
+experiment-cluster: deps
+	flock /tmp/knowngood-bench.lock go run ./scripts/bench/clusterexp $(ARGS)
 
 ## experiment-echo: every echo target and Node ws, sync and pipelined, C = 1 and 100, one run each (not a test)
 experiment-echo: deps

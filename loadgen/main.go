@@ -62,6 +62,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/merge"
 	"github.com/knowngood/knowngood/loadgen/reconcile"
+	"github.com/knowngood/knowngood/loadgen/sustain"
 	"github.com/knowngood/knowngood/loadgen/watch"
 )
 
@@ -70,6 +71,7 @@ var scenarios = []scenario.Command{
 	scenario.NewCommand("handshake", handshake.ParseFlags, handshake.Usage, handshake.Run, scenario.CommonFiles[handshake.Config]),
 	scenario.NewCommand("echo", echo.ParseFlags, echo.Usage, echo.Run, scenario.CommonFiles[echo.Config]),
 	scenario.NewCommand("conns", conns.ParseFlags, conns.Usage, conns.Run, scenario.CommonFiles[conns.Config]),
+	scenario.NewCommand("sustain", sustain.ParseFlags, sustain.Usage, sustain.Run, scenario.CommonFiles[sustain.Config]),
 	scenario.NewCommand("broadcast", broadcast.ParseFlags, broadcast.Usage, broadcast.Run, scenario.CommonFiles[broadcast.Config]),
 	scenario.NewCommand("watch", watch.ParseFlags, watch.Usage, watch.Run, func(c watch.Config) scenario.Files { return scenario.Files{JSON: c.JSON} }),
 	scenario.NewCommand("reconcile", reconcile.ParseFlags, reconcile.Usage, reconcile.Run, func(c reconcile.Config) scenario.Files { return scenario.Files{JSON: c.JSON} }),
@@ -82,6 +84,7 @@ var summaries = []struct{ name, line string }{
 	{"echo", "message rate and latency on a WebSocket or raw TCP echo target"},
 	{"conns", "open idle connections and report what each one costs the target"},
 	{"broadcast", "fan-out latency and loss on a websocket-shootout target (or its timed push)"},
+	{"sustain", "hold Socket.IO clients in steps, each emitting every few seconds, with room pushes"},
 	{"watch", "run another load tool and reconcile what it says with what the target saw"},
 	{"merge", "make one report of the -json reports of a run's shards (-shard I/N)"},
 	{"reconcile", "reconcile a saved /stats snapshot with counts typed after the run"},

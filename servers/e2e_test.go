@@ -155,6 +155,7 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"-variant", "nope"}, 2, "", `invalid value for -variant: "nope"; want one of empty, async, blocking`},
 		{[]string{"-delay", "soon"}, 2, "", `-delay: want a duration`},
 		{[]string{"-variant", "echo-gnet", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `invalid value for -redis: variant echo-gnet has nothing to share`},
+		{[]string{"-variant", "broadcast-gnet", "-redis", "redis://127.0.0.1:6379/0,redis://127.0.0.1:6380/0"}, 2, "", `variant broadcast-gnet takes one`},
 		{[]string{"-variant", "echo-tcp", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `-redis is for the broadcast and Socket.IO variants`},
 		{[]string{"-variant", "broadcast-gnet", "-redis", "127.0.0.1:6379"}, 2, "", `invalid value for -redis: "127.0.0.1:6379"`},
 		{[]string{"-variant", "empty", "-addr", "127.0.0.1:99999"}, 2, "", `invalid value for -addr: "127.0.0.1:99999": port 99999 out of range`},

@@ -86,6 +86,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "knowngood: invalid value for -engine: native speaks Engine.IO v4 only; use -engine zishang520 with -allow-eio3\n")
 		return 2
 	}
+	if cfg.Faults.LeakTimers != 0 && v.Reads("engine") && cfg.SocketIO.Engine == config.EngineNative {
+		fmt.Fprintf(stderr, "knowngood: invalid value for -engine: native has no -fault-leak-timers yet; use -engine zishang520 with it\n")
+		return 2
+	}
+	if strings.Contains(cfg.Cluster.Redis, ",") && v.Family != variants.SocketIO {
+		fmt.Fprintf(stderr, "knowngood: invalid value for -redis: several URLs spread the rooms of the Socket.IO variants over several Redis servers; variant %s takes one\n", v.Name)
+		return 2
+	}
 
 	log := newLogger(cfg, stderr)
 	log.Info("config", "settings", cfg.Effective())

@@ -32,6 +32,10 @@
 //     server sent after reached the client (see Pause).
 //   - A CONNECT_ERROR without a data field (the official server's "Invalid
 //     namespace") reads "missing 'data' field"; Wait reports its message.
+//   - A close before the CONNECT: a transport that closes before the
+//     namespace CONNECT (the server went away mid-handshake) gives the
+//     socket no connect_error; Wait reports the Manager's close instead of
+//     waiting for its deadline.
 //   - Listeners after the fact: with autoConnect (the default) the connection
 //     starts before the caller can attach "connect" and "connect_error".
 //
@@ -95,6 +99,11 @@ type Options struct {
 	// transport. A long-poll lasts up to the server's ping interval (25 s
 	// by default): keep it above that. Zero means DefaultPollTimeout.
 	PollTimeout time.Duration
+
+	// AckTimeout, when not zero, bounds every acknowledgement the
+	// connection waits for (the client's ackTimeout option): an emit whose
+	// ack has not come by then gets "operation has timed out".
+	AckTimeout time.Duration
 
 	// TLS configures https:// and wss:// connections (the client's own
 	// defaults when nil).
@@ -168,6 +177,9 @@ func Dial(o Options) (*Conn, error) {
 	if o.OpenTimeout > 0 {
 		opts.SetTimeout(o.OpenTimeout)
 	}
+	if o.AckTimeout > 0 {
+		opts.SetAckTimeout(o.AckTimeout)
+	}
 	if o.Auth != nil {
 		opts.SetAuth(o.Auth)
 	}
@@ -197,6 +209,13 @@ func Dial(o Options) (*Conn, error) {
 				}
 			}
 		}
+	})
+	// A transport that closes before the namespace CONNECT (the server
+	// went away mid-handshake) gives the socket no connect_error: without
+	// this the connection would wait for its deadline.
+	c.mgr.On("close", func(args ...any) {
+		reason, _ := firstArg[string](args)
+		c.report(fmt.Errorf("closed before the namespace CONNECT (%s)", cmp.Or(reason, "transport close")))
 	})
 	c.sock.Once("connect", func(...any) { c.report(nil) })
 	c.sock.Once("connect_error", func(args ...any) { c.report(connectError(args)) })

@@ -66,7 +66,7 @@ func TestReaderOutlivesStuckWriter(t *testing.T) {
 	for _, v := range broadcastTargets(variants.OnNetHTTP) {
 		t.Run(v.name, func(t *testing.T) {
 			tg, c, writes := startHeld(t, v)
-			// A broadcast over the writer's 16 KiB batch: the writer
+			// A broadcast over the writer's 64 KiB batch: the writer
 			// writes it at once, and stays in that write.
 			big := fmt.Appendf(nil, `{"type":"broadcast","payload":%q}`, strings.Repeat("x", 20<<10))
 			if err := c.WriteMessage(websocket.TextMessage, big); err != nil {

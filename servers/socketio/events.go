@@ -21,6 +21,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 			s.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
 		}
 	}
+	s.faults.LeakTimer(sock)
 	if s.cfg.SocketIO.EmitAuth {
 		auth := sock.Handshake().Auth
 		if auth == nil {

@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +71,7 @@ type Server struct {
 	// sessions maps an Engine.IO session id to its *session.
 	sessions sync.Map
 	// redis joins the replica to a cluster (-redis); nil without.
-	redis *cluster.Redis
+	redis []*cluster.Redis
 	// counts tracks the cluster-wide counts that acks wait for.
 	counts sync.WaitGroup
 	// eio3Refused logs the first Engine.IO v3 client refused (-allow-eio3).
@@ -158,12 +159,16 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	}
 
 	if cfg.Cluster.Redis != "" {
-		r, err := cluster.Dial(cfg.Cluster.Redis, m, log)
-		if err != nil {
-			return nil, fmt.Errorf("-redis: %w", err)
+		// Several URLs: the rooms spread over them by hash (sioredis).
+		for _, url := range strings.Split(cfg.Cluster.Redis, ",") {
+			r, err := cluster.Dial(url, m, log)
+			if err != nil {
+				s.closeRedis()
+				return nil, fmt.Errorf("-redis: %w", err)
+			}
+			s.redis = append(s.redis, r)
 		}
-		s.redis = r
-		opts.SetAdapter(sioredis.NewBuilder(sioredis.Options{Redis: r, Metrics: m, Log: log,
+		opts.SetAdapter(sioredis.NewBuilder(sioredis.Options{Redis: s.redis[0], Shards: s.redis, Metrics: m, Log: log,
 			Delivered: func(n int) { m.Sent(n, 0) }}))
 	}
 
@@ -412,9 +417,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	waitUntil(grace, s.delivered)
 	s.io.Close(nil) // closes the namespaces' adapters too
 	s.counts.Wait() // ended by the adapters' close, if not before
-	if s.redis != nil {
-		_ = s.redis.Close()
-	}
+	s.closeRedis()
 	// Every session is closed now, but the library can leave a polling GET
 	// that arrived while its session was closing waiting for a response that
 	// will not come; http.Server.Shutdown would wait for it until the
@@ -428,12 +431,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// RedisState is "up" or "down" with -redis, "" without.
+// RedisState is "up" or "down" with -redis, "" without; with several
+// Redis servers, "down" when any of them is.
 func (s *Server) RedisState() string {
 	if s.native != nil || s.redis == nil {
 		return ""
 	}
-	return s.redis.RedisState()
+	for _, r := range s.redis {
+		if !r.Up() {
+			return r.RedisState()
+		}
+	}
+	return "up"
+}
+
+// closeRedis closes every Redis client.
+func (s *Server) closeRedis() {
+	for _, r := range s.redis {
+		_ = r.Close()
+	}
 }
 
 // delivered reports whether every session has written what it queued.

@@ -76,6 +76,9 @@ type Faults struct {
 	Delay      time.Duration
 	CloseAfter int
 	Drop       float64
+	// LeakTimers: every Socket.IO connection starts an interval timer of
+	// this period that is never stopped (0 = off).
+	LeakTimers time.Duration
 }
 
 // SocketIO holds what only the Socket.IO targets read.
@@ -273,6 +276,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	dur(&c.Faults.Delay, "fault-delay", "known-bad: delay added to every echo and ack")
 	num(&c.Faults.CloseAfter, "fault-close-after", "known-bad: close a connection after that many messages (0 = off)")
 	frac(&c.Faults.Drop, "fault-drop", "known-bad: fraction of messages silently dropped (0 to 1)")
+	dur(&c.Faults.LeakTimers, "fault-leak-timers", "known-bad (Socket.IO): every connection starts an interval timer of this period, holding its socket and 64 KiB, that is never stopped when it disconnects, as a setInterval not cleared (0 = off)")
 
 	dur(&c.SocketIO.Delay, "delay", "Socket.IO: time the connect middleware takes (async, blocking)")
 	list(&c.SocketIO.Transports, "transports", "Socket.IO: allowed transports, comma-separated: polling, websocket")
@@ -288,7 +292,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")
 	num(&c.Broadcast.SendQueue, "send-queue", "broadcast: per-connection send queue, in messages")
 	str(&c.Broadcast.Slow, "slow", "broadcast: policy for a client whose queue is full: drop or close")
-	str(&c.Cluster.Redis, "redis", "cluster (broadcast and Socket.IO): Redis URL that carries broadcasts between replicas, redis://HOST:PORT/DB (empty = one process)")
+	str(&c.Cluster.Redis, "redis", "cluster (broadcast and Socket.IO): Redis URL that carries broadcasts between replicas, redis://HOST:PORT/DB (empty = one process); Socket.IO: several URLs separated by commas spread the rooms over them by hash")
 	num(&c.Gnet.Loops, "loops", "gnet: event loops (0 = one per CPU)")
 	list(&c.Dashboard.Replicas, "dashboard-replicas", "admin URLs of the replicas the dashboard (/ on the admin listener) shows with their sum, comma-separated: http://HOST:PORT,... (empty = this process)")
 	return fs
@@ -330,6 +334,8 @@ func (c Config) Validate() error {
 		return bad("body-timeout", "%s; want a positive duration such as 300s", c.BodyTimeout)
 	case c.Faults.Delay < 0:
 		return bad("fault-delay", "%s; want 0 or a positive duration", c.Faults.Delay)
+	case c.Faults.LeakTimers != 0 && c.Faults.LeakTimers < 10*time.Millisecond:
+		return bad("fault-leak-timers", "%s; want 0 (off) or a period of at least 10ms", c.Faults.LeakTimers)
 	case c.Faults.CloseAfter < 0:
 		return bad("fault-close-after", "%d; want 0 (off) or more", c.Faults.CloseAfter)
 	case c.SocketIO.Delay < 0:
@@ -354,8 +360,8 @@ func (c Config) Validate() error {
 		return bad("send-queue", "%d; want 1 or more messages", c.Broadcast.SendQueue)
 	case c.Broadcast.Slow != "drop" && c.Broadcast.Slow != "close":
 		return bad("slow", "%q; want drop or close", c.Broadcast.Slow)
-	case c.Cluster.Redis != "" && !validRedisURL(c.Cluster.Redis):
-		return bad("redis", "%q; want redis://HOST:PORT/DB, rediss://HOST:PORT/DB or unix:///PATH", c.Cluster.Redis)
+	case c.Cluster.Redis != "" && !validRedisURLs(c.Cluster.Redis):
+		return bad("redis", "%q; want redis://HOST:PORT/DB, rediss://HOST:PORT/DB or unix:///PATH (Socket.IO: several, separated by commas)", c.Cluster.Redis)
 	case c.Gnet.Loops < 0:
 		return bad("loops", "%d; want 0 (one per CPU) or more", c.Gnet.Loops)
 	case len(c.Dashboard.Replicas) > MaxDashboardReplicas:
@@ -413,6 +419,16 @@ func validHostname(h string) bool {
 	for _, r := range h {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
 		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// validRedisURLs accepts one URL, or several separated by commas.
+func validRedisURLs(s string) bool {
+	for _, u := range strings.Split(s, ",") {
+		if !validRedisURL(u) {
 			return false
 		}
 	}

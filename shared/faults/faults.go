@@ -19,7 +19,12 @@ const (
 	KindDelay      = "delay"       // a message or ack held -fault-delay before it was handled
 	KindCloseAfter = "close_after" // a connection closed (1011) after -fault-close-after messages
 	KindDrop       = "drop"        // a message silently dropped
+	KindLeakTimer  = "leak_timer"  // a connection's interval timer, never stopped (-fault-leak-timers)
 )
+
+// leakBytes is what each leaked timer holds besides its socket: the state
+// a per-connection interval typically closes over.
+const leakBytes = 64 << 10
 
 // CloseCode is the WebSocket close code of -fault-close-after: 1011,
 // internal error, the code a server that fails sends.
@@ -31,15 +36,17 @@ type Injector struct {
 	reject, drop float64
 	delay        time.Duration
 	closeAfter   int
+	leak         time.Duration
 	m            *metrics.Metrics
 }
 
 // New returns nil when every mode is off.
 func New(cfg config.Config, m *metrics.Metrics) *Injector {
-	if cfg.Faults.Reject == 0 && cfg.Faults.Delay == 0 && cfg.Faults.CloseAfter == 0 && cfg.Faults.Drop == 0 {
+	fc := cfg.Faults
+	if fc.Reject == 0 && fc.Delay == 0 && fc.CloseAfter == 0 && fc.Drop == 0 && fc.LeakTimers == 0 {
 		return nil
 	}
-	return &Injector{reject: cfg.Faults.Reject, drop: cfg.Faults.Drop, delay: cfg.Faults.Delay, closeAfter: cfg.Faults.CloseAfter, m: m}
+	return &Injector{reject: fc.Reject, drop: fc.Drop, delay: fc.Delay, closeAfter: fc.CloseAfter, leak: fc.LeakTimers, m: m}
 }
 
 // Reject reports whether this handshake is to be refused, and counts it.
@@ -55,6 +62,38 @@ func (f *Injector) Delay() time.Duration {
 	}
 	f.m.Fault(KindDelay)
 	return f.delay
+}
+
+// LeakTimer, with -fault-leak-timers, starts the known-bad interval timer
+// of a new connection: every period it touches its 64 KiB and keeps hold
+// alive (the connection's socket), and nothing ever stops it, so what it
+// holds outlives the connection. It is counted once, when started.
+func (f *Injector) LeakTimer(hold any) {
+	if f == nil || f.leak == 0 {
+		return
+	}
+	f.m.Fault(KindLeakTimer)
+	l := &leaked{buf: make([]byte, leakBytes), hold: hold, period: f.leak}
+	// Written through, as real state is: a page never written is never
+	// resident, and the leak would not show in the RSS.
+	for i := range l.buf {
+		l.buf[i] = byte(i)
+	}
+	l.timer = time.AfterFunc(l.period, l.fire)
+}
+
+// leaked is one leaked interval timer and what it holds.
+type leaked struct {
+	buf    []byte
+	hold   any
+	period time.Duration
+	timer  *time.Timer
+}
+
+func (l *leaked) fire() {
+	l.buf[0]++ // the interval's work: it touches what it closed over
+	_ = l.hold
+	l.timer.Reset(l.period)
 }
 
 // Delaying reports whether messages are delayed, without counting.

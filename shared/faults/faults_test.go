@@ -24,6 +24,7 @@ func TestNewNilWhenOff(t *testing.T) {
 		"delay":       func(c *config.Config) { c.Faults.Delay = time.Millisecond },
 		"close-after": func(c *config.Config) { c.Faults.CloseAfter = 3 },
 		"drop":        func(c *config.Config) { c.Faults.Drop = 0.1 },
+		"leak-timers": func(c *config.Config) { c.Faults.LeakTimers = time.Second },
 	} {
 		cfg := config.Default()
 		set(&cfg)
@@ -193,5 +194,31 @@ func TestNoMetrics(t *testing.T) {
 func TestCloseCode(t *testing.T) {
 	if CloseCode != 1011 {
 		t.Errorf("CloseCode = %d: clients are told to expect 1011 (internal error)", CloseCode)
+	}
+}
+
+// TestLeakTimer: each leaked timer is counted once, fires again and again
+// (it is never stopped), and keeps what it holds; a nil Injector starts
+// none.
+func TestLeakTimer(t *testing.T) {
+	var none *Injector
+	none.LeakTimer(nil)
+	cfg := config.Default()
+	cfg.Faults.LeakTimers = 10 * time.Millisecond
+	m := newMetrics()
+	f := New(cfg, m)
+	f.LeakTimer("socket")
+	f.LeakTimer("socket")
+	if got := faultCounts(m)[KindLeakTimer]; got != 2 {
+		t.Fatalf("faults{leak_timer} = %d, want 2", got)
+	}
+	l := &leaked{buf: make([]byte, 1), period: time.Millisecond}
+	fired := make(chan struct{})
+	l.timer = time.AfterFunc(time.Hour, func() {})
+	l.fire()
+	l.timer = time.AfterFunc(l.period, func() { close(fired) })
+	<-fired
+	if l.buf[0] != 1 {
+		t.Fatalf("the interval did not touch what it holds")
 	}
 }

@@ -237,7 +237,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	// flush waits for the writer's stuck write), and its messages would go
 	// unread.
 	if c.coalesce && c.held.Load() && !c.opening.Load() {
-		// As the TCP floor writes once per read of up to 16 KiB: a long
+		// As the TCP floor writes once per read of up to 64 KiB: a long
 		// stream of input does not hold the replies to its start.
 		if c.heldRead >= heldLimit || !c.inputWaiting() {
 			c.heldRead = 0

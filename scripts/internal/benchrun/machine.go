@@ -68,3 +68,8 @@ func parseCPULine(line string) (busy, all uint64, ok bool) {
 	}
 	return busy, all, true
 }
+
+// MachineJiffies is the machine's busy and total CPU jiffies since boot,
+// summed over every core (the "cpu" line of /proc/stat): the busy share
+// of an interval is the difference of busy over that of all.
+func MachineJiffies() (busy, all uint64, ok bool) { return cpuJiffies() }

@@ -3,6 +3,7 @@ package sioredis
 import (
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"log/slog"
 	"strings"
 	"sync"
@@ -41,7 +42,14 @@ const (
 
 // Options are what every namespace's adapter shares.
 type Options struct {
-	Redis   *cluster.Redis
+	Redis *cluster.Redis
+	// Shards, when more than one, are the Redis servers that broadcasts
+	// to one room are spread over by the room's hash (Redis is the first
+	// of them): each server subscribes on every shard, and publishes a
+	// room's broadcasts on its shard only, so that each Redis carries a
+	// share of the rooms. Everything else (broadcasts to several rooms or
+	// the namespace, counts, requests) stays on Redis.
+	Shards  []*cluster.Redis
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	// Delivered, when set, is told how many of this replica's sockets a
@@ -84,7 +92,7 @@ type Adapter struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	ps     *redis.PubSub
+	ps     []*redis.PubSub // one per shard; the first also has the requests
 	out    chan outMsg
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -97,6 +105,7 @@ type Adapter struct {
 // knowngood_cluster_messages_total, the others (requests, responses) only
 // when they fail, as op "request".
 type outMsg struct {
+	shard     int // index in shards()
 	channel   string
 	payload   []byte
 	broadcast bool
@@ -112,24 +121,27 @@ func (a *Adapter) UID() string { return a.uid }
 // Init subscribes and starts the receiver and the publisher. Redis need
 // not answer: go-redis subscribes again each time it reconnects.
 func (a *Adapter) Init() {
-	rdb := a.opts.Redis.Client
-	a.ps = rdb.Subscribe(a.ctx)
 	ctx, cancel := context.WithTimeout(a.ctx, opTimeout)
-	if err := a.ps.Subscribe(ctx, a.ch.request, a.ch.response, a.ch.specific); err != nil {
-		a.opts.Redis.Fail(metrics.RedisReceive, err)
-	}
-	if err := a.ps.PSubscribe(ctx, a.ch.broadcast+"*"); err != nil {
-		a.opts.Redis.Fail(metrics.RedisReceive, err)
+	for i, r := range a.shards() {
+		ps := r.Client.Subscribe(a.ctx)
+		a.ps = append(a.ps, ps)
+		if i == 0 {
+			if err := ps.Subscribe(ctx, a.ch.request, a.ch.response, a.ch.specific); err != nil {
+				r.Fail(metrics.RedisReceive, err)
+			}
+		}
+		if err := ps.PSubscribe(ctx, a.ch.broadcast+"*"); err != nil {
+			r.Fail(metrics.RedisReceive, err)
+		}
+		msgs := ps.Channel(redis.WithChannelSize(queueLen))
+		a.wg.Go(func() {
+			for msg := range msgs {
+				a.onMessage(msg.Channel, []byte(msg.Payload))
+			}
+		})
 	}
 	cancel()
-	msgs := a.ps.Channel(redis.WithChannelSize(queueLen))
-	a.wg.Add(2)
-	go func() {
-		defer a.wg.Done()
-		for msg := range msgs {
-			a.onMessage(msg.Channel, []byte(msg.Payload))
-		}
-	}()
+	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		a.publisher()
@@ -142,8 +154,8 @@ func (a *Adapter) Init() {
 func (a *Adapter) Close() {
 	a.once.Do(func() {
 		a.cancel()
-		if a.ps != nil {
-			_ = a.ps.Close()
+		for _, ps := range a.ps {
+			_ = ps.Close()
 		}
 		a.wg.Wait()
 	})
@@ -191,7 +203,29 @@ func (a *Adapter) publishBroadcast(p *parser.Packet, opts *socket.BroadcastOptio
 		a.opts.Metrics.Cluster(metrics.ClusterOut, metrics.ClusterFailed, 1)
 		return
 	}
-	a.enqueue(outMsg{channel: a.ch.broadcastChannel(rooms), payload: b, broadcast: true})
+	a.enqueue(outMsg{shard: a.shardOf(rooms), channel: a.ch.broadcastChannel(rooms), payload: b, broadcast: true})
+}
+
+// shards are the Redis servers the broadcasts are spread over: Shards, or
+// Redis alone.
+func (a *Adapter) shards() []*cluster.Redis {
+	if len(a.opts.Shards) > 1 {
+		return a.opts.Shards
+	}
+	return []*cluster.Redis{a.opts.Redis}
+}
+
+// shardOf is the shard of a broadcast to rooms: for one room, its name's
+// FNV-1a hash modulo the shards, so that every server picks the same;
+// anything else goes to the first.
+func (a *Adapter) shardOf(rooms []string) int {
+	n := len(a.shards())
+	if n == 1 || len(rooms) != 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(rooms[0]))
+	return int(h.Sum32() % uint32(n))
 }
 
 // wireFlags are the flags Node's adapter reads on the other side: only
@@ -251,7 +285,7 @@ func (a *Adapter) failed(m outMsg, err error) {
 		a.opts.Metrics.Cluster(metrics.ClusterOut, metrics.ClusterFailed, 1)
 	}
 	if err != nil {
-		a.opts.Redis.Fail(op, err)
+		a.shards()[m.shard].Fail(op, err)
 	} else {
 		a.opts.Metrics.RedisError(op)
 	}
@@ -284,25 +318,36 @@ func (a *Adapter) publisher() {
 func (a *Adapter) publish(batch []outMsg) {
 	ctx, cancel := context.WithTimeout(a.ctx, opTimeout)
 	defer cancel()
-	pipe := a.opts.Redis.Client.Pipeline()
+	shards := a.shards()
+	pipes := make([]redis.Pipeliner, len(shards))
 	cmds := make([]*redis.IntCmd, len(batch))
 	for i, m := range batch {
-		cmds[i] = pipe.Publish(ctx, m.channel, m.payload)
+		if pipes[m.shard] == nil {
+			pipes[m.shard] = shards[m.shard].Client.Pipeline()
+		}
+		cmds[i] = pipes[m.shard].Publish(ctx, m.channel, m.payload)
 	}
-	_, _ = pipe.Exec(ctx)
-	ok, published := 0, false
+	for _, p := range pipes {
+		if p != nil {
+			_, _ = p.Exec(ctx)
+		}
+	}
+	ok := 0
+	published := make([]bool, len(shards))
 	for i, m := range batch {
 		if err := cmds[i].Err(); err != nil {
 			a.failed(m, err)
 			continue
 		}
-		published = true
+		published[m.shard] = true
 		if m.broadcast {
 			ok++
 		}
 	}
-	if published {
-		a.opts.Redis.OK()
+	for i, p := range published {
+		if p {
+			shards[i].OK()
+		}
 	}
 	a.opts.Metrics.Cluster(metrics.ClusterOut, metrics.ClusterOK, ok)
 }

@@ -3,6 +3,7 @@ package sioredis
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -188,5 +189,74 @@ func TestResubscribes(t *testing.T) {
 	_ = f.io.Emit("again")
 	if got, err := decodeBroadcast([]byte(next(t, msgs).Payload)); err != nil || got.Packet.Data[0] != "again" {
 		t.Errorf("after the restart: %+v, %v", got, err)
+	}
+}
+
+// TestShards: with two Redis servers, each one-room broadcast is published
+// on the shard of its room's hash only, the rooms fall on both, a
+// namespace-wide one goes to the first, and the adapter listens for
+// broadcasts on both.
+func TestShards(t *testing.T) {
+	m := metrics.New(prometheus.NewRegistry(), "empty")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var shards []*cluster.Redis
+	var peers []*redis.Client
+	for range 2 {
+		srv := clustertest.StartRedis(t)
+		r, err := cluster.Dial(srv.URL, m, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		t.Cleanup(func() { _ = r.Close(); _ = peer.Close() })
+		shards, peers = append(shards, r), append(peers, peer)
+	}
+	opts := socket.DefaultServerOptions()
+	opts.SetAdapter(NewBuilder(Options{Redis: shards[0], Shards: shards, Metrics: m, Log: log}))
+	server := socket.NewServer(nil, opts)
+	t.Cleanup(func() { server.Close(nil) })
+	a := server.Of("/", nil).Adapter().(*Adapter)
+	ch := channelsOf("/", "peer00")
+	var msgs []<-chan *redis.Message
+	for i, p := range peers {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if n, err := p.PubSubNumPat(context.Background()).Result(); err == nil && n == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the adapter does not listen for broadcasts on shard %d", i)
+			}
+		}
+		ps := p.PSubscribe(context.Background(), ch.broadcast+"*")
+		if _, err := ps.Receive(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ps.Close() })
+		msgs = append(msgs, ps.Channel())
+	}
+	const rooms = 20
+	on := [2]int{}
+	for i := range rooms {
+		room := fmt.Sprintf("room-%d", i)
+		want := a.shardOf([]string{room})
+		on[want]++
+		_ = server.To(socket.Room(room)).Emit("tick", i)
+		if m := next(t, msgs[want]); m.Channel != ch.broadcast+room+"#" {
+			t.Fatalf("%s: got %s on shard %d", room, m.Channel, want)
+		}
+	}
+	_ = server.Emit("all")
+	if m := next(t, msgs[0]); m.Channel != ch.broadcast {
+		t.Fatalf("a namespace-wide broadcast went to %s", m.Channel)
+	}
+	for i, c := range msgs {
+		select {
+		case m := <-c:
+			t.Errorf("shard %d got %s besides its own", i, m.Channel)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if on[0] == 0 || on[1] == 0 {
+		t.Errorf("%d rooms: %v on each shard; want both used", rooms, on)
 	}
 }

@@ -28,6 +28,30 @@
 // Broadcasts with acks from clients (BroadcastWithAck), server-side emits
 // and connection state recovery stay local.
 //
+// # Rooms spread over several Redis servers
+//
+// One Redis carries every broadcast to every server: a PUBLISH costs it a
+// write per subscribed server, and room pushes at a high rate make that
+// Redis the cluster's bottleneck. With Options.Shards (knowngood -redis
+// URL1,URL2,...), a broadcast to exactly one room is published on the
+// shard its room's name hashes to (FNV-1a, modulo the number of shards;
+// every server computes the same), and every server PSUBSCRIBEs
+// socket.io#NSP#* on every shard, so that each Redis carries its share of
+// the rooms. Broadcasts to several rooms or to the whole namespace, and
+// the requests and responses of counts, stay on the first URL.
+//
+// How that meets Node's @socket.io/redis-adapter: on each shard the
+// channels and the encoding are those above, unchanged. With one URL
+// everything is shared both ways. With several, a Node server on the
+// first URL only (the classic adapter takes one pub/sub pair) gets this
+// cluster's broadcasts to the rooms that hash to the first shard, the
+// namespace-wide ones and the requests, but not those of the rooms on the
+// other shards; what it publishes, on the first URL, reaches every
+// knowngood server, which listens on every shard. Node's own sharded
+// adapter (createShardedAdapter) is a different design: Redis Cluster
+// with SPUBLISH/SSUBSCRIBE, hashed by Redis on the channel name, and its
+// own message format: it cannot share a cluster with these shards.
+//
 // # Counting sockets across the cluster
 //
 // Count is what Node's fetchSockets() does, minus the socket details: PUBSUB

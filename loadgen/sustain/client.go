@@ -1,0 +1,184 @@
+package sustain
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/zishang520/socket.io/clients/socket/v3"
+
+	"github.com/knowngood/knowngood/loadgen/sioclient"
+)
+
+// client is one simulated user: one connection at a time, and again
+// after a back-off when it is lost. Its emits run on a timer of their own,
+// one after another: the next one is set when the last one has gone out,
+// whether or not its ack has come (the user does not wait either).
+type client struct {
+	id   int
+	room string
+	r    *run
+
+	mu       sync.Mutex
+	conn     *sioclient.Conn
+	gen      int  // counts connections, so that a stale timer or event does nothing
+	leaving  bool // the client closes its connection itself (churn, the end)
+	failures int  // connects failed in a row, for the back-off
+	timer    *time.Timer
+	ever     bool // it has been connected once
+	seq      int
+}
+
+// dial is one connect attempt, on a dialer goroutine: at most -inflight
+// run at once.
+func (c *client) dial(ctx context.Context) {
+	r := c.r
+	c.mu.Lock()
+	c.gen++
+	gen := c.gen
+	c.leaving = false
+	c.mu.Unlock()
+	r.counts.attempts.Add(1)
+	opts := r.opts
+	opts.OnSocket = func(s *socket.Socket) {
+		s.On("broadcast", func(args ...any) { r.onPush(args) })
+		s.On("disconnect", func(...any) { c.onDisconnect(gen) })
+	}
+	conn, err := sioclient.Dial(opts)
+	if err == nil {
+		dctx, cancel := context.WithTimeout(ctx, r.cfg.Deadline)
+		err = conn.Wait(dctx)
+		cancel()
+	}
+	if err != nil {
+		if conn != nil {
+			go conn.Close() // its goroutines end on their own; the close waits for them
+		}
+		if ctx.Err() == nil {
+			r.counts.failed(errorKey(err))
+		}
+		c.retry(gen)
+		return
+	}
+	c.mu.Lock()
+	if c.gen != gen || r.stopping.Load() {
+		c.mu.Unlock()
+		go conn.Close()
+		return
+	}
+	c.conn, c.failures = conn, 0
+	if c.ever {
+		r.counts.reconnected.Add(1)
+	}
+	c.ever = true
+	c.mu.Unlock()
+	r.held.Add(1)
+	r.counts.connected.Add(1)
+	_ = conn.Socket().Emit("join", c.room)
+	r.counts.joins.Add(1)
+	c.schedule(gen)
+}
+
+// schedule sets the timer of the next emit.
+func (c *client) schedule(gen int) {
+	r := c.r
+	span := r.cfg.EmitMax - r.cfg.EmitMin
+	wait := r.cfg.EmitMin
+	if span > 0 {
+		wait += rand.N(span)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen && c.conn != nil {
+		c.timer = time.AfterFunc(wait, func() { c.emit(gen) })
+	}
+}
+
+// emit sends one event with an ack and times the ack.
+func (c *client) emit(gen int) {
+	r := c.r
+	c.mu.Lock()
+	if c.gen != gen || c.conn == nil || r.stopping.Load() {
+		c.mu.Unlock()
+		return
+	}
+	c.seq++
+	payload := c.room + ":" + strconv.Itoa(c.id) + ":" + strconv.Itoa(c.seq)
+	sock := c.conn.Socket()
+	c.mu.Unlock()
+	t0 := time.Now()
+	r.counts.emits.Add(1)
+	sock.EmitWithAck(r.cfg.Event, payload)(func(args []any, err error) {
+		if err == nil && (len(args) != 1 || args[0] != payload) {
+			err = errors.New("ack without the payload")
+		}
+		r.onAck(time.Since(t0), err)
+	})
+	c.schedule(gen)
+}
+
+// onDisconnect: a connection the client did not close is lost; the
+// client connects again after a back-off.
+func (c *client) onDisconnect(gen int) {
+	r := c.r
+	c.mu.Lock()
+	if c.gen != gen || c.conn == nil {
+		c.mu.Unlock()
+		return
+	}
+	conn, leaving := c.conn, c.leaving
+	c.conn = nil
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+	r.held.Add(-1)
+	go conn.Close()
+	if leaving || r.stopping.Load() {
+		return
+	}
+	r.counts.lost.Add(1)
+	c.retry(gen)
+}
+
+// retry queues the next connect after the back-off: -backoff doubled for
+// every failure in a row, at most -backoff-max, each wait drawn from the
+// upper half of that ("equal jitter"), so that the clients of a replica
+// that went away do not all come back at once.
+func (c *client) retry(gen int) {
+	r := c.r
+	if !r.cfg.Reconnect || r.stopping.Load() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	d := r.cfg.Backoff << min(c.failures, 20)
+	d = min(d, r.cfg.BackoffMax)
+	c.failures++
+	wait := d/2 + rand.N(d/2+1)
+	c.timer = time.AfterFunc(wait, func() { r.enqueue(c) })
+}
+
+// leave closes the client's connection on purpose (churn, the end of the
+// run): it is not counted as lost.
+func (c *client) leave() *sioclient.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leaving = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	conn := c.conn
+	if conn != nil {
+		c.conn = nil
+		c.gen++ // its disconnect event is stale now
+		c.r.held.Add(-1)
+	}
+	return conn
+}

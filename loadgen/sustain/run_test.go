@@ -1,0 +1,113 @@
+package sustain
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/siotest"
+	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/protocol"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	harness.RemoveBuilds()
+	if code == 0 {
+		if err := goleak.Find(siotest.IgnoreClientGlobals()...); err != nil {
+			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func config(url, admin string) Config {
+	return Config{Common: scenario.Common{URL: url, Admin: admin}, N: 60, Steps: 2, StepDuration: 2 * time.Second,
+		EmitMin: 100 * time.Millisecond, EmitMax: 200 * time.Millisecond, Event: "echo", Rooms: 3, PushRate: 20,
+		Deadline: 10 * time.Second, AckTimeout: 5 * time.Second, Inflight: 20, Reconnect: true,
+		Backoff: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond}
+}
+
+// TestRun: against a knowngood target, each step holds its share, every
+// emit is acked, the room pushes arrive, and the server counted the same
+// connects.
+func TestRun(t *testing.T) {
+	p := harness.Start(t, "-variant", "empty")
+	rep, err := Run(context.Background(), config("http://"+p.Addr, p.AdminURL()), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Steps) != 2 || rep.Steps[0].Held != 30 || rep.Steps[1].Held != 60 {
+		t.Fatalf("steps %+v; want 30 then 60 held", rep.Steps)
+	}
+	if rep.Connected != 60 || rep.SuccessPct != 100 || rep.Lost != 0 || rep.Ever != 60 || rep.AckErrors != 0 {
+		t.Errorf("connected %d, success %.1f%%, lost %d, ever %d, ack errors %d", rep.Connected, rep.SuccessPct, rep.Lost, rep.Ever, rep.AckErrors)
+	}
+	s := rep.Steps[1]
+	if s.Acks == 0 || s.Acks > s.Emits || s.PushesSent == 0 || s.PushesReceived == 0 || s.EmitLatency.Count != uint64(s.Acks) {
+		t.Errorf("step 2: %d emits, %d acks, %d pushes sent, %d received", s.Emits, s.Acks, s.PushesSent, s.PushesReceived)
+	}
+	if rep.Server == nil || rep.Server.Handshakes[protocol.ResultOK] != 60 {
+		t.Errorf("server view %+v; want 60 handshakes ok", rep.Server)
+	}
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "60 clients connected at least once") {
+		t.Errorf("table (%v):\n%s", err, table.String())
+	}
+}
+
+// TestReconnect: the target is killed once every client is connected and
+// another takes its address: every client was lost once, comes back after
+// its back-off, and counts once.
+func TestReconnect(t *testing.T) {
+	first := harness.Start(t, "-variant", "empty")
+	addr := first.Addr
+	cfg := config("http://"+addr, "")
+	cfg.N, cfg.Steps, cfg.StepDuration, cfg.PushRate = 40, 1, 8*time.Second, 0
+	go func() {
+		// Once the first target holds every client, it dies (SIGKILL, no
+		// goodbye) and a second one listens on the same address.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+			if st, err := first.ReadStats(); err == nil && st.ConnectionsActive == 40 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond) // the poll's pace, not an order
+		}
+		_ = first.Signal(os.Kill)
+		<-first.Exited()
+		harness.Start(t, "-variant", "empty", "-addr", addr)
+	}()
+	rep, err := Run(context.Background(), cfg, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Steps[0]
+	if s.Lost != 40 || s.Reconnected != 40 || s.Held != 40 || rep.Ever != 40 {
+		t.Errorf("lost %d, reconnected %d, held %d, clients %d; want 40 each", s.Lost, s.Reconnected, s.Held, rep.Ever)
+	}
+}
+
+// TestFlags: bad values name their flag; a shard takes its part.
+func TestFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"-emit-interval 5s-1s": "-emit-interval",
+		"-churn 2":             "-churn",
+		"-push-rate -1":        "-push-rate",
+		"-backoff-max 1ms":     "-backoff-max",
+		"-url ws://x:1/":       "-url",
+	} {
+		if _, err := ParseFlags(strings.Fields(args)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want an error naming %s", args, err, want)
+		}
+	}
+	cfg, err := ParseFlags([]string{"-n", "100", "-shard", "2/4", "-push-rate", "8", "-admin", ""})
+	if err != nil || cfg.N != 25 || cfg.offset != 25 || cfg.PushRate != 2 || cfg.target(9) != 25 {
+		t.Errorf("shard 2/4 of 100: %+v, %v", cfg, err)
+	}
+}

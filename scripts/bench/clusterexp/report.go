@@ -1,0 +1,260 @@
+package main
+
+import (
+	"time"
+
+	"github.com/knowngood/knowngood/loadgen/passfail"
+	"github.com/knowngood/knowngood/loadgen/sustain"
+	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/shared/protocol"
+)
+
+// report is the experiment's result; its JSON is -json's.
+type report struct {
+	Conns              int               `json:"conns"`
+	Replicas           int               `json:"replicas"`
+	Shards             int               `json:"shards"`
+	NginxWorkers       int               `json:"nginx_workers"`
+	OpenFilesLimit     int               `json:"open_files_limit"`
+	SuccessPct         float64           `json:"success_pct"`
+	P99ms              float64           `json:"p99_ms"`
+	PushP99ms          float64           `json:"push_p99_ms"`
+	MsgsPerSPerReplica float64           `json:"msgs_per_s_per_replica"`
+	CPUPctMax          float64           `json:"cpu_pct_max"`
+	MemPctMax          float64           `json:"mem_pct_max"`
+	Lost               int64             `json:"lost"`
+	Reconnected        int64             `json:"reconnected"`
+	RecoverS           *float64          `json:"recover_s"`
+	Fault              string            `json:"fault,omitempty"`
+	RedisShards        int               `json:"redis_shards"`
+	Engine             string            `json:"engine,omitempty"`
+	StepDuration       string            `json:"step_duration"`
+	EmitInterval       string            `json:"emit_interval"`
+	PushRate           float64           `json:"push_rate"`
+	Steps              []stepRow         `json:"steps"`
+	Reconcile          []reconcileRow    `json:"reconcile"`
+	Limit              *limit            `json:"limit"`
+	Verdicts           []string          `json:"verdicts"`
+	Thresholds         []passfail.Result `json:"thresholds"`
+	Machine            string            `json:"machine"`
+	heldPerSecond      []int64           // every shard's, summed
+	emitAll            *protocol.Latency // every step's emits
+}
+
+// stepRow is one step: the clients' figures summed over the shards, the
+// servers' over the replicas, each replica's beside.
+type stepRow struct {
+	Step         int              `json:"step"`
+	Target       int              `json:"target"`
+	Held         int64            `json:"held"`
+	ServerActive int64            `json:"server_active"`
+	Attempts     int64            `json:"attempts"`
+	Connected    int64            `json:"connected"`
+	SuccessPct   float64          `json:"success_pct"`
+	Lost         int64            `json:"lost"`
+	Reconnected  int64            `json:"reconnected"`
+	Errors       map[string]int   `json:"errors,omitempty"`
+	AcksPerS     float64          `json:"acks_per_s"`
+	PushesPerS   float64          `json:"pushes_received_per_s"`
+	MsgsPerS     float64          `json:"msgs_per_s"`
+	MsgsPerSPer  float64          `json:"msgs_per_s_per_replica"`
+	Emit         protocol.Latency `json:"emit_latency"`
+	Push         protocol.Latency `json:"push_latency"`
+	ClientCPUPct float64          `json:"client_cpu_pct"`
+	ClientRSSMiB float64          `json:"client_rss_mib"`
+	NginxCPUPct  float64          `json:"nginx_cpu_pct"`
+	NginxRSSMiB  float64          `json:"nginx_rss_mib"`
+	RedisCPUPct  []float64        `json:"redis_cpu_pct"`
+	RedisRSSMiB  []float64        `json:"redis_rss_mib"`
+	MachinePct   float64          `json:"machine_cpu_pct"`
+	MemPct       float64          `json:"mem_pct"`
+	Fds          fdRow            `json:"fds"`
+	Replicas     []replicaRow     `json:"replicas"`
+}
+
+// fdRow is the most descriptors one process of each kind held.
+type fdRow struct {
+	Replica int `json:"replica"`
+	Nginx   int `json:"nginx_worker"`
+	Client  int `json:"loadgen"`
+}
+
+// replicaRow is one replica at one step.
+type replicaRow struct {
+	Name        string  `json:"name"`
+	Alive       bool    `json:"alive"`
+	Active      int64   `json:"active"`
+	MsgsPerS    float64 `json:"msgs_per_s"`
+	CPUPct      float64 `json:"cpu_pct"`
+	RSSMiB      float64 `json:"rss_mib"`
+	KiBPerConn  float64 `json:"rss_kib_per_conn"`
+	Fds         int     `json:"fds"`
+	Limit       int     `json:"open_files_limit"`
+	EMFILE      uint64  `json:"emfile_refusals"` // since the start
+	LeakTimers  uint64  `json:"leak_timers"`     // since the start
+	HandshakeOK uint64  `json:"handshakes_ok"`   // in the step
+}
+
+// buildReport turns the samples and the shards' reports into the report.
+func buildReport(o options, sz sizing, c *cluster, res *results, machine *benchrun.Machine) *report {
+	rep := &report{Conns: o.conns, Replicas: len(c.replicas), Shards: sz.shards, NginxWorkers: sz.nginxWorkers,
+		OpenFilesLimit: sz.limit, Fault: o.fault, RedisShards: o.redisShards, Engine: o.engine,
+		StepDuration: o.stepDuration.String(), EmitInterval: o.emitInterval, PushRate: o.pushRate}
+	for k := 1; k < len(res.samples); k++ {
+		rep.Steps = append(rep.Steps, stepOf(k, c, res))
+	}
+	rep.totals(res)
+	rep.Reconcile = reconcile(c, res)
+	rep.Limit = closestLimit(o, sz, rep, res)
+	rep.Verdicts = verdicts(o, c, rep, res)
+	rep.Thresholds = passfail.Evaluate(o.thresholds, rep.values())
+	rep.Machine = machine.Summary()
+	return rep
+}
+
+// stepOf is step k (from 1): the difference of samples k-1 and k, and
+// the shards' step k.
+func stepOf(k int, c *cluster, res *results) stepRow {
+	a, b := res.samples[k-1], res.samples[k]
+	win := b.at.Sub(a.at).Seconds()
+	pct := func(cpu0, cpu1 float64) float64 { return 100 * (cpu1 - cpu0) / win }
+	row := stepRow{Step: k, ServerActive: b.active(), Errors: map[string]int{}}
+	emit, push := protocol.NewHistogram(), protocol.NewHistogram()
+	for _, sh := range res.shards {
+		if k > len(sh.Steps) {
+			continue
+		}
+		s := sh.Steps[k-1]
+		row.Target += s.Target
+		row.Held += s.Held
+		row.Attempts += s.Attempts
+		row.Connected += s.Connected
+		row.Lost += s.Lost
+		row.Reconnected += s.Reconnected
+		row.AcksPerS += float64(s.Acks) / s.WindowS
+		row.PushesPerS += float64(s.PushesReceived) / s.WindowS
+		for e, n := range s.Errors {
+			row.Errors[e] += n
+		}
+		emit.Merge(timeline.HistogramOf(s.EmitBuckets))
+		push.Merge(timeline.HistogramOf(s.PushBuckets))
+	}
+	row.SuccessPct = sustain.Percent(row.Connected, row.Attempts)
+	row.Emit, row.Push = protocol.LatencyOf(emit), protocol.LatencyOf(push)
+	row.ClientCPUPct, row.ClientRSSMiB = pct(a.clients.cpu, b.clients.cpu), b.clients.rss/(1<<20)
+	row.NginxCPUPct, row.NginxRSSMiB = pct(a.nginx.cpu, b.nginx.cpu), b.nginx.rss/(1<<20)
+	for i := range b.redis {
+		row.RedisCPUPct = append(row.RedisCPUPct, pct(a.redis[i].cpu, b.redis[i].cpu))
+		row.RedisRSSMiB = append(row.RedisRSSMiB, b.redis[i].rss/(1<<20))
+	}
+	if b.all > a.all {
+		row.MachinePct = 100 * float64(b.busy-a.busy) / float64(b.all-a.all)
+	}
+	row.MemPct = 100 * b.memUsed
+	row.Fds = fdRow{Nginx: b.nginx.fds, Client: b.clients.fds}
+	alive := 0
+	for i, r := range c.replicas {
+		rr := replicaOf(r, a.replicas[i], b.replicas[i], win, res.samples[0].replicas[i].rss)
+		row.Fds.Replica = max(row.Fds.Replica, rr.Fds)
+		row.MsgsPerS += rr.MsgsPerS
+		if rr.Alive {
+			alive++
+		}
+		row.Replicas = append(row.Replicas, rr)
+	}
+	row.MsgsPerSPer = row.MsgsPerS / float64(max(alive, 1))
+	return row
+}
+
+// replicaOf is one replica's part of a step, between readings a and b;
+// base is its RSS before the first connection, which the connections'
+// share leaves out (else the process's own memory, spread over the few
+// connections of the first step, would look like a cost that shrinks).
+func replicaOf(r *replica, a, b procRead, win, base float64) replicaRow {
+	rr := replicaRow{Name: r.name, Alive: b.alive && b.stats != nil, Fds: b.fds, Limit: r.limit,
+		CPUPct: 100 * (b.cpu - a.cpu) / win, RSSMiB: b.rss / (1 << 20)}
+	if !rr.Alive {
+		rr.CPUPct = 0
+		return rr
+	}
+	st := b.stats
+	rr.Active = st.ConnectionsActive
+	rr.EMFILE, rr.LeakTimers = st.AcceptErrors["EMFILE"], st.Faults["leak_timer"]
+	if a.stats != nil {
+		rr.MsgsPerS = float64(st.MessagesReceived+st.MessagesSent-a.stats.MessagesReceived-a.stats.MessagesSent) / win
+		rr.HandshakeOK = st.Handshakes[protocol.ResultOK] - a.stats.Handshakes[protocol.ResultOK]
+	}
+	if rr.Active > 0 {
+		rr.KiBPerConn = max(0, b.rss-base) / 1024 / float64(rr.Active)
+	}
+	return rr
+}
+
+// totals are the figures over every step.
+func (rep *report) totals(res *results) {
+	var attempts, connected int64
+	emit, push := protocol.NewHistogram(), protocol.NewHistogram()
+	for _, sh := range res.shards {
+		for _, s := range sh.Steps {
+			emit.Merge(timeline.HistogramOf(s.EmitBuckets))
+			push.Merge(timeline.HistogramOf(s.PushBuckets))
+		}
+		for i, n := range sh.HeldPerSecond {
+			for len(rep.heldPerSecond) <= i {
+				rep.heldPerSecond = append(rep.heldPerSecond, 0)
+			}
+			rep.heldPerSecond[i] += n
+		}
+	}
+	for _, s := range rep.Steps {
+		attempts += s.Attempts
+		connected += s.Connected
+		rep.Lost += s.Lost
+		rep.Reconnected += s.Reconnected
+		rep.MemPctMax = max(rep.MemPctMax, s.MemPct)
+		for _, r := range s.Replicas {
+			rep.CPUPctMax = max(rep.CPUPctMax, r.CPUPct)
+		}
+	}
+	rep.SuccessPct = sustain.Percent(connected, attempts)
+	e := protocol.LatencyOf(emit)
+	rep.emitAll = &e
+	rep.P99ms, rep.PushP99ms = e.P99*1000, protocol.LatencyOf(push).P99*1000
+	if n := len(rep.Steps); n > 0 {
+		rep.MsgsPerSPerReplica = rep.Steps[n-1].MsgsPerSPer
+	}
+	if !res.killAt.IsZero() {
+		rep.RecoverS = recovery(rep.heldPerSecond, res.killAt.Sub(res.start))
+	}
+}
+
+// recovery is the seconds from the kill until the clients held as many
+// connections as in the second before it; nil when they never did.
+func recovery(held []int64, at time.Duration) *float64 {
+	k := int(at / time.Second)
+	if k < 1 || k >= len(held) {
+		return nil
+	}
+	before := held[k-1]
+	for i := k; i < len(held); i++ {
+		if held[i] >= before {
+			s := float64(i+1) - at.Seconds()
+			return &s
+		}
+	}
+	return nil
+}
+
+// values are the metrics -threshold reads.
+func (rep *report) values() passfail.Values {
+	v := passfail.Values{"success": rep.SuccessPct / 100, "msgs_per_s_per_replica": rep.MsgsPerSPerReplica,
+		"cpu_pct_max": rep.CPUPctMax, "mem_pct_max": rep.MemPctMax, "lost": float64(rep.Lost)}
+	if rep.emitAll != nil && rep.emitAll.Count > 0 {
+		v["p99"] = rep.P99ms
+	}
+	if rep.PushP99ms > 0 {
+		v["push_p99"] = rep.PushP99ms
+	}
+	return v
+}

@@ -7,6 +7,7 @@ package faults
 
 import (
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/knowngood/knowngood/shared/config"
@@ -79,7 +80,10 @@ func (f *Injector) LeakTimer(hold any) {
 	for i := range l.buf {
 		l.buf[i] = byte(i)
 	}
+	// Under mu: a short period can fire before AfterFunc has returned.
+	l.mu.Lock()
 	l.timer = time.AfterFunc(l.period, l.fire)
+	l.mu.Unlock()
 }
 
 // leaked is one leaked interval timer and what it holds.
@@ -87,10 +91,13 @@ type leaked struct {
 	buf    []byte
 	hold   any
 	period time.Duration
+	mu     sync.Mutex // guards buf and timer between the start and each firing
 	timer  *time.Timer
 }
 
 func (l *leaked) fire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.buf[0]++ // the interval's work: it touches what it closed over
 	_ = l.hold
 	l.timer.Reset(l.period)

@@ -97,13 +97,14 @@ func (r *run) take(k int, start time.Time, cpu0 float64) Step {
 	c := &r.counts
 	s := Step{Step: k + 1, Target: r.cfg.target(k), Held: r.held.Load(), WindowS: time.Since(start).Seconds(),
 		Attempts: c.attempts.Swap(0), Connected: c.connected.Swap(0), Reconnected: c.reconnected.Swap(0),
-		Lost: c.lost.Swap(0), Churned: c.churned.Swap(0), Emits: c.emits.Swap(0), Acks: c.acks.Swap(0),
+		Lost: c.lost.Swap(0), Churned: c.churned.Swap(0), Emits: c.emits.Swap(0),
 		AckErrors: c.ackErrors.Swap(0), Joins: c.joins.Swap(0), PushesSent: c.pushesSent.Swap(0),
 		PushesReceived: c.pushesReceived.Swap(0), ClientCPUSeconds: proc.SelfCPUSeconds() - cpu0, ClientRSSBytes: rss()}
 	c.mu.Lock()
 	s.Errors, c.errors = c.errors, map[string]int{}
 	c.mu.Unlock()
 	r.latMu.Lock()
+	s.Acks = c.acks.Swap(0)
 	emit, push := r.emitLat, r.pushLat
 	r.emitLat, r.pushLat = protocol.NewHistogram(), protocol.NewHistogram()
 	r.latMu.Unlock()

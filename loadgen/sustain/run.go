@@ -278,8 +278,10 @@ func (r *run) onAck(d time.Duration, err error) {
 		r.counts.failed("ack: " + err.Error())
 		return
 	}
-	r.counts.acks.Add(1)
+	// The count and the histogram change together, under the lock take
+	// swaps both with, so a step's acks are exactly its latency samples.
 	r.latMu.Lock()
+	r.counts.acks.Add(1)
 	_ = r.emitLat.RecordValue(max(1, d.Microseconds()))
 	r.latMu.Unlock()
 }

@@ -35,13 +35,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/passfail"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/shared/procfs"
 )
 
 // The faults of -fault.
@@ -194,11 +195,11 @@ const descriptorSlack = 200
 // descriptors, and reuseport spreads them over the workers only about
 // evenly, so nginx gets a seventh more workers than the sum needs.
 func size(o options) (sizing, error) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return sizing{}, fmt.Errorf("open-files limit: %v", err)
+	_, hard, err := procfs.OpenFilesLimits(os.Getpid())
+	if err != nil {
+		return sizing{}, fmt.Errorf("open-files limit unknown on this platform: %v", err)
 	}
-	s := sizing{limit: int(min(lim.Max, 1<<20)), cores: runtime.NumCPU()}
+	s := sizing{limit: min(hard, 1<<20), cores: runtime.NumCPU()}
 	s.perProcess = s.limit*9/10 - descriptorSlack
 	if s.perProcess < 100 {
 		return sizing{}, fmt.Errorf("the open-files hard limit is %d: too low for a cluster run (ulimit -Hn)", s.limit)

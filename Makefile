@@ -18,7 +18,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # a fresh 2-core machine.
 GOTEST := go test -race -p 1 -count=1 -timeout 45m
 
-.PHONY: help dist run-server test-race-clusterexp list deps deps-quick test test-quick test-slow test-core test-slow-only observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
+.PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-core test-slow-only observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## help: every target with its line (this list)
@@ -78,10 +78,6 @@ deps-quick:
 # small, each fault and a kill (scripts/bench/clusterexp, 1.5 minutes).
 # make test-slow runs them.
 SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak ./scripts/bench/clusterexp
-# The cluster experiment's tests run without -race for now: one run in
-# three reported a data race that is not yet found; make test-race-clusterexp
-# runs them with it.
-RACE_FREE_PKGS := ./scripts/bench/clusterexp
 CORE_PKGS = $(filter-out $(SLOW_PKGS:./%=github.com/knowngood/knowngood/%),$(shell go list ./...))
 
 ## test: lint, then every test under -race, with the real JS and Python clients and every external tool (what CI runs)
@@ -101,12 +97,7 @@ test-core:
 	$(GOTEST) $(CORE_PKGS)
 
 test-slow-only:
-	$(GOTEST) $(filter-out $(RACE_FREE_PKGS),$(SLOW_PKGS))
-	$(subst -race ,,$(GOTEST)) $(RACE_FREE_PKGS)
-
-## test-race-clusterexp: the cluster experiment's tests under -race (a race seen once in three runs is being looked for)
-test-race-clusterexp:
-	$(GOTEST) $(RACE_FREE_PKGS)
+	$(GOTEST) $(SLOW_PKGS)
 
 lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

@@ -40,6 +40,11 @@
 #                 nginx's worker_processes (auto), worker_rlimit_nofile (131072)
 #                 and worker_connections (65536): a proxied connection holds two
 #                 descriptors, so a worker holds NGINX_NOFILE / 2 clients at most
+#   NGINX_NEXT_UPSTREAM
+#                 nginx's proxy_next_upstream: empty = nginx's default ("error
+#                 timeout": a replica that refuses or resets a connection is
+#                 skipped and the next one tried, so the client never sees it);
+#                 "off" passes every refusal on to the client as a 502
 #
 # Every process is started in the background with its pid in RUN_DIR; down
 # stops those pids, and only those (SIGTERM, SIGKILL after a timeout).
@@ -62,6 +67,7 @@ PORTS=${PORTS:-$PORT}
 NGINX_WORKERS=${NGINX_WORKERS:-auto}
 NGINX_NOFILE=${NGINX_NOFILE:-131072}
 NGINX_CONNECTIONS=${NGINX_CONNECTIONS:-65536}
+NGINX_NEXT_UPSTREAM=${NGINX_NEXT_UPSTREAM:-}
 # How long a start may take, and how long a process has between SIGTERM and
 # SIGKILL (knowngood's default -shutdown-timeout is 5 s).
 START_TIMEOUT=${START_TIMEOUT:-30}
@@ -159,8 +165,9 @@ EOF
 	done
 	awk -v listens="$listens" '
 		/^[ \t]*listen 8080;/ { printf "%s", listens; next }
+		/^[ \t]*location \/ \{/ && next_upstream != "" { print; print "        proxy_next_upstream " next_upstream ";"; next }
 		{ print }
-	' "$ROOT/docker/nginx/proxy.conf"
+	' next_upstream="$NGINX_NEXT_UPSTREAM" "$ROOT/docker/nginx/proxy.conf"
 	echo "}"
 }
 

@@ -73,7 +73,7 @@ func startCluster(ctx context.Context, o options, sz sizing, bins *benchrun.Bina
 		c.replicas = append(c.replicas, r)
 		c.record(r.name, r.p.PID())
 	}
-	return c, c.startNginx(ctx, sz, bins, stderr)
+	return c, c.startNginx(ctx, o, sz, bins, stderr)
 }
 
 // startReplica starts replica i; with -fault emfile the last one runs
@@ -107,7 +107,7 @@ func startReplica(ctx context.Context, o options, sz sizing, redis []string, i i
 // one port per loadgen shard (each shard's connections come from
 // 127.0.0.1, and one port takes at most the ephemeral range's worth from
 // one address), workers sized by size.
-func (c *cluster) startNginx(ctx context.Context, sz sizing, bins *benchrun.Binaries, stderr io.Writer) error {
+func (c *cluster) startNginx(ctx context.Context, o options, sz sizing, bins *benchrun.Binaries, stderr io.Writer) error {
 	var ups, ports []string
 	for _, r := range c.replicas {
 		ups = append(ups, r.p.Addr)
@@ -124,6 +124,11 @@ func (c *cluster) startNginx(ctx context.Context, sz sizing, bins *benchrun.Bina
 	cmd.Env = append(os.Environ(), "RUN_DIR="+c.dir, "LB=least_conn", "UPSTREAMS="+strings.Join(ups, " "),
 		"PORTS="+strings.Join(ports, " "), "NGINX_WORKERS="+strconv.Itoa(sz.nginxWorkers),
 		"NGINX_NOFILE="+strconv.Itoa(sz.limit), "NGINX_CONNECTIONS="+strconv.Itoa(sz.nginxConns), "KNOWNGOOD="+bins.Server)
+	if o.fault == faultEMFILE {
+		// nginx would pass each refusal on to the next replica, and the
+		// clients would never see one; the original run's did.
+		cmd.Env = append(cmd.Env, "NGINX_NEXT_UPSTREAM=off")
+	}
 	out, err := cmd.CombinedOutput()
 	c.nginxUp = true // down is safe whatever front did
 	if err != nil {

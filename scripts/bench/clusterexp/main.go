@@ -38,6 +38,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/passfail"
@@ -231,6 +232,8 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // run is the whole experiment.
 func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
+	// The kill goroutine reports on stderr while the steps do.
+	stderr = &lockedWriter{w: stderr}
 	sz, err := size(o)
 	if err != nil {
 		return err
@@ -268,4 +271,16 @@ func crossed(rs []passfail.Result) int {
 		}
 	}
 	return n
+}
+
+// lockedWriter lets several goroutines write one io.Writer, a line each.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

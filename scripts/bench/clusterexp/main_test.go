@@ -132,7 +132,8 @@ func TestRun(t *testing.T) {
 }
 
 // TestFaultEMFILE: the last replica runs out of descriptors, counts its
-// refusals, and the verdict says so; the other keeps serving.
+// refusals, and the verdict says so; the clients see them fail; the
+// other keeps serving.
 func TestFaultEMFILE(t *testing.T) {
 	rep, text := small(t, "-fault", "emfile")
 	last := rep.Steps[len(rep.Steps)-1]
@@ -142,6 +143,10 @@ func TestFaultEMFILE(t *testing.T) {
 	}
 	if !strings.Contains(text, "EMFILE: replica2 ran out of descriptors") {
 		t.Errorf("no EMFILE verdict:\n%s", text)
+	}
+	// nginx does not retry in this fault: the refusals reach the clients.
+	if rep.SuccessPct >= 100 || strings.Contains(text, "saw 0 failed connects") {
+		t.Errorf("success %.2f%%; want the refusals to reach the clients:\n%s", rep.SuccessPct, text)
 	}
 }
 

@@ -271,7 +271,7 @@ func emfileVerdict(c *cluster, rep *report) []string {
 		for _, s := range rep.Steps {
 			failed += int(s.Attempts - s.Connected)
 		}
-		out = append(out, fmt.Sprintf("EMFILE: the other replicas kept serving (%d connections); the clients saw %d failed connects: nginx passes a refused connection on to the next replica (proxy_next_upstream), so few refusals reach them", others, failed))
+		out = append(out, fmt.Sprintf("EMFILE: the other replicas kept serving (%d connections); the clients saw %d failed connects (nginx's retry on the next replica, proxy_next_upstream, is off in this fault; with it on, nginx would hide the refusals)", others, failed))
 	}
 	return out
 }

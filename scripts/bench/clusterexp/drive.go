@@ -49,6 +49,21 @@ type procRead struct {
 	fds   int
 	stats *protocol.Stats
 	alive bool
+	// A group's CPU seconds by pid: a process that ends (or cannot be
+	// read) within a step takes its part out of the sum, which the
+	// step's difference must not count as negative CPU.
+	cpuByPID map[int]float64
+}
+
+// cpuSince is the CPU seconds g's processes spent since a: a process
+// read at both counts its difference, one new since a all of its CPU,
+// one gone since a nothing.
+func (g procRead) cpuSince(a procRead) float64 {
+	var s float64
+	for pid, cpu := range g.cpuByPID {
+		s += max(0, cpu-a.cpuByPID[pid])
+	}
+	return s
 }
 
 // drive runs the loadgen shards through the steps, reading every process
@@ -180,14 +195,20 @@ func waitShards(shards []*shard) ([]*sustain.Report, error) {
 
 // read takes one sample of every process; clients are the shards' pids.
 func (c *cluster) read(clients []int) sample {
-	s := sample{at: time.Now()}
-	for _, r := range c.replicas {
-		pr := readProc(r.p.PID())
-		if st, err := r.p.ReadStats(); err == nil {
-			pr.stats = &st
-		}
-		s.replicas = append(s.replicas, pr)
+	s := sample{at: time.Now(), replicas: make([]procRead, len(c.replicas))}
+	// At once: a busy replica's /stats may take seconds, which one after
+	// another would add up into the step's window.
+	var wg sync.WaitGroup
+	for i, r := range c.replicas {
+		wg.Go(func() {
+			pr := readProc(r.p.PID())
+			if st, err := r.p.ReadStats(); err == nil {
+				pr.stats = &st
+			}
+			s.replicas[i] = pr
+		})
 	}
+	wg.Wait()
 	for _, p := range c.redis {
 		s.redis = append(s.redis, readProc(p.PID()))
 	}
@@ -213,9 +234,12 @@ func readProc(pid int) procRead {
 // readGroup sums the CPU and memory of pids, and keeps the most
 // descriptors any one of them holds (each has its own limit).
 func readGroup(pids []int) procRead {
-	var g procRead
+	g := procRead{cpuByPID: map[int]float64{}}
 	for _, pid := range pids {
 		r := readProc(pid)
+		if r.alive {
+			g.cpuByPID[pid] = r.cpu
+		}
 		g.cpu += r.cpu
 		g.rss += r.rss
 		g.fds = max(g.fds, r.fds)

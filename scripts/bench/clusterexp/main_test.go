@@ -293,3 +293,24 @@ func TestRecovery(t *testing.T) {
 		t.Errorf("never recovered: %v; want nil", *got)
 	}
 }
+
+// TestLeakVerdict: growth of RSS per connection is a leak only on a
+// replica that holds at least as many connections as at the first step.
+func TestLeakVerdict(t *testing.T) {
+	step := func(active int64, kib float64) stepRow {
+		return stepRow{Replicas: []replicaRow{{Name: "replica1", Alive: true, Active: active, KiBPerConn: kib}}}
+	}
+	for _, c := range []struct {
+		first, last stepRow
+		want        string
+	}{
+		{step(1000, 50), step(2000, 120), "grew 2.4x"},
+		{step(1000, 50), step(2000, 55), "none seen"},
+		{step(1000, 50), step(8, 80000), "not judged"},
+	} {
+		got := leakVerdict(options{}, &report{Steps: []stepRow{c.first, c.last}})
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%+v then %+v: %q; want %q", c.first.Replicas, c.last.Replicas, got, c.want)
+		}
+	}
+}

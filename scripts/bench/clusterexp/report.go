@@ -84,6 +84,7 @@ type fdRow struct {
 type replicaRow struct {
 	Name        string  `json:"name"`
 	Alive       bool    `json:"alive"`
+	NoStats     bool    `json:"no_stats,omitempty"` // running, but its /stats did not answer`
 	Active      int64   `json:"active"`
 	MsgsPerS    float64 `json:"msgs_per_s"`
 	CPUPct      float64 `json:"cpu_pct"`
@@ -142,8 +143,8 @@ func stepOf(k int, c *cluster, res *results) stepRow {
 	}
 	row.SuccessPct = sustain.Percent(row.Connected, row.Attempts)
 	row.Emit, row.Push = protocol.LatencyOf(emit), protocol.LatencyOf(push)
-	row.ClientCPUPct, row.ClientRSSMiB = pct(a.clients.cpu, b.clients.cpu), b.clients.rss/(1<<20)
-	row.NginxCPUPct, row.NginxRSSMiB = pct(a.nginx.cpu, b.nginx.cpu), b.nginx.rss/(1<<20)
+	row.ClientCPUPct, row.ClientRSSMiB = 100*b.clients.cpuSince(a.clients)/win, b.clients.rss/(1<<20)
+	row.NginxCPUPct, row.NginxRSSMiB = 100*b.nginx.cpuSince(a.nginx)/win, b.nginx.rss/(1<<20)
 	for i := range b.redis {
 		row.RedisCPUPct = append(row.RedisCPUPct, pct(a.redis[i].cpu, b.redis[i].cpu))
 		row.RedisRSSMiB = append(row.RedisRSSMiB, b.redis[i].rss/(1<<20))
@@ -158,8 +159,8 @@ func stepOf(k int, c *cluster, res *results) stepRow {
 		rr := replicaOf(r, a.replicas[i], b.replicas[i], win, res.samples[0].replicas[i].rss)
 		row.Fds.Replica = max(row.Fds.Replica, rr.Fds)
 		row.MsgsPerS += rr.MsgsPerS
-		if rr.Alive {
-			alive++
+		if rr.Alive && !rr.NoStats {
+			alive++ // the replicas whose messages the sum holds
 		}
 		row.Replicas = append(row.Replicas, rr)
 	}
@@ -172,10 +173,12 @@ func stepOf(k int, c *cluster, res *results) stepRow {
 // share leaves out (else the process's own memory, spread over the few
 // connections of the first step, would look like a cost that shrinks).
 func replicaOf(r *replica, a, b procRead, win, base float64) replicaRow {
-	rr := replicaRow{Name: r.name, Alive: b.alive && b.stats != nil, Fds: b.fds, Limit: r.limit,
+	rr := replicaRow{Name: r.name, Alive: b.alive, NoStats: b.alive && b.stats == nil, Fds: b.fds, Limit: r.limit,
 		CPUPct: 100 * (b.cpu - a.cpu) / win, RSSMiB: b.rss / (1 << 20)}
-	if !rr.Alive {
+	if !b.alive || !a.alive {
 		rr.CPUPct = 0
+	}
+	if b.stats == nil {
 		return rr
 	}
 	st := b.stats

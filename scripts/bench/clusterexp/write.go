@@ -86,6 +86,8 @@ func replicaTable(s stepRow) htmlreport.Section {
 		up := "yes"
 		if !r.Alive {
 			up = "no"
+		} else if r.NoStats {
+			up = "no /stats"
 		}
 		t.Rows = append(t.Rows, []string{r.Name, up, i64(r.Active), f0(r.MsgsPerS), f0(r.CPUPct), f0(r.RSSMiB), f1(r.KiBPerConn),
 			itoa(r.Fds), itoa(r.Limit), strconv.FormatUint(r.EMFILE, 10), strconv.FormatUint(r.LeakTimers, 10), strconv.FormatUint(r.HandshakeOK, 10)})

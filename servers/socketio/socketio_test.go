@@ -48,6 +48,19 @@ type target struct {
 // the same.
 var engines = []string{config.EngineZishang520, config.EngineNative}
 
+// nativeGnet names the native engine on gnet's event loops
+// (-native-lib gnet) in the tests' tables: it serves WebSocket sessions
+// only, so it runs the tests that use nothing else (forWebSocket).
+const nativeGnet = "native-gnet"
+
+// forWebSocket runs a test of WebSocket sessions once on each engine and
+// once on the native engine's gnet transport.
+func forWebSocket(t *testing.T, test func(t *testing.T, engine string)) {
+	for _, engine := range append(slices.Clone(engines), nativeGnet) {
+		t.Run(engine, func(t *testing.T) { test(t, engine) })
+	}
+}
+
 // forEngines runs test once on each engine, as a subtest named after it.
 func forEngines(t *testing.T, test func(t *testing.T, engine string)) {
 	for _, engine := range engines {
@@ -62,6 +75,9 @@ func start(t testing.TB, engine string, mode socketio.Mode, tweak func(*config.C
 	cfg := config.Default()
 	cfg.Variant = string(mode)
 	cfg.SocketIO.Engine = engine
+	if engine == nativeGnet {
+		cfg.SocketIO.Engine, cfg.SocketIO.NativeLib = config.EngineNative, config.NativeLibGnet
+	}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -199,7 +215,7 @@ var transportSets = map[string][]string{
 	"polling+websocket": {"polling", "websocket"},
 }
 
-func TestEvents(t *testing.T) { forEngines(t, testEvents) }
+func TestEvents(t *testing.T) { forWebSocket(t, testEvents) }
 
 func testEvents(t *testing.T, engine string) {
 	for name, transports := range transportSets {
@@ -273,7 +289,7 @@ func testEvents(t *testing.T, engine string) {
 // so the k-th ack the client sees comes k x delay or more after the connects
 // began, however late the client reads. (Gaps between acks, as the client
 // sees them, shrink when the client reads one ack late: 1 in 35 runs here.)
-func TestBlockingContract(t *testing.T) { forEngines(t, testBlockingContract) }
+func TestBlockingContract(t *testing.T) { forWebSocket(t, testBlockingContract) }
 
 func testBlockingContract(t *testing.T, engine string) {
 	const n, delay = 20, 50 * time.Millisecond

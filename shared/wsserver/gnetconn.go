@@ -158,7 +158,7 @@ func (g *gnetTarget) expire(st *gconn) {
 // loop's sweep calls it once the connection's due time has come (a sweep
 // step late at most: never early).
 func (g *gnetTarget) keepalive(st *gconn, now int64) {
-	if st.phase != phaseOpen {
+	if st.phase != phaseOpen || g.opts.NoKeepalive {
 		return
 	}
 	switch {
@@ -243,7 +243,11 @@ func (st *gconn) close(code int, drain bool) {
 			return
 		}
 		out := wsframe.GetBuffer()
-		*out = wsframe.AppendClose(*out, code)
+		if code == 0 {
+			*out = wsframe.AppendHeader(*out, 0, ws.OpClose, 0)
+		} else {
+			*out = wsframe.AppendClose(*out, code)
+		}
 		st.closing(st.loop.g, code)
 		_, _ = st.conn.Write(*out)
 		wsframe.PutBuffer(out)

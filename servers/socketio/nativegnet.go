@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
 	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
@@ -21,7 +22,12 @@ func (n *native) onLoops(front http.Handler) (*Server, error) {
 	cfg.Faults = config.Faults{}
 	cfg.Origins = nil // the engine answers a forbidden origin
 	cfg.MaxMessage = cfg.SocketIO.MaxPayload
-	loops, err := wsserver.NewGnet(cfg, nil, n.log, wsserver.Options{Front: front, NoKeepalive: true})
+	loops, err := wsserver.NewGnet(cfg, nil, n.log, wsserver.Options{
+		Front: front, NoKeepalive: true,
+		// As on net/http (headers.go): a request that never reached a
+		// handler is a handshake that failed, transport unknown.
+		Unserved: func() { n.m.Handshake(protocol.ResultFailed, "unknown", 0) },
+	})
 	if err != nil {
 		return nil, err
 	}

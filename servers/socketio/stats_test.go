@@ -100,7 +100,7 @@ func TestShutdown(t *testing.T) { forWebSocket(t, testShutdown) }
 func testShutdown(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Blocking, nil)
 	var clients []*client
-	for _, transports := range transportSets {
+	for _, transports := range transportsOn(engine) {
 		clients = append(clients, dial(t, tg.url, "/", transports, nil))
 	}
 	reasons := make(chan string, len(clients))

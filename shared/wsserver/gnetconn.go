@@ -148,6 +148,7 @@ func (g *gnetTarget) expire(st *gconn) {
 		if st.hs.started() && !st.counted {
 			st.counted = true
 			g.m.Handshake(protocol.ResultFailed, transport, 0)
+			g.unserved()
 		}
 	}
 	_ = st.conn.EventLoop().Close(st.conn)

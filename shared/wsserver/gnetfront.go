@@ -40,6 +40,14 @@ type LoopPeer interface {
 	Reason() string
 }
 
+// unserved counts, with Options.Front, a request that ended before
+// Front saw it: cut short by -handshake-timeout, abandoned, or malformed.
+func (g *gnetTarget) unserved() {
+	if g.opts.Unserved != nil {
+		g.opts.Unserved()
+	}
+}
+
 // maxFrameEntries bounds the writes WriteFrames holds for one connection.
 const maxFrameEntries = 4096
 
@@ -98,7 +106,8 @@ func (g *gnetTarget) front(c gnet.Conn, st *gconn, head []byte, n int) (gnet.Act
 	case w.upgraded:
 		return w.action, w.ok
 	case w.refusal != nil:
-		return g.refuse(c, st, w.refusal), false
+		st.counted = true // Front counts what it refuses
+		return g.answer(c, st, w.refusal.bytes()), false
 	}
 	st.counted = true // Front counts what it answers
 	return g.answer(c, st, w.response()), false

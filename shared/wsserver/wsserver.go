@@ -94,6 +94,9 @@ type Options struct {
 	// NoKeepalive turns the WebSocket pings off: the application has a
 	// heartbeat of its own (Engine.IO's). gnet only.
 	NoKeepalive bool
+	// Unserved, with Front, counts a request that ended before Front saw
+	// it (its header timed out, was abandoned or malformed).
+	Unserved func()
 }
 
 // NewGorilla serves on gorilla/websocket. m may be nil (-metrics=false).

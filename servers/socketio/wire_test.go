@@ -309,7 +309,9 @@ func testHandshakeResults(t *testing.T, engine string) {
 // too: -connect-timeout runs until the namespace CONNECT completes, so on
 // the blocking variant a connect that waits in the loop longer than that is
 // closed by the server and counted as failed.
-func TestConnectTimeoutCoversTheQueue(t *testing.T) { forWebSocket(t, testConnectTimeoutCoversTheQueue) }
+func TestConnectTimeoutCoversTheQueue(t *testing.T) {
+	forWebSocket(t, testConnectTimeoutCoversTheQueue)
+}
 
 func testConnectTimeoutCoversTheQueue(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Blocking, func(c *config.Config) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -55,4 +56,18 @@ func TestGnetRefusesPolling(t *testing.T) {
 		t.Errorf("HTTP answers %v, want %d of 400 Transport unknown", r.HTTPErrors, n)
 	}
 	waitForStats(t, s, func(d protocol.Stats) bool { return d.Handshakes[protocol.ResultFailed] == n }, before)
+}
+
+// gnetSocketIOStages are the target port's time bounds on the native
+// engine's gnet transport. As on echo-gnet, a request that is not an
+// upgrade is answered once its header is in, without reading a body, and
+// what follows is dropped for closeWait (2 s); no answer is kept alive,
+// and there are no polling sessions.
+func gnetSocketIOStages() ([]stage, map[string]uint64) {
+	return []stage{
+		{"mid-header", stageBound, sends(midHeader)},
+		{"after the header", 2 * time.Second, sends(afterHeader)},
+		{"mid-body", 2 * time.Second, sends(midBody)},
+		{"quiet WebSocket", quietBound, quietWebSocket("/socket.io/?EIO=4&transport=websocket")},
+	}, map[string]uint64{"header": 1}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 	"github.com/knowngood/knowngood/shared/wsserver"
 )
@@ -26,7 +27,12 @@ func (n *native) onLoops(front http.Handler) (*Server, error) {
 		Front: front, NoKeepalive: true,
 		// As on net/http (headers.go): a request that never reached a
 		// handler is a handshake that failed, transport unknown.
-		Unserved: func() { n.m.Handshake(protocol.ResultFailed, "unknown", 0) },
+		Unserved: func(timedOut bool) {
+			if timedOut {
+				n.m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
+			}
+			n.m.Handshake(protocol.ResultFailed, "unknown", 0)
+		},
 	})
 	if err != nil {
 		return nil, err

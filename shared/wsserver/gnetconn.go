@@ -148,7 +148,7 @@ func (g *gnetTarget) expire(st *gconn) {
 		if st.hs.started() && !st.counted {
 			st.counted = true
 			g.m.Handshake(protocol.ResultFailed, transport, 0)
-			g.unserved()
+			g.unserved(true)
 		}
 	}
 	_ = st.conn.EventLoop().Close(st.conn)
@@ -252,6 +252,14 @@ func (st *gconn) close(code int, drain bool) {
 		st.closing(st.loop.g, code)
 		_, _ = st.conn.Write(*out)
 		wsframe.PutBuffer(out)
+		if code == 0 && st.phase == phaseClosing {
+			// Node's engine.io ends the socket after its close frame:
+			// FIN now, and what the client sends is dropped.
+			st.lingering = true
+			if st.conn.OutboundBuffered() == 0 {
+				shutdownWrite(st.conn.Fd())
+			}
+		}
 	})
 }
 

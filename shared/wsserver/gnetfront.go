@@ -30,8 +30,9 @@ type LoopPeer interface {
 	// read; ErrClosing once the close has begun. Nothing is sent then.
 	WriteFrames(frames []byte) error
 	// CloseAfterQueue starts the server's close once what WriteFrames
-	// handed over is written; code 0 sends a close frame without a
-	// status code (as Node's ws close() does).
+	// handed over is written. Code 0 ends the connection as Node's
+	// engine.io does: a close frame without a status code, then FIN at
+	// once, without waiting for the client's answer.
 	CloseAfterQueue(code int)
 	// Execute runs f on the connection's loop, unless it has closed.
 	Execute(f func())
@@ -42,9 +43,9 @@ type LoopPeer interface {
 
 // unserved counts, with Options.Front, a request that ended before
 // Front saw it: cut short by -handshake-timeout, abandoned, or malformed.
-func (g *gnetTarget) unserved() {
+func (g *gnetTarget) unserved(timedOut bool) {
 	if g.opts.Unserved != nil {
-		g.opts.Unserved()
+		g.opts.Unserved(timedOut)
 	}
 }
 

@@ -182,7 +182,7 @@ func malformed(why string) *refusal {
 func (g *gnetTarget) refuse(c gnet.Conn, st *gconn, rf *refusal) gnet.Action {
 	st.counted = true
 	rf.record(g.m)
-	g.unserved()
+	g.unserved(false)
 	return g.answer(c, st, rf.bytes())
 }
 

@@ -95,8 +95,9 @@ type Options struct {
 	// heartbeat of its own (Engine.IO's). gnet only.
 	NoKeepalive bool
 	// Unserved, with Front, counts a request that ended before Front saw
-	// it (its header timed out, was abandoned or malformed).
-	Unserved func()
+	// it: its header timed out (-handshake-timeout), or it was abandoned
+	// or malformed.
+	Unserved func(timedOut bool)
 }
 
 // NewGorilla serves on gorilla/websocket. m may be nil (-metrics=false).

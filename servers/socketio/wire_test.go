@@ -398,4 +398,39 @@ func testTransportsAndCompression(t *testing.T, engine string) {
 	if got := readText(t, conn); !strings.HasPrefix(got, "0{") {
 		t.Errorf("open packet over a compressed connection: %q", got)
 	}
+	// gorilla compresses what it writes once negotiated: the server
+	// inflates the CONNECT.
+	if err := conn.WriteMessage(websocket.TextMessage, []byte("40")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readText(t, conn); !strings.HasPrefix(got, "40{") {
+		t.Errorf("CONNECT ack over a compressed connection: %q", got)
+	}
+}
+
+// TestOriginWebSocket: with -origin, a WebSocket open request from
+// another Origin is refused 403 (Engine.IO's FORBIDDEN) before any
+// upgrade; a listed one opens. On the native engine's two transports:
+// zishang520 answers such an upgrade 400.
+func TestOriginWebSocket(t *testing.T) {
+	for _, engine := range []string{config.EngineNative, nativeGnet} {
+		t.Run(engine, func(t *testing.T) { testOriginWebSocket(t, engine) })
+	}
+}
+
+func testOriginWebSocket(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.Origins = []string{"http://good.example"} })
+	for origin, want := range map[string]int{"http://good.example": http.StatusSwitchingProtocols, "http://evil.example": http.StatusForbidden} {
+		conn, resp, err := websocket.DefaultDialer.Dial(wsURL(tg.url), http.Header{"Origin": {origin}})
+		if conn != nil {
+			conn.Close()
+		}
+		if resp == nil {
+			t.Fatalf("Origin %s: %v", origin, err)
+		}
+		if resp.StatusCode != want {
+			t.Errorf("Origin %s: status %d, want %d", origin, resp.StatusCode, want)
+		}
+	}
+	waitFor(t, "one failed handshake", func() bool { return tg.metrics.Snapshot().Handshakes[protocol.ResultFailed] == 1 })
 }

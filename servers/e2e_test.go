@@ -163,6 +163,9 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"-engine", "node"}, 2, "", `invalid value for -engine: "node"; want zishang520 or native`},
 		{[]string{"-engine", "native", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `invalid value for -engine: native has no -redis cluster mode yet`},
 		{[]string{"-engine", "native", "-allow-eio3"}, 2, "", `invalid value for -engine: native speaks Engine.IO v4 only`},
+		{[]string{"-native-lib", "epoll"}, 2, "", `invalid value for -native-lib: "epoll"; want nethttp or gnet`},
+		{[]string{"-native-lib", "gnet"}, 2, "", `invalid value for -native-lib: gnet is for -engine native`},
+		{[]string{"-engine", "native", "-native-lib", "gnet", "-transports", "polling"}, 2, "", `invalid value for -native-lib: gnet serves WebSocket sessions only`},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
@@ -188,10 +191,10 @@ func forEngines(t *testing.T, test func(t *testing.T, engine string)) {
 
 // TestSIGTERM: a connected client gets a Socket.IO DISCONNECT, and the
 // process exits with status 0 within -shutdown-timeout.
-func TestSIGTERM(t *testing.T) { forEngines(t, testSIGTERM) }
+func TestSIGTERM(t *testing.T) { forWebSocketEngines(t, testSIGTERM) }
 
 func testSIGTERM(t *testing.T, engine string) {
-	s := startServer(t, "-variant", "empty", "-engine", engine, "-shutdown-timeout", "3s")
+	s := startServer(t, append(engineFlags(engine), "-variant", "empty", "-shutdown-timeout", "3s")...)
 	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(s.url, "http")+"/socket.io/?EIO=4&transport=websocket", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -263,14 +266,14 @@ func (s *server) exitsWithin(t *testing.T, began time.Time, timeout time.Duratio
 // empty and async, over WebSocket alone and over polling with upgrade:
 // every one connects and gets its echo ack back, and the server counts
 // exactly 500 completed handshakes.
-func TestJSClient(t *testing.T) { forEngines(t, testJSClient) }
+func TestJSClient(t *testing.T) { forWebSocketEngines(t, testJSClient) }
 
 func testJSClient(t *testing.T, engine string) {
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
 	const n = 500
 	for _, variant := range []string{"empty", "async"} {
-		s := startServer(t, "-variant", variant, "-engine", engine)
-		for _, transports := range []string{"websocket", "polling,websocket"} {
+		s := startServer(t, append(engineFlags(engine), "-variant", variant)...)
+		for _, transports := range transportsOn(engine, "websocket", "polling,websocket") {
 			before := s.stats(t)
 			r := runClient(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
 			d := protocol.Diff(before, s.stats(t))
@@ -290,12 +293,12 @@ func testJSClient(t *testing.T, engine string) {
 // (Buffers nested in the arguments, one starting with the byte of a
 // CONNECT packet) come back byte for byte, over WebSocket, over polling
 // (base64) and across the upgrade.
-func TestBinaryJSClient(t *testing.T) { forEngines(t, testBinaryJSClient) }
+func TestBinaryJSClient(t *testing.T) { forWebSocketEngines(t, testBinaryJSClient) }
 
 func testBinaryJSClient(t *testing.T, engine string) {
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
-	s := startServer(t, "-variant", "empty", "-engine", engine)
-	for _, transports := range []string{"websocket", "polling", "polling,websocket"} {
+	s := startServer(t, append(engineFlags(engine), "-variant", "empty")...)
+	for _, transports := range transportsOn(engine, "websocket", "polling", "polling,websocket") {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		out, err := exec.CommandContext(ctx, "node", "../scripts/clients/sio-binary.mjs", "--url", s.url, "--transports", transports).Output()
 		cancel()
@@ -315,13 +318,13 @@ func testBinaryJSClient(t *testing.T, engine string) {
 }
 
 // TestPythonClient: 200 python-socketio AsyncClients at once against empty.
-func TestPythonClient(t *testing.T) { forEngines(t, testPythonClient) }
+func TestPythonClient(t *testing.T) { forWebSocketEngines(t, testPythonClient) }
 
 func testPythonClient(t *testing.T, engine string) {
 	need(t, "python3-socketio for /usr/bin/python3", havePythonSocketIO())
 	const n = 200
-	s := startServer(t, "-variant", "empty", "-engine", engine)
-	for _, transports := range []string{"websocket", "polling"} {
+	s := startServer(t, append(engineFlags(engine), "-variant", "empty")...)
+	for _, transports := range transportsOn(engine, "websocket", "polling") {
 		before := s.stats(t)
 		r := runClient(t, "python", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
 		d := protocol.Diff(before, s.stats(t))
@@ -335,11 +338,11 @@ func testPythonClient(t *testing.T, engine string) {
 // TestMaxConnsWithJSClient: over -max-conns the server answers 503 before
 // any upgrade, the client sees the failures, and the server counts each as
 // rejected, so that both sides' figures reconcile.
-func TestMaxConnsWithJSClient(t *testing.T) { forEngines(t, testMaxConnsWithJSClient) }
+func TestMaxConnsWithJSClient(t *testing.T) { forWebSocketEngines(t, testMaxConnsWithJSClient) }
 
 func testMaxConnsWithJSClient(t *testing.T, engine string) {
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
-	s := startServer(t, "-variant", "empty", "-engine", engine, "-max-conns", "20")
+	s := startServer(t, append(engineFlags(engine), "-variant", "empty", "-max-conns", "20")...)
 	before := s.stats(t)
 	r := runClient(t, "js", "--url", s.url, "--n", "50", "--transports", "websocket", "--deadline-ms", "10000")
 	d := protocol.Diff(before, s.stats(t))
@@ -360,12 +363,12 @@ func testMaxConnsWithJSClient(t *testing.T, engine string) {
 // the server the k-th comes >= (k-1) x delay after the first; the client
 // adds only its own receive jitter, which does not add up from one connect
 // to the next. Half a delay covers that jitter on a busy machine.
-func TestBlockingCurveJS(t *testing.T) { forEngines(t, testBlockingCurveJS) }
+func TestBlockingCurveJS(t *testing.T) { forWebSocketEngines(t, testBlockingCurveJS) }
 
 func testBlockingCurveJS(t *testing.T, engine string) {
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
 	const delay = 50.0 // ms
-	s := startServer(t, "-variant", "blocking", "-engine", engine, "-delay", "50ms")
+	s := startServer(t, append(engineFlags(engine), "-variant", "blocking", "-delay", "50ms")...)
 
 	r := runClient(t, "js", "--url", s.url, "--n", "20", "--transports", "websocket", "--deadline-ms", "15000", "--times")
 	if r.Connected != 20 || len(r.TimesMS) != 20 {

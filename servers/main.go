@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,6 +89,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	if cfg.Faults.LeakTimers != 0 && v.Reads("engine") && cfg.SocketIO.Engine == config.EngineNative {
 		fmt.Fprintf(stderr, "knowngood: invalid value for -engine: native has no -fault-leak-timers yet; use -engine zishang520 with it\n")
+		return 2
+	}
+	if why := nativeLibConflict(cfg, v); why != "" {
+		fmt.Fprintf(stderr, "knowngood: invalid value for -native-lib: %s\n", why)
 		return 2
 	}
 	if strings.Contains(cfg.Cluster.Redis, ",") && v.Family != variants.SocketIO {
@@ -175,4 +180,20 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// nativeLibConflict is why -native-lib cannot be used as given, or "":
+// it chooses what the native engine serves on, so it needs -engine
+// native, and gnet serves WebSocket sessions only.
+func nativeLibConflict(cfg config.Config, v variants.Variant) string {
+	if !slices.Contains(cfg.Given, "native-lib") || !v.Reads("engine") {
+		return ""
+	}
+	switch {
+	case cfg.SocketIO.Engine != config.EngineNative:
+		return fmt.Sprintf("%s is for -engine native; -engine %s serves on net/http", cfg.SocketIO.NativeLib, cfg.SocketIO.Engine)
+	case cfg.SocketIO.NativeLib == config.NativeLibGnet && !slices.Contains(cfg.SocketIO.Transports, "websocket"):
+		return "gnet serves WebSocket sessions only; -transports must include websocket"
+	}
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -54,8 +55,8 @@ func runsOf(v string) []variantRun {
 		return []variantRun{{v, variantArgs(v)}}
 	}
 	var runs []variantRun
-	for _, e := range sioEngines {
-		runs = append(runs, variantRun{v + "/" + e, append(variantArgs(v), "-engine", e)})
+	for _, e := range append(slices.Clone(sioEngines), nativeGnet) {
+		runs = append(runs, variantRun{v + "/" + e, append(variantArgs(v), engineFlags(e)...)})
 	}
 	return runs
 }

@@ -30,7 +30,7 @@ func timedConnect(t *testing.T, tg *target) time.Duration {
 // TestBlockingRepeatedConnects: a session that writes 400 CONNECTs at once
 // holds one place in the loop, not 400 (20 s at 50 ms each): it is closed
 // after a few repeats, and the next client connects in a few delays.
-func TestBlockingRepeatedConnects(t *testing.T) { forEngines(t, testBlockingRepeatedConnects) }
+func TestBlockingRepeatedConnects(t *testing.T) { forWebSocket(t, testBlockingRepeatedConnects) }
 
 func testBlockingRepeatedConnects(t *testing.T, engine string) {
 	const delay = 50 * time.Millisecond
@@ -67,7 +67,7 @@ func testBlockingRepeatedConnects(t *testing.T, engine string) {
 // have gone waits for at most the turn under way and its own, not for
 // theirs.
 func TestBlockingLeaversGiveUpTheirTurn(t *testing.T) {
-	forEngines(t, testBlockingLeaversGiveUpTheirTurn)
+	forWebSocket(t, testBlockingLeaversGiveUpTheirTurn)
 }
 
 func testBlockingLeaversGiveUpTheirTurn(t *testing.T, engine string) {

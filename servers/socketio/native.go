@@ -30,6 +30,7 @@ type native struct {
 	log    *slog.Logger
 	eng    *sioengine.Server
 	http   *http.Server
+	loops  lifecycle.Target // -native-lib gnet (nativegnet.go); nil on net/http
 	gate   *conns.Gate
 	faults *faults.Injector
 	loop   *loop
@@ -67,7 +68,7 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 	}
 	n.eng = sioengine.New(sioengine.Options{
 		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, ConnectTimeout: cfg.SocketIO.ConnectTimeout,
-		MaxPayload: cfg.SocketIO.MaxPayload, Transports: cfg.SocketIO.Transports, Origins: cfg.Origins,
+		MaxPayload: cfg.SocketIO.MaxPayload, Transports: engineTransports(cfg), Origins: cfg.Origins,
 		Compression: cfg.Compression, HandshakeTimeout: cfg.HandshakeTimeout, Namespaces: []string{"/custom"},
 		Hooks: sioengine.Hooks{
 			Opened:     n.opened,
@@ -86,6 +87,9 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
 	})
+	if cfg.SocketIO.NativeLib == config.NativeLibGnet {
+		return n.onLoops(mux)
+	}
 	n.http = lifecycle.HTTPServer(cfg, nil, log)
 	n.http.Handler = (&unfinished{m: m}).install(n.http, mux)
 	return &Server{native: n}, nil
@@ -167,6 +171,9 @@ func (n *native) connected(s *sioengine.Socket) {
 
 // Serve and Shutdown are the Server's with -engine native.
 func (n *native) Serve(ln net.Listener) error {
+	if n.loops != nil {
+		return n.loops.Serve(ln)
+	}
 	if err := lifecycle.ServeHTTP(n.http, ln, n.cfg.BodyTimeout, n.m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -188,6 +195,10 @@ func (n *native) Shutdown(ctx context.Context) error {
 	cancel()
 	hctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
+	if n.loops != nil {
+		_ = n.loops.Shutdown(hctx)
+		return ctx.Err()
+	}
 	if err := n.http.Shutdown(hctx); err != nil {
 		_ = n.http.Close()
 	}

@@ -32,8 +32,11 @@ func TestMain(m *testing.M) {
 	// 30 s orderly close, the client's open timeout), so they end by
 	// themselves. They are left out too; a periodic timer (SetInterval)
 	// never ends, and goleak still reports any.
+	// gnet's package-level worker pool (the -native-lib gnet target's
+	// Engine.Register runs on it) keeps idle workers for 10 s.
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"))
+		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"),
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"))
 }
 
 // target is a Socket.IO target running in the test process.
@@ -47,6 +50,19 @@ type target struct {
 // engines are the engines every test here runs on: the two must behave
 // the same.
 var engines = []string{config.EngineZishang520, config.EngineNative}
+
+// nativeGnet names the native engine on gnet's event loops
+// (-native-lib gnet) in the tests' tables: it serves WebSocket sessions
+// only, so it runs the tests that use nothing else (forWebSocket).
+const nativeGnet = "native-gnet"
+
+// forWebSocket runs a test of WebSocket sessions once on each engine and
+// once on the native engine's gnet transport.
+func forWebSocket(t *testing.T, test func(t *testing.T, engine string)) {
+	for _, engine := range append(slices.Clone(engines), nativeGnet) {
+		t.Run(engine, func(t *testing.T) { test(t, engine) })
+	}
+}
 
 // forEngines runs test once on each engine, as a subtest named after it.
 func forEngines(t *testing.T, test func(t *testing.T, engine string)) {
@@ -62,6 +78,9 @@ func start(t testing.TB, engine string, mode socketio.Mode, tweak func(*config.C
 	cfg := config.Default()
 	cfg.Variant = string(mode)
 	cfg.SocketIO.Engine = engine
+	if engine == nativeGnet {
+		cfg.SocketIO.Engine, cfg.SocketIO.NativeLib = config.EngineNative, config.NativeLibGnet
+	}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -199,10 +218,19 @@ var transportSets = map[string][]string{
 	"polling+websocket": {"polling", "websocket"},
 }
 
-func TestEvents(t *testing.T) { forEngines(t, testEvents) }
+// transportsOn are the transport sets an engine serves: the gnet
+// transport serves WebSocket sessions only.
+func transportsOn(engine string) map[string][]string {
+	if engine == nativeGnet {
+		return map[string][]string{"websocket": {"websocket"}}
+	}
+	return transportSets
+}
+
+func TestEvents(t *testing.T) { forWebSocket(t, testEvents) }
 
 func testEvents(t *testing.T, engine string) {
-	for name, transports := range transportSets {
+	for name, transports := range transportsOn(engine) {
 		t.Run(name, func(t *testing.T) {
 			tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.EmitAuth = true })
 			a := dial(t, tg.url, "/", transports, map[string]any{"token": "123"})
@@ -273,7 +301,7 @@ func testEvents(t *testing.T, engine string) {
 // so the k-th ack the client sees comes k x delay or more after the connects
 // began, however late the client reads. (Gaps between acks, as the client
 // sees them, shrink when the client reads one ack late: 1 in 35 runs here.)
-func TestBlockingContract(t *testing.T) { forEngines(t, testBlockingContract) }
+func TestBlockingContract(t *testing.T) { forWebSocket(t, testBlockingContract) }
 
 func testBlockingContract(t *testing.T, engine string) {
 	const n, delay = 20, 50 * time.Millisecond

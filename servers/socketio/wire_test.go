@@ -135,7 +135,7 @@ func testWireHandshake(t *testing.T, engine string) {
 	}
 }
 
-func TestWireNamespaces(t *testing.T) { forEngines(t, testWireNamespaces) }
+func TestWireNamespaces(t *testing.T) { forWebSocket(t, testWireNamespaces) }
 
 func testWireNamespaces(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -182,7 +182,7 @@ func socketIOConn(t *testing.T, tg *target) *websocket.Conn {
 	return conn
 }
 
-func TestWireMessages(t *testing.T) { forEngines(t, testWireMessages) }
+func TestWireMessages(t *testing.T) { forWebSocket(t, testWireMessages) }
 
 func testWireMessages(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -232,7 +232,7 @@ func testWireMessages(t *testing.T, engine string) {
 	}
 }
 
-func TestWireHeartbeat(t *testing.T) { forEngines(t, testWireHeartbeat) }
+func TestWireHeartbeat(t *testing.T) { forWebSocket(t, testWireHeartbeat) }
 
 func testWireHeartbeat(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -249,7 +249,7 @@ func testWireHeartbeat(t *testing.T, engine string) {
 
 // TestHandshakeResults makes each handshake result happen and checks that
 // the server counts it as such.
-func TestHandshakeResults(t *testing.T) { forEngines(t, testHandshakeResults) }
+func TestHandshakeResults(t *testing.T) { forWebSocket(t, testHandshakeResults) }
 
 func testHandshakeResults(t *testing.T, engine string) {
 	strict := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.ConnectTimeout = 200 * time.Millisecond })
@@ -309,7 +309,9 @@ func testHandshakeResults(t *testing.T, engine string) {
 // too: -connect-timeout runs until the namespace CONNECT completes, so on
 // the blocking variant a connect that waits in the loop longer than that is
 // closed by the server and counted as failed.
-func TestConnectTimeoutCoversTheQueue(t *testing.T) { forEngines(t, testConnectTimeoutCoversTheQueue) }
+func TestConnectTimeoutCoversTheQueue(t *testing.T) {
+	forWebSocket(t, testConnectTimeoutCoversTheQueue)
+}
 
 func testConnectTimeoutCoversTheQueue(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Blocking, func(c *config.Config) {
@@ -369,7 +371,7 @@ func testOrigin(t *testing.T, engine string) {
 
 // TestTransportsAndCompression: -transports refuses the others with 400;
 // -compression negotiates permessage-deflate on the WebSocket transport.
-func TestTransportsAndCompression(t *testing.T) { forEngines(t, testTransportsAndCompression) }
+func TestTransportsAndCompression(t *testing.T) { forWebSocket(t, testTransportsAndCompression) }
 
 func testTransportsAndCompression(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, func(c *config.Config) {
@@ -396,4 +398,39 @@ func testTransportsAndCompression(t *testing.T, engine string) {
 	if got := readText(t, conn); !strings.HasPrefix(got, "0{") {
 		t.Errorf("open packet over a compressed connection: %q", got)
 	}
+	// gorilla compresses what it writes once negotiated: the server
+	// inflates the CONNECT.
+	if err := conn.WriteMessage(websocket.TextMessage, []byte("40")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readText(t, conn); !strings.HasPrefix(got, "40{") {
+		t.Errorf("CONNECT ack over a compressed connection: %q", got)
+	}
+}
+
+// TestOriginWebSocket: with -origin, a WebSocket open request from
+// another Origin is refused 403 (Engine.IO's FORBIDDEN) before any
+// upgrade; a listed one opens. On the native engine's two transports:
+// zishang520 answers such an upgrade 400.
+func TestOriginWebSocket(t *testing.T) {
+	for _, engine := range []string{config.EngineNative, nativeGnet} {
+		t.Run(engine, func(t *testing.T) { testOriginWebSocket(t, engine) })
+	}
+}
+
+func testOriginWebSocket(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.Origins = []string{"http://good.example"} })
+	for origin, want := range map[string]int{"http://good.example": http.StatusSwitchingProtocols, "http://evil.example": http.StatusForbidden} {
+		conn, resp, err := websocket.DefaultDialer.Dial(wsURL(tg.url), http.Header{"Origin": {origin}})
+		if conn != nil {
+			conn.Close()
+		}
+		if resp == nil {
+			t.Fatalf("Origin %s: %v", origin, err)
+		}
+		if resp.StatusCode != want {
+			t.Errorf("Origin %s: status %d, want %d", origin, resp.StatusCode, want)
+		}
+	}
+	waitFor(t, "one failed handshake", func() bool { return tg.metrics.Snapshot().Handshakes[protocol.ResultFailed] == 1 })
 }

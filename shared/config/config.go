@@ -94,7 +94,17 @@ type SocketIO struct {
 	// EngineZishang520 (the library users deploy) or EngineNative (this
 	// project's own, shared/sioengine).
 	Engine string
+	// NativeLib is what the native engine serves on: NativeLibNetHTTP
+	// (net/http and gorilla/websocket) or NativeLibGnet (gnet's event
+	// loops; WebSocket sessions only).
+	NativeLib string
 }
+
+// What the native engine serves on (-native-lib).
+const (
+	NativeLibNetHTTP = "nethttp"
+	NativeLibGnet    = "gnet"
+)
 
 // The Socket.IO engines (-engine).
 const (
@@ -165,6 +175,7 @@ func Default() Config {
 			MaxPayload:     1_000_000,
 			ConnectTimeout: 45 * time.Second,
 			Engine:         EngineZishang520,
+			NativeLib:      NativeLibNetHTTP,
 		},
 		Broadcast: Broadcast{
 			SendQueue: 256,
@@ -287,6 +298,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
 	boolean(&c.SocketIO.AllowEIO3, "allow-eio3", "Socket.IO: also accept Engine.IO v3 / Socket.IO v2 clients (socket.io-client 2, older load tools); without it they get HTTP 400")
 	str(&c.SocketIO.Engine, "engine", "Socket.IO: the server underneath: zishang520 (the library) or native (this project's own)")
+	str(&c.SocketIO.NativeLib, "native-lib", "Socket.IO with -engine native: nethttp (net/http, every transport) or gnet (event loops; WebSocket only, polling gets HTTP 400)")
 
 	dur(&c.Broadcast.PushInterval, "push-interval", "broadcast: timed push to every client (0 = off)")
 	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")
@@ -352,6 +364,8 @@ func (c Config) Validate() error {
 		return bad("connect-timeout", "%s; want a positive duration such as 45s", c.SocketIO.ConnectTimeout)
 	case c.SocketIO.Engine != EngineZishang520 && c.SocketIO.Engine != EngineNative:
 		return bad("engine", "%q; want zishang520 or native", c.SocketIO.Engine)
+	case c.SocketIO.NativeLib != NativeLibNetHTTP && c.SocketIO.NativeLib != NativeLibGnet:
+		return bad("native-lib", "%q; want nethttp or gnet", c.SocketIO.NativeLib)
 	case c.Broadcast.PushInterval < 0:
 		return bad("push-interval", "%s; want 0 (off) or a positive duration", c.Broadcast.PushInterval)
 	case c.Broadcast.PushSize < 0:

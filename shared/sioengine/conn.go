@@ -3,8 +3,6 @@ package sioengine
 import (
 	"sync"
 	"time"
-
-	"github.com/gorilla/websocket"
 )
 
 // Session states.
@@ -47,7 +45,7 @@ type Conn struct {
 	poll    chan struct{} // a pending GET waits on it; nil when none
 	posting bool          // a POST is being read
 
-	ws      *websocket.Conn
+	ws      wsConn
 	writing bool // the WebSocket writer is running
 
 	upgrading   bool
@@ -169,7 +167,8 @@ func (c *Conn) kickLocked() {
 	switch {
 	case c.transport == WebSocket && c.ws != nil && !c.writing:
 		c.writing = true
-		go c.writeWebSocket(c.ws)
+		ws := c.ws
+		ws.startWriter(func() { c.writeWebSocket(ws) })
 	case c.transport == Polling && c.poll != nil:
 		close(c.poll)
 		c.poll = nil
@@ -227,7 +226,7 @@ func (c *Conn) terminate(reason string) {
 		f.release()
 	}
 	if ws != nil {
-		closeWebSocket(ws)
+		ws.closeQuietly()
 	}
 	c.srv.conns.Delete(c.id)
 	for _, s := range sockets {

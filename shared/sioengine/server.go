@@ -48,7 +48,7 @@ const DefaultMaxAttachments = 16
 
 // Hooks are what the application does with sessions and sockets. Each may
 // be nil. None may block: they run on the session's reader (a WebSocket's
-// goroutine, a POST's handler) or on a timer.
+// goroutine or, on gnet, its event loop; a POST's handler) or on a timer.
 type Hooks struct {
 	// Opened: an open request (r) made session c; before its open packet
 	// is written.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/knowngood/knowngood/shared/wsserver"
 	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
@@ -28,61 +29,72 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) *websocket.Conn 
 // openWebSocket opens a session over WebSocket: the open packet is its
 // first frame.
 func (s *Server) openWebSocket(w http.ResponseWriter, r *http.Request) {
+	if up, onLoop := w.(wsserver.LoopUpgrader); onLoop {
+		s.openOnLoop(up, r)
+		return
+	}
 	ws := s.accept(w, r)
 	if ws == nil {
 		return
 	}
+	gws := &gorillaWS{ws}
+	c := s.attach(r, gws)
+	go readWebSocket(c, gws, false)
+}
+
+// attach makes the session of a WebSocket open request: the open packet
+// is its first frame.
+func (s *Server) attach(r *http.Request, ws wsConn) *Conn {
 	c := s.register(r, WebSocket)
 	c.mu.Lock()
 	c.ws = ws
 	c.queue = append([]*frame{{data: s.openPacket(c.id, false)}}, c.queue...)
 	c.kickLocked()
 	c.mu.Unlock()
-	go c.readWebSocket(ws, false)
+	return c
 }
 
 // upgradeTo serves a WebSocket that names a polling session: the probe,
 // then the upgrade packet, move the session onto it.
 func (c *Conn) upgradeTo(w http.ResponseWriter, r *http.Request) {
+	if up, onLoop := w.(wsserver.LoopUpgrader); onLoop {
+		// No polling session lives on the loops: Node accepts the
+		// WebSocket and closes it.
+		up.UpgradeOnLoop(closeAtOnce)
+		return
+	}
 	// Marked upgrading before the 101 goes out: a GET the client sends
 	// after it then waits for the upgrade (waitUpgrade).
 	c.mu.Lock()
 	ok := c.transport == Polling && !c.upgrading && c.state == stateOpen
-	var ws *websocket.Conn
 	if ok {
 		c.upgrading, c.probed = true, false
 		c.upgradeDone = make(chan struct{})
 	}
 	c.mu.Unlock()
-	if ws = c.srv.accept(w, r); ws == nil {
+	conn := c.srv.accept(w, r)
+	if conn == nil {
 		if ok {
 			c.abandonUpgrade(nil)
 		}
 		return
 	}
+	ws := &gorillaWS{conn}
 	if !ok {
 		// Node accepts the WebSocket and closes it.
-		closeWebSocket(ws)
+		ws.closeQuietly()
 		return
 	}
 	timer := time.AfterFunc(upgradeTimeout, func() { c.abandonUpgrade(ws) })
 	go func() {
-		c.readWebSocket(ws, true)
+		readWebSocket(c, ws, true)
 		timer.Stop()
 	}()
 }
 
-// closeWebSocket ends a WebSocket as Node's ws close() does: a close
-// frame without a status code (the client sees 1005), then the TCP
-// connection.
-func closeWebSocket(ws *websocket.Conn) {
-	_ = ws.WriteControl(websocket.CloseMessage, []byte{}, time.Now().Add(time.Second))
-	_ = ws.Close()
-}
-
 // abandonUpgrade ends an upgrade that did not complete; the session goes
 // on over polling.
-func (c *Conn) abandonUpgrade(ws *websocket.Conn) {
+func (c *Conn) abandonUpgrade(ws wsConn) {
 	c.mu.Lock()
 	if (ws != nil && c.ws == ws) || !c.upgrading {
 		c.mu.Unlock()
@@ -92,16 +104,16 @@ func (c *Conn) abandonUpgrade(ws *websocket.Conn) {
 	close(c.upgradeDone)
 	c.mu.Unlock()
 	if ws != nil {
-		closeWebSocket(ws)
+		ws.closeQuietly()
 	}
 }
 
 // onUpgradePacket handles a packet of a WebSocket that is not yet the
 // session's transport; false ends that WebSocket.
-func (c *Conn) onUpgradePacket(ws *websocket.Conn, p inPacket) bool {
+func (c *Conn) onUpgradePacket(ws wsConn, p inPacket) bool {
 	switch {
 	case p.typ == eioPing && string(p.data) == "probe":
-		if ws.WriteMessage(websocket.TextMessage, []byte("3probe")) != nil {
+		if ws.writeText([]byte("3probe")) != nil {
 			return false
 		}
 		c.mu.Lock()
@@ -128,7 +140,7 @@ func (c *Conn) onUpgradePacket(ws *websocket.Conn, p inPacket) bool {
 			c.poll = nil
 		}
 		c.writing = true
-		go c.writeWebSocket(ws)
+		ws.startWriter(func() { c.writeWebSocket(ws) })
 		c.mu.Unlock()
 		return true
 	}
@@ -136,48 +148,56 @@ func (c *Conn) onUpgradePacket(ws *websocket.Conn, p inPacket) bool {
 	return false
 }
 
-// readWebSocket reads a WebSocket's messages until it ends.
-func (c *Conn) readWebSocket(ws *websocket.Conn, upgrading bool) {
+// readWebSocket reads a gorilla WebSocket's messages until it ends.
+func readWebSocket(c *Conn, gws *gorillaWS, upgrading bool) {
+	ws := gws.Conn
 	for {
 		op, rd, err := ws.NextReader()
 		if err != nil {
-			c.webSocketEnded(ws, err)
+			c.webSocketEnded(gws, err)
 			return
 		}
 		buf := wsframe.GetBuffer()
 		if err := wsframe.ReadMessage(rd, buf, c.srv.opts.MaxPayload); err != nil {
 			wsframe.PutBuffer(buf)
-			c.webSocketEnded(ws, err)
+			c.webSocketEnded(gws, err)
 			return
 		}
 		if op == websocket.TextMessage && !utf8.Valid(*buf) {
 			// Node's ws refuses it (gorilla does not check): 1007.
 			wsframe.PutBuffer(buf)
-			c.failWebSocket(ws, websocket.CloseInvalidFramePayloadData)
+			c.failWebSocket(gws, websocket.CloseInvalidFramePayloadData)
 			return
 		}
-		p := inPacket{typ: eioMessage, data: *buf, binary: true}
-		if op == websocket.TextMessage {
-			p, err = parseText(*buf)
-		}
-		switch {
-		case upgrading && !c.isTransport(ws):
-			if !c.onUpgradePacket(ws, p) {
-				wsframe.PutBuffer(buf)
-				return
-			}
-		case err != nil:
-			c.terminate("parse error")
-		case p.typ == eioClose:
-			c.terminate("transport close")
-		default:
-			c.onPacket(p)
-		}
+		more := c.onWebSocketMessage(gws, upgrading, op == websocket.TextMessage, *buf)
 		wsframe.PutBuffer(buf)
+		if !more {
+			return
+		}
 	}
 }
 
-func (c *Conn) isTransport(ws *websocket.Conn) bool {
+// onWebSocketMessage handles one whole message of a WebSocket, valid only during
+// the call; false: that WebSocket is done with (an upgrade that failed).
+func (c *Conn) onWebSocketMessage(ws wsConn, upgrading, text bool, data []byte) bool {
+	p, err := inPacket{typ: eioMessage, data: data, binary: true}, error(nil)
+	if text {
+		p, err = parseText(data)
+	}
+	switch {
+	case upgrading && !c.isTransport(ws):
+		return c.onUpgradePacket(ws, p)
+	case err != nil:
+		c.terminate("parse error")
+	case p.typ == eioClose:
+		c.terminate("transport close")
+	default:
+		c.onPacket(p)
+	}
+	return true
+}
+
+func (c *Conn) isTransport(ws wsConn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ws == ws
@@ -185,7 +205,7 @@ func (c *Conn) isTransport(ws *websocket.Conn) bool {
 
 // webSocketEnded: the client closed (a close frame or the TCP
 // connection), or the WebSocket failed (a message over maxPayload).
-func (c *Conn) webSocketEnded(ws *websocket.Conn, err error) {
+func (c *Conn) webSocketEnded(ws *gorillaWS, err error) {
 	if !c.isTransport(ws) {
 		c.abandonUpgrade(ws)
 		_ = ws.Close()
@@ -200,7 +220,7 @@ func (c *Conn) webSocketEnded(ws *websocket.Conn, err error) {
 
 // failWebSocket closes a WebSocket that broke the rules with code, as
 // Node's ws does, and ends its session or its upgrade ("transport error").
-func (c *Conn) failWebSocket(ws *websocket.Conn, code int) {
+func (c *Conn) failWebSocket(ws *gorillaWS, code int) {
 	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
 	if !c.isTransport(ws) {
 		c.abandonUpgrade(ws)
@@ -212,9 +232,9 @@ func (c *Conn) failWebSocket(ws *websocket.Conn, code int) {
 
 // writeWebSocket is the session's one WebSocket writer: it runs while
 // frames are queued and ends when the queue is empty, so an idle session
-// holds no goroutine for writing. After a server's close it writes the
-// queue, then the close frame.
-func (c *Conn) writeWebSocket(ws *websocket.Conn) {
+// holds no goroutine for writing (on gnet it runs on the connection's
+// loop). After a server's close it writes the queue, then the close frame.
+func (c *Conn) writeWebSocket(ws wsConn) {
 	for {
 		c.mu.Lock()
 		frames := c.takeLocked()
@@ -231,38 +251,12 @@ func (c *Conn) writeWebSocket(ws *websocket.Conn) {
 			return
 		}
 		c.mu.Unlock()
-		if err := writeFrames(ws, frames); err != nil {
-			_ = ws.Close() // the reader ends the session
+		if err := ws.writeFrames(frames); err != nil {
+			ws.drop() // the reader ends the session
 			c.mu.Lock()
 			c.writing = false
 			c.mu.Unlock()
 			return
 		}
 	}
-}
-
-func writeFrames(ws *websocket.Conn, frames []*frame) error {
-	var err error
-	for i, f := range frames {
-		if err == nil {
-			_ = ws.SetWriteDeadline(time.Now().Add(writeWait))
-			err = writeFrame(ws, f)
-		}
-		f.release()
-		frames[i] = nil
-	}
-	return err
-}
-
-func writeFrame(ws *websocket.Conn, f *frame) error {
-	if f.shared {
-		if pm := f.wsPrepared(); pm != nil {
-			return ws.WritePreparedMessage(pm)
-		}
-	}
-	op := websocket.TextMessage
-	if f.binary {
-		op = websocket.BinaryMessage
-	}
-	return ws.WriteMessage(op, f.data)
 }

@@ -48,4 +48,18 @@
 //
 // On gnet, Open, Message and Closed run on the connection's event loop:
 // none of them may block.
+//
+// # An application protocol in front (gnet)
+//
+// With Options.Front, a gnet target serves every request with that
+// http.Handler, on the loop, instead of the upgrade checks alone
+// (gnetfront.go): an answer it writes ends the connection, and its
+// UpgradeOnLoop (the ResponseWriter is a LoopUpgrader) runs the usual
+// checks and opens the connection with a Session. Its LoopPeer takes
+// whole frames the application made, from any goroutine (WriteFrames),
+// and runs work on the loop (Execute). That is how the native Socket.IO
+// engine (shared/sioengine) decides on an Engine.IO request before its
+// upgrade, with its own heartbeat (Options.NoKeepalive) and its own
+// accounting: the layer then counts only, through Options.Unserved, the
+// requests that never reached Front.
 package wsserver

@@ -272,6 +272,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 				result = protocol.ResultFailed
 			}
 			g.m.Handshake(result, transport, 0)
+			g.unserved(false)
 		}
 	case phaseOpen, phaseClosing:
 		reason := st.disconnectReason()

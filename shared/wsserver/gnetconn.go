@@ -148,6 +148,7 @@ func (g *gnetTarget) expire(st *gconn) {
 		if st.hs.started() && !st.counted {
 			st.counted = true
 			g.m.Handshake(protocol.ResultFailed, transport, 0)
+			g.unserved(true)
 		}
 	}
 	_ = st.conn.EventLoop().Close(st.conn)
@@ -158,7 +159,7 @@ func (g *gnetTarget) expire(st *gconn) {
 // loop's sweep calls it once the connection's due time has come (a sweep
 // step late at most: never early).
 func (g *gnetTarget) keepalive(st *gconn, now int64) {
-	if st.phase != phaseOpen {
+	if st.phase != phaseOpen || g.opts.NoKeepalive {
 		return
 	}
 	switch {
@@ -243,10 +244,22 @@ func (st *gconn) close(code int, drain bool) {
 			return
 		}
 		out := wsframe.GetBuffer()
-		*out = wsframe.AppendClose(*out, code)
+		if code == 0 {
+			*out = wsframe.AppendHeader(*out, 0, ws.OpClose, 0)
+		} else {
+			*out = wsframe.AppendClose(*out, code)
+		}
 		st.closing(st.loop.g, code)
 		_, _ = st.conn.Write(*out)
 		wsframe.PutBuffer(out)
+		if code == 0 && st.phase == phaseClosing {
+			// Node's engine.io ends the socket after its close frame:
+			// FIN now, and what the client sends is dropped.
+			st.lingering = true
+			if st.conn.OutboundBuffered() == 0 {
+				shutdownWrite(st.conn.Fd())
+			}
+		}
 	})
 }
 

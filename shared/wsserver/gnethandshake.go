@@ -68,6 +68,9 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 		return gnet.None, false
 	}
 	n := end + len(headerEnd)
+	if g.opts.Front != nil {
+		return g.front(c, st, buf[:n], n)
+	}
 	fr := fastRequests.Get().(*fastRequest)
 	defer fr.put()
 	rr := requestReaders.Get().(*requestReader)
@@ -80,7 +83,7 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 		return g.refuse(c, st, rf), false
 	}
 	st.held = true
-	return g.upgrade(c, st, req, n)
+	return g.upgrade(c, st, req, n, g.opts.Handler.Open)
 }
 
 // partial checks an upgrade request whose header has not ended yet. As
@@ -128,7 +131,7 @@ func readHead(fr *fastRequest, rr *requestReader, head []byte) (requestHead, *re
 
 // upgrade answers an admitted request of n bytes with its 101 and opens
 // the connection.
-func (g *gnetTarget) upgrade(c gnet.Conn, st *gconn, req requestHead, n int) (gnet.Action, bool) {
+func (g *gnetTarget) upgrade(c gnet.Conn, st *gconn, req requestHead, n int, open func(Peer) Session) (gnet.Action, bool) {
 	out := wsframe.GetBuffer()
 	defer wsframe.PutBuffer(out)
 	resp := append((*out)[:0], "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "...)
@@ -155,7 +158,7 @@ func (g *gnetTarget) upgrade(c gnet.Conn, st *gconn, req requestHead, n int) (gn
 	// Opened before the 101 is written: a client that has read it is a
 	// member. What is enqueued meanwhile is flushed by a task that runs on
 	// this loop after this call, so after the 101.
-	st.session = withFaults(g.opts.Handler.Open(st), st, g.faults, st)
+	st.session = withFaults(open(st), st, g.faults, st)
 	st.due = clock() + int64(g.cfg.PingInterval)
 	added := g.enter(st)
 	if _, _ = c.Write(resp); st.phase == phaseClosed {
@@ -179,7 +182,14 @@ func malformed(why string) *refusal {
 func (g *gnetTarget) refuse(c gnet.Conn, st *gconn, rf *refusal) gnet.Action {
 	st.counted = true
 	rf.record(g.m)
-	if _, _ = c.Write(rf.bytes()); st.phase == phaseClosed {
+	g.unserved(false)
+	return g.answer(c, st, rf.bytes())
+}
+
+// answer writes resp, an answer that ends the connection, and lingers
+// as refuse does.
+func (g *gnetTarget) answer(c gnet.Conn, st *gconn, resp []byte) gnet.Action {
+	if _, _ = c.Write(resp); st.phase == phaseClosed {
 		return gnet.None
 	}
 	_, _ = c.Discard(-1)

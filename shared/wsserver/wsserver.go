@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -86,6 +87,17 @@ type Options struct {
 	// Queue is the send queue of each connection, in messages; 0 = no
 	// queue, replies only.
 	Queue int
+	// Front, on gnet, serves every request instead of the upgrade checks
+	// (gnetfront.go): an application protocol that decides on a request
+	// before its upgrade (Engine.IO). Handler is then unused.
+	Front http.Handler
+	// NoKeepalive turns the WebSocket pings off: the application has a
+	// heartbeat of its own (Engine.IO's). gnet only.
+	NoKeepalive bool
+	// Unserved, with Front, counts a request that ended before Front saw
+	// it: its header timed out (-handshake-timeout), or it was abandoned
+	// or malformed.
+	Unserved func(timedOut bool)
 }
 
 // NewGorilla serves on gorilla/websocket. m may be nil (-metrics=false).

@@ -1,0 +1,52 @@
+package socketio
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver"
+)
+
+// onLoops serves the native engine on gnet's event loops
+// (-native-lib gnet): the same handler as on net/http (admission, the
+// handshake clock, the engine) serves each request on its connection's
+// loop, and a WebSocket session stays there. The WebSocket layer counts
+// nothing of its own (nil metrics): the engine's hooks count sessions,
+// handshakes, messages and bytes as on net/http, and the layer's
+// -max-conns and known-bad modes are off, the target applies its own.
+func (n *native) onLoops(front http.Handler) (*Server, error) {
+	cfg := n.cfg
+	cfg.MaxConns = 0
+	cfg.Faults = config.Faults{}
+	cfg.Origins = nil // the engine answers a forbidden origin
+	cfg.MaxMessage = cfg.SocketIO.MaxPayload
+	loops, err := wsserver.NewGnet(cfg, nil, n.log, wsserver.Options{
+		Front: front, NoKeepalive: true,
+		// As on net/http (headers.go): a request that never reached a
+		// handler is a handshake that failed, transport unknown.
+		Unserved: func(timedOut bool) {
+			if timedOut {
+				n.m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
+			}
+			n.m.Handshake(protocol.ResultFailed, "unknown", 0)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.loops = loops
+	return &Server{native: n}, nil
+}
+
+// engineTransports are the transports the engine offers: on gnet,
+// WebSocket only, so that a polling request gets Engine.IO's answer for
+// a transport it does not offer (400, code 0 "Transport unknown").
+func engineTransports(cfg config.Config) []string {
+	if cfg.SocketIO.Engine == config.EngineNative && cfg.SocketIO.NativeLib == config.NativeLibGnet {
+		return slices.DeleteFunc(slices.Clone(cfg.SocketIO.Transports), func(t string) bool { return t != "websocket" })
+	}
+	return cfg.SocketIO.Transports
+}

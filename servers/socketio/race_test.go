@@ -2,6 +2,7 @@ package socketio_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -129,7 +130,7 @@ func testUpgradeRace(t *testing.T, engine string) {
 }
 
 // TestHeartbeatRace is the suite's "should send ping/pong packets" over
-// WebSocket, for sessions that never join a namespace: three pings, each
+// WebSocket, for sessions that never join a namespace: pings, each
 // answered at once, come before the connect timeout (1 s against pings at
 // 300, 600 and 900 ms), which then ends the session with a close frame
 // (Node's ws sends one without a status code: 1005 at the client). A pong
@@ -163,22 +164,32 @@ func testHeartbeatRace(t *testing.T, engine string) {
 	}
 }
 
-// pingPongThenClose answers three pings, then reads until the server
-// closes, and says what differed from that.
+// pingPongThenClose answers every ping at once until the server closes,
+// and says what differed from that. Three pings fit before the connect
+// timeout on an idle machine; on a loaded one each round trip pushes the
+// next ping later, so at least one is asked for: the race showed as a
+// "ping timeout" close one ping after a pong, which the caller's count of
+// disconnect reasons catches.
 func pingPongThenClose(conn *websocket.Conn) error {
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	for i := range 3 {
+	pings := 0
+	for {
 		_, data, err := conn.ReadMessage()
-		if err != nil || string(data) != "2" {
-			return fmt.Errorf("ping %d: %q, %v", i+1, data, err)
+		if err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseNoStatusReceived) {
+				return fmt.Errorf("after %d pings: %v; want a close frame without a status (1005)", pings, err)
+			}
+			if pings == 0 {
+				return errors.New("closed before the first ping")
+			}
+			return nil
 		}
+		if string(data) != "2" || pings == 3 {
+			return fmt.Errorf("ping %d: %q; want at most three pings (\"2\") before the close", pings+1, data)
+		}
+		pings++
 		if err := conn.WriteMessage(websocket.TextMessage, []byte("3")); err != nil {
 			return err
 		}
 	}
-	_, data, err := conn.ReadMessage()
-	if !websocket.IsCloseError(err, websocket.CloseNoStatusReceived) {
-		return fmt.Errorf("after three pings: %q, %v; want a close frame without a status (1005)", data, err)
-	}
-	return nil
 }

@@ -100,7 +100,7 @@ func parseFlags(args []string) (options, error) {
 	o := options{}
 	fs.IntVar(&o.subscribers, "subscribers", 9000, "push part: subscribers in all, on one replica and then spread over -replicas")
 	fs.IntVar(&o.replicas, "replicas", 3, "push part: replicas of the cluster setup")
-	list := fs.String("variants", "broadcast-gnet", "push part: comma-separated `list` of broadcast variants")
+	list := fs.String("variants", benchrun.GnetBroadcast, "push part: comma-separated `list` of broadcast variants")
 	fs.StringVar(&o.sources, "sources", "127.0.0.1-127.0.0.8", "push part: loadgen -sources")
 	fs.IntVar(&o.sockets, "sockets", 1000, "Socket.IO part: sockets in the room, half on each server")
 	fs.IntVar(&o.senders, "senders", 10, "Socket.IO part: sockets that emit broadcast-room")
@@ -219,31 +219,11 @@ func pushSetup(ctx context.Context, stderr io.Writer, o options, bins *benchrun.
 	fmt.Fprintf(stderr, "push, %s, %s\n", variant, r.setup)
 	var procs stopAll
 	defer procs.stop()
-	args := []string{"-variant", variant, "-push-interval", "100ms", "-push-size", "100"}
-	var redis *harness.Process
-	if n > 1 {
-		var url string
-		var err error
-		if redis, url, err = harness.StartRedis(ctx); err != nil {
-			r.err = err
-			return r
-		}
-		procs.add(redis)
-		args = append(args, "-redis", url)
+	replicas, redis, err := startPushReplicas(ctx, stderr, &procs, variant, n)
+	if err != nil {
+		r.err = err
+		return r
 	}
-	var replicas []*harness.Process
-	var admins []string
-	for range n {
-		p, err := benchrun.Start(ctx, stderr, nil, args...)
-		if err != nil {
-			r.err = err
-			return r
-		}
-		procs.add(p)
-		replicas = append(replicas, p)
-		admins = append(admins, p.AdminURL())
-	}
-
 	// The loadgen window outlasts the measured one by the connect skew of
 	// the shards and the settling time: the measured window starts once
 	// every subscriber is connected, so inside every shard's window.
@@ -255,41 +235,11 @@ func pushSetup(ctx context.Context, stderr io.Writer, o options, bins *benchrun.
 	defer os.RemoveAll(dir)
 	lctx, cancel := context.WithTimeout(ctx, o.duration+5*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, shards)
-	files := make([]string, shards)
-	for i := range shards {
-		files[i] = filepath.Join(dir, fmt.Sprintf("shard%d.json", i+1))
-		url := "ws://" + replicas[i%n].Addr + "/"
-		cmd := exec.CommandContext(lctx, bins.Loadgen, "broadcast", "-push", "-url", url, "-admin", strings.Join(admins, ","),
-			"-subscribers", strconv.Itoa(o.subscribers), "-shard", fmt.Sprintf("%d/%d", i+1, shards), "-sources", o.sources,
-			"-duration", (o.duration + 10*time.Second).String(), "-json", files[i])
-		var errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = io.Discard, &errOut
-		wg.Go(func() {
-			if err := cmd.Run(); err != nil {
-				errs[i] = fmt.Errorf("loadgen shard %d/%d: %v: %s", i+1, shards, err, benchrun.LastLine(errOut.String()))
-			}
-		})
-	}
-	// The window gives up as soon as every shard has exited: a shard that
-	// failed says why, rather than the wait for its subscribers timing out.
-	wctx, stopWindow := context.WithCancel(lctx)
-	exited := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(exited)
-		stopWindow()
-	}()
-	werr := pushWindow(wctx, o, replicas, redis, r)
-	<-exited
-	stopWindow()
-	if err := errors.Join(errs...); err != nil {
+	files, err := runShards(lctx, o, bins, replicas, dir, func(wctx context.Context) error {
+		return pushWindow(wctx, o, replicas, redis, r)
+	})
+	if err != nil {
 		r.err = err
-		return r
-	}
-	if werr != nil {
-		r.err = werr
 		return r
 	}
 	rep, err := merge(lctx, bins.Loadgen, files)
@@ -305,6 +255,73 @@ func pushSetup(ctx context.Context, stderr io.Writer, o options, bins *benchrun.
 		r.err = fmt.Errorf("%d subscribers failed to connect", rep.Failed)
 	}
 	return r
+}
+
+// startPushReplicas starts n replicas of variant pushing (on a
+// redis-server of their own when n > 1, else redis is nil), added to
+// procs.
+func startPushReplicas(ctx context.Context, stderr io.Writer, procs *stopAll, variant string, n int) (replicas []*harness.Process, redis *harness.Process, err error) {
+	args := []string{"-variant", variant, "-push-interval", "100ms", "-push-size", "100"}
+	if n > 1 {
+		var url string
+		if redis, url, err = harness.StartRedis(ctx); err != nil {
+			return nil, nil, err
+		}
+		procs.add(redis)
+		args = append(args, "-redis", url)
+	}
+	for range n {
+		p, err := benchrun.Start(ctx, stderr, nil, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		procs.add(p)
+		replicas = append(replicas, p)
+	}
+	return replicas, redis, nil
+}
+
+// runShards runs the loadgen shards against replicas (shard i on replica
+// i mod n), each writing its report into dir, and window while they run;
+// it returns the reports' paths. The window gives up as soon as every
+// shard has exited: a shard that failed says why, rather than the wait
+// for its subscribers timing out.
+func runShards(ctx context.Context, o options, bins *benchrun.Binaries, replicas []*harness.Process, dir string, window func(context.Context) error) ([]string, error) {
+	var admins []string
+	for _, p := range replicas {
+		admins = append(admins, p.AdminURL())
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, shards)
+	files := make([]string, shards)
+	for i := range shards {
+		files[i] = filepath.Join(dir, fmt.Sprintf("shard%d.json", i+1))
+		url := "ws://" + replicas[i%len(replicas)].Addr + "/"
+		cmd := exec.CommandContext(ctx, bins.Loadgen, "broadcast", "-push", "-url", url, "-admin", strings.Join(admins, ","),
+			"-subscribers", strconv.Itoa(o.subscribers), "-shard", fmt.Sprintf("%d/%d", i+1, shards), "-sources", o.sources,
+			"-duration", (o.duration + 10*time.Second).String(), "-json", files[i])
+		var errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &errOut
+		wg.Go(func() {
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("loadgen shard %d/%d: %v: %s", i+1, shards, err, benchrun.LastLine(errOut.String()))
+			}
+		})
+	}
+	wctx, stopWindow := context.WithCancel(ctx)
+	exited := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(exited)
+		stopWindow()
+	}()
+	werr := window(wctx)
+	<-exited
+	stopWindow()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return files, werr
 }
 
 // pushWindow waits until every subscriber is connected (the replicas'
@@ -410,6 +427,10 @@ type sioResult struct {
 	ClientCPU  float64  `json:"client_cpu_s"`
 }
 
+// sioBaseline is the knowngood Socket.IO variant of the room broadcast:
+// the connect model that adds nothing.
+var sioBaseline = benchrun.SioBaseline
+
 // The Socket.IO setups: knowngood `empty` and Node, two servers on a
 // redis-server of their own (sio), or one process without Redis
 // (sio-single), and the bare zishang520 server.
@@ -424,19 +445,7 @@ const (
 // sioSetup runs a Socket.IO room broadcast on setup.
 func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row {
 	r := &row{part: "Socket.IO room", clients: o.sockets, p50: -1, p99: -1, redisCPU: -1}
-	servers, redisOn := 1, false
-	switch setup {
-	case sioKnowngoodRedis:
-		r.setup, servers, redisOn = "knowngood empty x 2, Redis", 2, true
-	case sioNodeRedis:
-		r.setup, servers, redisOn = "Node socket.io x 2, redis-adapter", 2, true
-	case sioBare:
-		r.part, r.setup = "Socket.IO room, 1 process", benchrun.SioFloor
-	case sioEmpty:
-		r.part, r.setup = "Socket.IO room, 1 process", "knowngood empty"
-	case sioNode:
-		r.part, r.setup = "Socket.IO room, 1 process", "Node socket.io"
-	}
+	servers, redisOn := sioLabel(r, setup)
 	fmt.Fprintf(stderr, "%s, %s\n", r.part, r.setup)
 	var procs stopAll
 	defer procs.stop()
@@ -453,39 +462,7 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row 
 	var profiles []string // URL per server, "" for none
 	var ps []*harness.Process
 	for i := range servers {
-		var p *harness.Process
-		profile := ""
-		switch setup {
-		case sioKnowngoodRedis, sioEmpty:
-			args := []string{"-variant", "empty"}
-			if redisOn {
-				args = append(args, "-redis", url)
-			}
-			if o.profileDir != "" {
-				args = append(args, "-pprof")
-			}
-			if p, err = benchrun.Start(ctx, stderr, nil, args...); err == nil && o.profileDir != "" {
-				profile = p.AdminURL() + "/debug/pprof/profile"
-			}
-		case sioBare:
-			var extra []string
-			if o.profileDir != "" {
-				extra = []string{"pprof"}
-			}
-			if p, err = benchrun.StartSioFloor(ctx, stderr, extra...); err == nil && o.profileDir != "" {
-				profile = benchrun.SioFloorProfile(p)
-			}
-		case sioNodeRedis:
-			p, err = harness.StartProcess(ctx, fmt.Sprintf("node sio-cluster-server %d", i+1),
-				[]string{"node", "scripts/node/sio-cluster-server.mjs", "0", url})
-			if err != nil {
-				err = fmt.Errorf("%w (npm ci in scripts/ first?)", err)
-			} else {
-				fmt.Fprintf(stderr, "%s listening on %s\n", p.Name, p.Addr)
-			}
-		case sioNode:
-			p, err = benchrun.StartNode(ctx, stderr, "sio-server.mjs", "node sio-server")
-		}
+		p, profile, err := startSioServer(ctx, stderr, o, setup, i, url)
 		if err != nil {
 			r.err = err
 			return r
@@ -501,25 +478,108 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row 
 			r.setup = "Node " + v
 		}
 	}
+	w := &sioWindow{o: o, stderr: stderr, servers: ps, redis: redis, profiles: profiles, r: r}
+	w.run(ctx)
+	return r
+}
 
-	cpu := func() (server, redisS float64, err error) {
-		for _, p := range ps {
-			s, err := benchrun.ProcCPUSeconds(p.PID())
-			if err != nil {
-				return 0, 0, fmt.Errorf("%s: %v", p.Name, err)
-			}
-			server += s
-		}
-		if redis != nil {
-			redisS, err = benchrun.ProcCPUSeconds(redis.PID())
-		}
-		return server, redisS, err
+// sioLabel names r after setup and says how many servers it runs and
+// whether they share a redis-server.
+func sioLabel(r *row, setup int) (servers int, redisOn bool) {
+	switch setup {
+	case sioKnowngoodRedis:
+		r.setup = "knowngood " + sioBaseline + " x 2, Redis"
+		return 2, true
+	case sioNodeRedis:
+		r.setup = "Node socket.io x 2, redis-adapter"
+		return 2, true
+	case sioBare:
+		r.part, r.setup = "Socket.IO room, 1 process", benchrun.SioFloor
+	case sioEmpty:
+		r.part, r.setup = "Socket.IO room, 1 process", "knowngood "+sioBaseline
+	case sioNode:
+		r.part, r.setup = "Socket.IO room, 1 process", "Node socket.io"
 	}
+	return 1, false
+}
+
+// startSioServer starts the i-th server of setup (on the redis-server at
+// url, if any) and returns the URL of its CPU profile, "" for none.
+func startSioServer(ctx context.Context, stderr io.Writer, o options, setup, i int, url string) (p *harness.Process, profile string, err error) {
+	switch setup {
+	case sioKnowngoodRedis, sioEmpty:
+		args := []string{"-variant", sioBaseline}
+		if url != "" {
+			args = append(args, "-redis", url)
+		}
+		if o.profileDir != "" {
+			args = append(args, "-pprof")
+		}
+		if p, err = benchrun.Start(ctx, stderr, nil, args...); err == nil && o.profileDir != "" {
+			profile = p.AdminURL() + "/debug/pprof/profile"
+		}
+	case sioBare:
+		var extra []string
+		if o.profileDir != "" {
+			extra = []string{"pprof"}
+		}
+		if p, err = benchrun.StartSioFloor(ctx, stderr, extra...); err == nil && o.profileDir != "" {
+			profile = benchrun.SioFloorProfile(p)
+		}
+	case sioNodeRedis:
+		p, err = harness.StartProcess(ctx, fmt.Sprintf("node sio-cluster-server %d", i+1),
+			[]string{"node", "scripts/node/sio-cluster-server.mjs", "0", url})
+		if err != nil {
+			err = fmt.Errorf("%w (npm ci in scripts/ first?)", err)
+		} else {
+			fmt.Fprintf(stderr, "%s listening on %s\n", p.Name, p.Addr)
+		}
+	case sioNode:
+		p, err = benchrun.StartNode(ctx, stderr, "sio-server.mjs", "node sio-server")
+	}
+	return p, profile, err
+}
+
+// sioWindow is one run of sio-room-load.mjs against servers: the server
+// CPU is read when the client says its window starts and again once its
+// last delivery has arrived (or its drain time passed). The profiles, if
+// asked for, cover the window's o.duration.
+type sioWindow struct {
+	o        options
+	stderr   io.Writer
+	servers  []*harness.Process
+	redis    *harness.Process
+	profiles []string
+	r        *row
+
+	profiling   sync.WaitGroup
+	profileMu   sync.Mutex
+	profileErrs []error
+}
+
+// cpu reads the servers' CPU seconds, summed, and redis-server's.
+func (w *sioWindow) cpu() (server, redisS float64, err error) {
+	for _, p := range w.servers {
+		s, err := benchrun.ProcCPUSeconds(p.PID())
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %v", p.Name, err)
+		}
+		server += s
+	}
+	if w.redis != nil {
+		redisS, err = benchrun.ProcCPUSeconds(w.redis.PID())
+	}
+	return server, redisS, err
+}
+
+// run drives the client and fills in w.r.
+func (w *sioWindow) run(ctx context.Context) {
+	o, r := w.o, w.r
 	cctx, cancel := context.WithTimeout(ctx, o.duration+3*time.Minute)
 	defer cancel()
 	args := []string{"scripts/clients/sio-room-load.mjs", "--sockets", strconv.Itoa(o.sockets), "--senders", strconv.Itoa(o.senders),
 		"--rate", strconv.Itoa(o.rate), "--duration-ms", strconv.FormatInt(o.duration.Milliseconds(), 10)}
-	for _, p := range ps {
+	for _, p := range w.servers {
 		args = append(args, "--url", "http://"+p.Addr)
 	}
 	cmd := exec.CommandContext(cctx, "node", args...)
@@ -528,20 +588,35 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row 
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		r.err = err
-		return r
+		return
 	}
 	if err := cmd.Start(); err != nil {
 		r.err = err
-		return r
+		return
 	}
-	// The server CPU is read when the client says its window starts and
-	// again once its last delivery has arrived (or its drain time passed).
-	// The profiles, if asked for, cover the window's o.duration.
-	var s0, rc0 float64
-	var last []byte
-	var profiling sync.WaitGroup
-	var profileErrs []error
-	var profileMu sync.Mutex
+	s0, rc0, last := w.read(cctx, stdout)
+	s1, rc1, cerr := w.cpu()
+	w.profiling.Wait()
+	if err := errors.Join(w.profileErrs...); err != nil {
+		fmt.Fprintf(w.stderr, "profiles: %v\n", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		r.err = fmt.Errorf("sio-room-load: %v: %s", err, benchrun.LastLine(errOut.String()))
+		return
+	}
+	if r.err == nil {
+		r.err = cerr
+	}
+	if r.err != nil {
+		return
+	}
+	w.fill(last, s1-s0, rc1-rc0)
+}
+
+// read follows the client's lines: at "start" it reads the CPU and starts
+// the profiles; it returns the CPU then and the client's last line.
+func (w *sioWindow) read(ctx context.Context, stdout io.Reader) (s0, rc0 float64, last []byte) {
+	var err error
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -551,53 +626,50 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row 
 		_ = json.Unmarshal(line, &m)
 		switch m.Msg {
 		case "start":
-			if s0, rc0, err = cpu(); err != nil {
-				r.err = err
+			if s0, rc0, err = w.cpu(); err != nil {
+				w.r.err = err
 			}
-			for i, u := range profiles {
-				if u == "" {
-					continue
-				}
-				path := filepath.Join(o.profileDir, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(r.setup, " ", "-"), i+1))
-				profiling.Go(func() {
-					err := benchrun.Fetch(cctx, fmt.Sprintf("%s?seconds=%d", u, max(1, int(o.duration.Seconds()))), path)
-					if err == nil {
-						fmt.Fprintf(stderr, "CPU profile of %s: %s\n", ps[i].Name, path)
-					}
-					profileMu.Lock()
-					profileErrs = append(profileErrs, err)
-					profileMu.Unlock()
-				})
-			}
+			w.startProfiles(ctx)
 		case "end":
 		default:
 			last = append(last[:0], line...)
 		}
 	}
-	s1, rc1, cerr := cpu()
-	profiling.Wait()
-	if err := errors.Join(profileErrs...); err != nil {
-		fmt.Fprintf(stderr, "profiles: %v\n", err)
+	return s0, rc0, last
+}
+
+// startProfiles fetches a CPU profile of each server that offers one,
+// over the window, into o.profileDir.
+func (w *sioWindow) startProfiles(ctx context.Context) {
+	for i, u := range w.profiles {
+		if u == "" {
+			continue
+		}
+		path := filepath.Join(w.o.profileDir, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(w.r.setup, " ", "-"), i+1))
+		w.profiling.Go(func() {
+			err := benchrun.Fetch(ctx, fmt.Sprintf("%s?seconds=%d", u, max(1, int(w.o.duration.Seconds()))), path)
+			if err == nil {
+				fmt.Fprintf(w.stderr, "CPU profile of %s: %s\n", w.servers[i].Name, path)
+			}
+			w.profileMu.Lock()
+			w.profileErrs = append(w.profileErrs, err)
+			w.profileMu.Unlock()
+		})
 	}
-	if err := cmd.Wait(); err != nil {
-		r.err = fmt.Errorf("sio-room-load: %v: %s", err, benchrun.LastLine(errOut.String()))
-		return r
-	}
-	if r.err == nil {
-		r.err = cerr
-	}
-	if r.err != nil {
-		return r
-	}
+}
+
+// fill puts the client's result line and the CPU over the window in w.r.
+func (w *sioWindow) fill(last []byte, serverCPU, redisCPU float64) {
+	r := w.r
 	var res sioResult
 	if err := json.Unmarshal(last, &res); err != nil {
 		r.err = fmt.Errorf("sio-room-load output %q: %v", last, err)
-		return r
+		return
 	}
 	r.deliveries, r.lost, r.window, r.clientCPU = res.Received, res.Lost, res.Window, res.ClientCPU
-	r.serverCPU = s1 - s0
-	if redis != nil {
-		r.redisCPU = rc1 - rc0
+	r.serverCPU = serverCPU
+	if w.redis != nil {
+		r.redisCPU = redisCPU
 	}
 	if res.P50 != nil && res.P99 != nil {
 		r.p50, r.p99 = *res.P50, *res.P99
@@ -605,7 +677,6 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row 
 	if res.Connected < res.Sockets {
 		r.err = fmt.Errorf("%d of %d sockets connected at the end", res.Connected, res.Sockets)
 	}
-	return r
 }
 
 // versions reads socket.io's and the adapter's (if any) versions from a

@@ -213,7 +213,7 @@ func unknown(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		}
 		what = append(what, line)
 	}
-	if r.Config["variant"] != "echo-tcp" {
+	if !rawTCP(r) {
 		switch {
 		case r.Sent < 0 && r.Received < 0:
 			what = append(what, fmt.Sprintf("%d messages in and %d out", s.MessagesReceived, s.MessagesSent))
@@ -235,8 +235,8 @@ func unknown(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 
 // connections judges the handshakes.
 func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
-	if r.Config["variant"] == "echo-tcp" {
-		tcpConnections(r, s, add) // echo-tcp has no handshake to count
+	if rawTCP(r) {
+		tcpConnections(r, s, add) // a raw TCP target has no handshake to count
 		return
 	}
 	if r.Unit == UnitTCP {
@@ -278,7 +278,7 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 			ok, n, p99, connected, other(int64(ok-connected)))
 	}
 	serverSide(r, s, n, add)
-	if r.Config["variant"] == "blocking" {
+	if sharedLoop(r) {
 		if d, err := time.ParseDuration(r.Config["delay"]); err == nil && d > 0 {
 			need := time.Duration(n) * d
 			if r.Deadline > 0 && need > r.Deadline {
@@ -334,7 +334,7 @@ func from(r Run) string {
 
 // messages judges the messages both ways.
 func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
-	if r.Config["variant"] == "echo-tcp" || r.Unit == UnitTCP {
+	if rawTCP(r) || r.Unit == UnitTCP {
 		tcpMessages(r, s, add)
 		return
 	}

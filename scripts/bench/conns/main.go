@@ -53,7 +53,7 @@ const floorGoal = 1.2
 
 // broadcastGnet is the broadcast target whose idle subscribers are
 // measured beside the echoes: every connection to it joins the hub.
-const broadcastGnet = "broadcast-gnet"
+var broadcastGnet = benchrun.GnetBroadcast
 
 // reserve is the descriptors left free in each process besides its
 // connections: loadgen keeps 32 of its own (loadgen/internal/proc), plus

@@ -376,7 +376,7 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 		s := sums[cell{t, c, mode}]
 		line(fmt.Sprintf("loadgen CPU / %s CPU <= 1.0x", t), s.clientPerServer, 1, s.ok && s.clientPerServer > 0, true, func(x float64) bool { return x <= 1 }, "x")
 	}
-	if s, f := sums[cell{target{variant: "echo-gnet"}, c, mode}], sums[cell{target{variant: benchrun.GnetFloor}, c, mode}]; s.ok && f.ok {
+	if s, f := sums[cell{target{variant: benchrun.GnetEcho}, c, mode}], sums[cell{target{variant: benchrun.GnetFloor}, c, mode}]; s.ok && f.ok {
 		// The server's CPU per message, not its rate: the client shares
 		// the cores, and the floor's share of them differs.
 		line(fmt.Sprintf("echo-gnet server µs/msg <= %.1fx %s", gnetFloorGoal, benchrun.GnetFloor), s.serverUsPerMsg, f.serverUsPerMsg,

@@ -261,7 +261,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, r := range rows {
 		predicted := 100.0
-		if r.variant == "blocking" {
+		if r.variant == benchrun.SharedLoop {
 			predicted = 100 * min(1, o.deadline.Seconds()/(float64(r.n)*delay.Seconds()))
 		}
 		if r.res == nil {

@@ -74,7 +74,7 @@ func (o options) delayOrDefault() time.Duration {
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench-handshake", flag.ContinueOnError)
 	ns := fs.String("n", "50,100,200,500,2000", "comma-separated `list` of connection counts")
-	variants := fs.String("variants", "empty,async,blocking", "comma-separated `list` of Socket.IO variants")
+	variants := fs.String("variants", strings.Join(benchrun.SocketIOVariants, ","), "comma-separated `list` of Socket.IO variants")
 	deadline := fs.Duration("deadline", 15*time.Second, "loadgen -deadline")
 	transport := fs.String("transport", "websocket", "loadgen -transport")
 	delay := fs.String("delay", "", "the servers' -delay, a duration (default: theirs, 50ms)")
@@ -326,7 +326,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 		}
 		// The blocking curve servers/README.md promises: min(1, T / (N x delay)).
 		predicted := "100.0"
-		if r.variant == "blocking" {
+		if r.variant == benchrun.SharedLoop {
 			predicted = fmt.Sprintf("%.1f", 100*min(1, o.deadline.Seconds()/(float64(r.n)*o.delayOrDefault().Seconds())))
 		}
 		rep := r.rep
@@ -345,7 +345,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 func writeRatios(w io.Writer, rows, nodeRows []row) {
 	empty := map[int]*handshake.Report{}
 	for _, r := range rows {
-		if r.variant == "empty" && r.rep != nil {
+		if r.variant == benchrun.SioBaseline && r.rep != nil {
 			empty[r.n] = r.rep
 		}
 	}

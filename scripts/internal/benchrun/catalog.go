@@ -19,6 +19,8 @@ var (
 	// broadcast families, the ones measured against the bare gnet floor.
 	GnetEcho      = VariantWhere(variants.InFamily(variants.Echo), variants.Is(variants.Gnet))
 	GnetBroadcast = VariantWhere(variants.InFamily(variants.Broadcast), variants.Is(variants.Gnet))
+	// SocketIOVariants are the Socket.IO connect models, in catalog order.
+	SocketIOVariants = variants.NamesOf(variants.ByFamily(variants.SocketIO))
 )
 
 // VariantWhere is the name of the first variant for which every predicate

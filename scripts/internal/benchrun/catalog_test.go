@@ -1,6 +1,9 @@
 package benchrun
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestCatalogPicks: the variants the benchmarks single out are the ones
 // their tables name.
@@ -11,5 +14,11 @@ func TestCatalogPicks(t *testing.T) {
 		if got != want {
 			t.Errorf("picked %q, want %q", got, want)
 		}
+	}
+}
+
+func TestSocketIOVariants(t *testing.T) {
+	if got := strings.Join(SocketIOVariants, ","); got != "empty,async,blocking" {
+		t.Errorf("SocketIOVariants = %s", got)
 	}
 }

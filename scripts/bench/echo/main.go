@@ -379,7 +379,7 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 	if s, f := sums[cell{target{variant: benchrun.GnetEcho}, c, mode}], sums[cell{target{variant: benchrun.GnetFloor}, c, mode}]; s.ok && f.ok {
 		// The server's CPU per message, not its rate: the client shares
 		// the cores, and the floor's share of them differs.
-		line(fmt.Sprintf("echo-gnet server µs/msg <= %.1fx %s", gnetFloorGoal, benchrun.GnetFloor), s.serverUsPerMsg, f.serverUsPerMsg,
+		line(fmt.Sprintf("%s server µs/msg <= %.1fx %s", benchrun.GnetEcho, gnetFloorGoal, benchrun.GnetFloor), s.serverUsPerMsg, f.serverUsPerMsg,
 			s.serverUsPerMsg > 0, f.serverUsPerMsg > 0, func(x float64) bool { return x <= gnetFloorGoal }, "x")
 	}
 	if o.metricsOff {

@@ -9,23 +9,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun/benchruntest"
 )
 
-// loadgen's clients start package-level workers from init on.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
-
 func TestParseFlags(t *testing.T) {
-	o, err := parseFlags(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := benchruntest.Flags(t, parseFlags, []string{"-subscribers", "2"}, []string{"-replicas", "1"}, []string{"-senders", "2000"}, []string{"-rate", "0"}, []string{"-duration", "0s"}, []string{"-parts", "nope"}, []string{"-variants", "echo-tcp"})
 	if strings.Join(o.variants, ",") != benchrun.GnetBroadcast || strings.Join(o.parts, ",") != "push,sio,sio-single" || o.subscribers != 9000 || o.replicas != 3 {
 		t.Errorf("defaults: %+v", o)
-	}
-	for _, bad := range [][]string{{"-subscribers", "2"}, {"-replicas", "1"}, {"-senders", "2000"}, {"-rate", "0"}, {"-duration", "0s"}, {"-parts", "nope"}, {"-variants", "echo-tcp"}} {
-		if _, err := parseFlags(bad); err == nil {
-			t.Errorf("%v: no error", bad)
-		}
 	}
 }
 
@@ -86,3 +76,6 @@ func TestWriteTable(t *testing.T) {
 		}
 	}
 }
+
+// loadgen's clients start package-level workers from init on.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }

@@ -10,26 +10,16 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/conns"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun/benchruntest"
 )
 
-// loadgen's clients start package-level workers from init on.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
-
 func TestParseFlags(t *testing.T) {
-	o, err := parseFlags(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := benchruntest.Flags(t, parseFlags, []string{"-n", "-1"}, []string{"-batch", "0"}, []string{"-hold", "-1s"}, []string{"-variants", "nope"})
 	if o.n != 0 || o.batch != 1000 || o.hold != 5*time.Second || !strings.Contains(strings.Join(o.variants, ","), broadcastGnet) {
 		t.Errorf("defaults: %+v", o)
 	}
-	if o, err = parseFlags([]string{"-variants", benchrun.GnetFloor + "," + broadcastGnet, "-n", "10"}); err != nil || o.n != 10 || len(o.variants) != 2 {
+	if o, err := parseFlags([]string{"-variants", benchrun.GnetFloor + "," + broadcastGnet, "-n", "10"}); err != nil || o.n != 10 || len(o.variants) != 2 {
 		t.Errorf("-variants, -n: %+v, %v", o, err)
-	}
-	for _, bad := range [][]string{{"-n", "-1"}, {"-batch", "0"}, {"-hold", "-1s"}, {"-variants", "nope"}} {
-		if _, err := parseFlags(bad); err == nil {
-			t.Errorf("%v: no error", bad)
-		}
 	}
 }
 
@@ -62,3 +52,6 @@ func TestTables(t *testing.T) {
 		}
 	}
 }
+
+// loadgen's clients start package-level workers from init on.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }

@@ -9,23 +9,13 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/echo"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun/benchruntest"
 )
 
-// loadgen's clients start package-level workers from init on.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
-
 func TestParseFlags(t *testing.T) {
-	o, err := parseFlags(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := benchruntest.Flags(t, parseFlags, []string{"-duration", "0s"}, []string{"-warmup", "-1s"}, []string{"-reps", "0"}, []string{"-conns", "x"}, []string{"-modes", "nope"}, []string{"-variants", "nope"})
 	if o.reps != 3 || len(o.conns) != 2 || len(o.modes) != 2 || !o.metricsOff || o.size != 128 || o.inflight != 32 {
 		t.Errorf("defaults: %+v", o)
-	}
-	for _, bad := range [][]string{{"-duration", "0s"}, {"-warmup", "-1s"}, {"-reps", "0"}, {"-conns", "x"}, {"-modes", "nope"}, {"-variants", "nope"}} {
-		if _, err := parseFlags(bad); err == nil {
-			t.Errorf("%v: no error", bad)
-		}
 	}
 }
 
@@ -90,3 +80,6 @@ func TestWriteTables(t *testing.T) {
 		}
 	}
 }
+
+// loadgen's clients start package-level workers from init on.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }

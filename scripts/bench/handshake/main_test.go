@@ -10,26 +10,16 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/handshake"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/scripts/internal/benchrun/benchruntest"
 )
 
-// loadgen's clients start package-level workers from init on.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
-
 func TestParseFlags(t *testing.T) {
-	o, err := parseFlags(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := benchruntest.Flags(t, parseFlags, []string{"-sustained", "-1s"}, []string{"-workers", "0"}, []string{"-reps", "101"}, []string{"-burst-reps", "0"}, []string{"-delay", "soon"}, []string{"-variants", " , "}, []string{"-n", "x"})
 	if strings.Join(o.variants, ",") != strings.Join(benchrun.SocketIOVariants, ",") || len(o.ns) != 5 || o.reps != 3 || o.delayOrDefault() <= 0 {
 		t.Errorf("defaults: %+v", o)
 	}
 	if o, err := parseFlags([]string{"-delay", "20ms"}); err != nil || o.delayOrDefault() != 20*time.Millisecond {
 		t.Errorf("-delay 20ms: %v, %v", o.delayOrDefault(), err)
-	}
-	for _, bad := range [][]string{{"-sustained", "-1s"}, {"-workers", "0"}, {"-reps", "101"}, {"-burst-reps", "0"}, {"-delay", "soon"}, {"-variants", " , "}, {"-n", "x"}} {
-		if _, err := parseFlags(bad); err == nil {
-			t.Errorf("%v: no error", bad)
-		}
 	}
 }
 
@@ -98,3 +88,6 @@ func TestPerHandshake(t *testing.T) {
 		t.Errorf("perHandshake without a handshake = %v, want 0", got)
 	}
 }
+
+// loadgen's clients start package-level workers from init on.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }

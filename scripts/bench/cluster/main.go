@@ -195,18 +195,6 @@ func (r *row) compare(of *row, name string, spend bool, goal float64) {
 	}
 }
 
-// stopAll stops every process started, in reverse order. stop has a
-// pointer receiver so that `defer procs.stop()`, evaluated while procs is
-// still empty, stops what was added after it.
-type stopAll []*harness.Process
-
-func (s *stopAll) add(p *harness.Process) { *s = append(*s, p) }
-func (s *stopAll) stop() {
-	for i := len(*s) - 1; i >= 0; i-- {
-		_ = (*s)[i].Stop()
-	}
-}
-
 // pushSetup runs the push part on n replicas (n = 1: one process, no
 // Redis).
 func pushSetup(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Binaries, variant string, n int) *row {
@@ -217,8 +205,8 @@ func pushSetup(ctx context.Context, stderr io.Writer, o options, bins *benchrun.
 		r.setup = fmt.Sprintf("%d replicas x %d, Redis", n, o.subscribers/n)
 	}
 	fmt.Fprintf(stderr, "push, %s, %s\n", variant, r.setup)
-	var procs stopAll
-	defer procs.stop()
+	var procs benchrun.Procs
+	defer procs.Stop()
 	replicas, redis, err := startPushReplicas(ctx, stderr, &procs, variant, n)
 	if err != nil {
 		r.err = err
@@ -260,14 +248,14 @@ func pushSetup(ctx context.Context, stderr io.Writer, o options, bins *benchrun.
 // startPushReplicas starts n replicas of variant pushing (on a
 // redis-server of their own when n > 1, else redis is nil), added to
 // procs.
-func startPushReplicas(ctx context.Context, stderr io.Writer, procs *stopAll, variant string, n int) (replicas []*harness.Process, redis *harness.Process, err error) {
+func startPushReplicas(ctx context.Context, stderr io.Writer, procs *benchrun.Procs, variant string, n int) (replicas []*harness.Process, redis *harness.Process, err error) {
 	args := []string{"-variant", variant, "-push-interval", "100ms", "-push-size", "100"}
 	if n > 1 {
 		var url string
 		if redis, url, err = harness.StartRedis(ctx); err != nil {
 			return nil, nil, err
 		}
-		procs.add(redis)
+		procs.Add(redis)
 		args = append(args, "-redis", url)
 	}
 	for range n {
@@ -275,7 +263,7 @@ func startPushReplicas(ctx context.Context, stderr io.Writer, procs *stopAll, va
 		if err != nil {
 			return nil, nil, err
 		}
-		procs.add(p)
+		procs.Add(p)
 		replicas = append(replicas, p)
 	}
 	return replicas, redis, nil
@@ -354,7 +342,7 @@ func pushWindow(ctx context.Context, o options, replicas []*harness.Process, red
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if err := sleep(ctx, 2*time.Second); err != nil {
+	if err := benchrun.Sleep(ctx, 2*time.Second); err != nil {
 		return err
 	}
 	redisCPU := func() float64 {
@@ -369,7 +357,7 @@ func pushWindow(ctx context.Context, o options, replicas []*harness.Process, red
 		return err
 	}
 	rc0, t0 := redisCPU(), time.Now()
-	if err := sleep(ctx, o.duration); err != nil {
+	if err := benchrun.Sleep(ctx, o.duration); err != nil {
 		return err
 	}
 	cpu1, sent1, active, err := sum()
@@ -386,15 +374,6 @@ func pushWindow(ctx context.Context, o options, replicas []*harness.Process, red
 		r.redisCPU = rc1 - rc0
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
 
 // merge runs loadgen merge on the shards' reports.
@@ -447,8 +426,8 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row 
 	r := &row{part: "Socket.IO room", clients: o.sockets, p50: -1, p99: -1, redisCPU: -1}
 	servers, redisOn := sioLabel(r, setup)
 	fmt.Fprintf(stderr, "%s, %s\n", r.part, r.setup)
-	var procs stopAll
-	defer procs.stop()
+	var procs benchrun.Procs
+	defer procs.Stop()
 	var redis *harness.Process
 	var url string
 	var err error
@@ -457,7 +436,7 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row 
 			r.err = err
 			return r
 		}
-		procs.add(redis)
+		procs.Add(redis)
 	}
 	var profiles []string // URL per server, "" for none
 	var ps []*harness.Process
@@ -467,7 +446,7 @@ func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row 
 			r.err = err
 			return r
 		}
-		procs.add(p)
+		procs.Add(p)
 		ps = append(ps, p)
 		profiles = append(profiles, profile)
 	}
@@ -705,7 +684,7 @@ func writeTable(w io.Writer, o options, rows []*row, machine *benchrun.Machine) 
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 	for _, r := range rows {
 		if r.err != nil {
-			fmt.Fprintf(w, "| %s | %s | %d | error: %s | | | | | | | | | | | | |\n", r.part, r.setup, r.clients, oneLine(r.err.Error()))
+			fmt.Fprintf(w, "| %s | %s | %d | error: %s | | | | | | | | | | | | |\n", r.part, r.setup, r.clients, benchrun.Cell(r.err.Error()))
 			continue
 		}
 		var ratios []string
@@ -732,7 +711,7 @@ func writeTable(w io.Writer, o options, rows []*row, machine *benchrun.Machine) 
 				} else {
 					goal = fmt.Sprintf(">= %gx %s", c.goal, c.name)
 				}
-				met = yesNo(ok && r.lost == 0)
+				met = benchrun.Met(ok && r.lost == 0)
 			}
 		}
 		ratio := "-"
@@ -749,31 +728,8 @@ func writeTable(w io.Writer, o options, rows []*row, machine *benchrun.Machine) 
 			per = strconv.FormatFloat(r.perCPU(), 'f', 0, 64)
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %.0f | %s | %s | %.2f | %s | %.2f | %s | %s | %s | %s | %s |\n",
-			r.part, r.setup, r.clients, r.deliveries, lost, float64(r.deliveries)/r.window, fmtMS(r.p50), fmtMS(r.p99),
-			r.serverCPU, fmtCPU(r.redisCPU), r.clientCPU, us, per, ratio, goal, met)
+			r.part, r.setup, r.clients, r.deliveries, lost, float64(r.deliveries)/r.window, benchrun.Known(r.p50, 1), benchrun.Known(r.p99, 1),
+			r.serverCPU, benchrun.Known(r.redisCPU, 2), r.clientCPU, us, per, ratio, goal, met)
 	}
 	fmt.Fprintf(w, "\n%s\n", machine.Summary())
 }
-
-func yesNo(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "**no**"
-}
-
-func fmtMS(v float64) string {
-	if v < 0 {
-		return "-"
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64)
-}
-
-func fmtCPU(v float64) string {
-	if v < 0 {
-		return "-"
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
-}
-
-func oneLine(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", "/") }

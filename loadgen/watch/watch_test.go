@@ -11,8 +11,6 @@ import (
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
 func TestParseFlags(t *testing.T) {
 	cfg, err := ParseFlags([]string{"-admin", "127.0.0.1:9100", "-deadline", "2s", "--", "k6", "run", "x.js"})
 	if err != nil {
@@ -71,3 +69,5 @@ func TestOutcome(t *testing.T) {
 		t.Errorf("orNone(nil) = %q", orNone(nil))
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

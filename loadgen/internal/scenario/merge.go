@@ -3,10 +3,13 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/timeline"
 )
 
 // MergeShards checks that parts are every shard of one sharded run, each
@@ -127,3 +130,40 @@ func DecodeShards[R any](names []string, data [][]byte, kind string, part func(*
 	}
 	return reps, whole, nil
 }
+
+// Gathered is what every scenario's merge collects alike from the shards'
+// reports: the target URLs (each once, in the shards' order), the
+// per-second samples, the errors by kind, and each shard's server error,
+// named by its file.
+type Gathered struct {
+	urls, serverErrs []string
+	samples          [][]timeline.Sample
+	errs             []map[string]tally.Count
+}
+
+// Add is one shard's part; name is its file. errs may be nil for a
+// report that counts its errors otherwise.
+func (g *Gathered) Add(name, url string, samples []timeline.Sample, errs map[string]tally.Count, serverErr string) {
+	if !slices.Contains(g.urls, url) {
+		g.urls = append(g.urls, url)
+	}
+	g.samples = append(g.samples, samples)
+	if errs != nil {
+		g.errs = append(g.errs, errs)
+	}
+	if serverErr != "" {
+		g.serverErrs = append(g.serverErrs, name+": "+serverErr)
+	}
+}
+
+// URL is the shards' target URLs, comma-separated.
+func (g *Gathered) URL() string { return strings.Join(g.urls, ",") }
+
+// Samples are the shards' samples, second by second added up.
+func (g *Gathered) Samples() []timeline.Sample { return timeline.MergeSamples(g.samples) }
+
+// Errors are the shards' errors, kind by kind added up.
+func (g *Gathered) Errors() map[string]tally.Count { return tally.Merge(g.errs...) }
+
+// ServerError is the shards' server errors, each after its file's name.
+func (g *Gathered) ServerError() string { return strings.Join(g.serverErrs, "; ") }

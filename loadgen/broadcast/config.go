@@ -69,14 +69,6 @@ func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 // Usage prints the flags and their defaults.
 func Usage(w io.Writer) { flags.Usage(w) }
 
-// flags are the scenario's: the common ones, then its own (ownFlags).
-var flags = scenario.Flags[Config, *Config]{Name: "broadcast", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH, or wss://HOST:PORT/PATH in TLS (see -ca, -insecure; the subscribers then read on a goroutine each, not on event loops)",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
-}}
-
 // ownFlags defines the scenario's own flags on fs.
 func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.Subscribers, "subscribers", DefaultSubscribers, 1, maxSubscribers, "`N` connections that only listen (the open-files limit applies)")
@@ -96,6 +88,13 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Duration(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, once every connection is open")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last messages after the window")
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "broadcast", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target: ws://HOST:PORT/PATH, or wss://HOST:PORT/PATH in TLS (see -ca, -insecure; the subscribers then read on a goroutine each, not on event loops)",
+	Admin: "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
+}}
 
 // normalize checks the URL and the flags that go together, and fills in
 // the admin address.

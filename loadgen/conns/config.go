@@ -68,14 +68,6 @@ func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 // Usage prints the flags and their defaults.
 func Usage(w io.Writer) { flags.Usage(w) }
 
-// flags are the scenario's: the common ones, then its own (ownFlags).
-var flags = scenario.Flags[Config, *Config]{Name: "conns", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), ws://HOST:PORT/socket.io/ (Socket.IO sockets, namespace CONNECT done; ?transport=polling for polling), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,
-}}
-
 // ownFlags defines the scenario's own flags on fs.
 func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections to open and hold (the open-files limit applies)")
@@ -101,6 +93,13 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.Namespace, "namespace", DefaultNamespace, "the `NAMESPACE` each socket joins, for a Socket.IO URL (ws://HOST:PORT/socket.io/)")
 	fs.BoolVar(&cfg.FreeOSMemory, "free-os-memory", false, "after the hold, also ask the target to collect its garbage and return free memory to the OS (POST /debug/freeosmemory on -admin; start a knowngood target with -pprof), and read its RSS again: what the connections hold live, without the garbage collector's slack")
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "conns", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), ws://HOST:PORT/socket.io/ (Socket.IO sockets, namespace CONNECT done; ?transport=polling for polling), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
+	Admin: "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,
+}}
 
 // normalize checks the URL and fills in the admin address.
 func (c *Config) normalize(set map[string]bool) error {

@@ -87,14 +87,6 @@ func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 // Usage prints the flags and their defaults.
 func Usage(w io.Writer) { flags.Usage(w) }
 
-// flags are the scenario's: the common ones, then its own (ownFlags).
-var flags = scenario.Flags[Config, *Config]{Name: "echo", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw TCP echo, no framing), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
-}}
-
 // ownFlags defines the scenario's own flags on fs.
 func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.Conns, "c", DefaultConns, 1, maxConns, "`N` connections")
@@ -124,6 +116,13 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 		return nil
 	})
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "echo", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw TCP echo, no framing), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
+	Admin: "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
+}}
 
 // normalize checks the URL and fills in the admin address.
 func (c *Config) normalize(set map[string]bool) error {

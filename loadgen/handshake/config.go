@@ -45,14 +45,6 @@ func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 // Usage prints the flags and their defaults.
 func Usage(w io.Writer) { flags.Usage(w) }
 
-// flags are the scenario's: the common ones, then its own (ownFlags).
-var flags = scenario.Flags[Config, *Config]{Name: "handshake", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target server, http://HOST:PORT, or https://HOST:PORT in TLS (polling over https, the WebSocket over wss; see -ca, -insecure)",
-	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
-}}
-
 // ownFlags defines the scenario's own flags on fs.
 func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections opened at once")
@@ -70,6 +62,13 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.Namespace, "namespace", "/", "Socket.IO `NAMESPACE`")
 	fs.BoolVar(&cfg.Echo, "echo", true, "after connecting, emit \"echo\" once on every socket and wait for its ack")
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "handshake", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target server, http://HOST:PORT, or https://HOST:PORT in TLS (polling over https, the WebSocket over wss; see -ca, -insecure)",
+	Admin: "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
+}}
 
 // normalize checks the values that the flag functions cannot check alone and
 // fills in the admin address.

@@ -80,14 +80,6 @@ func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 // Usage prints the flags and their defaults.
 func Usage(w io.Writer) { flags.Usage(w) }
 
-// flags are the scenario's: the common ones, then its own (ownFlags).
-var flags = scenario.Flags[Config, *Config]{Name: "sustain", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target, http://HOST:PORT (the clients use the WebSocket transport only)",
-	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
-}}
-
 // ownFlags defines the scenario's own flags on fs.
 func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` clients in all, reached at the last step")
@@ -110,6 +102,13 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Duration(fs, &cfg.Backoff, "backoff", DefaultBackoff, false, "`DURATION` of the first back-off; it doubles on each failure, up to -backoff-max, and each wait is drawn from its upper half")
 	flagset.Duration(fs, &cfg.BackoffMax, "backoff-max", DefaultBackoffMax, false, "`DURATION` the back-off grows to at most")
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "sustain", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target, http://HOST:PORT (the clients use the WebSocket transport only)",
+	Admin: "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
+}}
 
 // parseInterval reads "1s-5s" or "2s".
 func parseInterval(v string) (lo, hi time.Duration, err error) {

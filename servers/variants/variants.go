@@ -1,6 +1,7 @@
 // Package variants is the catalog of knowngood's targets: for each variant
 // its name, the line -list prints, its family, the library it is built on,
-// what a client speaks to it, and the flags it reads. It is metadata only
+// what a client speaks to it, the flags it reads, and (Socket.IO) its
+// connect model. It is metadata only
 // and imports nothing of the servers, so that tests, benchmarks, soak and
 // the docker tests can select targets by property at no cost; the
 // constructors are in servers/targets.

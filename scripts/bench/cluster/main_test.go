@@ -79,3 +79,28 @@ func TestWriteTable(t *testing.T) {
 
 // loadgen's clients start package-level workers from init on.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+
+// TestSioWindowRead: the client's lines give the CPU mark at "start" and
+// its result line, which fills the row.
+func TestSioWindowRead(t *testing.T) {
+	r := &row{p50: -1, p99: -1, redisCPU: -1}
+	w := &sioWindow{r: r}
+	lines := `{"msg":"listening"}
+{"msg":"start"}
+{"sockets":4,"connected":4,"sent":10,"expected":40,"received":39,"lost":1,"window_s":2,"p50_ms":1.5,"p99_ms":3,"client_cpu_s":0.25}
+{"msg":"end"}
+`
+	_, _, last := w.read(t.Context(), strings.NewReader(lines))
+	w.fill(last, 0.5, 0.1)
+	if r.err != nil || r.deliveries != 39 || r.lost != 1 || r.window != 2 || r.p50 != 1.5 || r.p99 != 3 || r.serverCPU != 0.5 || r.redisCPU != -1 || r.clientCPU != 0.25 {
+		t.Errorf("row %+v", r)
+	}
+	w.fill([]byte(`{"sockets":4,"connected":3}`), 0, 0)
+	if r.err == nil || !strings.Contains(r.err.Error(), "3 of 4 sockets connected") {
+		t.Errorf("a socket short: %v", r.err)
+	}
+	w.fill([]byte("oops"), 0, 0)
+	if r.err == nil || !strings.Contains(r.err.Error(), "sio-room-load output") {
+		t.Errorf("a bad line: %v", r.err)
+	}
+}

@@ -64,7 +64,7 @@ func MergeShards(names []string, parts []*ShardPart) (*ShardPart, error) {
 		v.Deadline = max(v.Deadline, pv.Deadline)
 		v.Sent, v.Received, v.Lost = addKnown(v.Sent, pv.Sent, i), addKnown(v.Received, pv.Received, i), addKnown(v.Lost, pv.Lost, i)
 		v.Slack += pv.Slack
-		v.ClientCPU = addKnownF(v.ClientCPU, pv.ClientCPU, i)
+		v.ClientCPU = addKnown(v.ClientCPU, pv.ClientCPU, i)
 		v.Window = max(v.Window, pv.Window)
 		v.Cores += pv.Cores
 	}
@@ -76,19 +76,9 @@ func MergeShards(names []string, parts []*ShardPart) (*ShardPart, error) {
 	return out, nil
 }
 
-// addKnown adds counts, negative (not kept) when either is; i is the
-// shard's place, 0 for the first.
-func addKnown(sum, n int64, i int) int64 {
-	switch {
-	case i == 0:
-		return n
-	case sum < 0 || n < 0:
-		return -1
-	}
-	return sum + n
-}
-
-func addKnownF(sum, n float64, i int) float64 {
+// addKnown adds counts (or CPU seconds), negative (not kept) when either
+// is; i is the shard's place, 0 for the first.
+func addKnown[N int64 | float64](sum, n N, i int) N {
 	switch {
 	case i == 0:
 		return n

@@ -416,22 +416,34 @@ func partial(r Run, add func(string, string, ...any)) {
 // byReplica names the replicas whose count is not zero, for a verdict on
 // the sum: "" for a single process.
 func byReplica(r Run, count func(*protocol.Stats) uint64) string {
-	if len(r.Replicas) < 2 {
+	on := perReplica(r, func(admin string, d *protocol.Stats) string {
+		if n := count(d); n > 0 {
+			return fmt.Sprintf("%d on replica %s", n, admin)
+		}
 		return ""
+	})
+	if len(on) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(on, ", ") + ")"
+}
+
+// perReplica is what say tells of each replica's part that has one, in
+// order; nil for a single process.
+func perReplica(r Run, say func(admin string, d *protocol.Stats) string) []string {
+	if len(r.Replicas) < 2 {
+		return nil
 	}
 	var on []string
 	for _, p := range r.Replicas {
 		if p.Diff == nil {
 			continue
 		}
-		if n := count(p.Diff); n > 0 {
-			on = append(on, fmt.Sprintf("%d on replica %s", n, p.Admin))
+		if s := say(p.Admin, p.Diff); s != "" {
+			on = append(on, s)
 		}
 	}
-	if len(on) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(on, ", ") + ")"
+	return on
 }
 
 // result counts one handshake result.
@@ -446,28 +458,25 @@ func lossOn(r Run) string {
 	if len(r.Replicas) < 2 {
 		return ""
 	}
-	var on []string
-	for _, p := range r.Replicas {
-		if p.Diff == nil {
-			continue
-		}
+	on := perReplica(r, func(admin string, d *protocol.Stats) string {
 		var what []string
-		if n := sum(p.Diff.Faults); n > 0 {
-			what = append(what, "faults "+tally.Line(p.Diff.Faults))
+		if n := sum(d.Faults); n > 0 {
+			what = append(what, "faults "+tally.Line(d.Faults))
 		}
-		if p.Diff.BroadcastDropped > 0 {
-			what = append(what, fmt.Sprintf("%d dropped", p.Diff.BroadcastDropped))
+		if d.BroadcastDropped > 0 {
+			what = append(what, fmt.Sprintf("%d dropped", d.BroadcastDropped))
 		}
-		if n := sum(p.Diff.InvalidMessages); n > 0 {
-			what = append(what, "invalid "+tally.Line(p.Diff.InvalidMessages))
+		if n := sum(d.InvalidMessages); n > 0 {
+			what = append(what, "invalid "+tally.Line(d.InvalidMessages))
 		}
-		if bad := abnormal(p.Diff.Disconnects); len(bad) > 0 {
+		if bad := abnormal(d.Disconnects); len(bad) > 0 {
 			what = append(what, "abnormal disconnects "+tally.Line(bad))
 		}
-		if len(what) > 0 {
-			on = append(on, fmt.Sprintf("replica %s counted %s", p.Admin, strings.Join(what, ", ")))
+		if len(what) == 0 {
+			return ""
 		}
-	}
+		return fmt.Sprintf("replica %s counted %s", admin, strings.Join(what, ", "))
+	})
 	if len(on) == 0 {
 		return onlyInSum(r)
 	}

@@ -64,24 +64,13 @@ type Config struct {
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
-func ParseFlags(args []string) (Config, error) {
-	return scenario.Parse(args, newFlagSet, (*Config).normalize)
-}
+func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 
 // Usage prints the flags and their defaults.
-func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
+func Usage(w io.Writer) { flags.Usage(w) }
 
-// words describe the common flags.
-var words = scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH, or wss://HOST:PORT/PATH in TLS (see -ca, -insecure; the subscribers then read on a goroutine each, not on event loops)",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
-}
-
-func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := scenario.NewFlagSet("broadcast")
-	cfg.Register(fs, words)
+// ownFlags defines the scenario's own flags on fs.
+func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.Subscribers, "subscribers", DefaultSubscribers, 1, maxSubscribers, "`N` connections that only listen (the open-files limit applies)")
 	flagset.Int(fs, &cfg.Senders, "senders", DefaultSenders, 1, maxSenders, "`N` connections that send the broadcasts (they receive them too)")
 	flagset.Int(fs, &cfg.Rate, "rate", DefaultRate, 1, maxRate, "`MSG/S`: broadcasts per second, all senders together, evenly spread")
@@ -98,8 +87,14 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	})
 	flagset.Duration(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, once every connection is open")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last messages after the window")
-	return fs
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "broadcast", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target: ws://HOST:PORT/PATH, or wss://HOST:PORT/PATH in TLS (see -ca, -insecure; the subscribers then read on a goroutine each, not on event loops)",
+	Admin: "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
+}}
 
 // normalize checks the URL and the flags that go together, and fills in
 // the admin address.

@@ -2,12 +2,9 @@ package broadcast
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
-	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -30,18 +27,13 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Duration: first.Duration, Batches: []target.Batch{}}
 	lat, rtt := protocol.NewHistogram(), protocol.NewHistogram()
-	var urls, serverErrs []string
-	var samples [][]timeline.Sample
-	var errs []map[string]tally.Count
+	var g scenario.Gathered
 	for i, r := range reps {
 		if r.Mode != first.Mode || r.Duration != first.Duration {
 			return nil, fmt.Errorf("%s and %s ran different flags (-push or -duration): not shards of one run", names[0], names[i])
 		}
 		if r.Received > 0 && len(r.LatencyHistogram) == 0 {
 			return nil, fmt.Errorf("%s has no latency_histogram: not a sharded report", names[i])
-		}
-		if !slices.Contains(urls, r.URL) {
-			urls = append(urls, r.URL)
 		}
 		out.Subscribers += r.Subscribers
 		out.Senders += r.Senders
@@ -65,18 +57,14 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.ClientCPUSeconds += r.ClientCPUSeconds
 		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
 		rtt.Merge(timeline.HistogramOf(r.ResultRTTHistogram))
-		samples = append(samples, r.Samples)
-		errs = append(errs, r.Errors)
-		if r.ServerError != "" {
-			serverErrs = append(serverErrs, names[i]+": "+r.ServerError)
-		}
+		g.Add(names[i], r.URL, r.Samples, r.Errors, r.ServerError)
 	}
-	out.URL = strings.Join(urls, ",")
+	out.URL = g.URL()
 	out.ListenerCount = int64(out.Connected)
 	out.Latency, out.Distribution, out.ResultRTT = latencyOf(lat), timeline.Distribution(lat), latencyOf(rtt)
-	out.Samples = timeline.MergeSamples(samples)
-	out.Errors = tally.Merge(errs...)
-	out.ServerError = strings.Join(serverErrs, "; ")
+	out.Samples = g.Samples()
+	out.Errors = g.Errors()
+	out.ServerError = g.ServerError()
 	cpu := -1.0
 	if b, a, ok := replicas.Ends(whole.Replicas); ok {
 		cfg := Config{}

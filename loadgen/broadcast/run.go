@@ -563,25 +563,18 @@ func (r *run) fill(rep *Report) {
 // closeAll closes every connection with 1000, closeParallel at a time, and
 // waits (bounded) for the readers.
 func (r *run) closeAll() {
-	sem := make(chan struct{}, closeParallel)
-	var wg sync.WaitGroup
-	for _, m := range r.members {
+	target.EachAtMost(r.members, closeParallel, func(_ int, m *member) {
 		if m == nil {
-			continue
+			return
 		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			m.goodbye()
-			select {
-			case <-m.done:
-			case <-time.After(2 * time.Second):
-			}
-			m.drop()
-			<-m.done
-		})
-	}
-	wg.Wait()
+		m.goodbye()
+		select {
+		case <-m.done:
+		case <-time.After(2 * time.Second):
+		}
+		m.drop()
+		<-m.done
+	})
 }
 
 // goodbye sends a close frame with 1000; the target answers and closes.

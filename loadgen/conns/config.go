@@ -63,24 +63,13 @@ type Config struct {
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
-func ParseFlags(args []string) (Config, error) {
-	return scenario.Parse(args, newFlagSet, (*Config).normalize)
-}
+func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 
 // Usage prints the flags and their defaults.
-func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
+func Usage(w io.Writer) { flags.Usage(w) }
 
-// words describe the common flags.
-var words = scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), ws://HOST:PORT/socket.io/ (Socket.IO sockets, namespace CONNECT done; ?transport=polling for polling), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,
-}
-
-func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := scenario.NewFlagSet("conns")
-	cfg.Register(fs, words)
+// ownFlags defines the scenario's own flags on fs.
+func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections to open and hold (the open-files limit applies)")
 	flagset.Int(fs, &cfg.Batch, "batch", DefaultBatch, 1, maxN, "`N` connections dialled at once; the next batch starts when this one is done")
 	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both; each gives its own ephemeral ports to one target (default: the kernel's choice)", func(s string) error {
@@ -103,8 +92,14 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	})
 	fs.StringVar(&cfg.Namespace, "namespace", DefaultNamespace, "the `NAMESPACE` each socket joins, for a Socket.IO URL (ws://HOST:PORT/socket.io/)")
 	fs.BoolVar(&cfg.FreeOSMemory, "free-os-memory", false, "after the hold, also ask the target to collect its garbage and return free memory to the OS (POST /debug/freeosmemory on -admin; start a knowngood target with -pprof), and read its RSS again: what the connections hold live, without the garbage collector's slack")
-	return fs
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "conns", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), ws://HOST:PORT/socket.io/ (Socket.IO sockets, namespace CONNECT done; ?transport=polling for polling), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
+	Admin: "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,
+}}
 
 // normalize checks the URL and fills in the admin address.
 func (c *Config) normalize(set map[string]bool) error {

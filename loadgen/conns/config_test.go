@@ -1,15 +1,13 @@
 package conns
 
 import (
-	"errors"
-	"flag"
 	"net/netip"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -54,50 +52,29 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestParseFlagsErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-url", "http://127.0.0.1:8080"}, "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
-		{[]string{"-url", "ws://127.0.0.1"}, "flag -url: want ws://"},
-		{[]string{"-n", "0"}, "flag -n: want an integer from 1 to 10000000"},
-		{[]string{"-n", "1e3"}, "flag -n: want an integer"},
-		{[]string{"-batch", "-1"}, "flag -batch: want an integer from 1"},
-		{[]string{"-sources", "127.0.0.8-127.0.0.1"}, "flag -sources: \"127.0.0.8-127.0.0.1\" is not a range: want FIRST-LAST of one family, FIRST <= LAST"},
-		{[]string{"-sources", "127.0.0.1-::1"}, "flag -sources: \"127.0.0.1-::1\" is not a range"},
-		{[]string{"-sources", "localhost"}, "flag -sources: \"localhost\" is not an address: want 127.0.0.1-127.0.0.8 or 127.0.0.1,127.0.0.2"},
-		{[]string{"-sources", ""}, "flag -sources: \"\" is not an address"},
-		{[]string{"-sources", "10.0.0.0-10.0.255.255"}, "flag -sources: more than 4096 addresses"},
-		{[]string{"-hold", "-1s"}, "flag -hold: want a duration of 0 or more"},
-		{[]string{"-timeout", "0"}, "flag -timeout: want a positive duration"},
-		{[]string{"-admin", "ftp://x:1"}, "flag -admin: want http://HOST:PORT"},
-		{[]string{"-pid", "x"}, "flag -pid: want a process id"},
-		{[]string{"-free-os-memory", "-admin", ""}, "flag -free-os-memory: needs the target's admin listener (-admin)"},
-		{[]string{"-url", "ws://127.0.0.1:8080/socket.io/", "-sources", "127.0.0.1-127.0.0.2"}, "flag -sources: a Socket.IO URL (/socket.io/) is dialled by the zishang520 client, which binds no source address"},
-		{[]string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=3&transport=websocket"}, "EIO=3: the Socket.IO client speaks Engine.IO 4 (EIO=4) only"},
-		{[]string{"-url", "ws://127.0.0.1:8080/socket.io/?transport=webtransport"}, "transport=webtransport: want websocket or polling"},
-		{[]string{"-namespace", "/custom"}, "flag -namespace: only for a Socket.IO URL (ws://HOST:PORT/socket.io/)"},
-		{[]string{"-url", "ws://127.0.0.1:8080/socket.io", "-namespace", "custom"}, "flag -namespace: want a path starting with /"},
-		{[]string{"-json"}, "flag needs an argument: -json"},
-		{[]string{"extra"}, `unexpected argument "extra"`},
-	} {
-		_, err := ParseFlags(tc.args)
-		if err == nil {
-			t.Errorf("ParseFlags(%q) = nil error, want one containing %q", tc.args, tc.want)
-			continue
-		}
-		if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
-			t.Errorf("ParseFlags(%q) = %q, want one line containing %q", tc.args, msg, tc.want)
-		}
-	}
-	if _, err := ParseFlags([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("ParseFlags(-h) = %v, want flag.ErrHelp", err)
-	}
-	var b strings.Builder
-	Usage(&b)
-	for _, name := range []string{"-url", "-n", "-batch", "-sources", "-hold", "-timeout", "-admin", "-pid", "-json"} {
-		if !strings.Contains(b.String(), "  "+name+" ") && !strings.Contains(b.String(), "  "+name+"\n") {
-			t.Errorf("usage does not list %s:\n%s", name, b.String())
-		}
-	}
+	scenariotest.RefusesFlags(t, ParseFlags, []scenariotest.BadFlag{
+		{Args: []string{"-url", "http://127.0.0.1:8080"}, Want: "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
+		{Args: []string{"-url", "ws://127.0.0.1"}, Want: "flag -url: want ws://"},
+		{Args: []string{"-n", "0"}, Want: "flag -n: want an integer from 1 to 10000000"},
+		{Args: []string{"-n", "1e3"}, Want: "flag -n: want an integer"},
+		{Args: []string{"-batch", "-1"}, Want: "flag -batch: want an integer from 1"},
+		{Args: []string{"-sources", "127.0.0.8-127.0.0.1"}, Want: "flag -sources: \"127.0.0.8-127.0.0.1\" is not a range: want FIRST-LAST of one family, FIRST <= LAST"},
+		{Args: []string{"-sources", "127.0.0.1-::1"}, Want: "flag -sources: \"127.0.0.1-::1\" is not a range"},
+		{Args: []string{"-sources", "localhost"}, Want: "flag -sources: \"localhost\" is not an address: want 127.0.0.1-127.0.0.8 or 127.0.0.1,127.0.0.2"},
+		{Args: []string{"-sources", ""}, Want: "flag -sources: \"\" is not an address"},
+		{Args: []string{"-sources", "10.0.0.0-10.0.255.255"}, Want: "flag -sources: more than 4096 addresses"},
+		{Args: []string{"-hold", "-1s"}, Want: "flag -hold: want a duration of 0 or more"},
+		{Args: []string{"-timeout", "0"}, Want: "flag -timeout: want a positive duration"},
+		{Args: []string{"-admin", "ftp://x:1"}, Want: "flag -admin: want http://HOST:PORT"},
+		{Args: []string{"-pid", "x"}, Want: "flag -pid: want a process id"},
+		{Args: []string{"-free-os-memory", "-admin", ""}, Want: "flag -free-os-memory: needs the target's admin listener (-admin)"},
+		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/", "-sources", "127.0.0.1-127.0.0.2"}, Want: "flag -sources: a Socket.IO URL (/socket.io/) is dialled by the zishang520 client, which binds no source address"},
+		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=3&transport=websocket"}, Want: "EIO=3: the Socket.IO client speaks Engine.IO 4 (EIO=4) only"},
+		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/?transport=webtransport"}, Want: "transport=webtransport: want websocket or polling"},
+		{Args: []string{"-namespace", "/custom"}, Want: "flag -namespace: only for a Socket.IO URL (ws://HOST:PORT/socket.io/)"},
+		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io", "-namespace", "custom"}, Want: "flag -namespace: want a path starting with /"},
+		{Args: []string{"-json"}, Want: "flag needs an argument: -json"},
+		{Args: []string{"extra"}, Want: `unexpected argument "extra"`},
+	})
+	scenariotest.ListsFlags(t, Usage, "-url", "-n", "-batch", "-sources", "-hold", "-timeout", "-admin", "-pid", "-json")
 }

@@ -2,13 +2,9 @@ package conns
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
-	"github.com/knowngood/knowngood/loadgen/internal/tally"
-	"github.com/knowngood/knowngood/loadgen/timeline"
 )
 
 // Merge makes the report of a whole run from the -json reports of its
@@ -26,15 +22,10 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold, Namespace: first.Namespace,
 		OpenFiles: first.OpenFiles, Batches: []Batch{}}
-	var urls, serverErrs []string
-	var samples [][]timeline.Sample
-	var errs []map[string]tally.Count
+	var g scenario.Gathered
 	for i, r := range reps {
 		if r.Hold != first.Hold {
 			return nil, fmt.Errorf("%s and %s ran different flags (-hold): not shards of one run", names[0], names[i])
-		}
-		if !slices.Contains(urls, r.URL) {
-			urls = append(urls, r.URL)
 		}
 		out.N += r.N
 		out.OpenFilesAllow += r.OpenFilesAllow
@@ -45,16 +36,12 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.EstablishSeconds = max(out.EstablishSeconds, r.EstablishSeconds)
 		out.Batches = append(out.Batches, r.Batches...)
 		out.ClientCPUSeconds += r.ClientCPUSeconds
-		samples = append(samples, r.Samples)
-		errs = append(errs, r.Errors)
-		if r.ServerError != "" {
-			serverErrs = append(serverErrs, names[i]+": "+r.ServerError)
-		}
+		g.Add(names[i], r.URL, r.Samples, r.Errors, r.ServerError)
 	}
-	out.URL = strings.Join(urls, ",")
-	out.Samples = timeline.MergeSamples(samples)
-	out.Errors = tally.Merge(errs...)
-	out.ServerError = strings.Join(serverErrs, "; ")
+	out.URL = g.URL()
+	out.Samples = g.Samples()
+	out.Errors = g.Errors()
+	out.ServerError = g.ServerError()
 	cpu := -1.0
 	if b, a, ok := replicas.Ends(whole.Replicas); ok {
 		cfg := Config{}

@@ -257,16 +257,7 @@ func unit(u target.URL) string {
 
 // closeAll closes the connections, closeParallel at a time.
 func closeAll(conns []held) {
-	sem := make(chan struct{}, closeParallel)
-	var wg sync.WaitGroup
-	for _, h := range conns {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			h.close()
-		})
-	}
-	wg.Wait()
+	target.EachAtMost(conns, closeParallel, func(_ int, h held) { h.close() })
 }
 
 // sample is the target's memory at one moment.

@@ -82,24 +82,13 @@ type Config struct {
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
-func ParseFlags(args []string) (Config, error) {
-	return scenario.Parse(args, newFlagSet, (*Config).normalize)
-}
+func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 
 // Usage prints the flags and their defaults.
-func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
+func Usage(w io.Writer) { flags.Usage(w) }
 
-// words describe the common flags.
-var words = scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw TCP echo, no framing), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
-	Admin:      "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
-}
-
-func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := scenario.NewFlagSet("echo")
-	cfg.Register(fs, words)
+// ownFlags defines the scenario's own flags on fs.
+func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.Conns, "c", DefaultConns, 1, maxConns, "`N` connections")
 	flagset.Int(fs, &cfg.Size, "size", DefaultSize, 1, maxSize, "`BYTES` per message (the target's -max-message applies)")
 	cfg.Mode = DefaultMode
@@ -126,8 +115,14 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 		cfg.PID = n
 		return nil
 	})
-	return fs
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "echo", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw TCP echo, no framing), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
+	Admin: "`URL` of the target's admin listener, http://HOST:PORT, for /stats at the start and the end of the window" + scenario.AdminMore,
+}}
 
 // normalize checks the URL and fills in the admin address.
 func (c *Config) normalize(set map[string]bool) error {

@@ -1,13 +1,11 @@
 package echo
 
 import (
-	"errors"
-	"flag"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 )
 
 func defaults() Config {
@@ -48,54 +46,33 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestParseFlagsErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string // in the message: the flag, and the accepted form
-	}{
-		{[]string{"-url", "127.0.0.1:8080"}, "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
-		{[]string{"-url", "http://127.0.0.1:8080/"}, "flag -url: want ws://"},
-		{[]string{"-url", "ws://127.0.0.1:8080/socket.io"}, "is a Socket.IO target's Engine.IO path, where echo's WebSocket messages are not Socket.IO events: use loadgen handshake -url http://127.0.0.1:8080"},
-		{[]string{"-url", "https://127.0.0.1:8080/"}, "flag -url: want ws://HOST:PORT/PATH, wss://"},
-		{[]string{"-url", "tls://127.0.0.1:7000/echo"}, "flag -url: a tls:// URL has no path"},
-		{[]string{"-ca", "/nonexistent/cert.pem"}, "flag -ca: open /nonexistent/cert.pem"},
-		{[]string{"-url", "ws://127.0.0.1/"}, "flag -url: want ws://HOST:PORT"},
-		{[]string{"-url", "tcp://127.0.0.1:7000/echo"}, "flag -url: a tcp:// URL has no path"},
-		{[]string{"-c", "0"}, "flag -c: want an integer from 1 to"},
-		{[]string{"-c", "many"}, "flag -c: want an integer"},
-		{[]string{"-size", "0"}, "flag -size: want an integer from 1 to 16777216"},
-		{[]string{"-size", "16777217"}, "flag -size: want an integer from 1"},
-		{[]string{"-mode", "async"}, "flag -mode: want sync, pipelined, rate"},
-		{[]string{"-inflight", "0"}, "flag -inflight: want an integer from 1"},
-		{[]string{"-rate", "-5"}, "flag -rate: want an integer from 1"},
-		{[]string{"-duration", "0"}, "flag -duration: want a positive duration"},
-		{[]string{"-duration", "10"}, "flag -duration: want a positive duration"},
-		{[]string{"-warmup", "-1s"}, "flag -warmup: want a duration of 0 or more"},
-		{[]string{"-timeout", "0s"}, "flag -timeout: want a positive duration"},
-		{[]string{"-admin", "http://127.0.0.1:9100/stats"}, "flag -admin: want http://HOST:PORT"},
-		{[]string{"-pid", "0"}, "flag -pid: want a process id"},
-		{[]string{"-bogus"}, "-bogus"},
-		{[]string{"100"}, `unexpected argument "100"`},
-	} {
-		_, err := ParseFlags(tc.args)
-		if err == nil {
-			t.Errorf("ParseFlags(%q) = nil error, want one containing %q", tc.args, tc.want)
-			continue
-		}
-		if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
-			t.Errorf("ParseFlags(%q) = %q, want one line containing %q", tc.args, msg, tc.want)
-		}
-	}
-	if _, err := ParseFlags([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("ParseFlags(-h) = %v, want flag.ErrHelp", err)
-	}
+	scenariotest.RefusesFlags(t, ParseFlags, []scenariotest.BadFlag{
+		{Args: []string{"-url", "127.0.0.1:8080"}, Want: "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
+		{Args: []string{"-url", "http://127.0.0.1:8080/"}, Want: "flag -url: want ws://"},
+		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io"}, Want: "is a Socket.IO target's Engine.IO path, where echo's WebSocket messages are not Socket.IO events: use loadgen handshake -url http://127.0.0.1:8080"},
+		{Args: []string{"-url", "https://127.0.0.1:8080/"}, Want: "flag -url: want ws://HOST:PORT/PATH, wss://"},
+		{Args: []string{"-url", "tls://127.0.0.1:7000/echo"}, Want: "flag -url: a tls:// URL has no path"},
+		{Args: []string{"-ca", "/nonexistent/cert.pem"}, Want: "flag -ca: open /nonexistent/cert.pem"},
+		{Args: []string{"-url", "ws://127.0.0.1/"}, Want: "flag -url: want ws://HOST:PORT"},
+		{Args: []string{"-url", "tcp://127.0.0.1:7000/echo"}, Want: "flag -url: a tcp:// URL has no path"},
+		{Args: []string{"-c", "0"}, Want: "flag -c: want an integer from 1 to"},
+		{Args: []string{"-c", "many"}, Want: "flag -c: want an integer"},
+		{Args: []string{"-size", "0"}, Want: "flag -size: want an integer from 1 to 16777216"},
+		{Args: []string{"-size", "16777217"}, Want: "flag -size: want an integer from 1"},
+		{Args: []string{"-mode", "async"}, Want: "flag -mode: want sync, pipelined, rate"},
+		{Args: []string{"-inflight", "0"}, Want: "flag -inflight: want an integer from 1"},
+		{Args: []string{"-rate", "-5"}, Want: "flag -rate: want an integer from 1"},
+		{Args: []string{"-duration", "0"}, Want: "flag -duration: want a positive duration"},
+		{Args: []string{"-duration", "10"}, Want: "flag -duration: want a positive duration"},
+		{Args: []string{"-warmup", "-1s"}, Want: "flag -warmup: want a duration of 0 or more"},
+		{Args: []string{"-timeout", "0s"}, Want: "flag -timeout: want a positive duration"},
+		{Args: []string{"-admin", "http://127.0.0.1:9100/stats"}, Want: "flag -admin: want http://HOST:PORT"},
+		{Args: []string{"-pid", "0"}, Want: "flag -pid: want a process id"},
+		{Args: []string{"-bogus"}, Want: "-bogus"},
+		{Args: []string{"100"}, Want: `unexpected argument "100"`},
+	})
 }
 
 func TestUsage(t *testing.T) {
-	var b strings.Builder
-	Usage(&b)
-	for _, name := range []string{"-url", "-c", "-size", "-mode", "-inflight", "-rate", "-duration", "-warmup", "-timeout", "-admin", "-pid", "-json"} {
-		if !strings.Contains(b.String(), "  "+name+" ") && !strings.Contains(b.String(), "  "+name+"\n") {
-			t.Errorf("usage does not list %s:\n%s", name, b.String())
-		}
-	}
+	scenariotest.ListsFlags(t, Usage, "-url", "-c", "-size", "-mode", "-inflight", "-rate", "-duration", "-warmup", "-timeout", "-admin", "-pid", "-json")
 }

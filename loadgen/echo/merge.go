@@ -3,12 +3,9 @@ package echo
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
-	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -29,20 +26,14 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Size: first.Size, Inflight: first.Inflight,
 		Duration: first.Duration, Warmup: first.Warmup}
 	lat, late := protocol.NewHistogram(), protocol.NewHistogram()
-	var urls []string
-	var samples [][]timeline.Sample
-	var errs []map[string]tally.Count
+	var g scenario.Gathered
 	var windows [][]replicas.Replica
-	var serverErrs []string
 	for i, r := range reps {
 		if r.Mode != first.Mode || r.Size != first.Size || r.Duration != first.Duration || r.Warmup != first.Warmup {
 			return nil, fmt.Errorf("%s and %s ran different flags (-mode, -size, -duration or -warmup): not shards of one run", names[0], names[i])
 		}
 		if r.Messages > 0 && len(r.LatencyHistogram) == 0 {
 			return nil, fmt.Errorf("%s has no latency_histogram: not a sharded report", names[i])
-		}
-		if !slices.Contains(urls, r.URL) {
-			urls = append(urls, r.URL)
 		}
 		out.Conns += r.Conns
 		out.Rate += r.Rate
@@ -56,23 +47,19 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.ClientCPUSeconds += r.ClientCPUSeconds
 		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
 		late.Merge(timeline.HistogramOf(r.SendLateHistogram))
-		samples = append(samples, r.Samples)
-		errs = append(errs, r.Errors)
 		if r.Server != nil {
 			windows = append(windows, r.Server.Replicas)
 		}
-		if r.ServerError != "" {
-			serverErrs = append(serverErrs, names[i]+": "+r.ServerError)
-		}
+		g.Add(names[i], r.URL, r.Samples, r.Errors, r.ServerError)
 	}
-	out.URL = strings.Join(urls, ",")
+	out.URL = g.URL()
 	out.setLatency(lat, late)
 	if out.Mode != Rate {
 		out.SendLateP50ms, out.SendLateP99ms, out.SendLateMaxMs = nil, nil, nil
 	}
-	out.Samples = timeline.MergeSamples(samples)
-	out.Errors = tally.Merge(errs...)
-	out.ServerError = strings.Join(serverErrs, "; ")
+	out.Samples = g.Samples()
+	out.Errors = g.Errors()
+	out.ServerError = g.ServerError()
 	cpu := -1.0
 	if len(windows) == len(reps) {
 		merged, err := replicas.Merge(windows)

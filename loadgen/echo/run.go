@@ -324,16 +324,7 @@ func dialAll(ctx context.Context, cfg Config, dial dialFunc, errs *tally.Errors,
 // closeAll closes the connections, a few at a time: a WebSocket close
 // writes a frame first, which may wait up to a second on a stuck one.
 func closeAll(conns []msgConn) {
-	sem := make(chan struct{}, 64)
-	var wg sync.WaitGroup
-	for _, c := range conns {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			c.close()
-		})
-	}
-	wg.Wait()
+	target.EachAtMost(conns, 64, func(_ int, c msgConn) { c.close() })
 }
 
 // worker drives one connection. In pipelined and rate modes one goroutine

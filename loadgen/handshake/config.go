@@ -40,24 +40,13 @@ type Config struct {
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
-func ParseFlags(args []string) (Config, error) {
-	return scenario.Parse(args, newFlagSet, (*Config).normalize)
-}
+func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 
 // Usage prints the flags and their defaults.
-func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
+func Usage(w io.Writer) { flags.Usage(w) }
 
-// words describe the common flags.
-var words = scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target server, http://HOST:PORT, or https://HOST:PORT in TLS (polling over https, the WebSocket over wss; see -ca, -insecure)",
-	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
-}
-
-func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := scenario.NewFlagSet("handshake")
-	cfg.Register(fs, words)
+// ownFlags defines the scenario's own flags on fs.
+func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections opened at once")
 	flagset.Duration(fs, &cfg.Deadline, "deadline", DefaultDeadline, false, "`DURATION` allowed for each connection's namespace CONNECT, counted from the start, and again for the echo")
 	cfg.Transport = DefaultTransport
@@ -72,8 +61,14 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	})
 	fs.StringVar(&cfg.Namespace, "namespace", "/", "Socket.IO `NAMESPACE`")
 	fs.BoolVar(&cfg.Echo, "echo", true, "after connecting, emit \"echo\" once on every socket and wait for its ack")
-	return fs
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "handshake", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target server, http://HOST:PORT, or https://HOST:PORT in TLS (polling over https, the WebSocket over wss; see -ca, -insecure)",
+	Admin: "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
+}}
 
 // normalize checks the values that the flag functions cannot check alone and
 // fills in the admin address.

@@ -1,13 +1,11 @@
 package handshake
 
 import (
-	"errors"
-	"flag"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 )
 
 func TestParseFlagsDefaults(t *testing.T) {
@@ -54,46 +52,25 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestParseFlagsErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string // in the message: the flag, and the accepted form
-	}{
-		{[]string{"-n", "0"}, "flag -n: want an integer from 1 to"},
-		{[]string{"-n", "many"}, "flag -n: want an integer"},
-		{[]string{"-n", "2000000"}, "flag -n: want an integer"},
-		{[]string{"-deadline", "15"}, "flag -deadline: want a positive duration"},
-		{[]string{"-deadline", "-1s"}, "flag -deadline: want a positive duration"},
-		{[]string{"-transport", "webtransport"}, "flag -transport: want websocket, polling, polling,websocket"},
-		{[]string{"-transport", "websocket,polling"}, "flag -transport: want"},
-		{[]string{"-url", "127.0.0.1:8080"}, "flag -url: want http://HOST:PORT"},
-		{[]string{"-url", "ws://127.0.0.1:8080"}, "flag -url: want http://HOST:PORT"},
-		{[]string{"-url", "http://127.0.0.1:8080/custom"}, "flag -url: want http://HOST:PORT or https://HOST:PORT (the namespace is -namespace)"},
-		{[]string{"-namespace", "custom"}, "flag -namespace: want a path starting with /"},
-		{[]string{"-admin", "http://127.0.0.1:9100/stats"}, "flag -admin: want http://HOST:PORT"},
-		{[]string{"-echo=maybe"}, "-echo"},
-		{[]string{"-bogus"}, "-bogus"},
-		{[]string{"500"}, `unexpected argument "500"`},
-	} {
-		_, err := ParseFlags(tc.args)
-		if err == nil {
-			t.Errorf("ParseFlags(%q) = nil error, want one containing %q", tc.args, tc.want)
-			continue
-		}
-		if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
-			t.Errorf("ParseFlags(%q) = %q, want one line containing %q", tc.args, msg, tc.want)
-		}
-	}
-	if _, err := ParseFlags([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("ParseFlags(-h) = %v, want flag.ErrHelp", err)
-	}
+	scenariotest.RefusesFlags(t, ParseFlags, []scenariotest.BadFlag{
+		{Args: []string{"-n", "0"}, Want: "flag -n: want an integer from 1 to"},
+		{Args: []string{"-n", "many"}, Want: "flag -n: want an integer"},
+		{Args: []string{"-n", "2000000"}, Want: "flag -n: want an integer"},
+		{Args: []string{"-deadline", "15"}, Want: "flag -deadline: want a positive duration"},
+		{Args: []string{"-deadline", "-1s"}, Want: "flag -deadline: want a positive duration"},
+		{Args: []string{"-transport", "webtransport"}, Want: "flag -transport: want websocket, polling, polling,websocket"},
+		{Args: []string{"-transport", "websocket,polling"}, Want: "flag -transport: want"},
+		{Args: []string{"-url", "127.0.0.1:8080"}, Want: "flag -url: want http://HOST:PORT"},
+		{Args: []string{"-url", "ws://127.0.0.1:8080"}, Want: "flag -url: want http://HOST:PORT"},
+		{Args: []string{"-url", "http://127.0.0.1:8080/custom"}, Want: "flag -url: want http://HOST:PORT or https://HOST:PORT (the namespace is -namespace)"},
+		{Args: []string{"-namespace", "custom"}, Want: "flag -namespace: want a path starting with /"},
+		{Args: []string{"-admin", "http://127.0.0.1:9100/stats"}, Want: "flag -admin: want http://HOST:PORT"},
+		{Args: []string{"-echo=maybe"}, Want: "-echo"},
+		{Args: []string{"-bogus"}, Want: "-bogus"},
+		{Args: []string{"500"}, Want: `unexpected argument "500"`},
+	})
 }
 
 func TestUsage(t *testing.T) {
-	var b strings.Builder
-	Usage(&b)
-	for _, name := range []string{"-url", "-n", "-deadline", "-transport", "-namespace", "-echo", "-json", "-admin"} {
-		if !strings.Contains(b.String(), "  "+name+" ") && !strings.Contains(b.String(), "  "+name+"\n") {
-			t.Errorf("usage does not list %s:\n%s", name, b.String())
-		}
-	}
+	scenariotest.ListsFlags(t, Usage, "-url", "-n", "-deadline", "-transport", "-namespace", "-echo", "-json", "-admin")
 }

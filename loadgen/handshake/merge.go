@@ -2,8 +2,6 @@ package handshake
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
@@ -27,17 +25,13 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	out := &Report{Client: first.Client, Version: first.Version, Transport: first.Transport, Namespace: first.Namespace,
 		Deadline: first.Deadline, Errors: map[string]int{}}
 	lat := protocol.NewHistogram()
-	var urls, serverErrs []string
-	var samples [][]timeline.Sample
+	var g scenario.Gathered
 	for i, r := range reps {
 		if r.Transport != first.Transport || r.Namespace != first.Namespace || r.Deadline != first.Deadline {
 			return nil, fmt.Errorf("%s and %s ran different flags (-transport, -namespace or -deadline): not shards of one run", names[0], names[i])
 		}
 		if r.Connected > 0 && len(r.LatencyHistogram) == 0 {
 			return nil, fmt.Errorf("%s has no latency_histogram: not a sharded report", names[i])
-		}
-		if !slices.Contains(urls, r.URL) {
-			urls = append(urls, r.URL)
 		}
 		out.Attempts += r.Attempts
 		out.Connected += r.Connected
@@ -51,19 +45,16 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.HandshakesPerSecond += r.HandshakesPerSecond
 		out.ClientCPUSeconds += r.ClientCPUSeconds
 		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
-		samples = append(samples, r.Samples)
-		if r.ServerError != "" {
-			serverErrs = append(serverErrs, names[i]+": "+r.ServerError)
-		}
+		g.Add(names[i], r.URL, r.Samples, nil, r.ServerError)
 	}
-	out.URL = strings.Join(urls, ",")
+	out.URL = g.URL()
 	if lat.TotalCount() > 0 {
 		l := protocol.LatencyOf(lat)
 		out.P50ms, out.P95ms, out.P99ms, out.MaxMs = msPtr(l.P50*1000), msPtr(l.P95*1000), msPtr(l.P99*1000), msPtr(l.Max*1000)
 	}
 	out.Distribution = timeline.Distribution(lat)
-	out.Samples = timeline.MergeSamples(samples)
-	out.ServerError = strings.Join(serverErrs, "; ")
+	out.Samples = g.Samples()
+	out.ServerError = g.ServerError()
 	cpu := -1.0
 	if before, after, ok := replicas.Ends(whole.Replicas); ok {
 		out.Server = serverView(whole.Admin, before, after)

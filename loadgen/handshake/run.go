@@ -178,12 +178,6 @@ func nameRefusals(errs map[string]int, server *protocol.Stats, config map[string
 // (handshakes completed in it, and their latency). A progress bar counts
 // them on notes when it is a terminal.
 func connectAll(ctx context.Context, cfg Config, opts sioclient.Options, rep *Report, notes io.Writer) (conns, all []*sioclient.Conn, lat *hdrhistogram.Histogram, total time.Duration) {
-	type outcome struct {
-		conn    *sioclient.Conn
-		latency time.Duration
-		at      time.Time // when it connected or failed
-		err     error
-	}
 	bar := progress.Count(notes, cfg.N, "handshakes")
 	out := make([]outcome, cfg.N)
 	// The connections start one after another from one goroutine per
@@ -238,7 +232,24 @@ func connectAll(ctx context.Context, cfg Config, opts sioclient.Options, rep *Re
 	wg.Wait()
 	total = time.Since(start)
 	bar.Done()
+	conns, all, lat = sortOutcomes(out, start, total, rep)
+	rep.Connected = len(conns)
+	rep.Failed = cfg.N - len(conns)
+	return conns, all, lat, total
+}
 
+// outcome is how one connection's handshake ended.
+type outcome struct {
+	conn    *sioclient.Conn
+	latency time.Duration
+	at      time.Time // when it connected or failed
+	err     error
+}
+
+// sortOutcomes sorts the outcomes of a phase that began at start and lasted
+// total into the connected ones, all the ones to close, and their
+// latencies (µs); rep gets the errors and the samples of every second.
+func sortOutcomes(out []outcome, start time.Time, total time.Duration, rep *Report) (conns, all []*sioclient.Conn, lat *hdrhistogram.Histogram) {
 	lat = protocol.NewHistogram()
 	tl := timeline.New(start)
 	for _, o := range out {
@@ -255,9 +266,7 @@ func connectAll(ctx context.Context, cfg Config, opts sioclient.Options, rep *Re
 		tl.Record(o.at, o.latency)
 	}
 	rep.Samples = tl.Samples(total)
-	rep.Connected = len(conns)
-	rep.Failed = cfg.N - len(conns)
-	return conns, all, lat, total
+	return conns, all, lat
 }
 
 // echoAll emits `echo` once on every connected socket, all at once, and

@@ -75,23 +75,13 @@ var metrics = []threshold.Metric{
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
 // that names the flag and the accepted form; -h gives flag.ErrHelp.
-func ParseFlags(args []string) (Config, error) {
-	return scenario.Parse(args, newFlagSet, (*Config).normalize)
-}
+func ParseFlags(args []string) (Config, error) { return flags.Parse(args) }
 
 // Usage prints the flags and their defaults.
-func Usage(w io.Writer) { scenario.Usage(w, newFlagSet) }
+func Usage(w io.Writer) { flags.Usage(w) }
 
-var words = scenario.Words{
-	Metrics:    metrics,
-	DefaultURL: DefaultURL,
-	URL:        "`URL` of the target, http://HOST:PORT (the clients use the WebSocket transport only)",
-	Admin:      "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
-}
-
-func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := scenario.NewFlagSet("sustain")
-	cfg.Register(fs, words)
+// ownFlags defines the scenario's own flags on fs.
+func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` clients in all, reached at the last step")
 	flagset.Int(fs, &cfg.Steps, "steps", DefaultSteps, 1, 1000, "`STEPS` of the ramp: step k (from 1) holds k x N / STEPS clients")
 	flagset.Duration(fs, &cfg.StepDuration, "step-duration", DefaultStepDuration, false, "`DURATION` of each step")
@@ -111,8 +101,14 @@ func newFlagSet(cfg *Config) *flag.FlagSet {
 	fs.BoolVar(&cfg.Reconnect, "reconnect", true, "a client that lost its connection (or failed to connect) tries again after an exponential back-off with jitter")
 	flagset.Duration(fs, &cfg.Backoff, "backoff", DefaultBackoff, false, "`DURATION` of the first back-off; it doubles on each failure, up to -backoff-max, and each wait is drawn from its upper half")
 	flagset.Duration(fs, &cfg.BackoffMax, "backoff-max", DefaultBackoffMax, false, "`DURATION` the back-off grows to at most")
-	return fs
 }
+
+// flags are the scenario's: the common ones, then its own (ownFlags).
+var flags = scenario.Flags[Config, *Config]{Name: "sustain", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
+	Metrics: metrics, DefaultURL: DefaultURL,
+	URL:   "`URL` of the target, http://HOST:PORT (the clients use the WebSocket transport only)",
+	Admin: "`URL` of the server's admin listener, http://HOST:PORT, for /stats before and after the run" + scenario.AdminMore,
+}}
 
 // parseInterval reads "1s-5s" or "2s".
 func parseInterval(v string) (lo, hi time.Duration, err error) {

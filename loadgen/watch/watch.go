@@ -37,6 +37,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -256,10 +257,10 @@ func (r *Report) Judge(figs clientfigs.Figures, config map[string]string, parts 
 	r.Loss, r.ClientUnknown = verdict.Lost(r.Verdicts), verdict.Unknowing(r.Verdicts)
 }
 
-// socketIO reports whether the variant speaks Socket.IO (the WebSocket
-// ones are echo-* and broadcast-*).
+// socketIO reports whether the variant speaks Socket.IO, by the catalog.
 func socketIO(variant string) bool {
-	return variant != "" && !strings.HasPrefix(variant, "echo-") && !strings.HasPrefix(variant, "broadcast-")
+	v, ok := variants.Lookup(variant)
+	return ok && v.Protocol == variants.SocketIOProtocol
 }
 
 // ExitStatus is the command's exit status, which loadgen watch exits with.

@@ -1,6 +1,7 @@
 // Package variants is the catalog of knowngood's targets: for each variant
 // its name, the line -list prints, its family, the library it is built on,
-// what a client speaks to it, and the flags it reads. It is metadata only
+// what a client speaks to it, the flags it reads, and (Socket.IO) its
+// connect model. It is metadata only
 // and imports nothing of the servers, so that tests, benchmarks, soak and
 // the docker tests can select targets by property at no cost; the
 // constructors are in servers/targets.
@@ -45,6 +46,17 @@ const (
 	TCP              Protocol = "tcp"       // raw bytes, no framing
 )
 
+// Connect is how a Socket.IO variant answers a connect: the models a
+// client's connect deadline is measured against.
+type Connect string
+
+const (
+	AtOnce     Connect = "at-once"     // the connect handler does nothing: the baseline
+	OwnTimer   Connect = "own-timer"   // each connect waits -delay on its own timer
+	SharedLoop Connect = "shared-loop" // each connect holds the one shared loop for -delay, in turn
+	NoConnect  Connect = ""            // not a Socket.IO variant
+)
+
 // Variant is one row of the catalog.
 type Variant struct {
 	Name     string
@@ -54,6 +66,8 @@ type Variant struct {
 	Protocol Protocol
 	// Flags are the flags it reads beyond Common, by name without the dash.
 	Flags []string
+	// Connect is its connect model; NoConnect outside the Socket.IO family.
+	Connect Connect
 }
 
 // Reads reports whether v reads the flag name (without the dash).
@@ -88,25 +102,25 @@ func flags(groups ...[]string) []string { return slices.Concat(groups...) }
 // catalog is every variant, in the order -list prints them.
 var catalog = []Variant{
 	{"empty", "Socket.IO, the connect handler does nothing",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, clusterFlags)},
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, clusterFlags), AtOnce},
 	{"async", "Socket.IO, each connect waits -delay on its own timer; nothing else waits",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags)},
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags), OwnTimer},
 	{"blocking", "Socket.IO, each connect holds the one shared loop for -delay: the k-th of N completes at about k x delay",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags)},
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags), SharedLoop},
 	{"echo-gorilla", "WebSocket echo on gorilla/websocket: every message back as it came",
-		Echo, Gorilla, WebSocket, flags(webSocketFlags)},
+		Echo, Gorilla, WebSocket, flags(webSocketFlags), NoConnect},
 	{"echo-coder", "WebSocket echo on coder/websocket: every message back as it came",
-		Echo, Coder, WebSocket, flags(webSocketFlags)},
+		Echo, Coder, WebSocket, flags(webSocketFlags), NoConnect},
 	{"echo-gnet", "WebSocket echo on gnet event loops with gobwas/ws framing (-loops)",
-		Echo, Gnet, WebSocket, flags(webSocketFlags, gnetFlags)},
+		Echo, Gnet, WebSocket, flags(webSocketFlags, gnetFlags), NoConnect},
 	{"echo-tcp", "raw TCP echo, no framing: the floor the WebSocket echoes are measured against",
-		Echo, None, TCP, nil},
+		Echo, None, TCP, nil, NoConnect},
 	{"broadcast-gorilla", "websocket-shootout echo/broadcast (+ timed push) on gorilla/websocket",
-		Broadcast, Gorilla, WebSocket, flags(webSocketFlags, broadcastFlags, clusterFlags)},
+		Broadcast, Gorilla, WebSocket, flags(webSocketFlags, broadcastFlags, clusterFlags), NoConnect},
 	{"broadcast-coder", "websocket-shootout echo/broadcast (+ timed push) on coder/websocket",
-		Broadcast, Coder, WebSocket, flags(webSocketFlags, broadcastFlags, clusterFlags)},
+		Broadcast, Coder, WebSocket, flags(webSocketFlags, broadcastFlags, clusterFlags), NoConnect},
 	{"broadcast-gnet", "websocket-shootout echo/broadcast (+ timed push) on gnet event loops (-loops)",
-		Broadcast, Gnet, WebSocket, flags(webSocketFlags, broadcastFlags, gnetFlags, clusterFlags)},
+		Broadcast, Gnet, WebSocket, flags(webSocketFlags, broadcastFlags, gnetFlags, clusterFlags), NoConnect},
 }
 
 // All returns every variant, in catalog order. The slice is the caller's.
@@ -168,6 +182,19 @@ func Speaks(p Protocol) func(Variant) bool { return func(v Variant) bool { retur
 
 // OnNetHTTP selects the variants whose library serves through net/http.
 func OnNetHTTP(v Variant) bool { return v.Library.NetHTTP() }
+
+// Connects selects the Socket.IO variants whose connect model is m.
+func Connects(m Connect) func(Variant) bool { return func(v Variant) bool { return v.Connect == m } }
+
+// First returns the first variant, in catalog order, for which every
+// predicate holds, and false when there is none.
+func First(preds ...func(Variant) bool) (Variant, bool) {
+	vs := Where(preds...)
+	if len(vs) == 0 {
+		return Variant{}, false
+	}
+	return vs[0], true
+}
 
 // Not selects what p does not.
 func Not(p func(Variant) bool) func(Variant) bool { return func(v Variant) bool { return !p(v) } }

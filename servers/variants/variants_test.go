@@ -28,6 +28,9 @@ func TestRows(t *testing.T) {
 		if !slices.Contains([]variants.Protocol{variants.SocketIOProtocol, variants.WebSocket, variants.TCP}, v.Protocol) {
 			t.Errorf("%s: unknown protocol %q", v.Name, v.Protocol)
 		}
+		if (v.Family == variants.SocketIO) != (v.Connect != variants.NoConnect) {
+			t.Errorf("%s: connect model %q in family %s: every Socket.IO variant has one, no other", v.Name, v.Connect, v.Family)
+		}
 		for _, f := range v.Flags {
 			if slices.Contains(variants.Common, f) {
 				t.Errorf("%s: flag -%s is in Common already", v.Name, f)
@@ -109,11 +112,21 @@ func TestSelect(t *testing.T) {
 		{"gnet", variants.Where(variants.Is(variants.Gnet)), "echo-gnet broadcast-gnet"},
 		{"not socketio", variants.Where(variants.Not(variants.InFamily(variants.SocketIO)), variants.Is(variants.Coder)), "echo-coder broadcast-coder"},
 		{"everything", variants.Where(), strings.Join(variants.Names(), " ")},
+		{"connect at once", variants.Where(variants.Connects(variants.AtOnce)), "empty"},
+		{"connect on a timer", variants.Where(variants.Connects(variants.OwnTimer)), "async"},
+		{"connect on the shared loop", variants.Where(variants.Connects(variants.SharedLoop)), "blocking"},
+		{"no connect model", variants.Where(variants.Connects(variants.NoConnect), variants.InFamily(variants.SocketIO)), ""},
 	}
 	for _, c := range cases {
 		if got := strings.Join(variants.NamesOf(c.got), " "); got != c.want {
 			t.Errorf("%s: %q, want %q", c.what, got, c.want)
 		}
+	}
+	if v, ok := variants.First(variants.InFamily(variants.Echo), variants.Is(variants.Gnet)); !ok || v.Name != "echo-gnet" {
+		t.Errorf("First(echo, gnet) = %q, %v; want echo-gnet", v.Name, ok)
+	}
+	if _, ok := variants.First(variants.Speaks(variants.TCP), variants.Is(variants.Gnet)); ok {
+		t.Error("First found a variant where none fits")
 	}
 	if _, ok := variants.Lookup("nope"); ok {
 		t.Error("Lookup found a variant that does not exist")

@@ -20,9 +20,37 @@ import (
 func (m *Metrics) Snapshot() protocol.Stats {
 	var active dto.Metric
 	_ = m.connectionsActive.Write(&active) // a gauge's Write never fails
+	s := m.emptyStats(int64(active.GetGauge().GetValue()))
+	byLabel, counts := byLabel(&s), counts(&s)
+	families, _ := m.stats.Gather()
+	for _, mf := range families {
+		for _, metric := range mf.GetMetric() {
+			if n, ok := counts[mf.GetName()]; ok {
+				*n = uint64(metric.GetCounter().GetValue() + metric.GetGauge().GetValue())
+				continue
+			}
+			if c, ok := byLabel[mf.GetName()]; ok {
+				c.counts[label(metric, c.label)] = uint64(metric.GetCounter().GetValue())
+				continue
+			}
+			addMetric(&s, mf.GetName(), metric)
+		}
+	}
+	s.Goroutines = runtime.NumGoroutine()
+	m.mu.Lock()
+	s.HandshakeLatency = protocol.LatencyOf(m.handshakeHist)
+	s.HandshakeHistogram = protocol.Buckets(m.handshakeHist)
+	m.mu.Unlock()
+	return s
+}
+
+// emptyStats is the document before the registry is read: every map made,
+// and every handshake result there with 0, so a reader diffing two
+// documents finds each.
+func (m *Metrics) emptyStats(active int64) protocol.Stats {
 	s := protocol.Stats{
 		Variant:               m.variant,
-		ConnectionsActive:     int64(active.GetGauge().GetValue()),
+		ConnectionsActive:     active,
 		UptimeSeconds:         time.Since(m.started).Seconds(),
 		Handshakes:            map[string]uint64{},
 		HandshakesByTransport: map[string]map[string]uint64{},
@@ -39,72 +67,67 @@ func (m *Metrics) Snapshot() protocol.Stats {
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
 	}
-	families, _ := m.stats.Gather()
-	for _, mf := range families {
-		for _, metric := range mf.GetMetric() {
-			value := metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
-			n := uint64(value)
-			switch mf.GetName() {
-			case "knowngood_connections_total":
-				s.ConnectionsTotal = n
-			case "knowngood_handshakes_total":
-				result, transport := label(metric, "result"), label(metric, "transport")
-				s.Handshakes[result] += n
-				if s.HandshakesByTransport[transport] == nil {
-					s.HandshakesByTransport[transport] = map[string]uint64{}
-				}
-				s.HandshakesByTransport[transport][result] += n
-			case "knowngood_messages_received_total":
-				s.MessagesReceived = n
-			case "knowngood_messages_sent_total":
-				s.MessagesSent = n
-			case "knowngood_received_bytes_total":
-				s.BytesReceived = n
-			case "knowngood_sent_bytes_total":
-				s.BytesSent = n
-			case "knowngood_disconnects_total":
-				s.Disconnects[label(metric, "reason")] = n
-			case "knowngood_broadcast_dropped_total":
-				s.BroadcastDropped = n
-			case "knowngood_invalid_messages_total":
-				s.InvalidMessages[label(metric, "reason")] = n
-			case "knowngood_faults_total":
-				s.Faults[label(metric, "kind")] = n
-			case "knowngood_max_conns_refused_total":
-				s.MaxConnsRefused = n
-			case "knowngood_accept_errors_total":
-				s.AcceptErrors[label(metric, "reason")] = n
-			case "knowngood_timeouts_total":
-				listener := label(metric, "listener")
-				if s.Timeouts[listener] == nil {
-					s.Timeouts[listener] = map[string]uint64{}
-				}
-				s.Timeouts[listener][label(metric, "stage")] = n
-			case "knowngood_refused_requests_total":
-				s.RefusedRequests[label(metric, "reason")] = n
-			case "knowngood_cluster_partial_results_total":
-				s.ClusterPartial[label(metric, "reason")] = n
-			case "knowngood_redis_errors_total":
-				s.RedisErrors[label(metric, "op")] = n
-			case "knowngood_cluster_messages_total":
-				direction := label(metric, "direction")
-				if s.Cluster[direction] == nil {
-					s.Cluster[direction] = map[string]uint64{}
-				}
-				s.Cluster[direction][label(metric, "result")] = n
-			case "process_cpu_seconds_total":
-				s.CPUSeconds = value
-			case "process_resident_memory_bytes":
-				s.ResidentBytes = n
-			}
-		}
-	}
-	s.Goroutines = runtime.NumGoroutine()
-	m.mu.Lock()
-	s.HandshakeLatency = protocol.LatencyOf(m.handshakeHist)
-	s.HandshakeHistogram = protocol.Buckets(m.handshakeHist)
-	m.mu.Unlock()
 	return s
+}
+
+// labelled is a counter of s kept by one label's value.
+type labelled struct {
+	counts map[string]uint64
+	label  string
+}
+
+// byLabel maps the counters that s keeps by one label to where they go.
+func byLabel(s *protocol.Stats) map[string]labelled {
+	return map[string]labelled{
+		"knowngood_disconnects_total":             {s.Disconnects, "reason"},
+		"knowngood_invalid_messages_total":        {s.InvalidMessages, "reason"},
+		"knowngood_faults_total":                  {s.Faults, "kind"},
+		"knowngood_accept_errors_total":           {s.AcceptErrors, "reason"},
+		"knowngood_refused_requests_total":        {s.RefusedRequests, "reason"},
+		"knowngood_cluster_partial_results_total": {s.ClusterPartial, "reason"},
+		"knowngood_redis_errors_total":            {s.RedisErrors, "op"},
+	}
+}
+
+// counts maps the single counts of s (no label kept) to their fields.
+func counts(s *protocol.Stats) map[string]*uint64 {
+	return map[string]*uint64{
+		"knowngood_connections_total":       &s.ConnectionsTotal,
+		"knowngood_messages_received_total": &s.MessagesReceived,
+		"knowngood_messages_sent_total":     &s.MessagesSent,
+		"knowngood_received_bytes_total":    &s.BytesReceived,
+		"knowngood_sent_bytes_total":        &s.BytesSent,
+		"knowngood_broadcast_dropped_total": &s.BroadcastDropped,
+		"knowngood_max_conns_refused_total": &s.MaxConnsRefused,
+		"process_resident_memory_bytes":     &s.ResidentBytes,
+	}
+}
+
+// addMetric puts one sample of the metric family name into s, for the
+// families neither counts nor byLabel place.
+func addMetric(s *protocol.Stats, name string, metric *dto.Metric) {
+	value := metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
+	n := uint64(value)
+	switch name {
+	case "knowngood_handshakes_total":
+		result := label(metric, "result")
+		s.Handshakes[result] += n
+		addNested(s.HandshakesByTransport, label(metric, "transport"), result, n)
+	case "knowngood_timeouts_total":
+		addNested(s.Timeouts, label(metric, "listener"), label(metric, "stage"), n)
+	case "knowngood_cluster_messages_total":
+		addNested(s.Cluster, label(metric, "direction"), label(metric, "result"), n)
+	case "process_cpu_seconds_total":
+		s.CPUSeconds = value
+	}
+}
+
+// addNested adds n to m[outer][inner], making m[outer] when it is new.
+func addNested(m map[string]map[string]uint64, outer, inner string, n uint64) {
+	if m[outer] == nil {
+		m[outer] = map[string]uint64{}
+	}
+	m[outer][inner] += n
 }
 
 func label(m *dto.Metric, name string) string {

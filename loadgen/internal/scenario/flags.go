@@ -186,6 +186,34 @@ func Usage[C any](w io.Writer, newFlagSet func(*C) *flag.FlagSet) {
 	io.WriteString(w, ExitHelp)
 }
 
+// Flags are a scenario's flags: the common ones, as Words describe them,
+// then its own, which Own defines on the scenario's configuration; Normalize
+// checks what the flags cannot check alone (set: the flags given).
+type Flags[C any, P interface {
+	*C
+	Register(fs *flag.FlagSet, w Words)
+}] struct {
+	Name string
+	Words
+	Own       func(fs *flag.FlagSet, cfg P)
+	Normalize func(cfg P, set map[string]bool) error
+}
+
+// Parse parses args as Parse does, with f's flags.
+func (f Flags[C, P]) Parse(args []string) (C, error) {
+	return Parse(args, f.flagSet, func(c *C, set map[string]bool) error { return f.Normalize(P(c), set) })
+}
+
+// Usage prints f's flags as Usage does.
+func (f Flags[C, P]) Usage(w io.Writer) { Usage(w, f.flagSet) }
+
+func (f Flags[C, P]) flagSet(c *C) *flag.FlagSet {
+	fs := NewFlagSet(f.Name)
+	P(c).Register(fs, f.Words)
+	f.Own(fs, P(c))
+	return fs
+}
+
 // ExitHelp is the exit statuses, for the end of -h.
 const ExitHelp = `exit status:
   0    pass

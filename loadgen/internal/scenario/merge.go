@@ -3,10 +3,13 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/timeline"
 )
 
 // MergeShards checks that parts are every shard of one sharded run, each
@@ -61,7 +64,7 @@ func MergeShards(names []string, parts []*ShardPart) (*ShardPart, error) {
 		v.Deadline = max(v.Deadline, pv.Deadline)
 		v.Sent, v.Received, v.Lost = addKnown(v.Sent, pv.Sent, i), addKnown(v.Received, pv.Received, i), addKnown(v.Lost, pv.Lost, i)
 		v.Slack += pv.Slack
-		v.ClientCPU = addKnownF(v.ClientCPU, pv.ClientCPU, i)
+		v.ClientCPU = addKnown(v.ClientCPU, pv.ClientCPU, i)
 		v.Window = max(v.Window, pv.Window)
 		v.Cores += pv.Cores
 	}
@@ -73,19 +76,9 @@ func MergeShards(names []string, parts []*ShardPart) (*ShardPart, error) {
 	return out, nil
 }
 
-// addKnown adds counts, negative (not kept) when either is; i is the
-// shard's place, 0 for the first.
-func addKnown(sum, n int64, i int) int64 {
-	switch {
-	case i == 0:
-		return n
-	case sum < 0 || n < 0:
-		return -1
-	}
-	return sum + n
-}
-
-func addKnownF(sum, n float64, i int) float64 {
+// addKnown adds counts (or CPU seconds), negative (not kept) when either
+// is; i is the shard's place, 0 for the first.
+func addKnown[N int64 | float64](sum, n N, i int) N {
 	switch {
 	case i == 0:
 		return n
@@ -127,3 +120,40 @@ func DecodeShards[R any](names []string, data [][]byte, kind string, part func(*
 	}
 	return reps, whole, nil
 }
+
+// Gathered is what every scenario's merge collects alike from the shards'
+// reports: the target URLs (each once, in the shards' order), the
+// per-second samples, the errors by kind, and each shard's server error,
+// named by its file.
+type Gathered struct {
+	urls, serverErrs []string
+	samples          [][]timeline.Sample
+	errs             []map[string]tally.Count
+}
+
+// Add is one shard's part; name is its file. errs may be nil for a
+// report that counts its errors otherwise.
+func (g *Gathered) Add(name, url string, samples []timeline.Sample, errs map[string]tally.Count, serverErr string) {
+	if !slices.Contains(g.urls, url) {
+		g.urls = append(g.urls, url)
+	}
+	g.samples = append(g.samples, samples)
+	if errs != nil {
+		g.errs = append(g.errs, errs)
+	}
+	if serverErr != "" {
+		g.serverErrs = append(g.serverErrs, name+": "+serverErr)
+	}
+}
+
+// URL is the shards' target URLs, comma-separated.
+func (g *Gathered) URL() string { return strings.Join(g.urls, ",") }
+
+// Samples are the shards' samples, second by second added up.
+func (g *Gathered) Samples() []timeline.Sample { return timeline.MergeSamples(g.samples) }
+
+// Errors are the shards' errors, kind by kind added up.
+func (g *Gathered) Errors() map[string]tally.Count { return tally.Merge(g.errs...) }
+
+// ServerError is the shards' server errors, each after its file's name.
+func (g *Gathered) ServerError() string { return strings.Join(g.serverErrs, "; ") }

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
+	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
+	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -87,5 +89,26 @@ func TestMergeShardsUnits(t *testing.T) {
 	}
 	if v := m.Verdict; v.Unit != verdict.UnitTCP || v.Answered != 6 {
 		t.Errorf("merged unit %q, answered %d; want tcp, 6", v.Unit, v.Answered)
+	}
+}
+
+// TestGathered: each URL once, in order; the errors and the samples added
+// up; each server error after its file's name.
+func TestGathered(t *testing.T) {
+	var g Gathered
+	g.Add("a.json", "ws://h:1/", []timeline.Sample{{Second: 0, Count: 2}}, map[string]tally.Count{"refused": {Count: 1}}, "")
+	g.Add("b.json", "ws://h:2/", []timeline.Sample{{Second: 0, Count: 3}}, map[string]tally.Count{"refused": {Count: 2}}, "timeout")
+	g.Add("c.json", "ws://h:1/", nil, nil, "")
+	if got := g.URL(); got != "ws://h:1/,ws://h:2/" {
+		t.Errorf("URL %q", got)
+	}
+	if got := g.Errors()["refused"].Count; got != 3 {
+		t.Errorf("refused %d, want 3", got)
+	}
+	if s := g.Samples(); len(s) != 1 || s[0].Count != 5 {
+		t.Errorf("samples %+v", s)
+	}
+	if got := g.ServerError(); got != "b.json: timeout" {
+		t.Errorf("server error %q", got)
 	}
 }

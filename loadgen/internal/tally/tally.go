@@ -117,3 +117,12 @@ func (l GnetLog) Errorf(format string, args ...any) {
 	l.Errs.Add("gnet client", 1, fmt.Errorf(format, args...))
 }
 func (l GnetLog) Fatalf(format string, args ...any) { l.Errorf(format, args...) }
+
+// Total is the count of every kind in m.
+func Total(m map[string]Count) int {
+	n := 0
+	for _, c := range m {
+		n += c.Count
+	}
+	return n
+}

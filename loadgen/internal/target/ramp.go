@@ -128,3 +128,19 @@ func ParseSources(s string) ([]netip.Addr, error) {
 	}
 	return out, nil
 }
+
+// EachAtMost runs do on every item, at most n at a time, and returns
+// when every one has: the dials and closes of a run, bounded so that a
+// burst does not exhaust ports or stall on a stuck connection.
+func EachAtMost[T any](items []T, n int, do func(i int, item T)) {
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, item := range items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			do(i, item)
+		})
+	}
+	wg.Wait()
+}

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -58,11 +59,11 @@ func tcpMessages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	if r.Sent < 0 && r.Received < 0 {
 		return
 	}
-	if r.Config["variant"] != "echo-tcp" {
+	if !rawTCP(r) {
 		add(Incomparable, "the client's messages went over raw TCP, which this target does not read as messages: the client's %d sent and %d received cannot be compared with the server's %d received and %d sent", r.Sent, r.Received, s.MessagesReceived, s.MessagesSent)
 		return
 	}
-	add(Incomparable, "echo-tcp counts reads, not messages: the client's %d sent and %d received are not compared with its counts (it received %d bytes and sent %d)", r.Sent, r.Received, s.BytesReceived, s.BytesSent)
+	add(Incomparable, "%s counts reads, not messages: the client's %d sent and %d received are not compared with its counts (it received %d bytes and sent %d)", r.Config["variant"], r.Sent, r.Received, s.BytesReceived, s.BytesSent)
 }
 
 // withoutAuthEvents is s without the "auth" event that a Socket.IO target
@@ -100,4 +101,20 @@ func answeredOutside(r Run, rejected uint64, add func(string, string, ...any)) u
 	add(Outside, "the server answered %d attempts with an HTTP status and counted no handshake for them (the client's errors name the status; a 404 is a path it does not serve): they reached it, and were refused there%s",
 		outside, from(r))
 	return outside
+}
+
+// rawTCP reports whether the run's target is a raw TCP one (echo-tcp in
+// the catalog): it counts reads and connections, not messages and
+// handshakes.
+func rawTCP(r Run) bool { return catalogRow(r).Protocol == variants.TCP }
+
+// sharedLoop reports whether the run's target holds every connect in one
+// queue (blocking in the catalog).
+func sharedLoop(r Run) bool { return catalogRow(r).Connect == variants.SharedLoop }
+
+// catalogRow is the catalog's row for the run's variant, the zero row
+// when the variant is unknown (another server, or no /health).
+func catalogRow(r Run) variants.Variant {
+	v, _ := variants.Lookup(r.Config["variant"])
+	return v
 }

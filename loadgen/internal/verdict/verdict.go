@@ -213,7 +213,7 @@ func unknown(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		}
 		what = append(what, line)
 	}
-	if r.Config["variant"] != "echo-tcp" {
+	if !rawTCP(r) {
 		switch {
 		case r.Sent < 0 && r.Received < 0:
 			what = append(what, fmt.Sprintf("%d messages in and %d out", s.MessagesReceived, s.MessagesSent))
@@ -235,8 +235,8 @@ func unknown(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 
 // connections judges the handshakes.
 func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
-	if r.Config["variant"] == "echo-tcp" {
-		tcpConnections(r, s, add) // echo-tcp has no handshake to count
+	if rawTCP(r) {
+		tcpConnections(r, s, add) // a raw TCP target has no handshake to count
 		return
 	}
 	if r.Unit == UnitTCP {
@@ -278,7 +278,7 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 			ok, n, p99, connected, other(int64(ok-connected)))
 	}
 	serverSide(r, s, n, add)
-	if r.Config["variant"] == "blocking" {
+	if sharedLoop(r) {
 		if d, err := time.ParseDuration(r.Config["delay"]); err == nil && d > 0 {
 			need := time.Duration(n) * d
 			if r.Deadline > 0 && need > r.Deadline {
@@ -334,7 +334,7 @@ func from(r Run) string {
 
 // messages judges the messages both ways.
 func messages(r Run, s *protocol.Stats, add func(string, string, ...any)) {
-	if r.Config["variant"] == "echo-tcp" || r.Unit == UnitTCP {
+	if rawTCP(r) || r.Unit == UnitTCP {
 		tcpMessages(r, s, add)
 		return
 	}
@@ -416,22 +416,34 @@ func partial(r Run, add func(string, string, ...any)) {
 // byReplica names the replicas whose count is not zero, for a verdict on
 // the sum: "" for a single process.
 func byReplica(r Run, count func(*protocol.Stats) uint64) string {
-	if len(r.Replicas) < 2 {
+	on := perReplica(r, func(admin string, d *protocol.Stats) string {
+		if n := count(d); n > 0 {
+			return fmt.Sprintf("%d on replica %s", n, admin)
+		}
 		return ""
+	})
+	if len(on) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(on, ", ") + ")"
+}
+
+// perReplica is what say tells of each replica's part that has one, in
+// order; nil for a single process.
+func perReplica(r Run, say func(admin string, d *protocol.Stats) string) []string {
+	if len(r.Replicas) < 2 {
+		return nil
 	}
 	var on []string
 	for _, p := range r.Replicas {
 		if p.Diff == nil {
 			continue
 		}
-		if n := count(p.Diff); n > 0 {
-			on = append(on, fmt.Sprintf("%d on replica %s", n, p.Admin))
+		if s := say(p.Admin, p.Diff); s != "" {
+			on = append(on, s)
 		}
 	}
-	if len(on) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(on, ", ") + ")"
+	return on
 }
 
 // result counts one handshake result.
@@ -446,28 +458,25 @@ func lossOn(r Run) string {
 	if len(r.Replicas) < 2 {
 		return ""
 	}
-	var on []string
-	for _, p := range r.Replicas {
-		if p.Diff == nil {
-			continue
-		}
+	on := perReplica(r, func(admin string, d *protocol.Stats) string {
 		var what []string
-		if n := sum(p.Diff.Faults); n > 0 {
-			what = append(what, "faults "+tally.Line(p.Diff.Faults))
+		if n := sum(d.Faults); n > 0 {
+			what = append(what, "faults "+tally.Line(d.Faults))
 		}
-		if p.Diff.BroadcastDropped > 0 {
-			what = append(what, fmt.Sprintf("%d dropped", p.Diff.BroadcastDropped))
+		if d.BroadcastDropped > 0 {
+			what = append(what, fmt.Sprintf("%d dropped", d.BroadcastDropped))
 		}
-		if n := sum(p.Diff.InvalidMessages); n > 0 {
-			what = append(what, "invalid "+tally.Line(p.Diff.InvalidMessages))
+		if n := sum(d.InvalidMessages); n > 0 {
+			what = append(what, "invalid "+tally.Line(d.InvalidMessages))
 		}
-		if bad := abnormal(p.Diff.Disconnects); len(bad) > 0 {
+		if bad := abnormal(d.Disconnects); len(bad) > 0 {
 			what = append(what, "abnormal disconnects "+tally.Line(bad))
 		}
-		if len(what) > 0 {
-			on = append(on, fmt.Sprintf("replica %s counted %s", p.Admin, strings.Join(what, ", ")))
+		if len(what) == 0 {
+			return ""
 		}
-	}
+		return fmt.Sprintf("replica %s counted %s", admin, strings.Join(what, ", "))
+	})
 	if len(on) == 0 {
 		return onlyInSum(r)
 	}

@@ -81,7 +81,7 @@ func startCluster(ctx context.Context, o options, sz sizing, bins *benchrun.Bina
 // the connections, so that it runs out past the middle of the ramp.
 func startReplica(ctx context.Context, o options, sz sizing, redis []string, i int, stderr io.Writer) (*replica, error) {
 	r := &replica{name: "replica" + strconv.Itoa(i+1), limit: sz.limit}
-	args := []string{"-variant", "empty", "-redis", strings.Join(redis, ","), "-transports", "websocket"}
+	args := []string{"-variant", benchrun.SioBaseline, "-redis", strings.Join(redis, ","), "-transports", "websocket"}
 	if o.engine != "" {
 		args = append(args, "-engine", o.engine)
 	}

@@ -18,9 +18,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,7 +31,6 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/conns"
-	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/procfs"
@@ -53,7 +50,7 @@ const floorGoal = 1.2
 
 // broadcastGnet is the broadcast target whose idle subscribers are
 // measured beside the echoes: every connection to it joins the hub.
-const broadcastGnet = "broadcast-gnet"
+var broadcastGnet = benchrun.GnetBroadcast
 
 // reserve is the descriptors left free in each process besides its
 // connections: loadgen keeps 32 of its own (loadgen/internal/proc), plus
@@ -221,19 +218,14 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, url, adm
 	if admin != "" { // a knowngood target: also the RSS once its free memory is returned
 		cmd.Args = append(cmd.Args, "-free-os-memory")
 	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := harness.LoadgenRan(cmd.Run(), out.Bytes()); err != nil {
-		return nil, fmt.Errorf("loadgen: %v: %s", err, benchrun.LastLine(errOut.String()))
-	}
-	var rep conns.Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		return nil, fmt.Errorf("loadgen output: %v", err)
+	rep, err := benchrun.LoadgenReport[conns.Report](cmd)
+	if err != nil {
+		return nil, err
 	}
 	if rep.Server == nil || rep.Server.BytesPerConnection == nil {
-		return &rep, fmt.Errorf("no server RSS: %s", rep.ServerError)
+		return rep, fmt.Errorf("no server RSS: %s", rep.ServerError)
 	}
-	return &rep, nil
+	return rep, nil
 }
 
 func writeTable(w io.Writer, o options, rows []row) {
@@ -257,10 +249,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 		goal, met := "-", "-"
 		if g, ok := goals[libraryOf(r.variant)]; ok {
 			goal = strconv.FormatFloat(g, 'f', 0, 64)
-			met = "yes"
-			if kib > g {
-				met = "**no**"
-			}
+			met = benchrun.Met(kib <= g)
 		}
 		rate := 0.0
 		if rep.EstablishSeconds > 0 {
@@ -302,10 +291,7 @@ func writeFloorRatios(w io.Writer, rows []row) {
 		}
 		kib := *r.rep.KiBPerConnection()
 		x := kib / fk
-		met := "yes"
-		if x > floorGoal {
-			met = "**no**"
-		}
+		met := benchrun.Met(x <= floorGoal)
 		fmt.Fprintf(w, "| %s | %d | %.2f | %.2fx | %.1fx | %s |\n", r.variant, r.n, kib, x, floorGoal, met)
 	}
 }

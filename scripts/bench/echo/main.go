@@ -24,9 +24,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -196,24 +194,18 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen string, k
 	cmd := exec.CommandContext(ctx, loadgen, "echo", "-url", url, "-c", strconv.Itoa(k.conns), "-size", strconv.Itoa(o.size),
 		"-mode", k.mode, "-inflight", strconv.Itoa(o.inflight), "-duration", o.duration.String(), "-warmup", o.warmup.String(),
 		"-admin", admin, "-pid", strconv.Itoa(pid), "-json", "-")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := harness.LoadgenRan(cmd.Run(), out.Bytes()); err != nil {
-		err = fmt.Errorf("loadgen: %v: %s", err, benchrun.LastLine(errOut.String()))
+	rep, err := benchrun.LoadgenReport[echo.Report](cmd)
+	if err != nil {
 		fmt.Fprintf(stderr, "    %v\n", err)
 		return result{err: err}
 	}
-	var rep echo.Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		return result{err: fmt.Errorf("loadgen output: %v", err)}
-	}
-	r := result{rep: &rep}
+	r := result{rep: rep}
 	if rep.Server == nil || rep.Server.CPUSeconds == nil {
 		r.err = fmt.Errorf("no server CPU: %s", rep.ServerError)
 		return r
 	}
 	r.serverCPU = *rep.Server.CPUSeconds
-	if n := errorCount(&rep); n > 0 {
+	if n := errorCount(rep); n > 0 {
 		fmt.Fprintf(stderr, "    %d errors: %v\n", n, rep.Errors)
 	}
 	return r
@@ -346,10 +338,10 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 		v := a / b
 		if format == "cost" {
 			v = 100 * (1 - a/b)
-			fmt.Fprintf(w, "| %s | %.1f%% | %s |\n", goal, v, yes(cmp(v)))
+			fmt.Fprintf(w, "| %s | %.1f%% | %s |\n", goal, v, benchrun.Met(cmp(v)))
 			return
 		}
-		fmt.Fprintf(w, "| %s | %.2fx | %s |\n", goal, v, yes(cmp(v)))
+		fmt.Fprintf(w, "| %s | %.2fx | %s |\n", goal, v, benchrun.Met(cmp(v)))
 	}
 	tcp, okTCP := rate(benchrun.EchoFloor, false)
 	nodeRate, okNode := rate(node, false)
@@ -376,10 +368,10 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 		s := sums[cell{t, c, mode}]
 		line(fmt.Sprintf("loadgen CPU / %s CPU <= 1.0x", t), s.clientPerServer, 1, s.ok && s.clientPerServer > 0, true, func(x float64) bool { return x <= 1 }, "x")
 	}
-	if s, f := sums[cell{target{variant: "echo-gnet"}, c, mode}], sums[cell{target{variant: benchrun.GnetFloor}, c, mode}]; s.ok && f.ok {
+	if s, f := sums[cell{target{variant: benchrun.GnetEcho}, c, mode}], sums[cell{target{variant: benchrun.GnetFloor}, c, mode}]; s.ok && f.ok {
 		// The server's CPU per message, not its rate: the client shares
 		// the cores, and the floor's share of them differs.
-		line(fmt.Sprintf("echo-gnet server µs/msg <= %.1fx %s", gnetFloorGoal, benchrun.GnetFloor), s.serverUsPerMsg, f.serverUsPerMsg,
+		line(fmt.Sprintf("%s server µs/msg <= %.1fx %s", benchrun.GnetEcho, gnetFloorGoal, benchrun.GnetFloor), s.serverUsPerMsg, f.serverUsPerMsg,
 			s.serverUsPerMsg > 0, f.serverUsPerMsg > 0, func(x float64) bool { return x <= gnetFloorGoal }, "x")
 	}
 	if o.metricsOff {
@@ -389,11 +381,4 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 			line(v+" instrumentation <= 5%", on, off, okOn, okOff, func(x float64) bool { return x <= 5 }, "cost")
 		}
 	}
-}
-
-func yes(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "**no**"
 }

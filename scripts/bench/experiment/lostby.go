@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -36,7 +37,7 @@ func lostBy(r row) string {
 	}
 	if abandoned > 0 {
 		who := "client: left %d before the server finished them"
-		if r.variant == "blocking" {
+		if r.variant == benchrun.SharedLoop {
 			who = "the server's queue, as predicted: the client's deadline left %d"
 		}
 		out = append(out, fmt.Sprintf(who, abandoned))

@@ -261,7 +261,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, r := range rows {
 		predicted := 100.0
-		if r.variant == "blocking" {
+		if r.variant == benchrun.SharedLoop {
 			predicted = 100 * min(1, o.deadline.Seconds()/(float64(r.n)*delay.Seconds()))
 		}
 		if r.res == nil {
@@ -275,13 +275,6 @@ func writeTable(w io.Writer, o options, rows []row) {
 		}
 		fmt.Fprintf(w, "| %s | %d | %s | %.1f | %.1f | %s | %s | %s | %.2f | %s | %s | %s |\n",
 			r.variant, r.n, r.client, 100*float64(r.res.Connected)/float64(max(r.res.Attempts, 1)), predicted,
-			ms(r.res.P50ms), ms(r.res.P95ms), ms(r.res.MaxMs), r.res.TotalMs/1000, ok, p99, lostBy(r))
+			benchrun.Num(r.res.P50ms, 1), benchrun.Num(r.res.P95ms, 1), benchrun.Num(r.res.MaxMs, 1), r.res.TotalMs/1000, ok, p99, lostBy(r))
 	}
-}
-
-func ms(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*v, 'f', 1, 64)
 }

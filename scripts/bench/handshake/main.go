@@ -21,9 +21,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -74,7 +72,7 @@ func (o options) delayOrDefault() time.Duration {
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench-handshake", flag.ContinueOnError)
 	ns := fs.String("n", "50,100,200,500,2000", "comma-separated `list` of connection counts")
-	variants := fs.String("variants", "empty,async,blocking", "comma-separated `list` of Socket.IO variants")
+	variants := fs.String("variants", strings.Join(benchrun.SocketIOVariants, ","), "comma-separated `list` of Socket.IO variants")
 	deadline := fs.Duration("deadline", 15*time.Second, "loadgen -deadline")
 	transport := fs.String("transport", "websocket", "loadgen -transport")
 	delay := fs.String("delay", "", "the servers' -delay, a duration (default: theirs, 50ms)")
@@ -266,10 +264,7 @@ func writeClientCPU(w io.Writer, o options, rows []row) {
 	for _, k := range keys {
 		c := cells[k]
 		ratio := benchrun.Median(c.ratio)
-		met := "yes"
-		if ratio > goalClientCPU {
-			met = "**no**"
-		}
+		met := benchrun.Met(ratio <= goalClientCPU)
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.3f | %.3f | %.2fx | %s |\n", k.client, k.variant, k.n, len(c.ratio),
 			benchrun.Median(c.rate), benchrun.Median(c.client), benchrun.Median(c.server), ratio, met)
 	}
@@ -284,20 +279,14 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, variant 
 	cpu0, err0 := procfs.CPUSeconds(p.PID())
 	cmd := exec.CommandContext(ctx, loadgen, "handshake", "-url", "http://"+p.Addr, "-n", strconv.Itoa(n),
 		"-deadline", o.deadline.String(), "-transport", o.transport, "-admin", admin, "-json", "-")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := harness.LoadgenRan(cmd.Run(), out.Bytes()); err != nil {
-		r.err = fmt.Errorf("loadgen: %v: %s", err, benchrun.LastLine(errOut.String()))
+	rep, err := benchrun.LoadgenReport[handshake.Report](cmd)
+	cpu1, err1 := procfs.CPUSeconds(p.PID())
+	if err != nil {
+		r.err = err
 		fmt.Fprintf(stderr, "  %v\n", r.err)
 		return r
 	}
-	cpu1, err1 := procfs.CPUSeconds(p.PID())
-	var rep handshake.Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		r.err = fmt.Errorf("loadgen output: %v", err)
-		return r
-	}
-	r.rep = &rep
+	r.rep = rep
 	switch {
 	case rep.Server != nil && rep.Server.CPUSeconds != nil:
 		r.serverCPU = rep.Server.CPUSeconds
@@ -326,7 +315,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 		}
 		// The blocking curve servers/README.md promises: min(1, T / (N x delay)).
 		predicted := "100.0"
-		if r.variant == "blocking" {
+		if r.variant == benchrun.SharedLoop {
 			predicted = fmt.Sprintf("%.1f", 100*min(1, o.deadline.Seconds()/(float64(r.n)*o.delayOrDefault().Seconds())))
 		}
 		rep := r.rep
@@ -336,7 +325,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 		}
 		fmt.Fprintf(w, "| %s | %d | %.1f | %s | %.0f | %s | %s | %s | %s | %s | %.2f |\n",
 			name, r.n, 100*float64(rep.Connected)/float64(rep.Attempts), predicted, rep.HandshakesPerSecond,
-			num(rep.P50ms, 1), num(rep.P99ms, 1), num(sp50, 1), num(sp99, 1), num(r.serverCPU, 2), rep.ClientCPUSeconds)
+			benchrun.Num(rep.P50ms, 1), benchrun.Num(rep.P99ms, 1), benchrun.Num(sp50, 1), benchrun.Num(sp99, 1), benchrun.Num(r.serverCPU, 2), rep.ClientCPUSeconds)
 	}
 }
 
@@ -345,7 +334,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 func writeRatios(w io.Writer, rows, nodeRows []row) {
 	empty := map[int]*handshake.Report{}
 	for _, r := range rows {
-		if r.variant == "empty" && r.rep != nil {
+		if r.variant == benchrun.SioBaseline && r.rep != nil {
 			empty[r.n] = r.rep
 		}
 	}
@@ -361,11 +350,4 @@ func writeRatios(w io.Writer, rows, nodeRows []row) {
 		}
 		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.2f |\n", r.n, kg.HandshakesPerSecond, r.rep.HandshakesPerSecond, kg.HandshakesPerSecond/r.rep.HandshakesPerSecond)
 	}
-}
-
-func num(v *float64, prec int) string {
-	if v == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*v, 'f', prec, 64)
 }

@@ -85,12 +85,12 @@ func startSustainedTargets(ctx context.Context, o options, stderr io.Writer) ([]
 			t.p.Stop()
 		}
 	}
-	p, err := benchrun.Start(ctx, stderr, nil, "-variant", "empty", "-pprof")
+	p, err := benchrun.Start(ctx, stderr, nil, "-variant", benchrun.SioBaseline, "-pprof")
 	if err != nil {
 		return nil, err
 	}
-	ts = append(ts, &sioTarget{name: "empty", p: p, profile: p.AdminURL() + "/debug/pprof/profile"})
-	p, err = benchrun.Start(ctx, stderr, nil, "-variant", "empty", "-engine", "native", "-pprof")
+	ts = append(ts, &sioTarget{name: benchrun.SioBaseline, p: p, profile: p.AdminURL() + "/debug/pprof/profile"})
+	p, err = benchrun.Start(ctx, stderr, nil, "-variant", benchrun.SioBaseline, "-engine", "native", "-pprof")
 	if err != nil {
 		stop()
 		return nil, err
@@ -335,7 +335,7 @@ func writeSustained(w io.Writer, o options, ts []*sioTarget, results map[string]
 
 	fmt.Fprintln(w, "\n| ratio (medians) | value | goal | |")
 	fmt.Fprintln(w, "|---|---:|---:|---|")
-	e, eok := med["empty"]
+	e, eok := med[benchrun.SioBaseline]
 	n, nok := med[nodeName]
 	b, bok := med[bareName]
 	verdict := func(ok bool) string {

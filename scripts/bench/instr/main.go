@@ -284,7 +284,7 @@ func writeTable(w io.Writer, o options, results map[cell]*perMessage) {
 				lo, hi := costRange(r)
 				cost := 100 * (on/off - 1)
 				fmt.Fprintf(w, "| %s | %d | %s | %.0f | %.0f | %.1f | %.1f to %.1f | %d | %s |\n",
-					v, c, mode, on, off, cost, lo, hi, goal, yes(cost <= goal))
+					v, c, mode, on, off, cost, lo, hi, goal, benchrun.Met(cost <= goal))
 			}
 		}
 	}
@@ -308,7 +308,7 @@ func writeGoal(w io.Writer, o options, results map[cell]*perMessage) {
 			continue
 		}
 		lo, hi := costRange(r)
-		fmt.Fprintf(w, "| %s instrumentation <= %d%% | %.1f to %.1f | %s |\n", v, goal, lo, hi, yes(hi <= goal))
+		fmt.Fprintf(w, "| %s instrumentation <= %d%% | %.1f to %.1f | %s |\n", v, goal, lo, hi, benchrun.Met(hi <= goal))
 	}
 }
 
@@ -323,11 +323,4 @@ func costRange(r *perMessage) (lo, hi float64) {
 		}
 	}
 	return lo, hi
-}
-
-func yes(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "**no**"
 }

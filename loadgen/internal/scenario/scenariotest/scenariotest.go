@@ -1,0 +1,48 @@
+// Package scenariotest is what the scenarios' flag tests share.
+package scenariotest
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+// BadFlag is a case of a flag test: the arguments, and what the error
+// must say (the flag, and the accepted form).
+type BadFlag struct {
+	Args []string
+	Want string
+}
+
+// RefusesFlags checks that parse refuses each case with a one-line error
+// that holds its Want, and answers -h with flag.ErrHelp.
+func RefusesFlags[C any](t *testing.T, parse func([]string) (C, error), cases []BadFlag) {
+	t.Helper()
+	for _, tc := range cases {
+		_, err := parse(tc.Args)
+		if err == nil {
+			t.Errorf("ParseFlags(%q) = nil error, want one containing %q", tc.Args, tc.Want)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, tc.Want) || strings.Contains(msg, "\n") {
+			t.Errorf("ParseFlags(%q) = %q, want one line containing %q", tc.Args, msg, tc.Want)
+		}
+	}
+	if _, err := parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("ParseFlags(-h) = %v, want flag.ErrHelp", err)
+	}
+}
+
+// ListsFlags checks that usage lists each of names.
+func ListsFlags(t *testing.T, usage func(io.Writer), names ...string) {
+	t.Helper()
+	var b strings.Builder
+	usage(&b)
+	for _, name := range names {
+		if !strings.Contains(b.String(), "  "+name+" ") && !strings.Contains(b.String(), "  "+name+"\n") {
+			t.Errorf("usage does not list %s:\n%s", name, b.String())
+		}
+	}
+}

@@ -1,11 +1,11 @@
 // Package socketio is the Socket.IO target (variants empty, async and
 // blocking) on one of two engines (-engine): github.com/zishang520/socket.io
 // v3, the default, or the project's own, shared/sioengine (native.go,
-// native_events.go). The three variants differ only in their connect
+// native_events.go, native_cluster.go). The three variants differ only in their connect
 // middleware (connect.go); the events they serve are in events.go.
 //
-// With -redis, the replica joins a cluster through the adapter of
-// shared/cluster/sioredis, wire-compatible with Node's
+// With -redis, the replica (on either engine) joins a cluster through the
+// adapters of shared/cluster/sioredis, wire-compatible with Node's
 // @socket.io/redis-adapter: broadcasts reach the sockets of every
 // replica, knowngood or Node, and a broadcast's ack carries the
 // cluster-wide count, after at most sioredis.CountTimeout (1 s; servers

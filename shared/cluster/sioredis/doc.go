@@ -14,8 +14,9 @@
 // A native socket's event arguments are JSON as the client wrote them,
 // with placeholders for the attachments. Native.Publish decodes them once
 // into values (the attachments into buffers) to encode the message as
-// Node does; a broadcast from another server is encoded back to JSON and
-// attachments once, and its frames are queued on every socket it is for
+// Node does; a broadcast from another server is encoded back to JSON (as
+// JSON.stringify writes it, object keys sorted) and attachments once, and
+// its frames are queued on every socket it is for
 // (sioengine's Namespace.BroadcastTo). What differs from the zishang520
 // Adapter: a socket has no room of its own id (a broadcast to a socket's
 // id reaches nothing here), a REMOTE_FETCH answer's handshake holds the

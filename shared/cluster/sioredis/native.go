@@ -1,6 +1,7 @@
 package sioredis
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -76,7 +77,7 @@ func fillPlaceholders(v any, attachments [][]byte) any {
 			v[i] = fillPlaceholders(e, attachments)
 		}
 	case map[string]any:
-		if p, _ := v["_placeholder"].(bool); p && len(v) == 2 {
+		if p, _ := v["_placeholder"].(bool); p { // as socket.io-parser reconstructs it
 			if num, ok := v["num"].(float64); ok && num >= 0 && num < float64(len(attachments)) && num == float64(int(num)) {
 				return attachments[int(num)]
 			}
@@ -110,16 +111,21 @@ func (l nativeLocal) deliver(p wirePacket, rooms, except []string, _ map[string]
 }
 
 // jsonArgs encodes decoded values as the event's JSON arguments, each
-// buffer replaced by a placeholder and moved to the attachments.
+// buffer replaced by a placeholder and moved to the attachments. As
+// JSON.stringify writes them, but for object keys, which come sorted
+// (msgpack's maps, decoded, kept no order).
 func jsonArgs(values []any) ([]json.RawMessage, [][]byte, error) {
 	var attachments [][]byte
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // JSON.stringify leaves <, > and & as they are
 	args := make([]json.RawMessage, len(values))
 	for i, v := range values {
-		b, err := json.Marshal(placeholders(v, &attachments))
-		if err != nil {
+		buf.Reset()
+		if err := enc.Encode(placeholders(v, &attachments)); err != nil {
 			return nil, nil, err
 		}
-		args[i] = b
+		args[i] = bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 	}
 	return args, attachments, nil
 }

@@ -61,3 +61,15 @@ func TestPlaceholdersOutOfRange(t *testing.T) {
 		t.Errorf("placeholder out of range became %T", data[1])
 	}
 }
+
+// TestJSONArgsAsStringify: HTML characters stay as JSON.stringify writes
+// them.
+func TestJSONArgsAsStringify(t *testing.T) {
+	args, _, err := jsonArgs([]any{"<a&b>", map[string]any{"k": []any{int8(1), nil}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(args[0]) != `"<a&b>"` || string(args[1]) != `{"k":[1,null]}` {
+		t.Errorf("args %s", args)
+	}
+}

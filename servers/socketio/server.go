@@ -1,8 +1,9 @@
 // Package socketio is the Socket.IO target (variants empty, async and
 // blocking) on one of two engines (-engine): github.com/zishang520/socket.io
 // v3, the default, or the project's own, shared/sioengine (native.go,
-// native_events.go, native_cluster.go). The three variants differ only in their connect
-// middleware (connect.go); the events they serve are in events.go.
+// native_events.go, native_cluster.go). The three variants differ only in
+// their connect middleware (connect.go); the events they serve are in
+// events.go.
 //
 // With -redis, the replica (on either engine) joins a cluster through the
 // adapters of shared/cluster/sioredis, wire-compatible with Node's

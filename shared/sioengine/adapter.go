@@ -18,7 +18,7 @@ func (n *Namespace) Select(rooms, except []string) []*Socket {
 	var out []*Socket
 	add := func(s *Socket) {
 		for _, r := range except {
-			if _, in := n.rooms[r][s]; in {
+			if _, in := n.rooms[r][s]; in || r == s.id {
 				return
 			}
 		}
@@ -38,8 +38,28 @@ func (n *Namespace) Select(rooms, except []string) []*Socket {
 				add(s)
 			}
 		}
+		if s := n.ids[r]; s != nil {
+			if _, dup := seen[s]; !dup {
+				seen[s] = struct{}{}
+				add(s)
+			}
+		}
 	}
 	return out
+}
+
+// ownRoom is the socket whose own room (its id) room is, unless it also
+// joined room by name (then it is a member already); nil if none. Under
+// n.mu.
+func (n *Namespace) ownRoom(room string) *Socket {
+	s := n.ids[room]
+	if s == nil {
+		return nil
+	}
+	if _, in := n.rooms[room][s]; in {
+		return nil
+	}
+	return s
 }
 
 // BroadcastTo sends an event to the sockets Select(rooms, except) picks
@@ -56,22 +76,35 @@ func (n *Namespace) BroadcastTo(rooms, except []string, event string, args []jso
 	return len(sockets)
 }
 
-// Rooms returns the names of the namespace's rooms.
+// Rooms returns the names of the namespace's rooms, each socket's own
+// (its id) included, as Node lists them.
 func (n *Namespace) Rooms() []string {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	out := make([]string, 0, len(n.rooms))
+	out := make([]string, 0, len(n.rooms)+len(n.ids))
 	for r := range n.rooms {
 		out = append(out, r)
+	}
+	for id := range n.ids {
+		if _, joined := n.rooms[id]; !joined {
+			out = append(out, id)
+		}
 	}
 	return out
 }
 
-// Rooms returns the rooms the socket is in.
+// Rooms returns the rooms the socket is in: its own (its id) first, as
+// Node lists them, then those it joined.
 func (s *Socket) Rooms() []string {
 	s.nsp.mu.RLock()
 	defer s.nsp.mu.RUnlock()
-	return slices.Clone(s.rooms)
+	out := append(make([]string, 0, 1+len(s.rooms)), s.id)
+	for _, r := range s.rooms {
+		if r != s.id {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Leave takes the socket out of a room.

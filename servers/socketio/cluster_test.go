@@ -76,6 +76,7 @@ type driver struct {
 // driverClient is one of the driver's sockets.
 type driverClient struct {
 	Server int
+	ID     string
 	Room   bool
 }
 
@@ -279,6 +280,21 @@ func testClusterBroadcast(t *testing.T, engines [2]string) {
 			t.Errorf("server %d: %d of %d room members did not get the room broadcast", server, m, members)
 		}
 	}
+	// Each socket is in the room of its id, as in Node: a broadcast there,
+	// from any server, reaches that socket only, wherever it is.
+	own := map[int]int{} // server -> the index of its first socket
+	for i, cl := range clients {
+		if _, ok := own[cl.Server]; !ok {
+			own[cl.Server] = i
+		}
+	}
+	for server := range c.urls {
+		for _, i := range own {
+			if n := d.broadcast(server, clients[i].ID, fmt.Sprintf("own-%d-%d", server, i)); n != 1 {
+				t.Errorf("server %d: broadcast to the room of socket %d's id: ack %d, want 1", server, i, n)
+			}
+		}
+	}
 	// A last broadcast from each server, waited for, orders after every
 	// copy of the ones above that each server forwarded: a duplicate would
 	// be in the report by now.
@@ -298,6 +314,15 @@ func testClusterBroadcast(t *testing.T, engines [2]string) {
 			}
 			if n := got[fmt.Sprintf("room-%d", server)][i]; n != want {
 				t.Errorf("socket %d (server %d, member %v) got the room broadcast of server %d %d times, want %d", i, cl.Server, cl.Room, server, n, want)
+			}
+			for _, target := range own {
+				want := 0
+				if i == target {
+					want = 1
+				}
+				if n := got[fmt.Sprintf("own-%d-%d", server, target)][i]; n != want {
+					t.Errorf("socket %d got server %d's broadcast to socket %d's id %d times, want %d", i, server, target, n, want)
+				}
 			}
 		}
 	}

@@ -255,6 +255,22 @@ func testEvents(t *testing.T, engine string) {
 			default:
 			}
 
+			// Each socket is in the room of its id, as in Node.
+			if got := b.emitAck(t, "broadcast-room", fmt.Sprint(a.Id()), "own"); fmt.Sprint(got) != "[1]" {
+				t.Errorf("broadcast-room to a socket's id: ack %v, want [1]", got)
+			}
+			if got := a.nextEvent(t); fmt.Sprint(got) != "[broadcast own]" {
+				t.Errorf("broadcast-room to its id received = %v", got)
+			}
+			if got := b.emitAck(t, "echo", "after own"); fmt.Sprint(got) != "[after own]" {
+				t.Errorf("echo ack = %v", got)
+			}
+			select {
+			case e := <-b.events:
+				t.Errorf("another socket got the broadcast to a's id: %v", e)
+			default:
+			}
+
 			custom := dial(t, tg.url, "/custom", transports, nil)
 			if got := custom.emitAck(t, "echo", "custom"); fmt.Sprint(got) != "[custom]" {
 				t.Errorf("echo on /custom = %v", got)

@@ -17,11 +17,11 @@
 // Node does; a broadcast from another server is encoded back to JSON (as
 // JSON.stringify writes it, object keys sorted) and attachments once, and
 // its frames are queued on every socket it is for
-// (sioengine's Namespace.BroadcastTo). What differs from the zishang520
-// Adapter: a socket has no room of its own id (a broadcast to a socket's
-// id reaches nothing here), a REMOTE_FETCH answer's handshake holds the
-// auth only, and the volatile and compress flags of a broadcast from
-// another server are not read.
+// (sioengine's Namespace.BroadcastTo). Each socket is in the room of its
+// id there too, as in Node, so that a Node server's io.to(id) reaches it.
+// What differs from the zishang520 Adapter: a REMOTE_FETCH answer's
+// handshake holds the auth only, and the volatile and compress flags of a
+// broadcast from another server are not read.
 //
 // # Broadcasts across replicas
 //

@@ -97,11 +97,16 @@ func TestNativeAnswersRequests(t *testing.T) {
 	if got := f.request(t, resps, `{"uid":"peer00","requestId":"q1","type":0,"rooms":["r1"]}`); !reflect.DeepEqual(got["sockets"], []any{id}) {
 		t.Errorf("SOCKETS in r1: %v; want [%s]", got, id)
 	}
-	if got := f.request(t, resps, `{"uid":"peer00","requestId":"q2","type":1}`); !reflect.DeepEqual(got["rooms"], []any{"r1"}) {
-		t.Errorf("ALL_ROOMS: %v; want [r1]", got)
+	got := f.request(t, resps, `{"uid":"peer00","requestId":"q2","type":1}`)
+	if rooms, _ := got["rooms"].([]any); len(rooms) != 2 || !slices.Contains(rooms, any("r1")) || !slices.Contains(rooms, any(id)) {
+		t.Errorf("ALL_ROOMS: %v; want r1 and the socket's own, %s", got, id)
 	}
-	got := f.request(t, resps, string(goldenFetch))
-	if s, _ := got["sockets"].([]any); len(s) != 1 || s[0].(map[string]any)["id"] != id {
+	if got := f.request(t, resps, `{"uid":"peer00","requestId":"q3","type":0,"rooms":["`+id+`"]}`); !reflect.DeepEqual(got["sockets"], []any{id}) {
+		t.Errorf("SOCKETS in the room of its id: %v; want [%s]", got, id)
+	}
+	got = f.request(t, resps, string(goldenFetch))
+	if s, _ := got["sockets"].([]any); len(s) != 1 || s[0].(map[string]any)["id"] != id ||
+		!reflect.DeepEqual(s[0].(map[string]any)["rooms"], []any{id, "r1"}) {
 		t.Errorf("REMOTE_FETCH: %v; want socket %s", got, id)
 	}
 	f.peer.Publish(context.Background(), f.chans.request, `{"uid":"peer00","type":2,"opts":{"rooms":["r1"],"except":[]},"rooms":["r2"]}`)
@@ -109,7 +114,7 @@ func TestNativeAnswersRequests(t *testing.T) {
 	f.peer.Publish(context.Background(), f.chans.request, `{"uid":"peer00","type":3,"opts":{"rooms":[],"except":["r2"]},"rooms":["r1"]}`)
 	f.peer.Publish(context.Background(), f.chans.request, `{"uid":"peer00","type":3,"opts":{"rooms":[],"except":[]},"rooms":["r1"]}`)
 	waitTrue(t, "REMOTE_LEAVE r1", func() bool { return f.nsp.RoomLen("r1") == 0 })
-	if rooms := f.nsp.Select(nil, nil)[0].Rooms(); !slices.Equal(rooms, []string{"r2"}) {
+	if rooms := f.nsp.Select(nil, nil)[0].Rooms(); !slices.Equal(rooms, []string{id, "r2"}) {
 		t.Errorf("rooms %v after joining r2 and leaving r1", rooms)
 	}
 	f.peer.Publish(context.Background(), f.chans.request, `{"uid":"peer00","type":4,"opts":{"rooms":["r2"],"except":[]},"close":false}`)

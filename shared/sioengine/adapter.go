@@ -31,18 +31,18 @@ func (n *Namespace) Select(rooms, except []string) []*Socket {
 		return out
 	}
 	seen := map[*Socket]struct{}{}
+	once := func(s *Socket) {
+		if _, dup := seen[s]; !dup {
+			seen[s] = struct{}{}
+			add(s)
+		}
+	}
 	for _, r := range rooms {
 		for s := range n.rooms[r] {
-			if _, dup := seen[s]; !dup {
-				seen[s] = struct{}{}
-				add(s)
-			}
+			once(s)
 		}
-		if s := n.ids[r]; s != nil {
-			if _, dup := seen[s]; !dup {
-				seen[s] = struct{}{}
-				add(s)
-			}
+		if s := n.ids[r]; s != nil { // the room of its id
+			once(s)
 		}
 	}
 	return out

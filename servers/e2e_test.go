@@ -161,7 +161,7 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"-variant", "empty", "-addr", "127.0.0.1:99999"}, 2, "", `invalid value for -addr: "127.0.0.1:99999": port 99999 out of range`},
 		{[]string{"-version"}, 0, "knowngood ", ""},
 		{[]string{"-engine", "node"}, 2, "", `invalid value for -engine: "node"; want zishang520 or native`},
-		{[]string{"-engine", "native", "-redis", "redis://127.0.0.1:6379/0"}, 2, "", `invalid value for -engine: native has no -redis cluster mode yet`},
+		{[]string{"-engine", "native", "-redis", "127.0.0.1:6379"}, 2, "", `invalid value for -redis: "127.0.0.1:6379"`},
 		{[]string{"-engine", "native", "-allow-eio3"}, 2, "", `invalid value for -engine: native speaks Engine.IO v4 only`},
 		{[]string{"-native-lib", "epoll"}, 2, "", `invalid value for -native-lib: "epoll"; want nethttp or gnet`},
 		{[]string{"-native-lib", "gnet"}, 2, "", `invalid value for -native-lib: gnet is for -engine native`},

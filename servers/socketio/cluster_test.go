@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"os/exec"
@@ -75,12 +76,19 @@ type driver struct {
 // driverClient is one of the driver's sockets.
 type driverClient struct {
 	Server int
+	ID     string
 	Room   bool
 }
 
 func startDriver(t *testing.T, nsp string, per int, urls ...string) (*driver, []driverClient) {
 	t.Helper()
-	args := []string{"../../scripts/clients/sio-cluster.mjs", "--per", fmt.Sprint(per), "--namespace", nsp}
+	return startDriverRoom(t, nsp, "r", per, urls...)
+}
+
+// startDriverRoom is startDriver with the room the even sockets join.
+func startDriverRoom(t *testing.T, nsp, room string, per int, urls ...string) (*driver, []driverClient) {
+	t.Helper()
+	args := []string{"../../scripts/clients/sio-cluster.mjs", "--per", fmt.Sprint(per), "--namespace", nsp, "--room", room}
 	for _, u := range urls {
 		args = append(args, "--url", u)
 	}
@@ -184,7 +192,8 @@ func (d *driver) report() map[string][]int {
 	return r.Received
 }
 
-// cluster is the servers of one test: two replicas and a Node server.
+// cluster is the servers of one test: knowngood replicas (two, on the
+// engines given) and a Node server.
 type cluster struct {
 	redis    *clustertest.Redis
 	replicas []*target
@@ -192,14 +201,30 @@ type cluster struct {
 	rdb      *redis.Client
 }
 
-func startCluster(t *testing.T) *cluster {
+// replicaEngines are the engine mixes the cluster tests run on: each
+// engine alone, and one replica of each.
+var replicaEngines = [][2]string{
+	{config.EngineZishang520, config.EngineZishang520},
+	{config.EngineNative, config.EngineNative},
+	{config.EngineNative, config.EngineZishang520},
+}
+
+// forReplicaEngines runs test on each mix of replicaEngines, as a subtest
+// named after it.
+func forReplicaEngines(t *testing.T, test func(t *testing.T, engines [2]string)) {
+	for _, e := range replicaEngines {
+		t.Run(e[0]+"+"+e[1], func(t *testing.T) { test(t, e) })
+	}
+}
+
+func startCluster(t *testing.T, engines [2]string) *cluster {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		harness.Need(t, "node", err)
 	}
 	c := &cluster{redis: clustertest.StartRedis(t)}
-	for range 2 {
-		tg := start(t, config.EngineZishang520, socketio.Empty, func(cfg *config.Config) { cfg.Cluster.Redis = c.redis.URL })
+	for _, engine := range engines {
+		tg := start(t, engine, socketio.Empty, func(cfg *config.Config) { cfg.Cluster.Redis = c.redis.URL })
 		c.replicas = append(c.replicas, tg)
 		c.urls = append(c.urls, tg.url)
 	}
@@ -228,8 +253,10 @@ func (c *cluster) waitSubscribed(t *testing.T) {
 // TestClusterBroadcast: namespace-wide and room broadcasts sent on each
 // server, knowngood or Node, reach every socket of the cluster (or every
 // room member) exactly once, and every ack carries the cluster's count.
-func TestClusterBroadcast(t *testing.T) {
-	c := startCluster(t)
+func TestClusterBroadcast(t *testing.T) { forReplicaEngines(t, testClusterBroadcast) }
+
+func testClusterBroadcast(t *testing.T, engines [2]string) {
+	c := startCluster(t, engines)
 	const per = 4
 	d, clients := startDriver(t, "/", per, c.urls...)
 	total, members := len(clients), 0
@@ -253,6 +280,21 @@ func TestClusterBroadcast(t *testing.T) {
 			t.Errorf("server %d: %d of %d room members did not get the room broadcast", server, m, members)
 		}
 	}
+	// Each socket is in the room of its id, as in Node: a broadcast there,
+	// from any server, reaches that socket only, wherever it is.
+	own := map[int]int{} // server -> the index of its first socket
+	for i, cl := range clients {
+		if _, ok := own[cl.Server]; !ok {
+			own[cl.Server] = i
+		}
+	}
+	for server := range c.urls {
+		for _, i := range own {
+			if n := d.broadcast(server, clients[i].ID, fmt.Sprintf("own-%d-%d", server, i)); n != 1 {
+				t.Errorf("server %d: broadcast to the room of socket %d's id: ack %d, want 1", server, i, n)
+			}
+		}
+	}
 	// A last broadcast from each server, waited for, orders after every
 	// copy of the ones above that each server forwarded: a duplicate would
 	// be in the report by now.
@@ -272,6 +314,15 @@ func TestClusterBroadcast(t *testing.T) {
 			}
 			if n := got[fmt.Sprintf("room-%d", server)][i]; n != want {
 				t.Errorf("socket %d (server %d, member %v) got the room broadcast of server %d %d times, want %d", i, cl.Server, cl.Room, server, n, want)
+			}
+			for _, target := range own {
+				want := 0
+				if i == target {
+					want = 1
+				}
+				if n := got[fmt.Sprintf("own-%d-%d", server, target)][i]; n != want {
+					t.Errorf("socket %d got server %d's broadcast to socket %d's id %d times, want %d", i, server, target, n, want)
+				}
 			}
 		}
 	}
@@ -307,8 +358,10 @@ func TestClusterBroadcast(t *testing.T) {
 // own sockets, answers a broadcast's ack with its own count, and counts
 // the broadcast that could not cross; once Redis is back, every server
 // subscribes again by itself and broadcasts cross again.
-func TestClusterRedisDown(t *testing.T) {
-	c := startCluster(t)
+func TestClusterRedisDown(t *testing.T) { forEngines(t, testClusterRedisDown) }
+
+func testClusterRedisDown(t *testing.T, engine string) {
+	c := startCluster(t, [2]string{engine, engine})
 	const per = 2
 	d, clients := startDriver(t, "/", per, c.urls...)
 	if n := d.broadcast(0, "", "before"); n != len(clients) {
@@ -360,4 +413,109 @@ func TestClusterRedisDown(t *testing.T) {
 			t.Errorf("socket %d (server %d) got the broadcast sent while Redis was down %d times, want %d", i, cl.Server, n, want)
 		}
 	}
+}
+
+// TestClusterShards: with -redis URL1,URL2 a replica of each engine
+// publishes each room's broadcasts on the Redis its name hashes to, and
+// listens on both: room broadcasts on either shard, and namespace-wide
+// ones on the first, reach every socket they are for exactly once.
+func TestClusterShards(t *testing.T) {
+	shards := []*clustertest.Redis{clustertest.StartRedis(t), clustertest.StartRedis(t)}
+	urls := shards[0].URL + "," + shards[1].URL
+	var servers []string
+	for _, engine := range engines {
+		tg := start(t, engine, socketio.Empty, func(cfg *config.Config) { cfg.Cluster.Redis = urls })
+		servers = append(servers, tg.url)
+	}
+	// A room on each shard, by the hash every server computes.
+	var rooms [2]string
+	for i := 0; rooms[0] == "" || rooms[1] == ""; i++ {
+		h := fnv.New32a()
+		name := fmt.Sprintf("room-%d", i)
+		_, _ = h.Write([]byte(name))
+		if shard := h.Sum32() % 2; rooms[shard] == "" {
+			rooms[shard] = name
+		}
+	}
+	var published [2]<-chan *redis.Message
+	for i, srv := range shards {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		ps := rdb.PSubscribe(context.Background(), "socket.io#/#*")
+		if _, err := ps.Receive(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ps.Close(); _ = rdb.Close() })
+		published[i] = ps.Channel()
+		// Ours and those of each replica's two namespaces.
+		waitFor(t, fmt.Sprintf("both replicas listening on shard %d", i), func() bool { return patternClients(rdb) == 1+2*2 })
+	}
+	const per = 2
+	total := 0 // the namespace's sockets: each driver's stay till the end
+	for shard, room := range rooms {
+		d, clients := startDriverRoom(t, "/", room, per, servers...)
+		total += len(clients)
+		members := 0
+		for _, cl := range clients {
+			if cl.Room {
+				members++
+			}
+		}
+		for server := range servers {
+			p := fmt.Sprintf("%s-%d", room, server)
+			if n := d.broadcast(server, room, p); n != members {
+				t.Errorf("%s from server %d: ack %d, want the cluster's %d members", room, server, n, members)
+			}
+			if m := d.wait(p, true); m != 0 {
+				t.Errorf("%s from server %d: %d of %d members did not get it", room, server, m, members)
+			}
+			if msg := nextMessage(t, published[shard]); msg.Channel != "socket.io#/#"+room+"#" {
+				t.Errorf("%s from server %d: shard %d carried %s", room, server, shard, msg.Channel)
+			}
+		}
+		all := fmt.Sprintf("all-%s", room)
+		if n := d.broadcast(shard, "", all); n != total {
+			t.Errorf("namespace-wide broadcast from server %d: ack %d, want %d", shard, n, total)
+		}
+		if m := d.wait(all, false); m != 0 {
+			t.Errorf("%d sockets did not get the namespace-wide broadcast", m)
+		}
+		if msg := nextMessage(t, published[0]); msg.Channel != "socket.io#/#" {
+			t.Errorf("the namespace-wide broadcast went to %s", msg.Channel)
+		}
+		for p, counts := range d.report() {
+			for i, n := range counts {
+				if n > 1 {
+					t.Errorf("socket %d got %s %d times", i, p, n)
+				}
+			}
+		}
+	}
+}
+
+// nextMessage is the next message a subscription received, within 10 s.
+func nextMessage(t *testing.T, c <-chan *redis.Message) *redis.Message {
+	t.Helper()
+	select {
+	case m := <-c:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing published within 10s")
+		return nil
+	}
+}
+
+// patternClients is the number of a Redis server's clients subscribed to
+// a pattern (CLIENT LIST's psub), -1 when it does not answer.
+func patternClients(rdb *redis.Client) int {
+	list, err := rdb.ClientList(context.Background()).Result()
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, " psub=") && !strings.Contains(line, " psub=0 ") {
+			n++
+		}
+	}
+	return n
 }

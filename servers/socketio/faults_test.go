@@ -2,6 +2,7 @@ package socketio_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -93,6 +94,41 @@ func testFaultModes(t *testing.T, engine string) {
 			t.Errorf("client: %d of %d echoes unanswered; server: %d drop faults", unanswered, n, got)
 		}
 	})
+	t.Run("leak-timers", func(t *testing.T) {
+		tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.Faults.LeakTimers = 10 * time.Millisecond })
+		const n = 20
+		before := heapAfterGC()
+		for range n {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c, err := sioclient.Connect(ctx, sioclient.Options{URL: tg.url, Transport: sioclient.WebSocket})
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Close()
+		}
+		c := dial(t, tg.url, "/custom", []string{"websocket"}, nil)
+		c.emitAck(t, "echo", "x")
+		_ = c.Close()
+		waitFor(t, "every connection closed", func() bool { return tg.metrics.Snapshot().ConnectionsActive == 0 })
+		// One timer per namespace connect, none stopped with its
+		// connection: the count stays once they are all gone.
+		if got := tg.metrics.Snapshot().Faults[faults.KindLeakTimer]; got != n+1 {
+			t.Errorf("leak_timer faults %d after %d connects, want %d", got, n+1, n+1)
+		}
+		// And each still holds its 64 KiB: the heap, collected, keeps them.
+		if grew := heapAfterGC() - before; grew < (n+1)*64<<10 {
+			t.Errorf("heap grew %d bytes over %d closed connections, want at least 64 KiB each", grew, n+1)
+		}
+	})
+}
+
+// heapAfterGC is the live heap, in bytes, once collected.
+func heapAfterGC() int {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int(ms.HeapAlloc)
 }
 
 // answered sends one echo and waits for its ack, or for drops() to go up

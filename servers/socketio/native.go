@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/knowngood/knowngood/shared/cluster"
+	"github.com/knowngood/knowngood/shared/cluster/sioredis"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/conns"
 	"github.com/knowngood/knowngood/shared/faults"
@@ -35,6 +37,11 @@ type native struct {
 	faults *faults.Injector
 	loop   *loop
 	closed atomic.Bool
+	// redis and adapters join the replica to a cluster (-redis); nil
+	// without. counts tracks the cluster-wide counts acks wait for.
+	redis    []*cluster.Redis
+	adapters map[string]*sioredis.Native
+	counts   sync.WaitGroup
 }
 
 // nativeSession follows one Engine.IO session from its open request to
@@ -55,9 +62,6 @@ type nativeSession struct {
 type nativeTurn struct{ repeated []func(error) }
 
 func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
-	if cfg.Cluster.Redis != "" { // main refuses it first, with exit status 2
-		return nil, errors.New("-engine native has no -redis cluster mode yet")
-	}
 	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	connecting, err := n.connectHook(mode)
 	if err != nil {
@@ -82,6 +86,12 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 			UnknownSid: func() { m.Refused(ReasonUnknownSid) },
 		},
 	})
+	if cfg.Cluster.Redis != "" {
+		if err := n.joinCluster(); err != nil {
+			n.loop.stop()
+			return nil, err
+		}
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/socket.io/", http.HandlerFunc(n.track))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
@@ -164,6 +174,7 @@ func (n *native) connected(s *sioengine.Socket) {
 	if sess.settled.CompareAndSwap(false, true) {
 		n.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
 	}
+	n.faults.LeakTimer(s)
 	if n.cfg.SocketIO.EmitAuth {
 		n.emit(s, "auth", s.Auth())
 	}
@@ -193,6 +204,7 @@ func (n *native) Shutdown(ctx context.Context) error {
 	ectx, cancel := context.WithTimeout(ctx, grace)
 	n.eng.Close(ectx)
 	cancel()
+	n.leaveCluster()
 	hctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	if n.loops != nil {

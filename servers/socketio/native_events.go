@@ -3,7 +3,6 @@ package socketio
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -147,8 +146,9 @@ func (n *native) onMessageWithAck(_ *sioengine.Socket, e *sioengine.Event) {
 func (n *native) onBroadcast(s *sioengine.Socket, e *sioengine.Event) {
 	listeners := s.Namespace().Broadcast("", "broadcast", e.Args, e.Attachments)
 	n.m.Sent(listeners, 0)
+	n.publish(s, "", e.Args, e.Attachments)
 	if e.HasAck() {
-		n.ack(e, []json.RawMessage{strconv.AppendInt(nil, int64(listeners), 10)}, nil)
+		n.ackCount(s, e, "", listeners)
 	}
 }
 
@@ -160,9 +160,10 @@ func (n *native) onBroadcastRoom(s *sioengine.Socket, e *sioengine.Event) {
 	if room != "" {
 		listeners = s.Namespace().Broadcast(room, "broadcast", args, e.Attachments)
 		n.m.Sent(listeners, 0)
+		n.publish(s, room, args, e.Attachments)
 	}
 	if e.HasAck() {
-		n.ack(e, []json.RawMessage{strconv.AppendInt(nil, int64(listeners), 10)}, nil)
+		n.ackCount(s, e, room, listeners)
 	}
 }
 

@@ -1,11 +1,12 @@
 // Package socketio is the Socket.IO target (variants empty, async and
 // blocking) on one of two engines (-engine): github.com/zishang520/socket.io
 // v3, the default, or the project's own, shared/sioengine (native.go,
-// native_events.go). The three variants differ only in their connect
-// middleware (connect.go); the events they serve are in events.go.
+// native_events.go, native_cluster.go). The three variants differ only in
+// their connect middleware (connect.go); the events they serve are in
+// events.go.
 //
-// With -redis, the replica joins a cluster through the adapter of
-// shared/cluster/sioredis, wire-compatible with Node's
+// With -redis, the replica (on either engine) joins a cluster through the
+// adapters of shared/cluster/sioredis, wire-compatible with Node's
 // @socket.io/redis-adapter: broadcasts reach the sockets of every
 // replica, knowngood or Node, and a broadcast's ack carries the
 // cluster-wide count, after at most sioredis.CountTimeout (1 s; servers
@@ -159,17 +160,11 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	}
 
 	if cfg.Cluster.Redis != "" {
-		// Several URLs: the rooms spread over them by hash (sioredis).
-		for _, url := range strings.Split(cfg.Cluster.Redis, ",") {
-			r, err := cluster.Dial(url, m, log)
-			if err != nil {
-				s.closeRedis()
-				return nil, fmt.Errorf("-redis: %w", err)
-			}
-			s.redis = append(s.redis, r)
+		if s.redis, err = dialRedis(cfg, m, log); err != nil {
+			s.loop.stop()
+			return nil, err
 		}
-		opts.SetAdapter(sioredis.NewBuilder(sioredis.Options{Redis: s.redis[0], Shards: s.redis, Metrics: m, Log: log,
-			Delivered: func(n int) { m.Sent(n, 0) }}))
+		opts.SetAdapter(sioredis.NewBuilder(clusterOptions(s.redis, m, log)))
 	}
 
 	s.io = socket.NewServer(nil, opts)
@@ -417,7 +412,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	waitUntil(grace, s.delivered)
 	s.io.Close(nil) // closes the namespaces' adapters too
 	s.counts.Wait() // ended by the adapters' close, if not before
-	s.closeRedis()
+	closeRedis(s.redis)
 	// Every session is closed now, but the library can leave a polling GET
 	// that arrived while its session was closing waiting for a response that
 	// will not come; http.Server.Shutdown would wait for it until the
@@ -434,10 +429,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // RedisState is "up" or "down" with -redis, "" without; with several
 // Redis servers, "down" when any of them is.
 func (s *Server) RedisState() string {
-	if s.native != nil || s.redis == nil {
+	if s.native != nil {
+		return redisState(s.native.redis)
+	}
+	return redisState(s.redis)
+}
+
+func redisState(servers []*cluster.Redis) string {
+	if servers == nil {
 		return ""
 	}
-	for _, r := range s.redis {
+	for _, r := range servers {
 		if !r.Up() {
 			return r.RedisState()
 		}
@@ -445,9 +447,31 @@ func (s *Server) RedisState() string {
 	return "up"
 }
 
+// dialRedis connects to every -redis URL: several spread the rooms over
+// them by hash (sioredis).
+func dialRedis(cfg config.Config, m *metrics.Metrics, log *slog.Logger) ([]*cluster.Redis, error) {
+	var servers []*cluster.Redis
+	for _, url := range strings.Split(cfg.Cluster.Redis, ",") {
+		r, err := cluster.Dial(url, m, log)
+		if err != nil {
+			closeRedis(servers)
+			return nil, fmt.Errorf("-redis: %w", err)
+		}
+		servers = append(servers, r)
+	}
+	return servers, nil
+}
+
+// clusterOptions are the adapters' options on either engine: a broadcast
+// from another server counts as sent to each socket it reached here.
+func clusterOptions(servers []*cluster.Redis, m *metrics.Metrics, log *slog.Logger) sioredis.Options {
+	return sioredis.Options{Redis: servers[0], Shards: servers, Metrics: m, Log: log,
+		Delivered: func(n int) { m.Sent(n, 0) }}
+}
+
 // closeRedis closes every Redis client.
-func (s *Server) closeRedis() {
-	for _, r := range s.redis {
+func closeRedis(servers []*cluster.Redis) {
+	for _, r := range servers {
 		_ = r.Close()
 	}
 }

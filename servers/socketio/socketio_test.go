@@ -268,26 +268,36 @@ func testEvents(t *testing.T, engine string) {
 			}
 
 			// Only a joined room-1: b is not in it.
-			if got := b.emitAck(t, "broadcast-room", "room-1", "members"); fmt.Sprint(got) != "[1]" {
-				t.Errorf("broadcast-room ack (members) = %v", got)
-			}
-			if got := a.nextEvent(t); fmt.Sprint(got) != "[broadcast members]" {
-				t.Errorf("broadcast-room received = %v", got)
-			}
-			if got := b.emitAck(t, "echo", "after"); fmt.Sprint(got) != "[after]" {
-				t.Errorf("echo ack = %v", got)
-			}
-			select {
-			case e := <-b.events:
-				t.Errorf("a socket outside the room got %v", e)
-			default:
-			}
+			roomOfOne(t, b, a, "room-1", "members")
+			// Each socket is in the room of its id, as in Node.
+			roomOfOne(t, b, a, fmt.Sprint(a.Id()), "own")
 
 			custom := dial(t, tg.url, "/custom", transports, nil)
 			if got := custom.emitAck(t, "echo", "custom"); fmt.Sprint(got) != "[custom]" {
 				t.Errorf("echo on /custom = %v", got)
 			}
 		})
+	}
+}
+
+// roomOfOne has from, outside room, send broadcast-room to it: the ack
+// counts one member, member gets the payload, and from (its echo answered
+// after) does not.
+func roomOfOne(t *testing.T, from, member *client, room, payload string) {
+	t.Helper()
+	if got := from.emitAck(t, "broadcast-room", room, payload); fmt.Sprint(got) != "[1]" {
+		t.Errorf("broadcast-room to %s: ack %v, want [1]", room, got)
+	}
+	if got := member.nextEvent(t); fmt.Sprint(got) != "[broadcast "+payload+"]" {
+		t.Errorf("broadcast-room to %s received = %v", room, got)
+	}
+	if got := from.emitAck(t, "echo", "after"); fmt.Sprint(got) != "[after]" {
+		t.Errorf("echo ack = %v", got)
+	}
+	select {
+	case e := <-from.events:
+		t.Errorf("a socket outside %s got %v", room, e)
+	default:
 	}
 }
 

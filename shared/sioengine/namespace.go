@@ -16,10 +16,14 @@ type Namespace struct {
 	mu      sync.RWMutex
 	sockets map[*Socket]struct{}
 	rooms   map[string]map[*Socket]struct{}
+	// ids holds the sockets by id: as in Node, each socket is in the room
+	// named by its id (without a set of its own for it).
+	ids map[string]*Socket
 }
 
 func newNamespace(name string) *Namespace {
-	return &Namespace{name: name, sockets: map[*Socket]struct{}{}, rooms: map[string]map[*Socket]struct{}{}}
+	return &Namespace{name: name, sockets: map[*Socket]struct{}{}, rooms: map[string]map[*Socket]struct{}{},
+		ids: map[string]*Socket{}}
 }
 
 // Name is the namespace's name ("/", "/custom").
@@ -36,12 +40,17 @@ func (n *Namespace) Len() int {
 func (n *Namespace) RoomLen(room string) int {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	return len(n.rooms[room])
+	count := len(n.rooms[room])
+	if n.ownRoom(room) != nil {
+		count++
+	}
+	return count
 }
 
 func (n *Namespace) add(s *Socket) {
 	n.mu.Lock()
 	n.sockets[s] = struct{}{}
+	n.ids[s.id] = s
 	n.mu.Unlock()
 }
 
@@ -49,6 +58,7 @@ func (n *Namespace) remove(s *Socket) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.sockets, s)
+	delete(n.ids, s.id)
 	for _, room := range s.rooms {
 		members := n.rooms[room]
 		delete(members, s)
@@ -90,6 +100,9 @@ func (n *Namespace) members(room string, into []*Conn) []*Conn {
 		set = n.rooms[room]
 	}
 	for s := range set {
+		into = append(into, s.conn)
+	}
+	if s := n.ownRoom(room); s != nil {
 		into = append(into, s.conn)
 	}
 	return into

@@ -1,8 +1,27 @@
-// Package sioredis is a Socket.IO adapter for github.com/zishang520/socket.io
-// v3 that speaks the Redis wire format of Node's @socket.io/redis-adapter
-// 8.3.0 (with its default options: key "socket.io", msgpack by
-// notepack.io), so that knowngood replicas and Node socket.io servers can
-// share one Redis and serve one cluster.
+// Package sioredis is a Socket.IO adapter that speaks the Redis wire
+// format of Node's @socket.io/redis-adapter 8.3.0 (with its default
+// options: key "socket.io", msgpack by notepack.io), so that knowngood
+// replicas and Node socket.io servers can share one Redis and serve one
+// cluster. It has two faces over one Redis side (link.go: subscriptions,
+// publisher, shards, requests, counts) and one encoder and decoder
+// (wire.go): Adapter for github.com/zishang520/socket.io v3 (-engine
+// zishang520), and Native for the project's own engine, shared/sioengine
+// (-engine native). Replicas of both engines and Node servers mix in one
+// cluster.
+//
+// # The native engine
+//
+// A native socket's event arguments are JSON as the client wrote them,
+// with placeholders for the attachments. Native.Publish decodes them once
+// into values (the attachments into buffers) to encode the message as
+// Node does; a broadcast from another server is encoded back to JSON (as
+// JSON.stringify writes it, object keys sorted) and attachments once, and
+// its frames are queued on every socket it is for
+// (sioengine's Namespace.BroadcastTo). Each socket is in the room of its
+// id there too, as in Node, so that a Node server's io.to(id) reaches it.
+// What differs from the zishang520 Adapter: a REMOTE_FETCH answer's
+// handshake holds the auth only, and the volatile and compress flags of a
+// broadcast from another server are not read.
 //
 // # Broadcasts across replicas
 //

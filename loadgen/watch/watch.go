@@ -37,7 +37,6 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
-	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -257,10 +256,11 @@ func (r *Report) Judge(figs clientfigs.Figures, config map[string]string, parts 
 	r.Loss, r.ClientUnknown = verdict.Lost(r.Verdicts), verdict.Unknowing(r.Verdicts)
 }
 
-// socketIO reports whether the variant speaks Socket.IO, by the catalog.
+// socketIO reports whether the variant speaks Socket.IO (the WebSocket
+// ones are echo-* and broadcast-*). loadgen imports no server code, so it
+// goes by the name /health gives.
 func socketIO(variant string) bool {
-	v, ok := variants.Lookup(variant)
-	return ok && v.Protocol == variants.SocketIOProtocol
+	return variant != "" && !strings.HasPrefix(variant, "echo-") && !strings.HasPrefix(variant, "broadcast-")
 }
 
 // ExitStatus is the command's exit status, which loadgen watch exits with.

@@ -1,7 +1,6 @@
 package verdict
 
 import (
-	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -103,18 +102,11 @@ func answeredOutside(r Run, rejected uint64, add func(string, string, ...any)) u
 	return outside
 }
 
-// rawTCP reports whether the run's target is a raw TCP one (echo-tcp in
-// the catalog): it counts reads and connections, not messages and
-// handshakes.
-func rawTCP(r Run) bool { return catalogRow(r).Protocol == variants.TCP }
+// rawTCP reports whether the run's target is knowngood's raw TCP one: it
+// counts reads and connections, not messages and handshakes. loadgen
+// imports no server code, so it goes by the name /health gives.
+func rawTCP(r Run) bool { return r.Config["variant"] == "echo-tcp" }
 
 // sharedLoop reports whether the run's target holds every connect in one
-// queue (blocking in the catalog).
-func sharedLoop(r Run) bool { return catalogRow(r).Connect == variants.SharedLoop }
-
-// catalogRow is the catalog's row for the run's variant, the zero row
-// when the variant is unknown (another server, or no /health).
-func catalogRow(r Run) variants.Variant {
-	v, _ := variants.Lookup(r.Config["variant"])
-	return v
-}
+// queue (knowngood's blocking variant), by the name /health gives.
+func sharedLoop(r Run) bool { return r.Config["variant"] == "blocking" }

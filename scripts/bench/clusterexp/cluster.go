@@ -85,6 +85,9 @@ func startReplica(ctx context.Context, o options, sz sizing, redis []string, i i
 	if o.engine != "" {
 		args = append(args, "-engine", o.engine)
 	}
+	if o.nativeLib != "" {
+		args = append(args, "-native-lib", o.nativeLib)
+	}
 	if o.fault == faultLeakTimers {
 		args = append(args, "-fault-leak-timers", leakPeriod)
 		r.faulty = true

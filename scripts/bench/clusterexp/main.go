@@ -22,7 +22,7 @@
 //
 //	go run ./scripts/bench/clusterexp [-conns 100000] [-replicas 0] [-step 0] [-steps 10] [-step-duration 20s]
 //	[-emit-interval 1s-5s] [-push-rate 10] [-rooms 100] [-fault emfile|leak-timers] [-redis-shards 1]
-//	[-kill-replica 0] [-engine NAME] [-threshold EXPR]... [-json FILE] [-html FILE]
+//	[-kill-replica 0] [-engine NAME] [-native-lib LIB] [-threshold EXPR]... [-json FILE] [-html FILE]
 //
 // Run it from the repository root, with redis-server and nginx installed
 // (make deps). Everything listens on 127.0.0.1; every process it starts is
@@ -66,6 +66,7 @@ type options struct {
 	killAt       time.Duration // 0 = no kill
 	churn        float64
 	engine       string
+	nativeLib    string
 	thresholds   []passfail.Threshold
 	jsonOut      string
 	htmlOut      string
@@ -105,6 +106,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.killAt, "kill-replica", 0, "kill one replica (SIGKILL) this long into the run (0 = none); its clients reconnect to the others")
 	fs.Float64Var(&o.churn, "churn", -1, "share of the clients that disconnect and connect again at each step (default 0, and 0.5 with -fault leak-timers)")
 	fs.StringVar(&o.engine, "engine", "", "the replicas' Socket.IO `ENGINE` (knowngood -engine); empty = the target's default")
+	fs.StringVar(&o.nativeLib, "native-lib", "", "with -engine native: what the replicas serve on, `LIB` nethttp or gnet (knowngood -native-lib); empty = the target's default")
 	var ts []string
 	fs.Func("threshold", "pass/fail criterion `EXPR`, repeatable, as loadgen's (default: "+strings.Join(defaultThresholds, " ")+"); metrics: "+metricNames(), func(v string) error {
 		ts = append(ts, v)

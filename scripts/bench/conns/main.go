@@ -2,7 +2,9 @@
 // each echo target (echo-tcp, echo-gorilla, echo-coder, echo-gnet), the
 // gnet broadcast (its idle subscribers), the minimal gnet echo server that
 // the gnet targets are held to (gnet-floor, scripts/bench/floors/gnetecho)
-// and the Node `ws` echo server for comparison, it starts a fresh server, runs
+// and the Node `ws` echo server for comparison, and the Socket.IO rows (sio.go:
+// the baseline variant on each engine, the bare zishang520 server and Node's
+// socket.io, each holding Socket.IO sockets), it starts a fresh server, runs
 // `loadgen conns` at the highest count that both processes' open-files
 // limits allow (each connection takes a descriptor on both sides), and
 // prints a Markdown table of the server's resident memory per idle
@@ -11,7 +13,8 @@
 // floor measured in the same run.
 //
 //	go run ./scripts/bench/conns [-n 0] [-batch 1000] [-sources 127.0.0.1-127.0.0.8] [-hold 5s]
-//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,broadcast-gnet,gnet-floor,node]
+//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,broadcast-gnet,gnet-floor,node,
+//	                                        sio-zishang520,sio-native,sio-native-gnet,sio-bare,sio-node]
 //
 // Run it from the repository root. Everything listens on 127.0.0.1; every
 // process it starts is stopped before it returns.
@@ -31,6 +34,7 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/conns"
+	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/procfs"
@@ -74,6 +78,7 @@ func parseFlags(args []string) (options, error) {
 	sources := fs.String("sources", "127.0.0.1-127.0.0.8", "loadgen -sources")
 	hold := fs.Duration("hold", 5*time.Second, "loadgen -hold: how long the connections are held before the server's RSS is read")
 	list := append(slices.Clone(benchrun.EchoVariants), broadcastGnet, benchrun.GnetFloor, benchrun.Node)
+	list = append(list, sioTargets...)
 	variants := fs.String("variants", strings.Join(list, ","), "comma-separated `list` of targets: "+strings.Join(list, ", "))
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -112,7 +117,13 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 	var rows []row
 	for _, v := range o.variants {
 		// -pprof for POST /debug/freeosmemory: the second RSS reading.
-		p, url, admin, err := benchrun.StartEchoTarget(ctx, stderr, v, "-pprof")
+		start := func() (*harness.Process, string, string, error) {
+			return benchrun.StartEchoTarget(ctx, stderr, v, "-pprof")
+		}
+		if isSio(v) {
+			start = func() (*harness.Process, string, string, error) { return startSio(ctx, stderr, v) }
+		}
+		p, url, admin, err := start()
 		if err != nil {
 			return err
 		}
@@ -214,7 +225,12 @@ func measure(ctx context.Context, stderr io.Writer, o options, loadgen, url, adm
 	ctx, cancel := context.WithTimeout(ctx, o.hold+10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, loadgen, "conns", "-url", url, "-n", strconv.Itoa(n), "-batch", strconv.Itoa(o.batch),
-		"-sources", o.sources, "-hold", o.hold.String(), "-admin", admin, "-pid", strconv.Itoa(pid), "-json", "-")
+		"-hold", o.hold.String(), "-admin", admin, "-pid", strconv.Itoa(pid), "-json", "-")
+	if !strings.Contains(url, sioPath) {
+		// The Socket.IO client binds no source address; one address's
+		// ephemeral ports are more than the open-files limit allows.
+		cmd.Args = append(cmd.Args, "-sources", o.sources)
+	}
 	if admin != "" { // a knowngood target: also the RSS once its free memory is returned
 		cmd.Args = append(cmd.Args, "-free-os-memory")
 	}
@@ -247,9 +263,12 @@ func writeTable(w io.Writer, o options, rows []row) {
 		rep, s := r.rep, r.rep.Server
 		kib := *rep.KiBPerConnection()
 		goal, met := "-", "-"
-		if g, ok := goals[libraryOf(r.variant)]; ok {
+		if g, ok := goals[libraryOf(r.variant)]; ok && !isSio(r.variant) {
 			goal = strconv.FormatFloat(g, 'f', 0, 64)
 			met = benchrun.Met(kib <= g)
+		}
+		if r.variant == sioNativeGnet {
+			goal, met = strconv.Itoa(sioGoal), benchrun.Met(kib <= sioGoal)
 		}
 		rate := 0.0
 		if rep.EstablishSeconds > 0 {

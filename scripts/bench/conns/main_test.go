@@ -34,6 +34,8 @@ func TestTables(t *testing.T) {
 		{variant: benchrun.GnetFloor, n: 100, limit: "-n", rep: rep(512)},
 		{variant: broadcastGnet, n: 100, limit: "-n", rep: rep(1024), threads: 3},
 		{variant: node, n: 100, err: errors.New("would not start")},
+		{variant: sioNativeGnet, n: 100, limit: "-n", rep: rep(3 * 1024)},
+		{variant: sioZishang520, n: 100, limit: "-n", rep: rep(40 * 1024)},
 	}
 	var b strings.Builder
 	o := options{batch: 10, sources: "127.0.0.1", hold: time.Second}
@@ -46,6 +48,9 @@ func TestTables(t *testing.T) {
 		"| node ws | 100 | error: would not start |",
 		"Against the gnet floor of this run (0.50 KiB per connection at 100)",
 		"| " + broadcastGnet + " | 100 | 1.00 | 2.00x | 1.2x | **no** |",
+		// The Socket.IO goal is the native engine's on gnet; the others compare.
+		"| " + sioNativeGnet + " | 100 | 100 | 0 | 2.00 | 50 | 10.0 | 10.3 | 3.00 | 4 | yes |",
+		"| " + sioZishang520 + " | 100 | 100 | 0 | 2.00 | 50 | 10.0 | 13.9 | 40.00 | - | - |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the tables lack %q:\n%s", want, out)

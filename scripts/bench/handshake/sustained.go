@@ -96,6 +96,12 @@ func startSustainedTargets(ctx context.Context, o options, stderr io.Writer) ([]
 		return nil, err
 	}
 	ts = append(ts, &sioTarget{name: nativeName, p: p, profile: p.AdminURL() + "/debug/pprof/profile"})
+	p, err = benchrun.Start(ctx, stderr, nil, "-variant", benchrun.SioBaseline, "-engine", "native", "-native-lib", "gnet", "-pprof")
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	ts = append(ts, &sioTarget{name: nativeGnetName, p: p, profile: p.AdminURL() + "/debug/pprof/profile"})
 	if o.bare {
 		p, err := benchrun.StartSioFloor(ctx, stderr, "pprof")
 		if err != nil {
@@ -119,6 +125,8 @@ const (
 	bareName   = benchrun.SioFloor
 	nodeName   = "node socket.io"
 	nativeName = "empty -engine native"
+	// The sustained client speaks WebSocket only, which gnet serves.
+	nativeGnetName = "empty -engine native -native-lib gnet"
 )
 
 // runSustained measures every target -reps times, interleaved, after a
@@ -348,9 +356,12 @@ func writeSustained(w io.Writer, o options, ts []*sioTarget, results map[string]
 		fmt.Fprintf(w, "| empty rate / Node's | %.2fx | >= %.2fx | %s |\n", e[0]/n[0], goalRate, verdict(e[0]/n[0] >= goalRate))
 		fmt.Fprintf(w, "| empty CPU per handshake / Node's | %.2fx | <= %.2fx | %s |\n", e[1]/n[1], goalCPUNode, verdict(e[1]/n[1] <= goalCPUNode))
 	}
-	if x, ok := med[nativeName]; ok && nok && n[0] > 0 && n[1] > 0 {
-		fmt.Fprintf(w, "| native rate / Node's | %.2fx | >= %.2fx | %s |\n", x[0]/n[0], goalRate, verdict(x[0]/n[0] >= goalRate))
-		fmt.Fprintf(w, "| native CPU per handshake / Node's | %.2fx | <= %.2fx | %s |\n", x[1]/n[1], goalCPUNode, verdict(x[1]/n[1] <= goalCPUNode))
+	for _, name := range []string{nativeName, nativeGnetName} {
+		if x, ok := med[name]; ok && nok && n[0] > 0 && n[1] > 0 {
+			label := strings.TrimPrefix(name, "empty -engine ")
+			fmt.Fprintf(w, "| %s rate / Node's | %.2fx | >= %.2fx | %s |\n", label, x[0]/n[0], goalRate, verdict(x[0]/n[0] >= goalRate))
+			fmt.Fprintf(w, "| %s CPU per handshake / Node's | %.2fx | <= %.2fx | %s |\n", label, x[1]/n[1], goalCPUNode, verdict(x[1]/n[1] <= goalCPUNode))
+		}
 	}
 	if eok && bok && b[1] > 0 {
 		fmt.Fprintf(w, "| empty CPU per handshake / bare zishang520's | %.2fx | <= %.2fx | %s |\n", e[1]/b[1], goalCPUFloor, verdict(e[1]/b[1] <= goalCPUFloor))

@@ -162,18 +162,24 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 	}
 	if slices.Contains(o.parts, "sio") && ctx.Err() == nil {
 		kg := sioSetup(ctx, stderr, o, sioKnowngoodRedis)
+		native := sioSetup(ctx, stderr, o, sioNativeRedis)
 		node := sioSetup(ctx, stderr, o, sioNodeRedis)
 		kg.compare(node, "Node's", false, sioGoal)
-		rows = append(rows, kg, node)
+		native.compare(node, "Node's", false, sioGoal)
+		rows = append(rows, kg, native, node)
 	}
 	if slices.Contains(o.parts, "sio-single") && ctx.Err() == nil {
 		bare := sioSetup(ctx, stderr, o, sioBare)
 		empty := sioSetup(ctx, stderr, o, sioEmpty)
+		native := sioSetup(ctx, stderr, o, sioNative)
+		gnet := sioSetup(ctx, stderr, o, sioNativeGnet)
 		node := sioSetup(ctx, stderr, o, sioNode)
 		bare.compare(node, "Node's", false, 0)
-		empty.compare(node, "Node's", false, sioGoal)
+		for _, r := range []*row{empty, native, gnet} {
+			r.compare(node, "Node's", false, sioGoal)
+		}
 		empty.compare(bare, "the bare server's", true, 0)
-		rows = append(rows, bare, empty, node)
+		rows = append(rows, bare, empty, native, gnet, node)
 	}
 	writeTable(stdout, o, rows, machine)
 	return ctx.Err()

@@ -47,7 +47,17 @@ const (
 	sioBare
 	sioEmpty
 	sioNode
+	sioNativeRedis // empty on the native engine
+	sioNative
+	sioNativeGnet // the native engine on its gnet transport
 )
+
+// sioEngineFlags are the knowngood flags of each setup's engine.
+var sioEngineFlags = map[int][]string{
+	sioNativeRedis: {"-engine", "native"},
+	sioNative:      {"-engine", "native"},
+	sioNativeGnet:  {"-engine", "native", "-native-lib", "gnet"},
+}
 
 // sioSetup runs a Socket.IO room broadcast on setup.
 func sioSetup(ctx context.Context, stderr io.Writer, o options, setup int) *row {
@@ -106,6 +116,13 @@ func sioLabel(r *row, setup int) (servers int, redisOn bool) {
 		r.part, r.setup = "Socket.IO room, 1 process", "knowngood "+sioBaseline
 	case sioNode:
 		r.part, r.setup = "Socket.IO room, 1 process", "Node socket.io"
+	case sioNativeRedis:
+		r.setup = "knowngood " + sioBaseline + " -engine native x 2, Redis"
+		return 2, true
+	case sioNative:
+		r.part, r.setup = "Socket.IO room, 1 process", "knowngood "+sioBaseline+" -engine native"
+	case sioNativeGnet:
+		r.part, r.setup = "Socket.IO room, 1 process", "knowngood "+sioBaseline+" -engine native -native-lib gnet"
 	}
 	return 1, false
 }
@@ -114,8 +131,8 @@ func sioLabel(r *row, setup int) (servers int, redisOn bool) {
 // url, if any) and returns the URL of its CPU profile, "" for none.
 func startSioServer(ctx context.Context, stderr io.Writer, o options, setup, i int, url string) (p *harness.Process, profile string, err error) {
 	switch setup {
-	case sioKnowngoodRedis, sioEmpty:
-		args := []string{"-variant", sioBaseline}
+	case sioKnowngoodRedis, sioEmpty, sioNativeRedis, sioNative, sioNativeGnet:
+		args := append([]string{"-variant", sioBaseline}, sioEngineFlags[setup]...)
 		if url != "" {
 			args = append(args, "-redis", url)
 		}

@@ -72,23 +72,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 2
 	}
 
-	// A flag a variant does not read is only a warning (see warnIgnored),
-	// but -redis promises a cluster: a replica that would silently serve
-	// alone breaks that promise, so it is refused.
-	if cfg.Cluster.Redis != "" && !v.Reads("redis") {
-		fmt.Fprintf(stderr, "knowngood: invalid value for -redis: variant %s has nothing to share between replicas; -redis is for the broadcast and Socket.IO variants\n", v.Name)
-		return 2
-	}
-	if cfg.SocketIO.AllowEIO3 && v.Reads("engine") && cfg.SocketIO.Engine == config.EngineNative {
-		fmt.Fprintf(stderr, "knowngood: invalid value for -engine: native speaks Engine.IO v4 only; use -engine zishang520 with -allow-eio3\n")
-		return 2
-	}
-	if why := nativeLibConflict(cfg, v); why != "" {
-		fmt.Fprintf(stderr, "knowngood: invalid value for -native-lib: %s\n", why)
-		return 2
-	}
-	if strings.Contains(cfg.Cluster.Redis, ",") && v.Family != variants.SocketIO {
-		fmt.Fprintf(stderr, "knowngood: invalid value for -redis: several URLs spread the rooms of the Socket.IO variants over several Redis servers; variant %s takes one\n", v.Name)
+	if why := refused(cfg, v); why != "" {
+		fmt.Fprintln(stderr, "knowngood: invalid value for "+why)
 		return 2
 	}
 
@@ -122,6 +107,26 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 1
 	}
 	return 0
+}
+
+// refused says why cfg's flags cannot run variant v together ("-flag: why"),
+// "" when they can.
+func refused(cfg config.Config, v variants.Variant) string {
+	switch {
+	// A flag a variant does not read is only a warning (see warnIgnored),
+	// but -redis promises a cluster: a replica that would silently serve
+	// alone breaks that promise, so it is refused.
+	case cfg.Cluster.Redis != "" && !v.Reads("redis"):
+		return fmt.Sprintf("-redis: variant %s has nothing to share between replicas; -redis is for the broadcast and Socket.IO variants", v.Name)
+	case cfg.SocketIO.AllowEIO3 && v.Reads("engine") && cfg.SocketIO.Engine == config.EngineNative:
+		return "-engine: native speaks Engine.IO v4 only; use -engine zishang520 with -allow-eio3"
+	case strings.Contains(cfg.Cluster.Redis, ",") && v.Family != variants.SocketIO:
+		return fmt.Sprintf("-redis: several URLs spread the rooms of the Socket.IO variants over several Redis servers; variant %s takes one", v.Name)
+	}
+	if why := nativeLibConflict(cfg, v); why != "" {
+		return "-native-lib: " + why
+	}
+	return ""
 }
 
 // gnetGCPercent is the garbage collector's GOGC for the gnet variants,

@@ -116,9 +116,28 @@ func TestK6WebSocketEcho(t *testing.T) {
 	}
 }
 
+// sioEngines are the Socket.IO engines a recipe runs against: every
+// client that works with the library's targets must work with the
+// project's own engine unchanged.
+var sioEngines = []struct {
+	name  string
+	flags []string
+	ws    bool // WebSocket only (the gnet transport serves no polling)
+}{
+	{"zishang520", []string{"-engine", "zishang520"}, false},
+	{"native", []string{"-engine", "native"}, false},
+	{"native-gnet", []string{"-engine", "native", "-native-lib", "gnet"}, true},
+}
+
 func TestK6SocketIO(t *testing.T) {
 	k6(t)
-	tg := harness.Start(t, "-variant", "async", "-delay", "20ms")
+	for _, e := range sioEngines {
+		t.Run(e.name, func(t *testing.T) { testK6SocketIO(t, e.flags) })
+	}
+}
+
+func testK6SocketIO(t *testing.T, engine []string) {
+	tg := harness.Start(t, append([]string{"-variant", "async", "-delay", "20ms"}, engine...)...)
 	before := tg.Stats(t)
 	s := runK6(t, "k6/socketio.js", "TARGET=http://"+tg.Addr, "VUS=5", "ITERATIONS=20", "EMITS=5")
 	d := tg.Settled(t, before)
@@ -169,7 +188,16 @@ func TestArtilleryWebSocket(t *testing.T) {
 }
 
 func TestArtillerySocketIO(t *testing.T) {
-	tg := harness.Start(t, "-variant", "empty")
+	for _, e := range sioEngines {
+		if e.ws {
+			continue // artillery's Socket.IO engine starts on polling
+		}
+		t.Run(e.name, func(t *testing.T) { testArtillerySocketIO(t, e.flags) })
+	}
+}
+
+func testArtillerySocketIO(t *testing.T, engine []string) {
+	tg := harness.Start(t, append([]string{"-variant", "empty"}, engine...)...)
 	before := tg.Stats(t)
 	c := artillery(t, "socketio.yml", "http://"+tg.Addr)
 	d := tg.Settled(t, before)

@@ -117,14 +117,19 @@ func testFaultModes(t *testing.T, engine string) {
 			t.Errorf("leak_timer faults %d after %d connects, want %d", got, n+1, n+1)
 		}
 		// And each still holds its 64 KiB: the heap, collected, keeps them.
-		if grew := heapAfterGC() - before; grew < (n+1)*64<<10 {
-			t.Errorf("heap grew %d bytes over %d closed connections, want at least 64 KiB each", grew, n+1)
+		// Three quarters of that is asked for: what the earlier subtests
+		// left (pooled buffers, the engine's own) may be freed meanwhile,
+		// and with the timers stopped the heap would not grow at all.
+		if grew := heapAfterGC() - before; grew < (n+1)*48<<10 {
+			t.Errorf("heap grew %d bytes over %d closed connections, want at least 48 of their 64 KiB each", grew, n+1)
 		}
 	})
 }
 
 // heapAfterGC is the live heap, in bytes, once collected.
 func heapAfterGC() int {
+	// Twice: what sync.Pools hold survives one collection.
+	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -79,10 +79,6 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "knowngood: invalid value for -redis: variant %s has nothing to share between replicas; -redis is for the broadcast and Socket.IO variants\n", v.Name)
 		return 2
 	}
-	if cfg.SocketIO.AllowEIO3 && v.Reads("engine") && cfg.SocketIO.Engine == config.EngineNative {
-		fmt.Fprintf(stderr, "knowngood: invalid value for -engine: native speaks Engine.IO v4 only; use -engine zishang520 with -allow-eio3\n")
-		return 2
-	}
 	if why := nativeLibConflict(cfg, v); why != "" {
 		fmt.Fprintf(stderr, "knowngood: invalid value for -native-lib: %s\n", why)
 		return 2

@@ -143,20 +143,16 @@ func (c *Conn) v3Deadline() time.Duration {
 	return c.srv.opts.PingInterval + c.srv.opts.PingTimeout
 }
 
-// pingV3: a v3 client's ping gets its pong (with the ping's data, as
-// Node's engine.io answers a probe), and the deadline starts again.
-func (c *Conn) pingV3(data []byte) {
+// pingV3: a v3 client's ping gets a pong (without the ping's data, as
+// from Node's engine.io), and the deadline starts again.
+func (c *Conn) pingV3() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state != stateOpen {
 		return
 	}
 	c.heartbeat.Reset(c.v3Deadline())
-	f := pongFrame
-	if len(data) > 0 {
-		f = &frame{data: append([]byte{eioPong}, data...)}
-	}
-	c.enqueueLocked(f)
+	c.enqueueLocked(pongFrame)
 }
 
 // send queues frames to go out together, in order.

@@ -112,10 +112,16 @@ func (c *Conn) onPacket(p inPacket) {
 	}
 	switch p.typ {
 	case eioPong:
+		if c.eio3 {
+			// Engine.IO v3: only the client pings (Node: "invalid
+			// heartbeat direction").
+			c.terminate("transport error")
+			return
+		}
 		c.pong()
 	case eioPing:
 		if c.eio3 {
-			c.pingV3(p.data)
+			c.pingV3()
 			return
 		}
 		// Engine.IO v4: only the server pings.

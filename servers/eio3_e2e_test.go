@@ -1,8 +1,8 @@
 package servers
 
 // Legacy clients: socket.io-client 2 (Engine.IO v3, Socket.IO v2) against
-// the Socket.IO targets with and without -allow-eio3, and python-socketio
-// (Engine.IO v4 only) with the flag on.
+// the Socket.IO targets on each engine with and without -allow-eio3, and
+// python-socketio (Engine.IO v4 only) with the flag on.
 
 import (
 	"context"

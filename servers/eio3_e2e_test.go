@@ -104,8 +104,8 @@ func checkLegacyRun(t *testing.T, s *server, variant, transports string, run leg
 // TestLegacyJSClientRefused: without -allow-eio3, on each engine, an
 // Engine.IO v3 open request gets Node's answer, 400 {"code":5,"message":
 // "Unsupported protocol version"} (the native engine answers an upgrade
-// as Node's abortUpgrade does, 400 with the bare message), before any
-// upgrade, and socket.io-client 2 reports a
+// 400 with the bare message, the text Node writes after its 101), before
+// any upgrade, and socket.io-client 2 reports a
 // connect_error at once on each attempt, over either transport, with the
 // same message as against Node's socket.io 4, instead of waiting out its
 // deadline. Its default is to retry forever; the client here retries

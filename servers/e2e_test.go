@@ -162,7 +162,6 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"-version"}, 0, "knowngood ", ""},
 		{[]string{"-engine", "node"}, 2, "", `invalid value for -engine: "node"; want zishang520 or native`},
 		{[]string{"-engine", "native", "-redis", "127.0.0.1:6379"}, 2, "", `invalid value for -redis: "127.0.0.1:6379"`},
-		{[]string{"-engine", "native", "-allow-eio3"}, 2, "", `invalid value for -engine: native speaks Engine.IO v4 only`},
 		{[]string{"-native-lib", "epoll"}, 2, "", `invalid value for -native-lib: "epoll"; want nethttp or gnet`},
 		{[]string{"-native-lib", "gnet"}, 2, "", `invalid value for -native-lib: gnet is for -engine native`},
 		{[]string{"-engine", "native", "-native-lib", "gnet", "-transports", "polling"}, 2, "", `invalid value for -native-lib: gnet serves WebSocket sessions only`},

@@ -1,8 +1,8 @@
 package servers
 
 // Legacy clients: socket.io-client 2 (Engine.IO v3, Socket.IO v2) against
-// the Socket.IO targets with and without -allow-eio3, and python-socketio
-// (Engine.IO v4 only) with the flag on.
+// the Socket.IO targets on each engine with and without -allow-eio3, and
+// python-socketio (Engine.IO v4 only) with the flag on.
 
 import (
 	"context"
@@ -24,75 +24,113 @@ func haveLegacyJSClient() bool {
 	return err == nil
 }
 
-// legacyTransports are the two ways socket.io-client 2 is run: WebSocket
-// alone, and polling then the upgrade.
-var legacyTransports = []string{"websocket", "polling,websocket"}
+// legacyTransports are the ways socket.io-client 2 is run: WebSocket
+// alone, polling alone, and polling then the upgrade.
+var legacyTransports = []string{"websocket", "polling", "polling,websocket"}
 
-// TestLegacyJSClient: with -allow-eio3, every connect model serves
-// socket.io-client 2 as it serves v4: all connect, a string and a binary
+// legacyRun is one run of socket.io-client 2 in TestLegacyJSClient.
+type legacyRun struct {
+	namespace string
+	payload   []string
+}
+
+// legacyRuns: a string and a binary echo on "/" (joined at the open, as
+// Socket.IO v2 has no CONNECT for it), and a binary one on /custom
+// (joined by the client's CONNECT).
+var legacyRuns = []legacyRun{
+	{"/", []string{"--echo"}},
+	{"/", []string{"--echo", "--binary"}},
+	{"/custom", []string{"--echo", "--binary"}},
+}
+
+// TestLegacyJSClient: with -allow-eio3, every connect model on each engine
+// serves socket.io-client 2 as it serves v4, over each transport the
+// engine offers: all connect, on / and on /custom, a string and a binary
 // echo come back in the ack after the connections were held through four
 // ping intervals (the v3 client pings, the server answers; each side gives
-// the other a second over the interval, the margin for a busy machine), and the
-// server counts each connect as one ok handshake whose time includes the
-// connect's -delay. A v4 client on the same target still connects.
-func TestLegacyJSClient(t *testing.T) {
+// the other a second over the interval, the margin for a busy machine),
+// and the server counts each connect as one ok handshake whose time
+// includes the connect's -delay. A v4 client on the same target still
+// connects.
+func TestLegacyJSClient(t *testing.T) { forWebSocketEngines(t, testLegacyJSClient) }
+
+func testLegacyJSClient(t *testing.T, engine string) {
 	need(t, "socket.io-client 2 (scripts/node_modules)", haveLegacyJSClient())
-	const n = 40
-	const delay = 0.02 // s, the connect's -delay on async and blocking
 	for _, variant := range []string{"empty", "async", "blocking"} {
-		s := startServer(t, "-variant", variant, "-allow-eio3", "-delay", "20ms",
-			"-ping-interval", "250ms", "-ping-timeout", "1s")
-		for _, transports := range legacyTransports {
-			for _, payload := range [][]string{{"--echo"}, {"--echo", "--binary"}} {
-				before := s.stats(t)
-				r := runClient(t, "js", append([]string{"--client", "v2", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports,
-					"--deadline-ms", "15000", "--hold-ms", "1000"}, payload...)...)
-				d := s.Settled(t, before)
-				t.Logf("%s %s %s: %d connected, %d echoed; server ok %d, p50 %.1f ms, disconnects %v",
-					variant, transports, payload, r.Connected, r.Echoed, d.Handshakes["ok"], d.HandshakeLatency.P50*1000, d.Disconnects)
-				if r.Connected != n || r.Echoed != n {
-					t.Errorf("%s over %s (%s): %d of %d connected, %d echoed; errors %v", variant, transports, payload, r.Connected, n, r.Echoed, r.Errors)
-				}
-				if d.Handshakes["ok"] != n || d.HandshakeLatency.Count != n {
-					t.Errorf("%s over %s: server counted %v, %d timed; want %d ok", variant, transports, d.Handshakes, d.HandshakeLatency.Count, n)
-				}
-				if d.Disconnects["ping timeout"] != 0 {
-					t.Errorf("%s over %s: %d sessions ended by ping timeout while held", variant, transports, d.Disconnects["ping timeout"])
-				}
-				if variant != "empty" && d.HandshakeLatency.P50 < delay {
-					t.Errorf("%s: handshake p50 %.1f ms, want at least the connect's -delay (%.0f ms)", variant, d.HandshakeLatency.P50*1000, delay*1000)
-				}
+		s := startServer(t, append(engineFlags(engine), "-variant", variant, "-allow-eio3", "-delay", "20ms",
+			"-ping-interval", "250ms", "-ping-timeout", "1s")...)
+		for _, transports := range transportsOn(engine, legacyTransports...) {
+			for _, run := range legacyRuns {
+				checkLegacyRun(t, s, variant, transports, run)
 			}
 		}
-		r := runClient(t, "js", "--url", s.url, "--n", "10", "--transports", "polling,websocket", "--deadline-ms", "15000", "--echo", "--binary")
+		r := runClient(t, "js", "--url", s.url, "--n", "10", "--transports", transportsOn(engine, "polling,websocket")[0],
+			"--deadline-ms", "15000", "--echo", "--binary")
 		if r.Connected != 10 || r.Echoed != 10 {
 			t.Errorf("%s with -allow-eio3: socket.io-client %s: %d of 10 connected, %d echoed; errors %v", variant, r.Version, r.Connected, r.Echoed, r.Errors)
 		}
 	}
 }
 
-// TestLegacyJSClientRefused: without -allow-eio3, an Engine.IO v3 open
-// request gets Node's answer, 400 {"code":5,"message":"Unsupported protocol
-// version"}, before any upgrade, and socket.io-client 2 reports a
+func checkLegacyRun(t *testing.T, s *server, variant, transports string, run legacyRun) {
+	t.Helper()
+	const n = 40
+	const delay = 0.02 // s, the connect's -delay on async and blocking
+	before := s.stats(t)
+	r := runClient(t, "js", append([]string{"--client", "v2", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports,
+		"--namespace", run.namespace, "--deadline-ms", "15000", "--hold-ms", "1000"}, run.payload...)...)
+	// A polling client that exits leaves its sessions to end by ping
+	// timeout later, on every engine as on Node's: those counted when the
+	// client is done ended while held.
+	held := protocol.Diff(before, s.stats(t))
+	d := s.Settled(t, before)
+	what := fmt.Sprintf("%s over %s on %s (%s)", variant, transports, run.namespace, run.payload)
+	t.Logf("%s: %d connected, %d echoed; server ok %d, p50 %.1f ms, disconnects %v",
+		what, r.Connected, r.Echoed, d.Handshakes["ok"], d.HandshakeLatency.P50*1000, d.Disconnects)
+	if r.Connected != n || r.Echoed != n {
+		t.Errorf("%s: %d of %d connected, %d echoed; errors %v", what, r.Connected, n, r.Echoed, r.Errors)
+	}
+	if d.Handshakes["ok"] != n || d.HandshakeLatency.Count != n {
+		t.Errorf("%s: server counted %v, %d timed; want %d ok", what, d.Handshakes, d.HandshakeLatency.Count, n)
+	}
+	if held.Disconnects["ping timeout"] != 0 {
+		t.Errorf("%s: %d sessions ended by ping timeout while held", what, held.Disconnects["ping timeout"])
+	}
+	if variant != "empty" && d.HandshakeLatency.P50 < delay {
+		t.Errorf("%s: handshake p50 %.1f ms, want at least the connect's -delay (%.0f ms)", what, d.HandshakeLatency.P50*1000, delay*1000)
+	}
+}
+
+// TestLegacyJSClientRefused: without -allow-eio3, on each engine, an
+// Engine.IO v3 open request gets Node's answer, 400 {"code":5,"message":
+// "Unsupported protocol version"} (the native engine answers an upgrade
+// 400 with the bare message, the text Node writes after its 101), before
+// any upgrade, and socket.io-client 2 reports a
 // connect_error at once on each attempt, over either transport, with the
 // same message as against Node's socket.io 4, instead of waiting out its
 // deadline. Its default is to retry forever; the client here retries
 // twice, so each connection makes 3 attempts, and the server counts each
 // as a failed handshake and logs the first, naming the flag.
-func TestLegacyJSClientRefused(t *testing.T) {
+func TestLegacyJSClientRefused(t *testing.T) { forWebSocketEngines(t, testLegacyJSClientRefused) }
+
+func testLegacyJSClientRefused(t *testing.T, engine string) {
 	need(t, "socket.io-client 2 (scripts/node_modules)", haveLegacyJSClient())
 	const n, attempts, deadline = 10, 3, 30000.0
-	s := startServer(t, "-variant", "empty")
+	s := startServer(t, append(engineFlags(engine), "-variant", "empty")...)
 	node := startNode(t)
 	if status, body := openEIO3(t, node.url, "polling"); status != http.StatusBadRequest || body != unsupportedProtocol {
 		t.Errorf("Node's socket.io answers an EIO=3 open %d %s; the test expects 400 %s", status, body, unsupportedProtocol)
 	}
-	for _, transport := range []string{"polling", "websocket"} {
-		if status, body := openEIO3(t, s.url, transport); status != http.StatusBadRequest || body != unsupportedProtocol {
-			t.Errorf("EIO=3 open over %s: %d %s; want 400 %s", transport, status, body, unsupportedProtocol)
+	for _, transport := range transportsOn(engine, "polling", "websocket") {
+		want := unsupportedProtocol
+		if transport == "websocket" && engine != "zishang520" {
+			want = "Unsupported protocol version"
+		}
+		if status, body := openEIO3(t, s.url, transport); status != http.StatusBadRequest || body != want {
+			t.Errorf("EIO=3 open over %s: %d %s; want 400 %s", transport, status, body, want)
 		}
 	}
-	for _, transports := range legacyTransports {
+	for _, transports := range transportsOn(engine, legacyTransports...) {
 		before := s.stats(t)
 		r := runClient(t, "js", "--client", "v2", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports,
 			"--deadline-ms", fmt.Sprint(deadline), "--reconnect", fmt.Sprint(attempts-1))

@@ -118,8 +118,6 @@ func refused(cfg config.Config, v variants.Variant) string {
 	// alone breaks that promise, so it is refused.
 	case cfg.Cluster.Redis != "" && !v.Reads("redis"):
 		return fmt.Sprintf("-redis: variant %s has nothing to share between replicas; -redis is for the broadcast and Socket.IO variants", v.Name)
-	case cfg.SocketIO.AllowEIO3 && v.Reads("engine") && cfg.SocketIO.Engine == config.EngineNative:
-		return "-engine: native speaks Engine.IO v4 only; use -engine zishang520 with -allow-eio3"
 	case strings.Contains(cfg.Cluster.Redis, ",") && v.Family != variants.SocketIO:
 		return fmt.Sprintf("-redis: several URLs spread the rooms of the Socket.IO variants over several Redis servers; variant %s takes one", v.Name)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,27 @@ func TestNativeTakesClusterFlags(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("/health?require=redis: %q, %v after 10s; want 200 with redis up", body, err)
+		}
+	}
+}
+
+// TestNativeTakesAllowEIO3: knowngood -engine native starts with
+// -allow-eio3, which main once refused on that engine, on either
+// -native-lib, and opens an Engine.IO v3 session: over polling its open
+// packet comes as a v3 record ("<length>:0{...").
+func TestNativeTakesAllowEIO3(t *testing.T) {
+	for _, engine := range []string{"native", nativeGnet} {
+		s := startServer(t, append(engineFlags(engine), "-variant", "empty", "-allow-eio3")...)
+		if status, body := openEIO3(t, s.url, "websocket"); status != http.StatusSwitchingProtocols {
+			t.Errorf("%s: EIO=3 WebSocket open answered %d %s; want 101", engine, status, body)
+		}
+		if engine == nativeGnet {
+			continue // WebSocket sessions only
+		}
+		status, body := openEIO3(t, s.url, "polling")
+		length, open, found := strings.Cut(body, ":")
+		if status != http.StatusOK || !found || !strings.HasPrefix(open, `0{"sid":`) || length == "" {
+			t.Errorf("%s: EIO=3 polling open answered %d %q; want 200 and a v3 record of the open packet", engine, status, body)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package socketio
 
 import (
+	"log/slog"
 	"net/http"
 	"slices"
 
@@ -52,10 +53,7 @@ func (s *Server) refusesEIO3(r *http.Request, transport string) bool {
 // it names the flag.
 func (s *Server) refuseEIO3(w http.ResponseWriter, r *http.Request, transport string) {
 	s.m.Handshake(protocol.ResultFailed, transport, 0)
-	s.eio3Refused.Do(func() {
-		s.log.Warn("refused an Engine.IO v3 (Socket.IO v2) client; -allow-eio3 accepts them",
-			"remote", r.RemoteAddr, "user_agent", r.UserAgent())
-	})
+	s.eio3Refused.Do(func() { logEIO3Refused(s.log, r) })
 	// The CORS headers the engine gives its own answers, so that a
 	// browser's client can read this one.
 	if origin := r.Header.Get("Origin"); origin != "" {
@@ -93,4 +91,10 @@ func prependListener(e types.EventEmitter, event types.EventName, fn types.Event
 	e.RemoveAllListeners(event)
 	_ = e.On(event, fn)
 	_ = e.On(event, rest...)
+}
+
+// logEIO3Refused logs a refused Engine.IO v3 client, naming the flag.
+func logEIO3Refused(log *slog.Logger, r *http.Request) {
+	log.Warn("refused an Engine.IO v3 (Socket.IO v2) client; -allow-eio3 accepts them",
+		"remote", r.RemoteAddr, "user_agent", r.UserAgent())
 }

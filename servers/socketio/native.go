@@ -42,6 +42,8 @@ type native struct {
 	redis    []*cluster.Redis
 	adapters map[string]*sioredis.Native
 	counts   sync.WaitGroup
+	// eio3Refused logs the first Engine.IO v3 client refused (-allow-eio3).
+	eio3Refused sync.Once
 }
 
 // nativeSession follows one Engine.IO session from its open request to
@@ -74,6 +76,7 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, ConnectTimeout: cfg.SocketIO.ConnectTimeout,
 		MaxPayload: cfg.SocketIO.MaxPayload, Transports: engineTransports(cfg), Origins: cfg.Origins,
 		Compression: cfg.Compression, HandshakeTimeout: cfg.HandshakeTimeout, Namespaces: []string{"/custom"},
+		AllowEIO3: cfg.SocketIO.AllowEIO3,
 		Hooks: sioengine.Hooks{
 			Opened:     n.opened,
 			Closed:     n.closedSession,
@@ -84,6 +87,9 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 			Received:   func(b int) { m.Received(0, b) },
 			Sent:       func(b int) { m.Sent(0, b) },
 			UnknownSid: func() { m.Refused(ReasonUnknownSid) },
+			Unsupported: func(r *http.Request) {
+				n.eio3Refused.Do(func() { logEIO3Refused(log, r) })
+			},
 		},
 	})
 	if cfg.Cluster.Redis != "" {

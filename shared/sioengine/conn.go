@@ -30,8 +30,9 @@ const writeWait = 10 * time.Second
 // goroutine writes to its transport at a time (the WebSocket writer, or
 // the long-poll GET that takes the queue).
 type Conn struct {
-	srv *Server
-	id  string
+	srv  *Server
+	id   string
+	eio3 bool // an Engine.IO v3 / Socket.IO v2 session (Options.AllowEIO3)
 	// Data is the application's, set in Hooks.Opened.
 	Data any
 
@@ -89,7 +90,13 @@ func (c *Conn) ServerClosed() bool {
 func (c *Conn) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.heartbeat = time.AfterFunc(c.srv.opts.PingInterval, c.beat)
+	if c.eio3 {
+		// The v3 client pings; the session ends when no ping has come
+		// for pingInterval + pingTimeout.
+		c.heartbeat = time.AfterFunc(c.v3Deadline(), func() { c.terminate("ping timeout") })
+	} else {
+		c.heartbeat = time.AfterFunc(c.srv.opts.PingInterval, c.beat)
+	}
 	c.connectTmr = time.AfterFunc(c.srv.opts.ConnectTimeout, func() {
 		c.mu.Lock()
 		joined := c.joined
@@ -130,6 +137,22 @@ func (c *Conn) pong() {
 		c.awaitPong = false
 		c.heartbeat.Reset(c.srv.opts.PingInterval)
 	}
+}
+
+func (c *Conn) v3Deadline() time.Duration {
+	return c.srv.opts.PingInterval + c.srv.opts.PingTimeout
+}
+
+// pingV3: a v3 client's ping gets a pong (without the ping's data, as
+// from Node's engine.io), and the deadline starts again.
+func (c *Conn) pingV3() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != stateOpen {
+		return
+	}
+	c.heartbeat.Reset(c.v3Deadline())
+	c.enqueueLocked(pongFrame)
 }
 
 // send queues frames to go out together, in order.

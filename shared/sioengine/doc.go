@@ -1,4 +1,5 @@
-// Package sioengine is an Engine.IO v4 / Socket.IO v5 server written for
+// Package sioengine is an Engine.IO v4 / Socket.IO v5 server (with
+// Options.AllowEIO3, for Engine.IO v3 / Socket.IO v2 clients too) written for
 // the knowngood targets (-engine native): HTTP long-polling, WebSocket and
 // the upgrade between them; namespaces, rooms, acks, binary events and
 // acks with attachments. It answers as Node's engine.io 6 / socket.io 4 do,
@@ -58,12 +59,19 @@
 //
 // # Engine.IO v3
 //
-// Version 4 is decided in one place, the open request's EIO check in
-// ServeHTTP. A v3 session would differ in three places, each behind the
-// session's version: the polling payload codec (eio.go: "<length>:<packet>"
-// records and "b4"-prefixed base64 instead of 0x1e-separated packets), the
-// heartbeat (conn.go: the client pings and the server answers with a pong;
-// the timeout is pingInterval + pingTimeout), and the Socket.IO v4 (v2
-// protocol) greeting (socket.go: the server sends "40" for "/" unasked,
-// and a CONNECT ack carries no sid).
+// The version is decided in one place, the open request's EIO check in
+// ServeHTTP: every EIO but 4 is v3, as in Node, and is refused (400
+// "Unsupported protocol version") unless Options.AllowEIO3. A v3 session
+// differs in three places, each behind the session's version: the polling
+// payload codec (eio.go: "<length>:<packet>" records, the length in UTF-16
+// code units as JavaScript counts it, and "b4"-prefixed base64 instead of
+// 0x1e-separated packets; v3's binary payloads, which a client sends only
+// when it has not asked for base64, are refused), the heartbeat (conn.go:
+// the client pings and the server answers with a pong; the session ends
+// pingInterval + pingTimeout after the last ping), and the Socket.IO v2
+// greeting (socket.go: the server joins "/" at the open, through the
+// middleware, and sends "40" unasked; a CONNECT ack carries no sid; other
+// namespaces are joined by the client's "40/custom," with its query as the
+// auth, and answered "40/custom,"; a middleware's refusal is the bare
+// message). Over WebSocket, on either transport, nothing else differs.
 package sioengine

@@ -76,6 +76,7 @@ func putBuffer(b *[]byte) {
 // Control frames, shared by every session.
 var (
 	pingFrame  = &frame{data: []byte{eioPing}, shared: true}
+	pongFrame  = &frame{data: []byte{eioPong}, shared: true}
 	noopFrame  = &frame{data: []byte{eioNoop}, shared: true}
 	closeFrame = &frame{data: []byte{eioClose}, shared: true}
 )

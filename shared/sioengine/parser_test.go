@@ -91,6 +91,45 @@ func TestPayloadRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPayloadV3RoundTrip: Engine.IO v3's records, with lengths as
+// JavaScript counts them (an emoji is two UTF-16 code units, a é one).
+func TestPayloadV3RoundTrip(t *testing.T) {
+	frames := []*frame{{data: []byte(`42["é😀"]`)}, {data: []byte{0, 1, 0xff}, binary: true}, pongFrame}
+	var body []byte
+	for _, f := range frames {
+		body = appendPayloadV3(body, f)
+	}
+	if want := "9:42[\"é😀\"]6:b4AAH/1:3"; string(body) != want {
+		t.Fatalf("payload %q, want %q", body, want)
+	}
+	var got []string
+	err := decodePayloadV3(append(body, "0:"...), func(p inPacket) bool {
+		got = append(got, fmt.Sprintf("%c %v %q", p.typ, p.binary, p.data))
+		return true
+	})
+	if err != nil || strings.Join(got, ",") != `4 false "2[\"é😀\"]",4 true "\x00\x01\xff",3 false ""` {
+		t.Errorf("decoded %v, %v", got, err)
+	}
+	for _, bad := range []string{"1", ":1", "2:1", "1:9", "x:1", "99999999999:1", "-1:1", "3:b2AA", "4:b4!!", "1:😀"} {
+		if err := decodePayloadV3([]byte(bad), func(inPacket) bool { return true }); err == nil {
+			t.Errorf("decodePayloadV3(%q): no error", bad)
+		}
+	}
+}
+
+func TestSplitQuery(t *testing.T) {
+	cases := []struct{ in, nsp, auth string }{
+		{"/custom", "/custom", ""},
+		{"/custom?token=a&x=1&x=2", "/custom", `{"token":"a","x":"2"}`},
+		{"/?", "/", "{}"},
+	}
+	for _, c := range cases {
+		if nsp, auth := splitQuery(c.in); nsp != c.nsp || string(auth) != c.auth {
+			t.Errorf("splitQuery(%q) = %q, %s; want %q, %s", c.in, nsp, auth, c.nsp, c.auth)
+		}
+	}
+}
+
 func TestEncodeEvent(t *testing.T) {
 	args := []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`{"_placeholder":true,"num":0}`)}
 	cases := []struct {

@@ -13,14 +13,19 @@ import (
 func (s *Server) openPolling(w http.ResponseWriter, r *http.Request) {
 	c := s.register(r, Polling)
 	open := &frame{data: s.openPacket(c.id, true)}
-	writePayload(w, []*frame{open})
+	writePayload(w, []*frame{open}, c.eio3)
+	c.greet()
 }
 
 // writePayload answers a long-poll with frames, Node's way.
-func writePayload(w http.ResponseWriter, frames []*frame) {
+func writePayload(w http.ResponseWriter, frames []*frame, eio3 bool) {
+	appendFrame := appendPayload
+	if eio3 {
+		appendFrame = appendPayloadV3
+	}
 	buf := getBuffer()
 	for _, f := range frames {
-		*buf = appendPayload(*buf, f)
+		*buf = appendFrame(*buf, f)
 		f.release()
 	}
 	h := w.Header()
@@ -63,7 +68,7 @@ func (c *Conn) servePoll(w http.ResponseWriter, r *http.Request) {
 	}
 	frames := c.pollAnswerLocked()
 	c.mu.Unlock()
-	writePayload(w, frames)
+	writePayload(w, frames, c.eio3)
 }
 
 // pollAnswerLocked is what a long-poll takes: the queue, and a noop or the
@@ -151,7 +156,9 @@ func (c *Conn) servePost(w http.ResponseWriter, r *http.Request) {
 		c.terminate("transport error")
 		return
 	case r.Header.Get("Content-Type") == "application/octet-stream":
-		// Engine.IO v4 carries binary as base64 in text.
+		// Engine.IO v4 carries binary as base64 in text; v3's binary
+		// payload is not read here (a client that asks for base64, as
+		// socket.io-client 2 on Node does, never sends one).
 		refuse(w, r, codeBadRequest, "")
 		c.terminate("transport error")
 		return
@@ -175,7 +182,11 @@ func (c *Conn) servePost(w http.ResponseWriter, r *http.Request) {
 // the server closed the session because of them.
 func (c *Conn) readPayload(body []byte) bool {
 	wasOpen := c.isOpen()
-	err := decodePayload(body, func(p inPacket) bool {
+	decode := decodePayload
+	if c.eio3 {
+		decode = decodePayloadV3
+	}
+	err := decode(body, func(p inPacket) bool {
 		if p.typ == eioClose {
 			c.closeAfterPoll()
 			c.terminate("transport close")

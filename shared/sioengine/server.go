@@ -39,7 +39,11 @@ type Options struct {
 	// MaxAttachments bounds the binary attachments of one packet
 	// (DefaultMaxAttachments).
 	MaxAttachments int
-	Hooks          Hooks
+	// AllowEIO3 serves Engine.IO v3 / Socket.IO v2 clients too (an open
+	// request with EIO other than 4, as Node's allowEIO3 decides); without
+	// it their open is answered 400 "Unsupported protocol version".
+	AllowEIO3 bool
+	Hooks     Hooks
 }
 
 // DefaultMaxAttachments is the attachment count a binary packet may
@@ -73,10 +77,13 @@ type Hooks struct {
 	Received, Sent func(bytes int)
 	// UnknownSid: a request named a session this server does not hold.
 	UnknownSid func()
+	// Unsupported: an Engine.IO v3 open request was refused (no
+	// AllowEIO3).
+	Unsupported func(r *http.Request)
 }
 
-// Server is an Engine.IO v4 / Socket.IO v5 server: an http.Handler for
-// the /socket.io/ path.
+// Server is an Engine.IO v4 / Socket.IO v5 server (and v3 / v2 with
+// Options.AllowEIO3): an http.Handler for the /socket.io/ path.
 type Server struct {
 	opts     Options
 	upgrader websocket.Upgrader
@@ -181,9 +188,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, codeBadRequest, "")
 	case s.opts.Origins != nil && !slices.Contains(s.opts.Origins, r.Header.Get("Origin")):
 		refuse(w, r, codeForbidden, fmt.Sprintf("origin %q is not allowed (-origin)", r.Header.Get("Origin")))
-	case q.Get("EIO") != "4":
-		// The place to accept Engine.IO v3 (EIO=3) later: a session of
-		// that version with its own payload codec and heartbeat direction.
+	case q.Get("EIO") != "4" && !s.opts.AllowEIO3:
+		if s.opts.Hooks.Unsupported != nil {
+			s.opts.Hooks.Unsupported(r)
+		}
 		refuse(w, r, codeUnsupported, "")
 	case transport == WebSocket:
 		s.openWebSocket(w, r)
@@ -258,6 +266,8 @@ func (s *Server) openPacket(sid string, upgrades bool) []byte {
 // register makes a session for an open request.
 func (s *Server) register(r *http.Request, transport string) *Conn {
 	c := newConn(s, transport)
+	// Node takes every EIO but 4 for v3.
+	c.eio3 = r.URL.Query().Get("EIO") != "4"
 	s.conns.Store(c.id, c)
 	s.count.Add(1)
 	if s.opts.Hooks.Opened != nil {

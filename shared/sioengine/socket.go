@@ -3,6 +3,8 @@ package sioengine
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 )
 
@@ -110,8 +112,18 @@ func (c *Conn) onPacket(p inPacket) {
 	}
 	switch p.typ {
 	case eioPong:
+		if c.eio3 {
+			// Engine.IO v3: only the client pings (Node: "invalid
+			// heartbeat direction").
+			c.terminate("transport error")
+			return
+		}
 		c.pong()
 	case eioPing:
+		if c.eio3 {
+			c.pingV3()
+			return
+		}
 		// Engine.IO v4: only the server pings.
 		c.terminate("transport error")
 	case eioMessage:
@@ -192,14 +204,25 @@ func (c *Conn) dispatch(p sioPacket, attachments [][]byte) {
 	}
 }
 
+// greet: Socket.IO v2 has no CONNECT for "/"; a v3 session joins it
+// at its open, after the open packet, as Node's socket.io does.
+func (c *Conn) greet() {
+	if c.eio3 {
+		c.connect(sioPacket{typ: sioConnect, nsp: "/", id: -1})
+	}
+}
+
 // connect runs a namespace CONNECT through the middleware.
 func (c *Conn) connect(p sioPacket) {
-	nsp := c.srv.nsps[p.nsp]
+	name, auth := p.nsp, json.RawMessage(p.data)
+	if c.eio3 {
+		name, auth = splitQuery(p.nsp)
+	}
+	nsp := c.srv.nsps[name]
 	if nsp == nil {
-		c.refuseConnect(p.nsp, "Invalid namespace")
+		c.refuseConnect(name, "Invalid namespace", false)
 		return
 	}
-	auth := json.RawMessage(p.data)
 	if len(auth) == 0 {
 		auth = json.RawMessage("{}")
 	}
@@ -231,7 +254,7 @@ func (c *Conn) admit(s *Socket, err error) {
 	}
 	if err != nil {
 		c.mu.Unlock()
-		c.refuseConnect(s.nsp.name, err.Error())
+		c.refuseConnect(s.nsp.name, err.Error(), c.eio3)
 		return
 	}
 	old := c.sockets[s.nsp.name]
@@ -241,7 +264,10 @@ func (c *Conn) admit(s *Socket, err error) {
 	c.sockets[s.nsp.name] = s
 	c.joined = true
 	c.connectTmr.Stop()
-	ack := &frame{data: fmt.Appendf(appendHeader(nil, sioConnect, 0, s.nsp.name, -1), `{"sid":"%s"}`, s.id)}
+	ack := &frame{data: appendHeader(nil, sioConnect, 0, s.nsp.name, -1)}
+	if !c.eio3 { // Socket.IO v2's ack carries no sid
+		ack.data = fmt.Appendf(ack.data, `{"sid":"%s"}`, s.id)
+	}
 	c.enqueueLocked(ack)
 	// A member before the ack can be written (the writer needs mu).
 	s.nsp.add(s)
@@ -254,12 +280,37 @@ func (c *Conn) admit(s *Socket, err error) {
 	}
 }
 
-func (c *Conn) refuseConnect(nsp, message string) {
+// refuseConnect answers a CONNECT_ERROR; bare, the message alone (what
+// Node's socket.io sends a v2 client its middleware refused), or in an
+// object.
+func (c *Conn) refuseConnect(nsp, message string, bare bool) {
 	msg, _ := json.Marshal(message)
-	f := &frame{data: fmt.Appendf(appendHeader(nil, sioConnectError, 0, nsp, -1), `{"message":%s}`, msg)}
+	f := &frame{data: appendHeader(nil, sioConnectError, 0, nsp, -1)}
+	if bare {
+		f.data = append(f.data, msg...)
+	} else {
+		f.data = fmt.Appendf(f.data, `{"message":%s}`, msg)
+	}
 	if c.send(f) {
 		if h := c.srv.opts.Hooks.Refused; h != nil {
 			h(c)
 		}
 	}
+}
+
+// splitQuery reads a Socket.IO v2 CONNECT's namespace, "/name?query":
+// Node's socket.io takes the path for the namespace and the query, as an
+// object of strings, for the auth payload.
+func splitQuery(nsp string) (string, json.RawMessage) {
+	path, query, found := strings.Cut(nsp, "?")
+	if !found {
+		return path, nil
+	}
+	values, _ := url.ParseQuery(query)
+	auth := make(map[string]string, len(values))
+	for k, v := range values {
+		auth[k] = v[len(v)-1]
+	}
+	b, _ := json.Marshal(auth)
+	return path, b
 }

@@ -51,6 +51,7 @@ func (s *Server) attach(r *http.Request, ws wsConn) *Conn {
 	c.queue = append([]*frame{{data: s.openPacket(c.id, false)}}, c.queue...)
 	c.kickLocked()
 	c.mu.Unlock()
+	c.greet()
 	return c
 }
 

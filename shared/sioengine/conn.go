@@ -23,7 +23,8 @@ const maxQueued = 4096
 // longer than that here.
 const raceWait = 100 * time.Millisecond
 
-// writeWait bounds one WebSocket write to a client that does not read.
+// writeWait bounds one batch of WebSocket writes (what the writer took
+// from the queue at once) to a client that does not read.
 const writeWait = 10 * time.Second
 
 // Conn is one Engine.IO session. Its fields are guarded by mu; at most one
@@ -165,32 +166,56 @@ func (c *Conn) send(frames ...*frame) bool {
 		}
 		return false
 	}
-	for _, f := range frames {
-		c.enqueueLocked(f)
+	for i, f := range frames {
+		if !c.appendLocked(f) {
+			for _, rest := range frames[i+1:] {
+				rest.release()
+			}
+			return false
+		}
 	}
+	c.kickLocked()
 	return true
 }
 
 // enqueueLocked queues a frame and wakes the one who writes it.
 func (c *Conn) enqueueLocked(f *frame) {
+	if c.appendLocked(f) {
+		c.kickLocked()
+	}
+}
+
+// appendLocked queues a frame; false: the queue was full, and the
+// session is closing.
+func (c *Conn) appendLocked(f *frame) bool {
 	if len(c.queue) >= maxQueued {
 		f.release()
 		c.beginCloseLocked("transport error", true)
-		return
+		return false
 	}
 	c.queue = append(c.queue, f)
 	if n := f.payloadBytes(); n > 0 && c.srv.opts.Hooks.Sent != nil {
 		c.srv.opts.Hooks.Sent(n)
 	}
-	c.kickLocked()
+	return true
 }
 
-// kickLocked wakes the writer of the current transport.
+// kickLocked wakes the writer of the current transport. A WebSocket
+// whose writes never block (gnet's) is written to here, under the lock
+// that orders the session's frames: one hand-over to the loop's flusher
+// per send, no task on the loop per session. Only the close, which
+// ends the session once the queue is out, runs as a task of the loop.
 func (c *Conn) kickLocked() {
 	switch {
 	case c.transport == WebSocket && c.ws != nil && !c.writing:
-		c.writing = true
 		ws := c.ws
+		if ws.nonBlocking() && c.state == stateOpen {
+			if err := ws.writeFrames(c.takeLocked()); err != nil {
+				ws.drop() // the reader ends the session
+			}
+			return
+		}
+		c.writing = true
 		ws.startWriter(func() { c.writeWebSocket(ws) })
 	case c.transport == Polling && c.poll != nil:
 		close(c.poll)

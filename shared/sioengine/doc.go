@@ -19,8 +19,8 @@
 // the Server is its Front (wsserver.Options.Front), each request is
 // served on its connection's loop through the same ServeHTTP, and a
 // WebSocket session lives on that loop: wsserver reads its frames
-// (checking size, UTF-8 and the framing rules), and its writer runs as a
-// task of the loop while frames are queued. An idle session holds no
+// (checking size, UTF-8 and the framing rules), and what it sends is
+// handed to the loop's flusher as it is queued. An idle session holds no
 // goroutine and no buffer: the knowngood targets measured about 3.4 KiB
 // of RSS per held Socket.IO socket on it at 18,000 where net/http takes
 // about 14 KiB (servers/README.md says how). It serves WebSocket sessions
@@ -36,23 +36,30 @@
 //
 // # Writes
 //
-// Each session has one queue of frames and at most one goroutine writing
-// it (on gnet, a task of its loop): the WebSocket writer, started when a frame is queued and ended when
-// the queue is empty (an idle session holds no writer, and gorilla's write
-// buffer goes back to a pool between writes), or the long-poll GET that
-// takes the queue. A broadcast encodes its packet once: the same frames
-// (and, on WebSocket, the same prepared frame bytes) are queued on every
-// member, in order with each session's other writes. Unicast packets are
-// encoded into pooled buffers, given back once written.
+// Each session has one queue of frames and at most one writer of it. On
+// net/http that is a goroutine, started when a frame is queued and ended
+// when the queue is empty (an idle session holds no writer, and gorilla's
+// write buffer goes back to a pool between writes), or the long-poll GET
+// that takes the queue. On gnet, where a write never blocks (it is handed
+// to the connection's loop, which writes every connection handed to it
+// with one task per loop and one writev per connection), the frames are
+// handed over as they are queued, under the session's lock, so they keep
+// their order; only a closing session's last writes run as a task of its
+// loop. A broadcast encodes its packet once: the same frames (and, on
+// WebSocket, the same framed bytes: gorilla's prepared message, or on
+// gnet one wire frame handed to every loop as is) go to every member, in
+// order with each session's other writes. Unicast packets are encoded
+// into pooled buffers, given back once written (on gnet, once framed).
 //
 // # Bounds
 //
 // Everything a client can make the server hold is bounded: a packet and a
 // POST body by MaxPayload (1009 / 413), the attachments of a packet by
 // MaxAttachments, the frames queued for a client that does not read
-// (maxQueued, then the session ends with "transport error"), the rooms of
-// a socket (maxRooms), the CONNECTs waiting in the middleware
-// (maxPendingConnects), an upgrade that never completes (upgradeTimeout),
+// (maxQueued; on gnet, wsserver's bound on what a loop holds for a
+// connection, then 1008; either way the session ends with "transport
+// error"), the rooms of a socket (maxRooms), the CONNECTs waiting in the
+// middleware (maxPendingConnects), an upgrade that never completes (upgradeTimeout),
 // a session that joins no namespace (ConnectTimeout) or stops answering
 // pings (PingInterval + PingTimeout). Length arithmetic on client input is
 // overflow-safe.

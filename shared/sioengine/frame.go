@@ -3,7 +3,10 @@ package sioengine
 import (
 	"sync"
 
+	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
+
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // frame is one Engine.IO packet on its way out: the text packet with its
@@ -23,6 +26,25 @@ type frame struct {
 	// writes this frame (a broadcast); shared frames only.
 	prepareOnce sync.Once
 	prepared    *websocket.PreparedMessage
+	// wire is the same for gnet: the whole server frame, framed once
+	// and handed to every loop unchanged.
+	wireOnce sync.Once
+	wire     []byte
+}
+
+// wsFrame returns the frame as one unmasked WebSocket frame, made once
+// for every session that writes it; shared frames only.
+func (f *frame) wsFrame() []byte {
+	f.wireOnce.Do(func() { f.wire = wsframe.AppendFrame(nil, 0, f.opcode(), f.data) })
+	return f.wire
+}
+
+// opcode is the frame's WebSocket opcode.
+func (f *frame) opcode() ws.OpCode {
+	if f.binary {
+		return ws.OpBinary
+	}
+	return ws.OpText
 }
 
 // wsPrepared returns the frame as gorilla prepares it for many

@@ -38,24 +38,50 @@ type loopWS struct{ p wsserver.LoopPeer }
 
 func (w *loopWS) startWriter(f func()) { w.p.Execute(f) }
 
-// writeFrames frames what is queued as one write: the frames go out in
-// the order they were queued, with one writev for the lot.
+// nonBlocking: WriteFrames hands frames to the loop without waiting.
+func (w *loopWS) nonBlocking() bool { return true }
+
+// writeFrames hands what is queued to the loop, in order: a shared frame
+// (a broadcast, a ping) as the one wire frame every session writes, the
+// session's own frames copied into one buffer between them. The loop
+// writes what it was handed with one writev per flush.
 func (w *loopWS) writeFrames(frames []*frame) error {
-	n := 0
-	for _, f := range frames {
-		n += len(f.data) + wsframe.MaxHeader
-	}
-	b := make([]byte, 0, n)
-	for i, f := range frames {
-		op := ws.OpText
-		if f.binary {
-			op = ws.OpBinary
+	var err error
+	var own []byte
+	handOver := func(b []byte) {
+		if err == nil && len(b) > 0 {
+			err = w.p.WriteFrames(b)
 		}
-		b = wsframe.AppendFrame(b, 0, op, f.data)
+	}
+	for i, f := range frames {
+		if f.shared {
+			handOver(own)
+			own = nil
+			handOver(f.wsFrame())
+		} else {
+			if own == nil {
+				own = make([]byte, 0, ownBytes(frames[i:]))
+			}
+			own = wsframe.AppendFrame(own, 0, f.opcode(), f.data)
+		}
 		f.release()
 		frames[i] = nil
 	}
-	return w.p.WriteFrames(b)
+	handOver(own)
+	return err
+}
+
+// ownBytes is what the session's own frames at the head of frames take
+// framed.
+func ownBytes(frames []*frame) int {
+	n := 0
+	for _, f := range frames {
+		if f.shared {
+			break
+		}
+		n += len(f.data) + wsframe.MaxHeader
+	}
+	return n
 }
 
 func (w *loopWS) writeText(data []byte) error {

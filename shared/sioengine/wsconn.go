@@ -12,6 +12,10 @@ type wsConn interface {
 	// startWriter runs the session's writer (writeWebSocket): on a
 	// goroutine of its own, or on the connection's loop.
 	startWriter(f func())
+	// nonBlocking reports whether writeFrames only hands the frames over
+	// (to gnet's loop, bounded there), so that they can be written as
+	// they are queued, without a writer.
+	nonBlocking() bool
 	// writeFrames writes frames, in order, and releases them.
 	writeFrames(frames []*frame) error
 	// writeText writes one text message (the probe's answer).
@@ -30,6 +34,8 @@ type gorillaWS struct{ *websocket.Conn }
 
 func (ws *gorillaWS) startWriter(f func()) { go f() }
 
+func (ws *gorillaWS) nonBlocking() bool { return false }
+
 func (ws *gorillaWS) writeText(data []byte) error {
 	return ws.WriteMessage(websocket.TextMessage, data)
 }
@@ -42,10 +48,11 @@ func (ws *gorillaWS) closeQuietly() {
 func (ws *gorillaWS) drop() { _ = ws.Close() }
 
 func (ws *gorillaWS) writeFrames(frames []*frame) error {
-	var err error
+	// One deadline for the batch: each frame is written at once or the
+	// client is not reading, and writeWait is for such a client.
+	err := ws.SetWriteDeadline(time.Now().Add(writeWait))
 	for i, f := range frames {
 		if err == nil {
-			_ = ws.SetWriteDeadline(time.Now().Add(writeWait))
 			err = ws.writeFrame(f)
 		}
 		f.release()

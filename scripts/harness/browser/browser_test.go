@@ -3,30 +3,18 @@ package browser_test
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/harness/browser"
 )
 
 // TestMain stops the one browser the tests share, then checks that
 // nothing was left running.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	browser.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.Main(m, browser.Stop) }
 
 // page serves html at / and opens it.
 func page(t *testing.T, html string) *browser.Page {

@@ -243,7 +243,7 @@ func dashboards(admins string) string {
 // part (nil for one process), deadline the client's per-connection
 // deadline (0: unknown).
 func (r *Report) Judge(figs clientfigs.Figures, config map[string]string, parts []replicas.Replica, deadline time.Duration) {
-	if socketIO(r.Variant) {
+	if socketIO(r.Variant, config["protocol"]) {
 		figs = figs.ForSocketIO()
 	}
 	r.Figures = figs
@@ -256,10 +256,14 @@ func (r *Report) Judge(figs clientfigs.Figures, config map[string]string, parts 
 	r.Loss, r.ClientUnknown = verdict.Lost(r.Verdicts), verdict.Unknowing(r.Verdicts)
 }
 
-// socketIO reports whether the variant speaks Socket.IO (the WebSocket
-// ones are echo-* and broadcast-*). loadgen imports no server code, so it
-// goes by the name /health gives.
-func socketIO(variant string) bool {
+// socketIO reports whether the target speaks Socket.IO. loadgen imports
+// no server code, so it reads the protocol /health publishes; a target
+// that does not publish one is known by knowngood's naming (the WebSocket
+// variants are echo-* and broadcast-*).
+func socketIO(variant, proto string) bool {
+	if proto != "" {
+		return proto == protocol.ProtocolSocketIO
+	}
 	return variant != "" && !strings.HasPrefix(variant, "echo-") && !strings.HasPrefix(variant, "broadcast-")
 }
 

@@ -42,12 +42,19 @@ func TestDashboards(t *testing.T) {
 	}
 }
 
-// TestSocketIO: the Socket.IO variants are told from the WebSocket and
-// TCP ones by the catalog; an unknown name is none of them.
+// TestSocketIO: a target that publishes its protocol on /health is told
+// by it, whatever its name; one that does not, by knowngood's naming (the
+// fallback), where an empty name is none.
 func TestSocketIO(t *testing.T) {
-	for variant, want := range map[string]bool{"empty": true, "blocking": true, "echo-gorilla": false, "echo-tcp": false, "broadcast-gnet": false, "": false} {
-		if got := socketIO(variant); got != want {
-			t.Errorf("socketIO(%q) = %v, want %v", variant, got, want)
+	for _, c := range []struct {
+		variant, proto string
+		want           bool
+	}{
+		{"mine", "socket.io", true}, {"echo-mine", "socket.io", true}, {"empty", "websocket", false}, {"mine", "tcp", false},
+		{"empty", "", true}, {"blocking", "", true}, {"echo-gorilla", "", false}, {"echo-tcp", "", false}, {"broadcast-gnet", "", false}, {"", "", false},
+	} {
+		if got := socketIO(c.variant, c.proto); got != c.want {
+			t.Errorf("socketIO(%q, %q) = %v, want %v", c.variant, c.proto, got, c.want)
 		}
 	}
 }

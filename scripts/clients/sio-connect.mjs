@@ -34,52 +34,31 @@
 // Exit status: 0 when it ran (the counts tell the result), 2 on bad arguments.
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
-import { parseArgs } from "node:util";
+import { flags } from "./flags.mjs";
 
 // The package of each --client; both export io() (v2 as CommonJS's default).
 const CLIENTS = { v4: "socket.io-client", v2: "socket.io-client-v2" };
 const TRANSPORTS = { websocket: ["websocket"], polling: ["polling"], "polling,websocket": ["polling", "websocket"] };
 
-function usage(msg) {
-  console.error(`sio-connect: ${msg}`);
-  process.exit(2);
-}
-
 function parse(argv) {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        url: { type: "string" },
-        n: { type: "string", default: "1" },
-        transports: { type: "string", default: "websocket" },
-        "deadline-ms": { type: "string", default: "15000" },
-        echo: { type: "boolean", default: false },
-        binary: { type: "boolean", default: false },
-        "hold-ms": { type: "string", default: "0" },
-        client: { type: "string", default: "v4" },
-        times: { type: "boolean", default: false },
-        namespace: { type: "string", default: "/" },
-        // https/wss: accept any certificate (a self-signed test pair).
-        // engine.io-client's polling transport checks certificates itself
-        // (rejectUnauthorized), whatever NODE_TLS_REJECT_UNAUTHORIZED says.
-        insecure: { type: "boolean", default: false },
-        sticky: { type: "boolean", default: false },
-        reconnect: { type: "string", default: "0" },
-      },
-    }));
-  } catch (err) {
-    usage(err.message);
-  }
-  const intFlag = (name, max) => {
-    const s = values[name];
-    const v = Number(s);
-    if (!/^[0-9]+$/.test(s) || v < 1 || v > max) usage(`bad --${name} ${JSON.stringify(s)}: want an integer from 1 to ${max}`);
-    return v;
-  };
+  const { values, usage, intFlag } = flags("sio-connect", argv, {
+    url: { type: "string" },
+    n: { type: "string", default: "1" },
+    transports: { type: "string", default: "websocket" },
+    "deadline-ms": { type: "string", default: "15000" },
+    echo: { type: "boolean", default: false },
+    binary: { type: "boolean", default: false },
+    "hold-ms": { type: "string", default: "0" },
+    client: { type: "string", default: "v4" },
+    times: { type: "boolean", default: false },
+    namespace: { type: "string", default: "/" },
+    // https/wss: accept any certificate (a self-signed test pair).
+    // engine.io-client's polling transport checks certificates itself
+    // (rejectUnauthorized), whatever NODE_TLS_REJECT_UNAUTHORIZED says.
+    insecure: { type: "boolean", default: false },
+    sticky: { type: "boolean", default: false },
+    reconnect: { type: "string", default: "0" },
+  });
   if (values.url === undefined) usage("missing --url: want http://HOST:PORT");
   let url;
   try {

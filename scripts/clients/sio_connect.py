@@ -26,7 +26,6 @@ the server's messages received and sent (0 without --echo).
 Exit status: 0 when it ran (the counts tell the result), 2 on bad arguments.
 """
 
-import argparse
 import asyncio
 import importlib.metadata
 import json
@@ -36,26 +35,13 @@ import time
 
 import socketio
 
+from cliflags import ArgumentParser, positive_int
+
 TRANSPORTS = {
     "websocket": ["websocket"],
     "polling": ["polling"],
     "polling,websocket": ["polling", "websocket"],
 }
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    def error(self, message):
-        print(f"sio_connect: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
-def positive_int(limit):
-    def parse(s):
-        if not s.isdigit() or not 1 <= int(s) <= limit:
-            raise argparse.ArgumentTypeError(f"want an integer from 1 to {limit}")
-        return int(s)
-
-    return parse
 
 
 def parse_args(argv):

@@ -21,45 +21,21 @@
 // the clients sent, for a comparison with the server's /stats.
 // Exit status: 0 when it ran (the cases tell the result), 2 on bad arguments.
 import { createRequire } from "node:module";
-import { parseArgs } from "node:util";
+import { flags, wsURL } from "./flags.mjs";
 import WebSocket from "ws";
 
 const version = createRequire(import.meta.url)("ws/package.json").version;
 
-function usage(msg) {
-  console.error(`ws-broadcast: ${msg}`);
-  process.exit(2);
-}
-
 function parse(argv) {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        url: { type: "string" },
-        clients: { type: "string", default: "50" },
-        broadcasts: { type: "string", default: "20" },
-        "timeout-ms": { type: "string", default: "10000" },
-        push: { type: "boolean", default: false },
-      },
-    }));
-  } catch (err) {
-    usage(err.message);
-  }
-  const intFlag = (name, max) => {
-    const s = values[name];
-    const v = Number(s);
-    if (!/^[0-9]+$/.test(s) || v < 1 || v > max) usage(`bad --${name} ${JSON.stringify(s)}: want an integer from 1 to ${max}`);
-    return v;
-  };
-  if (values.url === undefined || !/^wss?:\/\//.test(values.url)) {
-    usage(`bad --url ${JSON.stringify(values.url)}: want ws://HOST:PORT/PATH`);
-  }
+  const { values, usage, intFlag } = flags("ws-broadcast", argv, {
+    url: { type: "string" },
+    clients: { type: "string", default: "50" },
+    broadcasts: { type: "string", default: "20" },
+    "timeout-ms": { type: "string", default: "10000" },
+    push: { type: "boolean", default: false },
+  });
   return {
-    url: values.url,
+    url: wsURL(values, usage),
     clients: intFlag("clients", 10000),
     broadcasts: intFlag("broadcasts", 100000),
     timeoutMs: intFlag("timeout-ms", 600000),

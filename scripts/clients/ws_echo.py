@@ -20,7 +20,6 @@ bytes (the server must close with 1009).
 Exit status: 0 when it ran (the cases tell the result), 2 on bad arguments.
 """
 
-import argparse
 import ssl
 import asyncio
 import json
@@ -28,20 +27,7 @@ import sys
 
 import websockets
 
-
-class ArgumentParser(argparse.ArgumentParser):
-    def error(self, message):
-        print(f"ws_echo: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
-def positive_int(limit):
-    def parse(s):
-        if not s.isdigit() or not 1 <= int(s) <= limit:
-            raise argparse.ArgumentTypeError(f"want an integer from 1 to {limit}")
-        return int(s)
-
-    return parse
+from cliflags import ArgumentParser, positive_int
 
 
 def parse_args(argv):

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -28,15 +26,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	harness.RemoveBuilds()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	harness.Main(m, harness.RemoveBuilds)
 }
 
 // run runs a recipe's command from scripts/ (2 minutes at most) and

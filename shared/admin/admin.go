@@ -18,8 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Health is the /health document.
@@ -28,6 +30,9 @@ type Health struct {
 	Variant           string  `json:"variant"`
 	UptimeSeconds     float64 `json:"uptime_seconds"`
 	ConnectionsActive *int64  `json:"connections_active,omitempty"`
+	// About: what a client speaks to the target, its family and connect
+	// model, from the variant catalog.
+	protocol.About
 	// Redis is "up" or "down" on a replica started with -redis, absent
 	// otherwise.
 	Redis  string            `json:"redis,omitempty"`
@@ -67,7 +72,7 @@ func Handler(cfg config.Config, reg *prometheus.Registry, m *metrics.Metrics, re
 		mux.HandleFunc("GET /stats", metricsOff)
 	}
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		h := Health{Status: "ok", Variant: cfg.Variant, UptimeSeconds: time.Since(started).Seconds(), Config: cfg.Effective()}
+		h := Health{Status: "ok", Variant: cfg.Variant, About: aboutOf(cfg.Variant), UptimeSeconds: time.Since(started).Seconds(), Config: cfg.Effective()}
 		if m != nil {
 			active := m.Snapshot().ConnectionsActive
 			h.ConnectionsActive = &active
@@ -108,4 +113,15 @@ func writeJSON(w http.ResponseWriter, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// aboutOf is what the catalog says of the variant, for /health: loadgen
+// imports no server code, so it reads these properties rather than keep
+// a list of variant names. An unknown name gives the zero About.
+func aboutOf(name string) protocol.About {
+	v, ok := variants.Lookup(name)
+	if !ok {
+		return protocol.About{}
+	}
+	return protocol.About{Protocol: string(v.Protocol), Family: string(v.Family), Connect: string(v.Connect)}
 }

@@ -10,9 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/admin"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {
@@ -120,6 +122,24 @@ func TestHealthRedis(t *testing.T) {
 		}
 		if code, body := get(t, h, "/health?require=redis"); code != c.strict {
 			t.Errorf("%v: /health?require=redis %d %s; want %d", c.state, code, body, c.strict)
+		}
+	}
+}
+
+// TestHealthAbout: /health carries each variant's properties from the
+// catalog, which loadgen reads in place of variant names.
+func TestHealthAbout(t *testing.T) {
+	for _, v := range variants.All() {
+		cfg := config.Default()
+		cfg.Variant = v.Name
+		_, body := get(t, admin.Handler(cfg, nil, nil, nil), "/health")
+		var health admin.Health
+		if err := json.Unmarshal([]byte(body), &health); err != nil {
+			t.Fatalf("%s: /health: %v %s", v.Name, err, body)
+		}
+		want := protocol.About{Protocol: string(v.Protocol), Family: string(v.Family), Connect: string(v.Connect)}
+		if health.About != want {
+			t.Errorf("%s: /health says %+v, want %+v", v.Name, health.About, want)
 		}
 	}
 }

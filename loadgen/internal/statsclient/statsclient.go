@@ -135,7 +135,8 @@ func AdminURL(value string, set bool, targetHost string) (string, error) {
 }
 
 // Config reads the target's effective configuration, keyed by flag name,
-// from /health (with "variant" among the keys).
+// from /health (with "variant" among the keys, and "protocol", "family"
+// and "connect" when the target publishes them: see protocol.About).
 func (c *Client) Config(ctx context.Context) (map[string]string, error) {
 	url := c.base + "/health"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -153,6 +154,7 @@ func (c *Client) Config(ctx context.Context) (map[string]string, error) {
 	var health struct {
 		Variant string            `json:"variant"`
 		Config  map[string]string `json:"config"`
+		protocol.About
 	}
 	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&health); err != nil {
 		return nil, fmt.Errorf("GET %s: %w", url, err)
@@ -160,8 +162,10 @@ func (c *Client) Config(ctx context.Context) (map[string]string, error) {
 	if health.Config == nil {
 		health.Config = map[string]string{}
 	}
-	if health.Variant != "" {
-		health.Config["variant"] = health.Variant
+	for key, value := range map[string]string{"variant": health.Variant, "protocol": health.Protocol, "family": health.Family, "connect": health.Connect} {
+		if value != "" {
+			health.Config[key] = value
+		}
 	}
 	return health.Config, nil
 }

@@ -102,11 +102,27 @@ func answeredOutside(r Run, rejected uint64, add func(string, string, ...any)) u
 	return outside
 }
 
-// rawTCP reports whether the run's target is knowngood's raw TCP one: it
-// counts reads and connections, not messages and handshakes. loadgen
-// imports no server code, so it goes by the name /health gives.
-func rawTCP(r Run) bool { return r.Config["variant"] == "echo-tcp" }
+// rawTCP reports whether the run's target speaks raw TCP: it counts reads
+// and connections, not messages and handshakes. loadgen imports no server
+// code, so it reads the protocol /health publishes; a target that does
+// not publish one is known by the name of knowngood's raw TCP variant.
+func rawTCP(r Run) bool {
+	return published(r, "protocol", protocol.ProtocolTCP, "echo-tcp")
+}
 
 // sharedLoop reports whether the run's target holds every connect in one
-// queue (knowngood's blocking variant), by the name /health gives.
-func sharedLoop(r Run) bool { return r.Config["variant"] == "blocking" }
+// queue, by the connect model /health publishes, or else by the name of
+// knowngood's variant that does.
+func sharedLoop(r Run) bool {
+	return published(r, "connect", protocol.ConnectSharedLoop, "blocking")
+}
+
+// published reports whether the target's /health gives want for key; a
+// target that gives no key (one older than the property) is matched by
+// its variant name instead.
+func published(r Run, key, want, variant string) bool {
+	if got, ok := r.Config[key]; ok {
+		return got == want
+	}
+	return r.Config["variant"] == variant
+}

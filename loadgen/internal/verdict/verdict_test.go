@@ -39,6 +39,9 @@ func TestRules(t *testing.T) {
 			verdict.Capped, "refused 50 of 100 at its -max-conns 50 cap"},
 		{"queued", verdict.Run{Attempts: 100, Connected: 20, Deadline: time.Second, Server: stats(20, 0, 0, 80), Config: map[string]string{"variant": "blocking", "delay": "50ms"}},
 			verdict.Queued, "held each connect 50ms in one queue: 100 connects need 5s, the client's deadline was 1s, so about 20"},
+		// The connect model the target publishes on /health, whatever its name.
+		{"queued by connect model", verdict.Run{Attempts: 100, Connected: 20, Deadline: time.Second, Server: stats(20, 0, 0, 80), Config: map[string]string{"variant": "my-loop", "connect": "shared-loop", "delay": "50ms"}},
+			verdict.Queued, "held each connect 50ms in one queue: 100 connects need 5s, the client's deadline was 1s, so about 20"},
 		{"abandoned", verdict.Run{Attempts: 10, Connected: 5, Deadline: time.Second, Server: stats(5, 0, 0, 5)},
 			verdict.Abandoned, "the client left 5 handshakes before the server had finished them (its deadline of 1s"},
 		{"replies lost", verdict.Run{Sent: 100, Received: 50, Server: &protocol.Stats{MessagesReceived: 100, MessagesSent: 100}},
@@ -160,6 +163,8 @@ func TestUnits(t *testing.T) {
 			verdict.NeverReached, "the server accepted 7 of 10 TCP connections: 3 never reached it", []string{verdict.Agree}},
 		{"echo-tcp reads", verdict.Run{Attempts: 1, Connected: 1, Unit: verdict.UnitTCP, Sent: 100, Received: 100, Server: &protocol.Stats{ConnectionsTotal: 1, MessagesReceived: 37, BytesReceived: 12800, BytesSent: 12800}, Config: map[string]string{"variant": "echo-tcp"}},
 			verdict.Incomparable, "echo-tcp counts reads, not messages", nil},
+		{"raw tcp by protocol", verdict.Run{Attempts: 1, Connected: 1, Unit: verdict.UnitTCP, Sent: 100, Received: 100, Server: &protocol.Stats{ConnectionsTotal: 1, MessagesReceived: 37, BytesReceived: 12800, BytesSent: 12800}, Config: map[string]string{"variant": "my-tcp", "protocol": "tcp"}},
+			verdict.Incomparable, "my-tcp counts reads, not messages", nil},
 		// A path the target does not serve: 404 before any handshake;
 		// it was "5 never reached it".
 		{"answered outside handshakes", verdict.Run{Attempts: 5, Connected: 0, Answered: 5, Sent: -1, Received: -1, Server: stats(0, 0, 0, 0)},

@@ -2,10 +2,15 @@ package servers
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/admin"
 )
 
 func TestHealthURL(t *testing.T) {
@@ -57,4 +62,26 @@ func errString(err error) string {
 		return ""
 	}
 	return " (" + err.Error() + ")"
+}
+
+// TestHealthAbout: a running target publishes its catalog properties on
+// /health, which loadgen reads in place of a list of variant names.
+func TestHealthAbout(t *testing.T) {
+	for _, name := range []string{"blocking", "echo-gorilla"} {
+		v, _ := variants.Lookup(name)
+		s := startServer(t, "-variant", name)
+		resp, err := http.Get(s.admin + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var health admin.Health
+		err = json.NewDecoder(resp.Body).Decode(&health)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("%s: /health: %v", name, err)
+		}
+		if health.About != v.Health() || health.About.Family == "" {
+			t.Errorf("%s: /health says %+v, want %+v", name, health.About, v.Health())
+		}
+	}
 }

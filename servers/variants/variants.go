@@ -11,7 +11,11 @@
 // picks it up.
 package variants
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/knowngood/knowngood/shared/protocol"
+)
 
 // Family is what a variant does for its clients.
 type Family string
@@ -68,6 +72,12 @@ type Variant struct {
 	Flags []string
 	// Connect is its connect model; NoConnect outside the Socket.IO family.
 	Connect Connect
+}
+
+// Health is what the target says of itself on /health, so that a load
+// client can read its counts without a list of variant names.
+func (v Variant) Health() protocol.About {
+	return protocol.About{Protocol: string(v.Protocol), Family: string(v.Family), Connect: string(v.Connect)}
 }
 
 // Reads reports whether v reads the flag name (without the dash).

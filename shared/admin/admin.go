@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -47,13 +46,17 @@ type RedisState interface {
 
 // Handler returns the admin mux: /metrics serves reg, /stats reads m.
 // Either may be nil (-metrics=false makes both nil): its endpoint then
-// answers 404 with a line that says why. redis may be nil too.
+// answers 404 with a line that says why. redis may be nil too. about is
+// what the catalog says of cfg.Variant, for /health: loadgen imports no
+// server code, so it reads these properties rather than keep a list of
+// variant names; this package imports no server code either, so the
+// caller passes them in.
 //
 // /health answers 200 while the target serves its own clients, Redis or
 // not: a replica whose Redis is down still serves, and a balancer that
 // took it out would move its clients for nothing. /health?require=redis
 // answers 503 while Redis is down, for whoever wants the stricter check.
-func Handler(cfg config.Config, reg *prometheus.Registry, m *metrics.Metrics, redis RedisState) http.Handler {
+func Handler(cfg config.Config, about protocol.About, reg *prometheus.Registry, m *metrics.Metrics, redis RedisState) http.Handler {
 	started := time.Now()
 	mux := http.NewServeMux()
 	metricsOff := func(w http.ResponseWriter, _ *http.Request) {
@@ -72,7 +75,7 @@ func Handler(cfg config.Config, reg *prometheus.Registry, m *metrics.Metrics, re
 		mux.HandleFunc("GET /stats", metricsOff)
 	}
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		h := Health{Status: "ok", Variant: cfg.Variant, About: aboutOf(cfg.Variant), UptimeSeconds: time.Since(started).Seconds(), Config: cfg.Effective()}
+		h := Health{Status: "ok", Variant: cfg.Variant, About: about, UptimeSeconds: time.Since(started).Seconds(), Config: cfg.Effective()}
 		if m != nil {
 			active := m.Snapshot().ConnectionsActive
 			h.ConnectionsActive = &active
@@ -113,15 +116,4 @@ func writeJSON(w http.ResponseWriter, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
-}
-
-// aboutOf is what the catalog says of the variant, for /health: loadgen
-// imports no server code, so it reads these properties rather than keep
-// a list of variant names. An unknown name gives the zero About.
-func aboutOf(name string) protocol.About {
-	v, ok := variants.Lookup(name)
-	if !ok {
-		return protocol.About{}
-	}
-	return protocol.About{Protocol: string(v.Protocol), Family: string(v.Family), Connect: string(v.Connect)}
 }

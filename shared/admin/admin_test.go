@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/admin"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -31,7 +30,7 @@ func TestEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, cfg.Variant)
 	m.Opened()
-	h := admin.Handler(cfg, reg, m, nil)
+	h := admin.Handler(cfg, protocol.About{}, reg, m, nil)
 
 	code, body := get(t, h, "/health")
 	var health admin.Health
@@ -52,13 +51,13 @@ func TestEndpoints(t *testing.T) {
 	}
 
 	cfg.Pprof = true
-	if code, _ := get(t, admin.Handler(cfg, reg, m, nil), "/debug/pprof/"); code != 200 {
+	if code, _ := get(t, admin.Handler(cfg, protocol.About{}, reg, m, nil), "/debug/pprof/"); code != 200 {
 		t.Errorf("/debug/pprof/ with -pprof: %d, want 200", code)
 	}
 }
 
 func TestMetricsOff(t *testing.T) {
-	h := admin.Handler(config.Default(), nil, nil, nil)
+	h := admin.Handler(config.Default(), protocol.About{}, nil, nil, nil)
 	for _, path := range []string{"/metrics", "/stats"} {
 		if code, body := get(t, h, path); code != http.StatusNotFound || !strings.Contains(body, "-metrics=false") {
 			t.Errorf("%s with -metrics=false: %d %s", path, code, body)
@@ -74,7 +73,7 @@ func TestPprofOnlyWithFlag(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		cfg := config.Default()
 		cfg.Pprof = on
-		srv := httptest.NewServer(admin.Handler(cfg, nil, metrics.New(prometheus.NewRegistry(), "empty"), nil))
+		srv := httptest.NewServer(admin.Handler(cfg, protocol.About{}, nil, metrics.New(prometheus.NewRegistry(), "empty"), nil))
 		for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/symbol"} {
 			resp, err := http.Get(srv.URL + path)
 			if err != nil {
@@ -115,7 +114,7 @@ func TestHealthRedis(t *testing.T) {
 		{nil, 200, 503, `"status": "ok"`},
 	}
 	for _, c := range cases {
-		h := admin.Handler(config.Default(), nil, nil, c.state)
+		h := admin.Handler(config.Default(), protocol.About{}, nil, nil, c.state)
 		code, body := get(t, h, "/health")
 		if code != c.plain || !strings.Contains(body, c.wantInBody) {
 			t.Errorf("%v: /health %d %s; want %d with %s", c.state, code, body, c.plain, c.wantInBody)
@@ -126,20 +125,17 @@ func TestHealthRedis(t *testing.T) {
 	}
 }
 
-// TestHealthAbout: /health carries each variant's properties from the
-// catalog, which loadgen reads in place of variant names.
+// TestHealthAbout: /health carries the properties its caller passed,
+// which loadgen reads in place of variant names.
 func TestHealthAbout(t *testing.T) {
-	for _, v := range variants.All() {
-		cfg := config.Default()
-		cfg.Variant = v.Name
-		_, body := get(t, admin.Handler(cfg, nil, nil, nil), "/health")
-		var health admin.Health
-		if err := json.Unmarshal([]byte(body), &health); err != nil {
-			t.Fatalf("%s: /health: %v %s", v.Name, err, body)
-		}
-		want := protocol.About{Protocol: string(v.Protocol), Family: string(v.Family), Connect: string(v.Connect)}
-		if health.About != want {
-			t.Errorf("%s: /health says %+v, want %+v", v.Name, health.About, want)
-		}
+	cfg := config.Default()
+	about := protocol.About{Protocol: protocol.ProtocolSocketIO, Family: "socketio", Connect: protocol.ConnectSharedLoop}
+	_, body := get(t, admin.Handler(cfg, about, nil, nil, nil), "/health")
+	var health admin.Health
+	if err := json.Unmarshal([]byte(body), &health); err != nil {
+		t.Fatalf("/health: %v %s", err, body)
+	}
+	if health.About != about {
+		t.Errorf("/health says %+v, want %+v", health.About, about)
 	}
 }

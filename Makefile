@@ -16,9 +16,15 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # cache the cross-builds compile the release for six platforms twice (the
 # checks, then the release's -trimpath build), which took more than 20 on
 # a fresh 2-core machine.
-GOTEST := go test -race -p 1 -count=1 -timeout 45m
+#
+# The commands the tests start are built once into TEST_BINDIR, which
+# scripts/harness reads from KNOWNGOOD_TEST_BINDIR, instead of linked
+# again in each test package's process (go test without it builds them).
+TEST_BINDIR := $(CURDIR)/bin/test
+TEST_BINS := ./servers/knowngood ./loadgen ./scripts/bench/floors/gnetecho ./scripts/bench/clusterexp ./scripts/clients/sio-connect-go
+GOTEST := KNOWNGOOD_TEST_BINDIR=$(TEST_BINDIR) go test -race -p 1 -count=1 -timeout 45m
 
-.PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-core test-slow-only observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
+.PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-core test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## help: every target with its line (this list)
@@ -87,16 +93,21 @@ test: deps lint test-go
 test-go: test-core test-slow-only
 
 ## test-quick: the Go and real-client tests (JS, Python) under -race -short, without Docker, Prometheus, the load tools, nginx or the soak test
-test-quick: deps-quick
+test-quick: deps-quick test-bins
 	$(GOTEST) -short $(CORE_PKGS)
 
 ## test-slow: the tests that need Docker, Compose, Prometheus, k6, artillery, tsung, wscat or nginx, and the soak test (part of make test)
 test-slow: deps test-slow-only
 
-test-core:
+# Each run links them again from the build cache (seconds), so that they
+# are never older than the tree.
+test-bins:
+	CGO_ENABLED=0 go build -o $(TEST_BINDIR)/ $(TEST_BINS)
+
+test-core: test-bins
 	$(GOTEST) $(CORE_PKGS)
 
-test-slow-only:
+test-slow-only: test-bins
 	$(GOTEST) $(SLOW_PKGS)
 
 lint:
@@ -187,7 +198,7 @@ docker:
 	docker build -f docker/Dockerfile -t knowngood:dev bin/docker
 
 ## test-docker: the image, every compose target on the host network, loadgen against each, /stats (also part of make test)
-test-docker: deps
+test-docker: deps test-bins
 	$(GOTEST) -v -run 'TestComposeHost|TestPrometheus|TestPromtool|TestDashboard' ./docker
 
 # Recipes for external load tools (scripts/README.md), against a target

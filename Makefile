@@ -92,8 +92,9 @@ deps-quick:
 # the image, every compose target, the scrape configs), the external load
 # tools (scripts/recipes: k6, artillery, tsung, wscat), nginx and Redis in
 # front of replicas (scripts/cluster), and make soak in small on every
-# variant (scripts/soak, 2.5 minutes alone), and make experiment-cluster in
-# small, each fault and a kill (scripts/bench/clusterexp, 1.5 minutes).
+# variant (scripts/soak, 1.5 minutes with the variants side by side), and
+# make experiment-cluster in small, each fault and a kill
+# (scripts/bench/clusterexp, 1.5 minutes).
 # make test-slow runs them.
 SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak ./scripts/bench/clusterexp
 CORE_PKGS = $(filter-out $(SLOW_PKGS:./%=github.com/knowngood/knowngood/%) $(PARALLEL_PKGS:./%=github.com/knowngood/knowngood/%),$(shell go list ./...))

@@ -32,7 +32,11 @@ const (
 	mixFactor = 10
 	mixFloor  = 500 * time.Millisecond
 
-	mixFor      = 2 * time.Second
+	// mixFor is how long the mix goes on after the p99 under it is taken:
+	// with the 200 ms before, longer than the -handshake-timeout, so that
+	// the slow-headers client is closed by it while the others keep going.
+	// Every client that started is waited for, and checked, after it.
+	mixFor      = time.Second
 	mixMessage  = 4096 // the target's -max-message and -max-payload
 	answerLimit = 5 * time.Second
 )

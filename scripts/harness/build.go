@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -73,6 +74,25 @@ func RemoveBuilds() {
 	builds.dir, builds.paths = "", nil
 }
 
+// BinDirEnv names a directory of binaries built beforehand, one per
+// command, named as go build -o DIR/ names them (knowngood, loadgen). make
+// test builds the commands there once, so that each test package, a
+// process of its own, starts them instead of linking them again; a test
+// run without it builds its own.
+const BinDirEnv = "KNOWNGOOD_TEST_BINDIR"
+
+// prebuilt is the binary of pkg in BinDirEnv's directory, if it has one
+// by the package's own name.
+func prebuilt(pkg, name string) (string, bool) {
+	dir := os.Getenv(BinDirEnv)
+	if dir == "" || path.Base(pkg) != name {
+		return "", false
+	}
+	bin := filepath.Join(dir, name)
+	fi, err := os.Stat(bin)
+	return bin, err == nil && fi.Mode().IsRegular()
+}
+
 // build compiles pkg of the module into the temporary directory, once.
 // CGO_ENABLED=0 makes the static binary that the Docker image also runs.
 func build(pkg, name string) (string, error) {
@@ -80,6 +100,13 @@ func build(pkg, name string) (string, error) {
 	defer builds.mu.Unlock()
 	if p, ok := builds.paths[pkg]; ok {
 		return p, nil
+	}
+	if bin, ok := prebuilt(pkg, name); ok {
+		if builds.paths == nil {
+			builds.paths = map[string]string{}
+		}
+		builds.paths[pkg] = bin
+		return bin, nil
 	}
 	root, err := moduleRoot()
 	if err != nil {

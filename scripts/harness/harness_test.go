@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,5 +137,30 @@ func TestKnowngoodBadFlag(t *testing.T) {
 	_, err := StartKnowngood(context.Background(), nil, "-variant", "nope")
 	if err == nil || !strings.Contains(err.Error(), "invalid value for -variant") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestPrebuilt: with BinDirEnv set, a command found there by its package's
+// name is used as it is; one under another name, or missing, is built.
+func TestPrebuilt(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "gnetecho")
+	if err := os.WriteFile(fake, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(BinDirEnv, dir)
+	RemoveBuilds()
+	t.Cleanup(RemoveBuilds)
+	if bin, err := GnetFloor(); err != nil || bin != fake {
+		t.Errorf("GnetFloor() = %q, %v; want %q", bin, err, fake)
+	}
+	if bin, ok := prebuilt("./scripts/bench/floors/sioserver", "sioserver"); ok {
+		t.Errorf("prebuilt sioserver = %q, but %s has none", bin, dir)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sio-bare"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if bin, ok := prebuilt("./scripts/bench/floors/sioserver", "sio-bare"); ok {
+		t.Errorf("prebuilt %q for a name that is not its package's", bin)
 	}
 }

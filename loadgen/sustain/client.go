@@ -7,10 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/zishang520/socket.io/clients/socket/v3"
-
-	"github.com/knowngood/knowngood/loadgen/sioclient"
 )
 
 // client is one simulated user: one connection at a time, and again
@@ -23,7 +19,7 @@ type client struct {
 	r    *run
 
 	mu       sync.Mutex
-	conn     *sioclient.Conn
+	conn     link
 	gen      int  // counts connections, so that a stale timer or event does nothing
 	leaving  bool // the client closes its connection itself (churn, the end)
 	failures int  // connects failed in a row, for the back-off
@@ -42,21 +38,10 @@ func (c *client) dial(ctx context.Context) {
 	c.leaving = false
 	c.mu.Unlock()
 	r.counts.attempts.Add(1)
-	opts := r.opts
-	opts.OnSocket = func(s *socket.Socket) {
-		s.On("broadcast", func(args ...any) { r.onPush(args) })
-		s.On("disconnect", func(...any) { c.onDisconnect(gen) })
-	}
-	conn, err := sioclient.Dial(opts)
-	if err == nil {
-		dctx, cancel := context.WithTimeout(ctx, r.cfg.Deadline)
-		err = conn.Wait(dctx)
-		cancel()
-	}
+	dctx, cancel := context.WithTimeout(ctx, r.cfg.Deadline)
+	conn, err := r.dial(dctx, func() { c.onDisconnect(gen) })
+	cancel()
 	if err != nil {
-		if conn != nil {
-			go conn.Close() // its goroutines end on their own; the close waits for them
-		}
 		if ctx.Err() == nil {
 			r.counts.failed(errorKey(err))
 		}
@@ -66,7 +51,7 @@ func (c *client) dial(ctx context.Context) {
 	c.mu.Lock()
 	if c.gen != gen || r.stopping.Load() {
 		c.mu.Unlock()
-		go conn.Close()
+		go conn.close()
 		return
 	}
 	c.conn, c.failures = conn, 0
@@ -77,7 +62,7 @@ func (c *client) dial(ctx context.Context) {
 	c.mu.Unlock()
 	r.held.Add(1)
 	r.counts.connected.Add(1)
-	_ = conn.Socket().Emit("join", c.room)
+	_ = conn.emit("join", c.room)
 	r.counts.joins.Add(1)
 	c.schedule(gen)
 }
@@ -107,12 +92,12 @@ func (c *client) emit(gen int) {
 	}
 	c.seq++
 	payload := c.room + ":" + strconv.Itoa(c.id) + ":" + strconv.Itoa(c.seq)
-	sock := c.conn.Socket()
+	conn := c.conn
 	c.mu.Unlock()
 	t0 := time.Now()
 	r.counts.emits.Add(1)
-	sock.EmitWithAck(r.cfg.Event, payload)(func(args []any, err error) {
-		if err == nil && (len(args) != 1 || args[0] != payload) {
+	conn.emitWithAck(r.cfg.Event, payload, func(arg string, err error) {
+		if err == nil && arg != payload {
 			err = errors.New("ack without the payload")
 		}
 		r.onAck(time.Since(t0), err)
@@ -136,7 +121,7 @@ func (c *client) onDisconnect(gen int) {
 	}
 	c.mu.Unlock()
 	r.held.Add(-1)
-	go conn.Close()
+	go conn.close()
 	if leaving || r.stopping.Load() {
 		return
 	}
@@ -167,7 +152,7 @@ func (c *client) retry(gen int) {
 
 // leave closes the client's connection on purpose (churn, the end of the
 // run): it is not counted as lost.
-func (c *client) leave() *sioclient.Conn {
+func (c *client) leave() link {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.leaving = true

@@ -59,6 +59,7 @@ type Config struct {
 	Reconnect    bool // a lost client connects again, after a back-off
 	Backoff      time.Duration
 	BackoffMax   time.Duration
+	Client       string // ClientLean or ClientZishang520
 
 	offset int // the first client's number in this shard
 }
@@ -100,6 +101,7 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.Inflight, "inflight", DefaultInflight, 1, 100000, "`N` connects under way at once")
 	fs.BoolVar(&cfg.Reconnect, "reconnect", true, "a client that lost its connection (or failed to connect) tries again after an exponential back-off with jitter")
 	flagset.Duration(fs, &cfg.Backoff, "backoff", DefaultBackoff, false, "`DURATION` of the first back-off; it doubles on each failure, up to -backoff-max, and each wait is drawn from its upper half")
+	fs.StringVar(&cfg.Client, "client", ClientLean, "Socket.IO `CLIENT`: lean (one goroutine per connection, for 100,000 from one machine) or zishang520 (the Go client library users deploy, several goroutines and timers per connection)")
 	flagset.Duration(fs, &cfg.BackoffMax, "backoff-max", DefaultBackoffMax, false, "`DURATION` the back-off grows to at most")
 }
 
@@ -143,6 +145,8 @@ func (c *Config) normalize(set map[string]bool) error {
 		return fmt.Errorf("invalid value %g for flag -churn: want a share from 0 to 1", c.Churn)
 	case c.BackoffMax < c.Backoff:
 		return fmt.Errorf("invalid value %s for flag -backoff-max: want at least -backoff (%s)", c.BackoffMax, c.Backoff)
+	case c.Client != ClientLean && c.Client != ClientZishang520:
+		return fmt.Errorf("invalid value %q for flag -client: want %s or %s", c.Client, ClientLean, ClientZishang520)
 	case c.Event == "":
 		return errors.New("invalid value for flag -event: want an event name")
 	}

@@ -63,6 +63,7 @@ type Report struct {
 	Rooms      int    `json:"rooms"`
 	EmitEvery  string `json:"emit_every"`
 	Event      string `json:"event"`
+	Client     string `json:"client"`
 	StepLength string `json:"step_duration"`
 	// Totals over the steps.
 	Attempts    int64   `json:"attempts"`
@@ -84,7 +85,7 @@ type Report struct {
 }
 
 func newReport(cfg Config) *Report {
-	rep := &Report{URL: cfg.URL, N: cfg.N, Rooms: cfg.Rooms, Event: cfg.Event, StepLength: cfg.StepDuration.String(),
+	rep := &Report{URL: cfg.URL, N: cfg.N, Rooms: cfg.Rooms, Event: cfg.Event, Client: cfg.Client, StepLength: cfg.StepDuration.String(),
 		EmitEvery: cfg.EmitMin.String() + "-" + cfg.EmitMax.String(), HeldPerSecond: []int64{}}
 	if cfg.Shard.Set() {
 		rep.Shard = cfg.Shard.String()
@@ -167,8 +168,12 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 
 // WriteTable prints a row per step, then the totals and the verdicts.
 func (rep *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "sustain: %d Socket.IO clients over WebSocket to %s, %d steps of %s; each emits %q every %s; %d rooms\n",
-		rep.N, rep.URL, len(rep.Steps), rep.StepLength, rep.Event, rep.EmitEvery, rep.Rooms)
+	client := ""
+	if rep.Client != "" {
+		client = " (" + rep.Client + ")"
+	}
+	fmt.Fprintf(w, "sustain: %d Socket.IO clients%s over WebSocket to %s, %d steps of %s; each emits %q every %s; %d rooms\n",
+		rep.N, client, rep.URL, len(rep.Steps), rep.StepLength, rep.Event, rep.EmitEvery, rep.Rooms)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "step\ttarget\theld\tconnect %\tlost\treconnected\temits/s\temit p50 ms\temit p99 ms\tpushes recv/s\tpush p99 ms\tclient CPU %\tclient RSS MiB\t")
 	for _, s := range rep.Steps {

@@ -18,6 +18,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/loadgen/siolite"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -159,7 +160,7 @@ func (r *run) churn() {
 		if conn := c.leave(); conn != nil {
 			want--
 			r.counts.churned.Add(1)
-			go conn.Close()
+			go conn.close()
 			r.enqueue(c)
 		}
 	}
@@ -170,7 +171,7 @@ func (r *run) closeAll() {
 	var wg sync.WaitGroup
 	for _, c := range r.clients {
 		if conn := c.leave(); conn != nil {
-			wg.Go(func() { _ = conn.Close() })
+			wg.Go(conn.close)
 		}
 	}
 	wg.Wait()
@@ -242,7 +243,7 @@ func (r *run) push() (stop func()) {
 				}
 				room := "room-" + strconv.Itoa(seq%r.cfg.Rooms)
 				seq++
-				_ = conn.Socket().Emit("broadcast-room", room, map[string]any{"t": time.Now().UnixMicro(), "from": c.id})
+				_ = conn.emit("broadcast-room", room, map[string]any{"t": time.Now().UnixMicro(), "from": c.id})
 				r.counts.pushesSent.Add(1)
 				break
 			}
@@ -251,21 +252,14 @@ func (r *run) push() (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// onPush times a "broadcast" event from its payload's send time.
-func (r *run) onPush(args []any) {
+// onPush counts a "broadcast" event and times it from its payload's send
+// time (µs since the epoch; 0 when it has none).
+func (r *run) onPush(sent int64) {
 	r.counts.pushesReceived.Add(1)
-	if len(args) == 0 {
+	if sent <= 0 {
 		return
 	}
-	m, ok := args[0].(map[string]any)
-	if !ok {
-		return
-	}
-	t, ok := m["t"].(float64)
-	if !ok {
-		return
-	}
-	us := max(1, time.Now().UnixMicro()-int64(t))
+	us := max(1, time.Now().UnixMicro()-sent)
 	r.latMu.Lock()
 	_ = r.pushLat.RecordValue(us)
 	r.latMu.Unlock()
@@ -310,7 +304,7 @@ var localAddr = regexp.MustCompile(`tcp (\[[0-9a-fA-F:.]+\]|[0-9.]+):[0-9]+->`)
 // errorKey is the message a failed connect is grouped by.
 func errorKey(err error) string {
 	switch {
-	case errors.Is(err, sioclient.ErrDeadline):
+	case errors.Is(err, sioclient.ErrDeadline), errors.Is(err, siolite.ErrDeadline):
 		return "connect: " + sioclient.ErrDeadline.Error()
 	case errors.Is(err, context.Canceled):
 		return "connect: interrupted"

@@ -31,15 +31,36 @@ func config(url, admin string) Config {
 	return Config{Common: scenario.Common{URL: url, Admin: admin}, N: 60, Steps: 2, StepDuration: 2 * time.Second,
 		EmitMin: 100 * time.Millisecond, EmitMax: 200 * time.Millisecond, Event: "echo", Rooms: 3, PushRate: 20,
 		Deadline: 10 * time.Second, AckTimeout: 5 * time.Second, Inflight: 20, Reconnect: true,
-		Backoff: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond}
+		Backoff: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond, Client: ClientLean}
 }
+
+// clients are the -client values, each run through the same checks.
+var clients = []string{ClientLean, ClientZishang520}
 
 // TestRun: against a knowngood target, each step holds its share, every
 // emit is acked, the room pushes arrive, and the server counted the same
 // connects.
 func TestRun(t *testing.T) {
-	p := harness.Start(t, "-variant", "empty")
-	rep, err := Run(context.Background(), config("http://"+p.Addr, p.AdminURL()), os.Stderr)
+	for _, target := range []struct {
+		name   string
+		client string
+		args   []string
+	}{
+		{"lean", ClientLean, nil},
+		{"zishang520", ClientZishang520, nil},
+		{"lean-native-gnet", ClientLean, []string{"-engine", "native", "-native-lib", "gnet"}},
+	} {
+		t.Run(target.name, func(t *testing.T) {
+			p := harness.Start(t, append([]string{"-variant", "empty"}, target.args...)...)
+			cfg := config("http://"+p.Addr, p.AdminURL())
+			cfg.Client = target.client
+			checkRun(t, cfg)
+		})
+	}
+}
+
+func checkRun(t *testing.T, cfg Config) {
+	rep, err := Run(context.Background(), cfg, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +87,8 @@ func TestRun(t *testing.T) {
 		t.Errorf("server view %+v; want 60 handshakes ok", rep.Server)
 	}
 	var table strings.Builder
-	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "60 clients connected at least once") {
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "60 clients connected at least once") ||
+		!strings.Contains(table.String(), "("+cfg.Client+")") {
 		t.Errorf("table (%v):\n%s", err, table.String())
 	}
 }
@@ -75,19 +97,31 @@ func TestRun(t *testing.T) {
 // another takes its address: every client was lost once, comes back after
 // its back-off, and counts once.
 func TestReconnect(t *testing.T) {
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) { checkReconnect(t, client) })
+	}
+}
+
+func checkReconnect(t *testing.T, client string) {
 	first := harness.Start(t, "-variant", "empty")
 	addr := first.Addr
 	cfg := config("http://"+addr, "")
-	cfg.N, cfg.Steps, cfg.StepDuration, cfg.PushRate = 40, 1, 8*time.Second, 0
+	// The step leaves room for the 40 connects and, after the kill, the
+	// 40 reconnects on a busy machine; the back-off is at most 400 ms.
+	cfg.N, cfg.Steps, cfg.StepDuration, cfg.PushRate = 40, 1, 15*time.Second, 0
+	cfg.Client = client
+	heldFirst := make(chan int64, 1)
 	go func() {
 		// Once the first target holds every client, it dies (SIGKILL, no
 		// goodbye) and a second one listens on the same address.
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-			if st, err := first.ReadStats(); err == nil && st.ConnectionsActive == 40 {
-				break
-			}
+		var active int64
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && active != 40; {
 			time.Sleep(20 * time.Millisecond) // the poll's pace, not an order
+			if st, err := first.ReadStats(); err == nil {
+				active = st.ConnectionsActive
+			}
 		}
+		heldFirst <- active
 		_ = first.Signal(os.Kill)
 		<-first.Exited()
 		harness.Start(t, "-variant", "empty", "-addr", addr)
@@ -95,6 +129,9 @@ func TestReconnect(t *testing.T) {
 	rep, err := Run(context.Background(), cfg, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := <-heldFirst; n != 40 {
+		t.Fatalf("the first target held %d of the 40 clients 10 s into the step; the check needs all 40 before the kill", n)
 	}
 	s := rep.Steps[0]
 	if s.Lost != 40 || s.Reconnected != 40 || s.Held != 40 || rep.Ever != 40 {
@@ -110,6 +147,7 @@ func TestFlags(t *testing.T) {
 		"-push-rate -1":        "-push-rate",
 		"-backoff-max 1ms":     "-backoff-max",
 		"-url ws://x:1/":       "-url",
+		"-client socketio":     "-client",
 	} {
 		if _, err := ParseFlags(strings.Fields(args)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want an error naming %s", args, err, want)

@@ -29,6 +29,7 @@ type report struct {
 	Fault              string            `json:"fault,omitempty"`
 	RedisShards        int               `json:"redis_shards"`
 	Engine             string            `json:"engine,omitempty"`
+	Client             string            `json:"client,omitempty"`
 	StepDuration       string            `json:"step_duration"`
 	EmitInterval       string            `json:"emit_interval"`
 	PushRate           float64           `json:"push_rate"`
@@ -100,7 +101,7 @@ type replicaRow struct {
 // buildReport turns the samples and the shards' reports into the report.
 func buildReport(o options, sz sizing, c *cluster, res *results, machine *benchrun.Machine) *report {
 	rep := &report{Conns: o.conns, Replicas: len(c.replicas), Shards: sz.shards, NginxWorkers: sz.nginxWorkers,
-		OpenFilesLimit: sz.limit, Fault: o.fault, RedisShards: o.redisShards, Engine: o.engine,
+		OpenFilesLimit: sz.limit, Fault: o.fault, RedisShards: o.redisShards, Engine: o.engine, Client: o.client,
 		StepDuration: o.stepDuration.String(), EmitInterval: o.emitInterval, PushRate: o.pushRate}
 	for k := 1; k < len(res.samples); k++ {
 		rep.Steps = append(rep.Steps, stepOf(k, c, res))

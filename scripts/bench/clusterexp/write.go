@@ -50,6 +50,9 @@ func (rep *report) parts() []htmlreport.Section {
 	if rep.Engine != "" {
 		head += "; engine " + rep.Engine
 	}
+	if rep.Client != "" {
+		head += "; client " + rep.Client
+	}
 	parts := []htmlreport.Section{{Text: head + "\n"}, rep.stepTable()}
 	if n := len(rep.Steps); n > 0 {
 		parts = append(parts, htmlreport.Section{Text: fmt.Sprintf("\nEach replica at the last step (%d):\n", n)}, replicaTable(rep.Steps[n-1]))

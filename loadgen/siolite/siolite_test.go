@@ -1,0 +1,185 @@
+package siolite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/knowngood/knowngood/scripts/harness"
+)
+
+func TestMain(m *testing.M) { harness.Main(m, harness.RemoveBuilds) }
+
+// server is one real Socket.IO server the client is checked against.
+type server struct {
+	name  string
+	start func(t *testing.T) (url string, kill func())
+}
+
+// knowngood starts a target; kill is SIGKILL, no goodbye.
+func knowngood(args ...string) func(t *testing.T) (string, func()) {
+	return func(t *testing.T) (string, func()) {
+		p := harness.Start(t, append([]string{"-variant", "empty"}, args...)...)
+		return "http://" + p.Addr, func() { _ = p.Signal(os.Kill); <-p.Exited() }
+	}
+}
+
+// node starts Node's socket.io (scripts/node/sio-server.mjs), the
+// reference the targets answer as.
+func node(t *testing.T) (string, func()) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not installed")
+	}
+	p, err := harness.StartProcess(context.Background(), "node socket.io", []string{"node", "../../scripts/node/sio-server.mjs", "0"})
+	if err != nil {
+		t.Fatalf("%v (npm install in scripts/ first?)", err)
+	}
+	t.Cleanup(func() { _ = p.Stop() })
+	return "http://" + p.Addr, func() { _ = p.Signal(os.Kill); <-p.Exited() }
+}
+
+var servers = []server{
+	{"zishang520", knowngood()},
+	{"native-nethttp", knowngood("-engine", "native", "-native-lib", "nethttp")},
+	{"native-gnet", knowngood("-engine", "native", "-native-lib", "gnet")},
+	{"node", node},
+}
+
+func dial(t *testing.T, o Options) *Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestAgainstServers: against each server, an acked echo carries its
+// argument back, a room push reaches the room's members, and a server
+// that dies is reported once through OnClose, with the pending ack
+// failed rather than left waiting.
+func TestAgainstServers(t *testing.T) {
+	for _, s := range servers {
+		t.Run(s.name, func(t *testing.T) {
+			url, kill := s.start(t)
+			pushes := make(chan []json.RawMessage, 4)
+			closed := make(chan error, 2)
+			member := dial(t, Options{URL: url, OnClose: func(err error) { closed <- err },
+				OnEvent: func(name string, args []json.RawMessage) {
+					if name == "broadcast" {
+						pushes <- args
+					}
+				}})
+			defer member.Close()
+			sender := dial(t, Options{URL: url})
+			defer sender.Close()
+			if member.ID() == "" {
+				t.Error("no sid from the CONNECT")
+			}
+
+			acked := make(chan error, 1)
+			join := func(args []json.RawMessage, err error) { acked <- err }
+			if err := member.EmitWithAck("join", []any{"r1"}, join); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-acked; err != nil {
+				t.Fatalf("join: %v", err)
+			}
+			echoed := make(chan string, 1)
+			err := sender.EmitWithAck("echo", []any{"hello"}, func(args []json.RawMessage, err error) {
+				var got string
+				if err == nil && len(args) == 1 {
+					_ = json.Unmarshal(args[0], &got)
+				}
+				echoed <- got
+			})
+			if err != nil || <-echoed != "hello" {
+				t.Fatalf("echo: %v, want hello back", err)
+			}
+			if err := sender.Emit("broadcast-room", "r1", map[string]any{"t": 1}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case args := <-pushes:
+				if len(args) != 1 || string(args[0]) != `{"t":1}` {
+					t.Errorf("push %s; want {\"t\":1}", args)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no push in 10 s")
+			}
+
+			// An ack the server will never send, then the server dies.
+			failed := make(chan error, 1)
+			if err := member.EmitWithAck("no-such-event", nil, func(_ []json.RawMessage, err error) { failed <- err }); err != nil {
+				t.Fatal(err)
+			}
+			kill()
+			select {
+			case <-closed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("OnClose not called 10 s after the server died")
+			}
+			if err := <-failed; !errors.Is(err, ErrClosed) {
+				t.Errorf("pending ack: %v; want ErrClosed", err)
+			}
+			if len(closed) != 0 {
+				t.Error("OnClose called twice")
+			}
+		})
+	}
+}
+
+// TestAckTimeout: an ack that does not come fails after AckTimeout, and
+// Close drops the acks still pending without calling them.
+func TestAckTimeout(t *testing.T) {
+	url, _ := knowngood()(t)
+	c := dial(t, Options{URL: url, AckTimeout: 100 * time.Millisecond})
+	got := make(chan error, 1)
+	if err := c.EmitWithAck("no-such-event", nil, func(_ []json.RawMessage, err error) { got <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, ErrAckTimeout) {
+		t.Errorf("got %v; want ErrAckTimeout", err)
+	}
+	c2 := dial(t, Options{URL: url, AckTimeout: time.Hour})
+	if err := c2.EmitWithAck("no-such-event", nil, func([]json.RawMessage, error) { t.Error("ack callback after Close") }); err != nil {
+		t.Fatal(err)
+	}
+	c2.Close()
+	c.Close()
+	if err := c.Emit("echo"); err == nil {
+		t.Error("Emit after Close succeeded")
+	}
+}
+
+// TestDeadline: a server that accepts and never answers gives
+// ErrDeadline at the context's deadline; a refused port its own error.
+func TestDeadline(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := Dial(ctx, Options{URL: "http://" + l.Addr().String()}); !errors.Is(err, ErrDeadline) {
+		t.Errorf("silent server: %v; want ErrDeadline", err)
+	}
+	(<-accepted).Close()
+	if _, err := Dial(context.Background(), Options{URL: "ws://x"}); err == nil {
+		t.Error("ws:// URL accepted")
+	}
+}

@@ -1,0 +1,123 @@
+package sustain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/zishang520/socket.io/clients/socket/v3"
+
+	"github.com/knowngood/knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/loadgen/siolite"
+)
+
+// The Socket.IO clients -client chooses from.
+const (
+	ClientLean       = "lean"       // loadgen/siolite: one goroutine per connection
+	ClientZishang520 = "zishang520" // the zishang520 Go client, through loadgen/sioclient
+)
+
+// link is one connected client's connection, whichever library holds it.
+type link interface {
+	emit(event string, args ...any) error
+	// emitWithAck sends event with one string argument; done gets the
+	// ack's one string argument, or the error.
+	emitWithAck(event, arg string, done func(arg string, err error))
+	close()
+}
+
+// dial connects one client before ctx's deadline; lost is called once
+// when the connection ends without the client closing it. A "broadcast"
+// event goes to onPush.
+func (r *run) dial(ctx context.Context, lost func()) (link, error) {
+	if r.cfg.Client == ClientZishang520 {
+		return r.dialZishang(ctx, lost)
+	}
+	conn, err := siolite.Dial(ctx, siolite.Options{URL: r.cfg.URL, TLS: r.cfg.TLS.Config(), AckTimeout: r.cfg.AckTimeout,
+		OnClose: func(error) { lost() },
+		OnEvent: func(name string, args []json.RawMessage) {
+			if name != "broadcast" {
+				return
+			}
+			var push struct {
+				T int64 `json:"t"`
+			}
+			if len(args) > 0 {
+				_ = json.Unmarshal(args[0], &push)
+			}
+			r.onPush(push.T)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return leanLink{conn}, nil
+}
+
+type leanLink struct{ c *siolite.Conn }
+
+func (l leanLink) emit(event string, args ...any) error { return l.c.Emit(event, args...) }
+func (l leanLink) close()                               { _ = l.c.Close() }
+
+func (l leanLink) emitWithAck(event, arg string, done func(string, error)) {
+	err := l.c.EmitWithAck(event, []any{arg}, func(args []json.RawMessage, err error) {
+		var got string
+		if err == nil && (len(args) != 1 || json.Unmarshal(args[0], &got) != nil) {
+			err = errors.New("ack without the payload")
+		}
+		done(got, err)
+	})
+	if err != nil {
+		done("", err)
+	}
+}
+
+// dialZishang connects with the zishang520 client.
+func (r *run) dialZishang(ctx context.Context, lost func()) (link, error) {
+	opts := r.opts
+	opts.OnSocket = func(s *socket.Socket) {
+		s.On("broadcast", func(args ...any) {
+			var sent int64
+			if m, ok := firstArg[map[string]any](args); ok {
+				t, _ := m["t"].(float64)
+				sent = int64(t)
+			}
+			r.onPush(sent)
+		})
+		s.On("disconnect", func(...any) { lost() })
+	}
+	conn, err := sioclient.Dial(opts)
+	if err == nil {
+		err = conn.Wait(ctx)
+	}
+	if err != nil {
+		if conn != nil {
+			go conn.Close() // its goroutines end on their own; the close waits for them
+		}
+		return nil, err
+	}
+	return zishangLink{conn}, nil
+}
+
+type zishangLink struct{ c *sioclient.Conn }
+
+func (z zishangLink) emit(event string, args ...any) error { return z.c.Socket().Emit(event, args...) }
+func (z zishangLink) close()                               { _ = z.c.Close() }
+
+func (z zishangLink) emitWithAck(event, arg string, done func(string, error)) {
+	z.c.Socket().EmitWithAck(event, arg)(func(args []any, err error) {
+		got, ok := firstArg[string](args)
+		if err == nil && (!ok || len(args) != 1) {
+			err = errors.New("ack without the payload")
+		}
+		done(got, err)
+	})
+}
+
+func firstArg[T any](args []any) (T, bool) {
+	var zero T
+	if len(args) == 0 {
+		return zero, false
+	}
+	v, ok := args[0].(T)
+	return v, ok
+}

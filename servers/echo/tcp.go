@@ -109,7 +109,7 @@ func (t *tcpTarget) serve(c net.Conn) {
 	reason := reasonError
 	defer func() {
 		if v := recover(); v != nil {
-			conns.LogPanic(t.log, "echo-tcp", v)
+			conns.LogPanic(t.log, t.cfg.Variant, v)
 		}
 		_ = c.Close()
 		t.gate.Release()

@@ -202,7 +202,7 @@ func Dial(o Options) (*Conn, error) {
 	// server's "Invalid namespace") into "missing 'data' field": read the
 	// packet's message first.
 	c.mgr.On("packet", func(args ...any) {
-		if p, ok := firstArg[*parser.Packet](args); ok && p != nil && p.Type == parser.CONNECT_ERROR && p.Nsp == ns {
+		if p, ok := FirstArg[*parser.Packet](args); ok && p != nil && p.Type == parser.CONNECT_ERROR && p.Nsp == ns {
 			if m, ok := p.Data.(map[string]any); ok {
 				if msg, ok := m["message"].(string); ok {
 					c.report(errors.New(msg))
@@ -214,13 +214,13 @@ func Dial(o Options) (*Conn, error) {
 	// went away mid-handshake) gives the socket no connect_error: without
 	// this the connection would wait for its deadline.
 	c.mgr.On("close", func(args ...any) {
-		reason, _ := firstArg[string](args)
+		reason, _ := FirstArg[string](args)
 		c.report(fmt.Errorf("closed before the namespace CONNECT (%s)", cmp.Or(reason, "transport close")))
 	})
 	c.sock.Once("connect", func(...any) { c.report(nil) })
 	c.sock.Once("connect_error", func(args ...any) { c.report(connectError(args)) })
 	c.sock.Once("disconnect", func(args ...any) {
-		reason, _ := firstArg[string](args)
+		reason, _ := FirstArg[string](args)
 		if len(args) > 1 && args[1] != nil {
 			reason = fmt.Sprintf("%s: %v", reason, args[1])
 		}
@@ -342,7 +342,9 @@ func ctxError(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func firstArg[T any](args []any) (T, bool) {
+// FirstArg is args[0] as a T, if there is one and it is a T: an event's or an
+// ack's first argument as the client decoded it.
+func FirstArg[T any](args []any) (T, bool) {
 	var zero T
 	if len(args) == 0 {
 		return zero, false

@@ -77,7 +77,7 @@ func (r *run) dialZishang(ctx context.Context, lost func()) (link, error) {
 	opts.OnSocket = func(s *socket.Socket) {
 		s.On("broadcast", func(args ...any) {
 			var sent int64
-			if m, ok := firstArg[map[string]any](args); ok {
+			if m, ok := sioclient.FirstArg[map[string]any](args); ok {
 				t, _ := m["t"].(float64)
 				sent = int64(t)
 			}
@@ -105,19 +105,10 @@ func (z zishangLink) close()                               { _ = z.c.Close() }
 
 func (z zishangLink) emitWithAck(event, arg string, done func(string, error)) {
 	z.c.Socket().EmitWithAck(event, arg)(func(args []any, err error) {
-		got, ok := firstArg[string](args)
+		got, ok := sioclient.FirstArg[string](args)
 		if err == nil && (!ok || len(args) != 1) {
 			err = errors.New("ack without the payload")
 		}
 		done(got, err)
 	})
-}
-
-func firstArg[T any](args []any) (T, bool) {
-	var zero T
-	if len(args) == 0 {
-		return zero, false
-	}
-	v, ok := args[0].(T)
-	return v, ok
 }

@@ -54,9 +54,10 @@ type Conn struct {
 	probed      bool
 	upgradeDone chan struct{} // closed when an upgrade ends, either way
 
-	heartbeat  *time.Timer
+	timers     timerSource // runtime timers, or its gnet loop's wheel
+	heartbeat  sessionTimer
 	awaitPong  bool
-	connectTmr *time.Timer
+	connectTmr sessionTimer
 
 	sockets  map[string]*Socket // by namespace
 	pending  int                // CONNECTs in the middleware
@@ -65,8 +66,8 @@ type Conn struct {
 	closedCh chan struct{}
 }
 
-func newConn(s *Server, transport string) *Conn {
-	return &Conn{srv: s, id: newID(), transport: transport, closedCh: make(chan struct{})}
+func newConn(s *Server, transport string, timers timerSource) *Conn {
+	return &Conn{srv: s, id: newID(), transport: transport, timers: timers, closedCh: make(chan struct{})}
 }
 
 // ID is the session id (sid).
@@ -87,18 +88,21 @@ func (c *Conn) ServerClosed() bool {
 	return c.byServer
 }
 
-// start arms the heartbeat and the connect timeout.
+// start arms the heartbeat and the connect timeout. On gnet they are
+// timers of the loop's wheel (timers.go): they fire on the loop, at most
+// one tick (an eighth of the shortest timeout, 10 ms to 1 s) after their
+// time, never before.
 func (c *Conn) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.eio3 {
 		// The v3 client pings; the session ends when no ping has come
 		// for pingInterval + pingTimeout.
-		c.heartbeat = time.AfterFunc(c.v3Deadline(), func() { c.terminate("ping timeout") })
+		c.heartbeat = c.timers.afterFunc(c.v3Deadline(), func() { c.terminate("ping timeout") })
 	} else {
-		c.heartbeat = time.AfterFunc(c.srv.opts.PingInterval, c.beat)
+		c.heartbeat = c.timers.afterFunc(c.srv.opts.PingInterval, c.beat)
 	}
-	c.connectTmr = time.AfterFunc(c.srv.opts.ConnectTimeout, func() {
+	c.connectTmr = c.timers.afterFunc(c.srv.opts.ConnectTimeout, func() {
 		c.mu.Lock()
 		joined := c.joined
 		c.mu.Unlock()

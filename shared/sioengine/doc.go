@@ -31,8 +31,7 @@
 // an upgrade ends its connection (no keep-alive). net/http stays the
 // default for that reason: a client that starts with polling, as
 // socket.io-client does by default, needs it. The heartbeat and connect
-// timers are still one runtime timer each per session (no goroutine),
-// not a sweep of the loop.
+// timers are the loop's: a timing wheel per loop, ticks run on it (timers.go).
 //
 // # Writes
 //

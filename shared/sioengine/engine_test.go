@@ -19,7 +19,9 @@ func TestMain(m *testing.M) {
 	// stops, and runs each one-shot timer on a goroutine of its own that
 	// ends when the timer fires.
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"))
+		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"),
+		// gnet's package-level worker pool keeps idle workers for a while.
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"))
 }
 
 // testOptions: Node's defaults, quick timers, an application that acks

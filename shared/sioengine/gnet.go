@@ -14,7 +14,8 @@ import (
 // they are on net/http, and a WebSocket session lives on its connection's
 // loop: its messages arrive there (wsserver reads the frames, checks size
 // and UTF-8, answers pings), its writer runs there as a task of the loop
-// when frames are queued, and an idle session holds no goroutine. Only
+// when frames are queued, its timers are its loop's (a timing wheel per
+// loop, timers.go), and an idle session holds no goroutine. Only
 // WebSocket sessions: a polling request never reaches the loops, see
 // doc.go.
 
@@ -22,8 +23,18 @@ import (
 func (s *Server) openOnLoop(up wsserver.LoopUpgrader, r *http.Request) {
 	up.UpgradeOnLoop(func(p wsserver.LoopPeer) wsserver.Session {
 		lws := &loopWS{p: p}
-		return &loopSession{c: s.attach(r, lws), ws: lws}
+		return &loopSession{c: s.attach(r, lws, s.wheelOf(p.Loop())), ws: lws}
 	})
+}
+
+// wheelOf is the timing wheel of the sessions of loop, made on first
+// sight: their heartbeats and connect timeouts fire as tasks of the loop.
+func (s *Server) wheelOf(loop wsserver.Loop) *wheel {
+	if w, ok := s.wheels.Load(loop); ok {
+		return w.(*wheel)
+	}
+	w, _ := s.wheels.LoadOrStore(loop, newWheel(loop, wheelTick(s.opts)))
+	return w.(*wheel)
 }
 
 // closeAtOnce opens a WebSocket only to close it, as Node does with one

@@ -11,7 +11,7 @@ import (
 
 // openPolling answers an open request over polling: the open packet.
 func (s *Server) openPolling(w http.ResponseWriter, r *http.Request) {
-	c := s.register(r, Polling)
+	c := s.register(r, Polling, runtimeTimers{})
 	open := &frame{data: s.openPacket(c.id, true)}
 	writePayload(w, []*frame{open}, c.eio3)
 	c.greet()

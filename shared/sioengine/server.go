@@ -91,6 +91,7 @@ type Server struct {
 	conns    sync.Map // sid -> *Conn
 	count    atomic.Int64
 	closed   atomic.Bool
+	wheels   sync.Map // wsserver.Loop -> *wheel: the gnet loops' timers (gnet.go)
 }
 
 // New builds a Server.
@@ -264,8 +265,8 @@ func (s *Server) openPacket(sid string, upgrades bool) []byte {
 }
 
 // register makes a session for an open request.
-func (s *Server) register(r *http.Request, transport string) *Conn {
-	c := newConn(s, transport)
+func (s *Server) register(r *http.Request, transport string, timers timerSource) *Conn {
+	c := newConn(s, transport, timers)
 	// Node takes every EIO but 4 for v3.
 	c.eio3 = r.URL.Query().Get("EIO") != "4"
 	s.conns.Store(c.id, c)

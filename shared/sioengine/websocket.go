@@ -38,14 +38,14 @@ func (s *Server) openWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gws := &gorillaWS{ws}
-	c := s.attach(r, gws)
+	c := s.attach(r, gws, runtimeTimers{})
 	go readWebSocket(c, gws, false)
 }
 
 // attach makes the session of a WebSocket open request: the open packet
 // is its first frame.
-func (s *Server) attach(r *http.Request, ws wsConn) *Conn {
-	c := s.register(r, WebSocket)
+func (s *Server) attach(r *http.Request, ws wsConn, timers timerSource) *Conn {
+	c := s.register(r, WebSocket, timers)
 	c.mu.Lock()
 	c.ws = ws
 	c.queue = append([]*frame{{data: s.openPacket(c.id, false)}}, c.queue...)

@@ -36,6 +36,9 @@ type LoopPeer interface {
 	CloseAfterQueue(code int)
 	// Execute runs f on the connection's loop, unless it has closed.
 	Execute(f func())
+	// Loop is the connection's event loop, for work that is the loop's
+	// rather than one connection's (the timers of its sessions).
+	Loop() Loop
 	// Reason is the disconnect reason (a close code, ping_timeout,
 	// 1006); good in Session.Closed.
 	Reason() string
@@ -80,6 +83,9 @@ func (st *gconn) CloseAfterQueue(code int) { st.close(code, true) }
 
 // Execute: see LoopPeer.
 func (st *gconn) Execute(f func()) { st.loop.g.onLoop(st, func(*gconn) { f() }) }
+
+// Loop: see LoopPeer.
+func (st *gconn) Loop() Loop { return st.loop }
 
 // Reason: see LoopPeer.
 func (st *gconn) Reason() string { return st.disconnectReason() }

@@ -20,9 +20,9 @@ import (
 )
 
 // frontEcho is an Options.Front: /ws upgrades, and each message comes
-// back through WriteFrames from another goroutine; "bye" gets "last",
-// then the close without a status code. Any other request is answered
-// 418.
+// back through WriteFrames from another goroutine ("loop" from a task of
+// the connection's Loop); "bye" gets "last", then the close without a
+// status code. Any other request is answered 418.
 type frontEcho struct{}
 
 func (frontEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -45,6 +45,12 @@ func (s *frontSession) Message(_ wsserver.Op, data []byte) {
 		data = []byte("last")
 	}
 	frame := wsframe.AppendFrame(nil, 0, ws.OpText, data)
+	if string(data) == "loop" {
+		if !s.p.Loop().Execute(func() { _ = s.p.WriteFrames(frame) }) {
+			panic("the loop of an open connection refused a task")
+		}
+		return
+	}
 	go func() {
 		_ = s.p.WriteFrames(frame)
 		if bye {
@@ -80,7 +86,7 @@ func TestGnetFrontAnswers(t *testing.T) {
 }
 
 // TestGnetFrontUpgrades: Front's upgrade opens a connection whose frames,
-// written from another goroutine, arrive in order, and whose close after
+// written from another goroutine or a task of its loop, arrive in order, and whose close after
 // the queue comes after them, without a status code (1005 at the client).
 func TestGnetFrontUpgrades(t *testing.T) {
 	tg := startFront(t)
@@ -90,7 +96,7 @@ func TestGnetFrontUpgrades(t *testing.T) {
 	}
 	defer conn.Close()
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	for _, msg := range []string{"a", "b", "bye"} {
+	for _, msg := range []string{"a", "loop", "b", "bye"} {
 		if err := conn.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
 			t.Fatal(err)
 		}

@@ -32,6 +32,27 @@ type gloop struct {
 	flusher loopFlusher // writes what Enqueue queued (gnetqueue.go)
 }
 
+// Loop is one of the gnet engine's event loops (LoopPeer.Loop).
+type Loop interface {
+	// Execute runs f on the loop, in order with its other work; false:
+	// the engine has stopped, and f will not run.
+	Execute(f func()) bool
+}
+
+// Execute: see Loop. A panic in f is logged, as in every callback.
+func (l *gloop) Execute(f func()) bool {
+	err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		defer func() {
+			if v := recover(); v != nil {
+				conns.LogPanic(l.g.log, l.g.cfg.Variant, v)
+			}
+		}()
+		f()
+		return nil
+	}))
+	return err == nil
+}
+
 // loopOf is the gloop of event loop el, made on first sight.
 func (g *gnetTarget) loopOf(el gnet.EventLoop) *gloop {
 	g.loopsMu.Lock()

@@ -88,6 +88,9 @@ func startReplica(ctx context.Context, o options, sz sizing, redis []string, i i
 	if o.nativeLib != "" {
 		args = append(args, "-native-lib", o.nativeLib)
 	}
+	if o.pingInterval > 0 {
+		args = append(args, "-ping-interval", o.pingInterval.String())
+	}
 	if o.fault == faultLeakTimers {
 		args = append(args, "-fault-leak-timers", leakPeriod)
 		r.faulty = true

@@ -266,6 +266,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"-fault", "oom"}, "-fault"},
 		{[]string{"-redis-shards", "0"}, "-redis-shards"},
 		{[]string{"-kill-replica", "1h"}, "-kill-replica"},
+		{[]string{"-ping-interval", "1ms"}, "-ping-interval"},
+		{[]string{"-client", "node"}, "-client"},
 		{[]string{"-threshold", "nope>1"}, "-threshold"},
 		{[]string{"-step-duration", "10ms"}, "-step-duration"},
 	} {

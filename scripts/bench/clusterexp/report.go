@@ -30,6 +30,7 @@ type report struct {
 	RedisShards        int               `json:"redis_shards"`
 	Engine             string            `json:"engine,omitempty"`
 	Client             string            `json:"client,omitempty"`
+	PingInterval       string            `json:"ping_interval,omitempty"`
 	StepDuration       string            `json:"step_duration"`
 	EmitInterval       string            `json:"emit_interval"`
 	PushRate           float64           `json:"push_rate"`
@@ -101,7 +102,7 @@ type replicaRow struct {
 // buildReport turns the samples and the shards' reports into the report.
 func buildReport(o options, sz sizing, c *cluster, res *results, machine *benchrun.Machine) *report {
 	rep := &report{Conns: o.conns, Replicas: len(c.replicas), Shards: sz.shards, NginxWorkers: sz.nginxWorkers,
-		OpenFilesLimit: sz.limit, Fault: o.fault, RedisShards: o.redisShards, Engine: o.engine, Client: o.client,
+		OpenFilesLimit: sz.limit, Fault: o.fault, RedisShards: o.redisShards, Engine: o.engine, Client: o.client, PingInterval: pingIntervalOf(o),
 		StepDuration: o.stepDuration.String(), EmitInterval: o.emitInterval, PushRate: o.pushRate}
 	for k := 1; k < len(res.samples); k++ {
 		rep.Steps = append(rep.Steps, stepOf(k, c, res))
@@ -261,4 +262,13 @@ func (rep *report) values() passfail.Values {
 		v["push_p99"] = rep.PushP99ms
 	}
 	return v
+}
+
+// pingIntervalOf is -ping-interval as the report shows it; empty for the
+// target's default.
+func pingIntervalOf(o options) string {
+	if o.pingInterval == 0 {
+		return ""
+	}
+	return o.pingInterval.String()
 }

@@ -53,6 +53,9 @@ func (rep *report) parts() []htmlreport.Section {
 	if rep.Client != "" {
 		head += "; client " + rep.Client
 	}
+	if rep.PingInterval != "" {
+		head += "; ping interval " + rep.PingInterval
+	}
 	parts := []htmlreport.Section{{Text: head + "\n"}, rep.stepTable()}
 	if n := len(rep.Steps); n > 0 {
 		parts = append(parts, htmlreport.Section{Text: fmt.Sprintf("\nEach replica at the last step (%d):\n", n)}, replicaTable(rep.Steps[n-1]))

@@ -66,7 +66,11 @@ func (l leanLink) emitWithAck(event, arg string, done func(string, error)) {
 		}
 		done(got, err)
 	})
-	if err != nil {
+	// ErrClosed: the connection closed between the emit's timer and its
+	// write, and the emit never went out; a close by the server is
+	// counted as a lost connection, and one by the client (churn, the
+	// end) is no ack error.
+	if err != nil && !errors.Is(err, siolite.ErrClosed) {
 		done("", err)
 	}
 }

@@ -33,9 +33,10 @@
 #   KNOWNGOOD     the binary to run; empty = `make build`, then bin/knowngood
 #   UPSTREAMS     front: the replicas' HOST:PORT addresses, separated by spaces
 #   PORTS         front: nginx's ports on 127.0.0.1, separated by spaces (PORT);
-#                 each client address reaches 28,000 or so connections per port
-#                 (the ephemeral port range), so a run of more spreads its
-#                 clients over several
+#                 from one client address, connect() slows about tenfold past
+#                 half the ephemeral port range (some 14,000 connections) to one
+#                 port, so a run of more spreads its clients over several ports
+#                 or source addresses
 #   NGINX_WORKERS, NGINX_NOFILE, NGINX_CONNECTIONS
 #                 nginx's worker_processes (auto), worker_rlimit_nofile (131072)
 #                 and worker_connections (65536): a proxied connection holds two
@@ -45,6 +46,12 @@
 #                 timeout": a replica that refuses or resets a connection is
 #                 skipped and the next one tried, so the client never sees it);
 #                 "off" passes every refusal on to the client as a 502
+#   NGINX_PROXY_BIND
+#                 nginx's proxy_bind: empty = none (the kernel's choice);
+#                 '$remote_addr' dials each replica from the client's own
+#                 loopback address, so that clients spread over 127.0.0.2,
+#                 127.0.0.3, ... spread nginx's connections to the replicas
+#                 over as many addresses, and their ephemeral ports
 #
 # Every process is started in the background with its pid in RUN_DIR; down
 # stops those pids, and only those (SIGTERM, SIGKILL after a timeout).
@@ -68,6 +75,7 @@ NGINX_WORKERS=${NGINX_WORKERS:-auto}
 NGINX_NOFILE=${NGINX_NOFILE:-131072}
 NGINX_CONNECTIONS=${NGINX_CONNECTIONS:-65536}
 NGINX_NEXT_UPSTREAM=${NGINX_NEXT_UPSTREAM:-}
+NGINX_PROXY_BIND=${NGINX_PROXY_BIND:-}
 # How long a start may take, and how long a process has between SIGTERM and
 # SIGKILL (knowngood's default -shutdown-timeout is 5 s).
 START_TIMEOUT=${START_TIMEOUT:-30}
@@ -165,9 +173,14 @@ EOF
 	done
 	awk -v listens="$listens" '
 		/^[ \t]*listen 8080;/ { printf "%s", listens; next }
-		/^[ \t]*location \/ \{/ && next_upstream != "" { print; print "        proxy_next_upstream " next_upstream ";"; next }
+		/^[ \t]*location \/ \{/ {
+			print
+			if (next_upstream != "") print "        proxy_next_upstream " next_upstream ";"
+			if (proxy_bind != "") print "        proxy_bind " proxy_bind ";"
+			next
+		}
 		{ print }
-	' next_upstream="$NGINX_NEXT_UPSTREAM" "$ROOT/docker/nginx/proxy.conf"
+	' next_upstream="$NGINX_NEXT_UPSTREAM" proxy_bind="$NGINX_PROXY_BIND" "$ROOT/docker/nginx/proxy.conf"
 	echo "}"
 }
 

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"sync"
@@ -50,8 +51,11 @@ var writePool sync.Pool
 
 // Options describe one connection.
 type Options struct {
-	URL        string        // http(s)://HOST:PORT of the server
-	TLS        *tls.Config   // for https://, nil for the defaults
+	URL string      // http(s)://HOST:PORT of the server
+	TLS *tls.Config // for https://, nil for the defaults
+	// NetDial opens the TCP connection (from a chosen source address,
+	// say); nil: net.Dialer's.
+	NetDial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	AckTimeout time.Duration // how long an ack is waited for; zero: 10 s
 	// OnEvent gets every event the server emits to "/", on the reader
 	// goroutine: it must not block.
@@ -100,7 +104,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		o.AckTimeout = 10 * time.Second
 	}
 	d := websocket.Dialer{ReadBufferSize: 512, WriteBufferSize: 512, WriteBufferPool: &writePool,
-		TLSClientConfig: o.TLS, HandshakeTimeout: 45 * time.Second}
+		TLSClientConfig: o.TLS, HandshakeTimeout: 45 * time.Second, NetDialContext: o.NetDial}
 	ws, resp, err := d.DialContext(ctx, wsURL, nil)
 	if err != nil {
 		if resp != nil {

@@ -39,7 +39,7 @@ func (c *client) dial(ctx context.Context) {
 	c.mu.Unlock()
 	r.counts.attempts.Add(1)
 	dctx, cancel := context.WithTimeout(ctx, r.cfg.Deadline)
-	conn, err := r.dial(dctx, func() { c.onDisconnect(gen) })
+	conn, err := r.dial(dctx, c.id, func() { c.onDisconnect(gen) })
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {

@@ -12,12 +12,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/internal/flagset"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/internal/threshold"
 )
 
@@ -59,7 +61,8 @@ type Config struct {
 	Reconnect    bool // a lost client connects again, after a back-off
 	Backoff      time.Duration
 	BackoffMax   time.Duration
-	Client       string // ClientLean or ClientZishang520
+	Client       string       // ClientLean or ClientZishang520
+	Sources      []netip.Addr // source addresses, client i dials from Sources[i mod len]; none = the kernel's choice
 
 	offset int // the first client's number in this shard
 }
@@ -102,6 +105,7 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.BoolVar(&cfg.Reconnect, "reconnect", true, "a client that lost its connection (or failed to connect) tries again after an exponential back-off with jitter")
 	flagset.Duration(fs, &cfg.Backoff, "backoff", DefaultBackoff, false, "`DURATION` of the first back-off; it doubles on each failure, up to -backoff-max, and each wait is drawn from its upper half")
 	fs.StringVar(&cfg.Client, "client", ClientLean, "Socket.IO `CLIENT`: lean (one goroutine per connection, for 100,000 from one machine) or zishang520 (the Go client library users deploy, several goroutines and timers per connection)")
+	target.SourcesVar(fs, &cfg.Sources, ", by client number; each gives its own ephemeral ports to one target, and connect() slows past half the range from one address to one port (lean client only)")
 	flagset.Duration(fs, &cfg.BackoffMax, "backoff-max", DefaultBackoffMax, false, "`DURATION` the back-off grows to at most")
 }
 
@@ -147,6 +151,8 @@ func (c *Config) normalize(set map[string]bool) error {
 		return fmt.Errorf("invalid value %s for flag -backoff-max: want at least -backoff (%s)", c.BackoffMax, c.Backoff)
 	case c.Client != ClientLean && c.Client != ClientZishang520:
 		return fmt.Errorf("invalid value %q for flag -client: want %s or %s", c.Client, ClientLean, ClientZishang520)
+	case len(c.Sources) > 0 && c.Client != ClientLean:
+		return fmt.Errorf("flag -sources: only with -client %s: the %s client binds no source address", ClientLean, c.Client)
 	case c.Event == "":
 		return errors.New("invalid value for flag -event: want an event name")
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 
 	"github.com/zishang520/socket.io/clients/socket/v3"
 
+	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/sioclient"
 	"github.com/knowngood/knowngood/loadgen/siolite"
 )
@@ -26,14 +28,18 @@ type link interface {
 	close()
 }
 
-// dial connects one client before ctx's deadline; lost is called once
+// dial connects client id before ctx's deadline; lost is called once
 // when the connection ends without the client closing it. A "broadcast"
 // event goes to onPush.
-func (r *run) dial(ctx context.Context, lost func()) (link, error) {
+func (r *run) dial(ctx context.Context, id int, lost func()) (link, error) {
 	if r.cfg.Client == ClientZishang520 {
 		return r.dialZishang(ctx, lost)
 	}
-	conn, err := siolite.Dial(ctx, siolite.Options{URL: r.cfg.URL, TLS: r.cfg.TLS.Config(), AckTimeout: r.cfg.AckTimeout,
+	var netDial func(context.Context, string, string) (net.Conn, error)
+	if n := len(r.cfg.Sources); n > 0 {
+		netDial = target.NetDialer(r.cfg.Sources[id%n], 0).DialContext
+	}
+	conn, err := siolite.Dial(ctx, siolite.Options{URL: r.cfg.URL, TLS: r.cfg.TLS.Config(), AckTimeout: r.cfg.AckTimeout, NetDial: netDial,
 		OnClose: func(error) { lost() },
 		OnEvent: func(name string, args []json.RawMessage) {
 			if name != "broadcast" {

@@ -2,8 +2,13 @@ package sustain
 
 import (
 	"context"
+	"io"
+	"maps"
+	"net"
+	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,6 +98,71 @@ func checkRun(t *testing.T, cfg Config) {
 	}
 }
 
+// TestSources: with -sources, client i dials from address i mod the
+// list's length: a relay in front of the target sees each address take
+// its share.
+func TestSources(t *testing.T) {
+	p := harness.Start(t, "-variant", "empty")
+	relay, from := relayTo(t, p.Addr)
+	cfg := config("http://"+relay, p.AdminURL())
+	cfg.Sources = []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
+	checkRun(t, cfg)
+	got := from()
+	if len(got) != 2 || got["127.0.0.2"] != 30 || got["127.0.0.3"] != 30 {
+		t.Errorf("connections by source address %v; want 30 from each of 127.0.0.2 and 127.0.0.3", got)
+	}
+}
+
+// relayTo listens on 127.0.0.1, passes every connection on to addr, and
+// counts them by the client's address.
+func relayTo(t *testing.T, addr string) (listen string, from func() map[string]int) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	seen := map[string]int{}
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			seen[c.RemoteAddr().(*net.TCPAddr).IP.String()]++
+			mu.Unlock()
+			wg.Go(func() { relay(c, addr) })
+		}
+	})
+	return l.Addr().String(), func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
+	}
+}
+
+// relay copies between c and a new connection to addr until either
+// side closes.
+func relay(c net.Conn, addr string) {
+	defer c.Close()
+	up, err := net.Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(up, c)
+		up.Close()
+		close(done)
+	}()
+	_, _ = io.Copy(c, up)
+	c.Close()
+	<-done
+}
+
 // TestReconnect: the target is killed once every client is connected and
 // another takes its address: every client was lost once, comes back after
 // its back-off, and counts once.
@@ -142,12 +212,14 @@ func checkReconnect(t *testing.T, client string) {
 // TestFlags: bad values name their flag; a shard takes its part.
 func TestFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"-emit-interval 5s-1s": "-emit-interval",
-		"-churn 2":             "-churn",
-		"-push-rate -1":        "-push-rate",
-		"-backoff-max 1ms":     "-backoff-max",
-		"-url ws://x:1/":       "-url",
-		"-client socketio":     "-client",
+		"-emit-interval 5s-1s":                  "-emit-interval",
+		"-churn 2":                              "-churn",
+		"-push-rate -1":                         "-push-rate",
+		"-backoff-max 1ms":                      "-backoff-max",
+		"-url ws://x:1/":                        "-url",
+		"-client socketio":                      "-client",
+		"-sources 127.0.0.2 -client zishang520": "-sources",
+		"-sources nowhere":                      "-sources",
 	} {
 		if _, err := ParseFlags(strings.Fields(args)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want an error naming %s", args, err, want)

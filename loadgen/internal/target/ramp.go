@@ -3,6 +3,7 @@ package target
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/netip"
@@ -94,6 +95,16 @@ func Ramp(ctx context.Context, n, batch int, sources []netip.Addr, errs *tally.E
 		batches = append(batches, b)
 	}
 	return batches
+}
+
+// SourcesVar defines the -sources flag: source addresses, used in turn
+// by the connections, into p; more tells what they are for.
+func SourcesVar(fs *flag.FlagSet, p *[]netip.Addr, more string) {
+	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both"+more+" (default: the kernel's choice)", func(s string) error {
+		addrs, err := ParseSources(s)
+		*p = addrs
+		return err
+	})
 }
 
 // maxSources bounds a -sources list.

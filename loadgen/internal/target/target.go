@@ -99,10 +99,15 @@ type Options struct {
 	TLS *tls.Config
 }
 
-func (o Options) netDialer() *net.Dialer {
-	d := &net.Dialer{Timeout: o.Timeout, Control: bindControl}
-	if o.Source.IsValid() {
-		d.LocalAddr = &net.TCPAddr{IP: o.Source.AsSlice()}
+func (o Options) netDialer() *net.Dialer { return NetDialer(o.Source, o.Timeout) }
+
+// NetDialer dials from source (the zero Addr: the kernel's choice) with
+// the port picked at connect time (bindControl), within timeout (0: no
+// bound of its own).
+func NetDialer(source netip.Addr, timeout time.Duration) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout, Control: bindControl}
+	if source.IsValid() {
+		d.LocalAddr = &net.TCPAddr{IP: source.AsSlice()}
 	}
 	return d
 }

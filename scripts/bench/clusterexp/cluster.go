@@ -135,6 +135,10 @@ func (c *cluster) startNginx(ctx context.Context, o options, sz sizing, bins *be
 		// clients would never see one; the original run's did.
 		cmd.Env = append(cmd.Env, "NGINX_NEXT_UPSTREAM=off")
 	}
+	if sz.sources > 0 {
+		// The replicas are dialled from each client's own address too.
+		cmd.Env = append(cmd.Env, "NGINX_PROXY_BIND=$remote_addr")
+	}
 	out, err := cmd.CombinedOutput()
 	c.nginxUp = true // down is safe whatever front did
 	if err != nil {

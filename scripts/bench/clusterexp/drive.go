@@ -137,6 +137,9 @@ func startShards(ctx context.Context, o options, sz sizing, c *cluster, bins *be
 			"-step-duration", o.stepDuration.String(), "-emit-interval", o.emitInterval, "-rooms", strconv.Itoa(o.rooms),
 			"-push-rate", strconv.FormatFloat(o.pushRate, 'f', -1, 64), "-churn", strconv.FormatFloat(o.churn, 'f', -1, 64),
 			"-client", o.client, "-json", s.json}
+		if src := sz.shardSources(i); src != "" {
+			args = append(args, "-sources", src)
+		}
 		s.cmd = exec.CommandContext(ctx, bins.Loadgen, args...)
 		s.cmd.Cancel = func() error { return s.cmd.Process.Signal(os.Interrupt) }
 		s.cmd.WaitDelay = 30 * time.Second

@@ -195,6 +195,7 @@ type sizing struct {
 	nginxWorkers int
 	nginxConns   int // worker_connections: descriptors of each worker
 	cores        int
+	sources      int // loopback addresses each shard dials from; 0 = the kernel's choice
 }
 
 // descriptorSlack is what a process keeps for everything but its
@@ -236,7 +237,51 @@ func size(o options) (sizing, error) {
 	s.shards = min(s.shards, o.conns)
 	s.nginxWorkers = max(s.cores, ceilDiv(2*o.conns*8, s.perProcess*7))
 	s.nginxConns = s.perProcess
-	return s, nil
+	return s, s.sizeSources(o)
+}
+
+// firstSource is the last byte of the first loopback address the shards
+// dial from: 127.0.0.1 stays for everything else on the machine.
+const firstSource = 2
+
+// sizeSources gives each shard enough loopback addresses of its own
+// (Linux routes all of 127.0.0.0/8 to lo) that no address holds more than
+// pairBudget connections to its nginx port; nginx dials the replicas from
+// the client's address (proxy_bind), so the same holds on that side.
+// Without it, connect() from one address to one port slows about tenfold
+// past half the ephemeral range (it tries the ports of one parity first),
+// which showed as connects timing out on saturated cores at 85,000
+// connections with 6 shards. The zishang520 client binds no address.
+func (s *sizing) sizeSources(o options) error {
+	if runtime.GOOS != "linux" || o.client != sustain.ClientLean {
+		return nil
+	}
+	s.sources = ceilDiv(ceilDiv(o.conns, s.shards), pairBudget(portRange()))
+	if last := firstSource - 1 + s.shards*s.sources; last > 254 {
+		return fmt.Errorf("%d connections over %d loadgen shards need %d loopback source addresses each, more than 127.0.0.%d-127.0.0.254 holds: give fewer -conns or widen net.ipv4.ip_local_port_range",
+			o.conns, s.shards, s.sources, firstSource)
+	}
+	return nil
+}
+
+// pairBudget is how many connections one source address may hold to one
+// destination: four fifths of the half of the ephemeral range (of r
+// ports; 0 = unknown, taken as Linux's default of 28,232) that connect()
+// tries first.
+func pairBudget(r int) int {
+	if r <= 0 {
+		r = 28232
+	}
+	return max(1, r/2*4/5)
+}
+
+// shardSources is shard i's -sources, "" for the kernel's choice.
+func (s sizing) shardSources(i int) string {
+	if s.sources == 0 {
+		return ""
+	}
+	first := firstSource + i*s.sources
+	return fmt.Sprintf("127.0.0.%d-127.0.0.%d", first, first+s.sources-1)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/knowngood/knowngood/loadgen/sustain"
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 )
@@ -281,6 +283,44 @@ func TestFlags(t *testing.T) {
 	}
 	if _, err := size(options{conns: 100000, replicas: 2}); err == nil || !strings.Contains(err.Error(), "-replicas") {
 		t.Errorf("100000 connections on 2 replicas: %v; want a refusal naming -replicas", err)
+	}
+}
+
+// TestSources: at 100,000 connections each shard dials from enough
+// loopback addresses of its own that none holds more than pairBudget to
+// its nginx port; the zishang520 client binds none.
+func TestSources(t *testing.T) {
+	sz, err := size(options{conns: 100000, client: sustain.ClientLean})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "linux" {
+		if sz.sources != 0 {
+			t.Errorf("%d sources per shard off Linux; want the kernel's choice", sz.sources)
+		}
+		return
+	}
+	if per := ceilDiv(ceilDiv(100000, sz.shards), sz.sources); per > pairBudget(portRange()) {
+		t.Errorf("%d shards x %d sources: %d connections per address; want at most %d", sz.shards, sz.sources, per, pairBudget(portRange()))
+	}
+	seen := map[string]bool{}
+	for i := range sz.shards {
+		first, last, _ := strings.Cut(sz.shardSources(i), "-")
+		for _, a := range []string{first, last} {
+			if !strings.HasPrefix(a, "127.0.0.") || a == "127.0.0.1" || seen[a] {
+				t.Errorf("shard %d: -sources %s: want addresses of its own past 127.0.0.1", i+1, sz.shardSources(i))
+			}
+			seen[a] = true
+		}
+	}
+	if sz, _ := size(options{conns: 100000, client: sustain.ClientZishang520}); sz.sources != 0 || sz.shardSources(0) != "" {
+		t.Errorf("zishang520 client: %d sources per shard; want none", sz.sources)
+	}
+	if _, err := size(options{conns: 5000000, client: sustain.ClientLean}); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("5,000,000 connections: %v; want a refusal for want of loopback addresses", err)
+	}
+	if got := pairBudget(28232); got != 11292 {
+		t.Errorf("pairBudget(28232) = %d; want 11292", got)
 	}
 }
 

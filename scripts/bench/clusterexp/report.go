@@ -15,6 +15,7 @@ type report struct {
 	Conns              int               `json:"conns"`
 	Replicas           int               `json:"replicas"`
 	Shards             int               `json:"shards"`
+	SourcesPerShard    int               `json:"sources_per_shard"` // loopback addresses each shard dials from; 0 = the kernel's choice
 	NginxWorkers       int               `json:"nginx_workers"`
 	OpenFilesLimit     int               `json:"open_files_limit"`
 	SuccessPct         float64           `json:"success_pct"`
@@ -101,7 +102,7 @@ type replicaRow struct {
 
 // buildReport turns the samples and the shards' reports into the report.
 func buildReport(o options, sz sizing, c *cluster, res *results, machine *benchrun.Machine) *report {
-	rep := &report{Conns: o.conns, Replicas: len(c.replicas), Shards: sz.shards, NginxWorkers: sz.nginxWorkers,
+	rep := &report{Conns: o.conns, Replicas: len(c.replicas), Shards: sz.shards, SourcesPerShard: sz.sources, NginxWorkers: sz.nginxWorkers,
 		OpenFilesLimit: sz.limit, Fault: o.fault, RedisShards: o.redisShards, Engine: o.engine, Client: o.client, PingInterval: pingIntervalOf(o),
 		StepDuration: o.stepDuration.String(), EmitInterval: o.emitInterval, PushRate: o.pushRate}
 	for k := 1; k < len(res.samples); k++ {

@@ -136,8 +136,9 @@ func closestLimit(o options, sz sizing, rep *report, res *results) *limit {
 		add("Redis", top, fmt.Sprintf("the busiest of %d Redis servers at %.0f%% of its one core", len(s.RedisCPUPct), top))
 	}
 	if r := portRange(); r > 0 {
-		per := float64(s.Target) / float64(sz.shards)
-		add("ports", 100*per/float64(r), fmt.Sprintf("%.0f connections from 127.0.0.1 to each nginx port, of %d ephemeral ports", per, r))
+		// connect() slows past the half of the range it tries first.
+		per := float64(s.Target) / float64(sz.shards*max(1, sz.sources))
+		add("ports", 100*per/float64(r/2), fmt.Sprintf("%.0f connections from each client address to its nginx port, of the %d ephemeral ports connect() tries first (half the range)", per, r/2))
 	}
 	best := slices.MaxFunc(all, func(a, b limit) int { return cmpFloat(a.NowPct, b.NowPct) })
 	return &best

@@ -44,6 +44,9 @@ func (rep *report) write(o options, stdout io.Writer) error {
 func (rep *report) parts() []htmlreport.Section {
 	head := fmt.Sprintf("experiment-cluster: %d Socket.IO connections (WebSocket) on %d replicas of empty behind nginx (least_conn, %d workers), %d Redis; %d loadgen shards; %d steps of %s; each client emits echo every %s, room pushes %g/s; open-files limit %d",
 		rep.Conns, rep.Replicas, rep.NginxWorkers, rep.RedisShards, rep.Shards, len(rep.Steps), rep.StepDuration, rep.EmitInterval, rep.PushRate, rep.OpenFilesLimit)
+	if rep.SourcesPerShard > 0 {
+		head += fmt.Sprintf("; loopback source addresses per shard: %d", rep.SourcesPerShard)
+	}
 	if rep.Fault != "" {
 		head += "; fault " + rep.Fault
 	}

@@ -25,8 +25,11 @@
 //	[-kill-replica 0] [-engine NAME] [-native-lib LIB] [-client lean|zishang520] [-ping-interval 0] [-threshold EXPR]... [-json FILE] [-html FILE]
 //
 // Run it from the repository root, with redis-server and nginx installed
-// (make deps). Everything listens on 127.0.0.1; every process it starts is
-// stopped before it returns, on an error or an interrupt (Ctrl-C) too.
+// (make deps). Everything listens on 127.0.0.1; on Linux the lean clients
+// dial from loopback addresses of their own shard's (127.0.0.2 up), and
+// nginx dials the replicas from the client's address, so that no address
+// needs more ports than connect() finds quickly. Every process it starts
+// is stopped before it returns, on an error or an interrupt (Ctrl-C) too.
 package main
 
 import (

@@ -80,8 +80,27 @@ func testPollingHeartbeat(t *testing.T, engine string) {
 
 	// The suite's next case, a session that stops answering is closed after
 	// pingInterval + pingTimeout, is checked over WebSocket
-	// (TestWireHeartbeat): over polling the library then keeps its 30 s
+	// (TestWireHeartbeat), and over polling on the native engine
+	// (TestPollingPingTimeout): there the library keeps its 30 s
 	// orderly-close timer, which goleak would take for a leak.
+}
+
+// TestPollingPingTimeout is the suite's case: a polling session whose
+// client sleeps pingInterval + pingTimeout after the open finds it closed,
+// 400. Its GET arrives after the ping timeout was due, by the client's own
+// round trip at most: on a loaded machine the server's timer may not have
+// run yet, and the native engine answers as Node's engine.io (whose
+// timers run on time) all the same.
+func TestPollingPingTimeout(t *testing.T) {
+	tg := start(t, config.EngineNative, socketio.Empty, suiteConfig)
+	for range 5 {
+		sid := pollingSession(t, tg)
+		time.Sleep(300*time.Millisecond + 200*time.Millisecond) // the suite's sleep
+		if code, body := httpDo(t, http.MethodGet, pollURL(tg, sid), ""); code != 400 || body != `{"code":1,"message":"Session ID unknown"}` {
+			t.Fatalf("poll after pingInterval + pingTimeout: %d %q, want 400", code, body)
+		}
+	}
+	waitFor(t, "disconnects{ping timeout} = 5", func() bool { return tg.metrics.Snapshot().Disconnects["ping timeout"] == 5 })
 }
 
 func TestPollingUpgrade(t *testing.T) { forEngines(t, testPollingUpgrade) }

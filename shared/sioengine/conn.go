@@ -54,9 +54,18 @@ type Conn struct {
 	probed      bool
 	upgradeDone chan struct{} // closed when an upgrade ends, either way
 
-	timers     timerSource // runtime timers, or its gnet loop's wheel
-	heartbeat  sessionTimer
-	awaitPong  bool
+	timers    timerSource // runtime timers, or its gnet loop's wheel
+	heartbeat sessionTimer
+	awaitPong bool
+	// expires is when the heartbeat ends the session unless the client
+	// answers first (v4: a pong; v3: a ping), on the schedule: the open
+	// or the last answer, plus pingInterval and pingTimeout. pingSent is
+	// when the ping awaiting its pong went out, and pingSeen whether it
+	// reached the client then (a WebSocket, or a long-poll pending).
+	// See expired.
+	expires    time.Time
+	pingSent   time.Time
+	pingSeen   bool
 	connectTmr sessionTimer
 
 	sockets  map[string]*Socket // by namespace
@@ -95,6 +104,7 @@ func (c *Conn) ServerClosed() bool {
 func (c *Conn) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.expires = time.Now().Add(c.srv.opts.PingInterval + c.srv.opts.PingTimeout)
 	if c.eio3 {
 		// The v3 client pings; the session ends when no ping has come
 		// for pingInterval + pingTimeout.
@@ -128,6 +138,8 @@ func (c *Conn) beat() {
 	}
 	c.awaitPong = true
 	if c.state == stateOpen {
+		c.pingSent = time.Now()
+		c.pingSeen = c.transport == WebSocket || c.poll != nil
 		c.enqueueLocked(pingFrame)
 	}
 	c.heartbeat.Reset(c.srv.opts.PingTimeout)
@@ -141,7 +153,32 @@ func (c *Conn) pong() {
 	if c.awaitPong && c.state != stateClosed {
 		c.awaitPong = false
 		c.heartbeat.Reset(c.srv.opts.PingInterval)
+		c.expires = time.Now().Add(c.srv.opts.PingInterval + c.srv.opts.PingTimeout)
 	}
+}
+
+// expired reports whether the heartbeat's time is up, its timer run or
+// not: a request that arrives after that finds the session gone, as on
+// Node, whose timers run on time (a loaded process's may not). A ping
+// that reached the client when it went out has pingTimeout from then, as
+// in Node, so that a client is not blamed for a ping sent late. One that
+// did not (no long-poll pending) is due on the schedule: the client could
+// not see it before its next request, and on Node it would have been
+// sent, unseen, on time.
+func (c *Conn) expired() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	switch {
+	case c.state == stateClosed:
+		return false
+	case c.eio3:
+	case c.awaitPong && c.pingSeen:
+		return !now.Before(c.pingSent.Add(c.srv.opts.PingTimeout))
+	case !c.awaitPong && (c.transport == WebSocket || c.poll != nil):
+		return false // its ping, when sent, reaches it at once
+	}
+	return !now.Before(c.expires)
 }
 
 func (c *Conn) v3Deadline() time.Duration {
@@ -157,6 +194,7 @@ func (c *Conn) pingV3() {
 		return
 	}
 	c.heartbeat.Reset(c.v3Deadline())
+	c.expires = time.Now().Add(c.v3Deadline())
 	c.enqueueLocked(pongFrame)
 }
 

@@ -3,6 +3,7 @@ package sioengine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -286,5 +287,82 @@ func TestErrors(t *testing.T) {
 	// Engine.IO v4: only the server pings; Node ends the session.
 	if code, _ := get(t, e.url+"&transport=polling&sid="+sid); code != 400 {
 		t.Errorf("GET after a client ping: %d, want 400", code)
+	}
+}
+
+// TestHeartbeatDueWithoutItsTimer: a request that arrives after a
+// session's ping timeout was due finds the session gone, though the timer
+// that ends it has not run (a loaded process runs its timers late; Node's
+// run on time). The socket.io-protocol suite checks it: open a polling
+// session, sleep pingInterval + pingTimeout, GET gets 400. A ping that
+// went out late to a client that was polling has pingTimeout from then,
+// as in Node: the client answers it in time.
+func TestHeartbeatDueWithoutItsTimer(t *testing.T) {
+	o := testOptions()
+	o.PingInterval, o.PingTimeout = 50*time.Millisecond, 50*time.Millisecond
+	reasons := make(chan string, 2)
+	o.Hooks.Closed = func(_ *Conn, reason string) {
+		select {
+		case reasons <- reason:
+		default:
+		}
+	}
+	e := startEngine(t, o)
+	// stalled opens a polling session whose heartbeat timer is stopped:
+	// it stands for a timer that has not run yet.
+	stalled := func() (string, *Conn) {
+		sid := openPolling(t, e)
+		v, _ := e.conns.Load(sid)
+		c := v.(*Conn)
+		c.mu.Lock()
+		c.heartbeat.Stop()
+		c.mu.Unlock()
+		return sid, c
+	}
+
+	sid, _ := stalled()
+	// The time passing is what is under test: past the ping timeout.
+	time.Sleep(o.PingInterval + o.PingTimeout)
+	if code, body := get(t, e.url+"&transport=polling&sid="+sid); code != 400 || body != `{"code":1,"message":"Session ID unknown"}` {
+		t.Errorf("GET after the ping timeout: %d %s, want 400 Session ID unknown", code, body)
+	}
+	if reason := <-reasons; reason != "ping timeout" {
+		t.Errorf("session closed with %q, want ping timeout", reason)
+	}
+
+	sid, c := stalled()
+	polled := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(e.url + "&transport=polling&sid=" + sid)
+		if err != nil {
+			polled <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		polled <- fmt.Sprint(resp.StatusCode, " ", string(body))
+	}()
+	waitUntil(t, "a long-poll pending", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.poll != nil
+	})
+	time.Sleep(o.PingInterval + o.PingTimeout) // the ping is that late
+	c.beat()
+	if got := <-polled; got != "200 2" {
+		t.Fatalf("the late ping: %s, want 200 2", got)
+	}
+	if code, body := post(t, e.url+"&transport=polling&sid="+sid, "3"); code != 200 {
+		t.Errorf("the pong to a late ping: %d %s, want 200", code, body)
+	}
+}
+
+// waitUntil polls cond for up to 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5s for %s", what)
+		}
 	}
 }

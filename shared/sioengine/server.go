@@ -212,6 +212,16 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request, sid, trans
 		return
 	}
 	c := v.(*Conn)
+	if c.expired() {
+		// Its ping timeout is due: on Node the session would be gone,
+		// and so is it here, though the timer has not run yet.
+		c.terminate("ping timeout")
+		if s.opts.Hooks.UnknownSid != nil {
+			s.opts.Hooks.UnknownSid()
+		}
+		refuse(w, r, codeUnknownSid, "")
+		return
+	}
 	switch {
 	case upgrade && transport == WebSocket:
 		c.upgradeTo(w, r)

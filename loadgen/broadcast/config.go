@@ -77,14 +77,7 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.BoolVar(&cfg.Push, "push", false, "send nothing: measure the server's timed push (start the target with -push-interval)")
 	flagset.Int(fs, &cfg.Payload, "payload", DefaultPayload, 0, maxPayload, "`BYTES` of padding added to each broadcast's payload")
 	flagset.Int(fs, &cfg.Batch, "batch", DefaultBatch, 1, maxSubscribers, "`N` connections dialled at once; the next batch starts when this one is done")
-	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list, or both (default: the kernel's choice)", func(s string) error {
-		addrs, err := target.ParseSources(s)
-		if err != nil {
-			return err
-		}
-		cfg.Sources = addrs
-		return nil
-	})
+	flagset.Value(fs, &cfg.Sources, "sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list, or both (default: the kernel's choice)", target.ParseSources)
 	flagset.Duration(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, once every connection is open")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last messages after the window")
 }

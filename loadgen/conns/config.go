@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -72,24 +71,10 @@ func Usage(w io.Writer) { flags.Usage(w) }
 func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Int(fs, &cfg.N, "n", DefaultN, 1, maxN, "`N` connections to open and hold (the open-files limit applies)")
 	flagset.Int(fs, &cfg.Batch, "batch", DefaultBatch, 1, maxN, "`N` connections dialled at once; the next batch starts when this one is done")
-	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both; each gives its own ephemeral ports to one target (default: the kernel's choice)", func(s string) error {
-		addrs, err := target.ParseSources(s)
-		if err != nil {
-			return err
-		}
-		cfg.Sources = addrs
-		return nil
-	})
+	flagset.Value(fs, &cfg.Sources, "sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both; each gives its own ephemeral ports to one target (default: the kernel's choice)", target.ParseSources)
 	flagset.Duration(fs, &cfg.Hold, "hold", DefaultHold, true, "how long to hold the connections once all are open, before the target's RSS is read")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each connection's dial and upgrade")
-	fs.Func("pid", "the target's process `ID`, on this machine: its RSS comes from /proc/PID/status (for a target without /stats)", func(s string) error {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return errors.New("want a process id, a positive integer")
-		}
-		cfg.PID = n
-		return nil
-	})
+	flagset.PID(fs, &cfg.PID, "pid", "the target's process `ID`, on this machine: its RSS comes from /proc/PID/status (for a target without /stats)")
 	fs.StringVar(&cfg.Namespace, "namespace", DefaultNamespace, "the `NAMESPACE` each socket joins, for a Socket.IO URL (ws://HOST:PORT/socket.io/)")
 	fs.BoolVar(&cfg.FreeOSMemory, "free-os-memory", false, "after the hold, also ask the target to collect its garbage and return free memory to the OS (POST /debug/freeosmemory on -admin; start a knowngood target with -pprof), and read its RSS again: what the connections hold live, without the garbage collector's slack")
 }

@@ -42,20 +42,12 @@ const (
 // it is refused. It returns an error only when the run could not take
 // place at all.
 func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
-	files, err := proc.OpenFiles()
-	if err != nil {
-		fmt.Fprintf(notes, "loadgen: open-files limit unknown (%v); going on\n", err)
-	} else {
-		fmt.Fprintf(notes, "loadgen: %s\n", files)
-		if err := files.Check("n", cfg.N); err != nil {
-			return nil, err
-		}
-	}
-	u, err := target.ParseURL(cfg.URL)
+	files, err := proc.CheckFiles(notes, "n", cfg.N, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.TLS.Check(ctx, notes, u, cfg.Timeout); err != nil {
+	u, err := cfg.CheckURL(ctx, notes, cfg.Timeout)
+	if err != nil {
 		return nil, err
 	}
 	sio, isSIO, err := socketIOTarget(u)

@@ -1,10 +1,10 @@
 package conns
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
@@ -75,19 +75,8 @@ errors:
 }
 
 func TestWriteJSON(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(b.String()), &m); err != nil || strings.Count(b.String(), "\n") != 1 {
-		t.Fatalf("%v: %q", err, b.String())
-	}
-	for k, want := range map[string]any{"n": 19000.0, "established": 18995.0, "held": 18990.0, "dropped": 5.0, "establish_seconds": 2.5, "open_files_allow": 19959.0} {
-		if m[k] != want {
-			t.Errorf("%s = %v, want %v", k, m[k], want)
-		}
-	}
+	m := scenariotest.JSONObject(t, sampleReport().WriteJSON)
+	scenariotest.HasFields(t, m, map[string]any{"n": 19000.0, "established": 18995.0, "held": 18990.0, "dropped": 5.0, "establish_seconds": 2.5, "open_files_allow": 19959.0})
 	if srv := m["server"].(map[string]any); srv["bytes_per_connection"] != 17408.0 || srv["resident_source"] != "stats" {
 		t.Errorf("server = %v", srv)
 	}

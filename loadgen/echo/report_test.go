@@ -1,10 +1,10 @@
 package echo
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
@@ -78,28 +78,13 @@ func TestWriteTableRateWithoutServer(t *testing.T) {
 }
 
 func TestWriteJSON(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	s := b.String()
-	if strings.Count(s, "\n") != 1 || !strings.HasSuffix(s, "}\n") {
-		t.Errorf("want one JSON object on one line, got %q", s)
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatal(err)
-	}
-	for k, want := range map[string]any{
+	m := scenariotest.JSONObject(t, sampleReport().WriteJSON)
+	scenariotest.HasFields(t, m, map[string]any{
 		"mode": "pipelined", "connections": 100.0, "size": 128.0, "inflight": 32.0, "connected": 99.0, "messages": 1234567.0,
 		"messages_per_second": 123456.7, "p50_ms": 0.512, "p99_9_ms": 7.0, "max_ms": 12.125, "client_cpu_seconds": 8.456,
-	} {
-		if m[k] != want {
-			t.Errorf("%s = %v, want %v", k, m[k], want)
-		}
-	}
+	})
 	if _, ok := m["rate"]; ok {
-		t.Errorf("rate in a pipelined report: %s", s)
+		t.Errorf("rate in a pipelined report: %v", m)
 	}
 	if e := m["errors"].(map[string]any)["mismatch"].(map[string]any); e["count"] != 3.0 || !strings.HasPrefix(e["first"].(string), "connection 7") {
 		t.Errorf("errors = %v", m["errors"])

@@ -1,9 +1,10 @@
 package handshake
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 )
 
 func sampleReport() *Report {
@@ -75,28 +76,13 @@ func TestWriteTableNoServer(t *testing.T) {
 }
 
 func TestWriteJSON(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	s := b.String()
-	if strings.Count(s, "\n") != 1 || !strings.HasSuffix(s, "}\n") {
-		t.Errorf("want one JSON object on one line, got %q", s)
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatal(err)
-	}
+	m := scenariotest.JSONObject(t, sampleReport().WriteJSON)
 	// The fields shared with the script clients (scripts/clients/*).
-	for k, want := range map[string]any{
+	scenariotest.HasFields(t, m, map[string]any{
 		"client": clientName, "attempts": 500.0, "connected": 497.0, "echoed": 496.0, "failed": 3.0,
 		"p50_ms": 12.345, "p95_ms": 20.0, "p99_ms": 25.5, "max_ms": 31.25, "total_ms": 250.5,
 		"handshakes_per_second": 1984.03, "client_cpu_seconds": 0.4213,
-	} {
-		if m[k] != want {
-			t.Errorf("%s = %v, want %v", k, m[k], want)
-		}
-	}
+	})
 	if e := m["errors"].(map[string]any); e["deadline exceeded"] != 2.0 {
 		t.Errorf("errors = %v", e)
 	}
@@ -107,7 +93,7 @@ func TestWriteJSON(t *testing.T) {
 
 	// No connection: null percentiles, no server, the reason why.
 	r := &Report{Attempts: 1, Failed: 1, Errors: map[string]int{"x": 1}, ServerError: "no /stats"}
-	b.Reset()
+	var b strings.Builder
 	if err := r.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}

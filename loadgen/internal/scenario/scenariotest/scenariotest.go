@@ -1,7 +1,9 @@
-// Package scenariotest is what the scenarios' flag tests share.
+// Package scenariotest is what the scenarios' flag and report tests
+// share.
 package scenariotest
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -43,6 +45,35 @@ func ListsFlags(t *testing.T, usage func(io.Writer), names ...string) {
 	for _, name := range names {
 		if !strings.Contains(b.String(), "  "+name+" ") && !strings.Contains(b.String(), "  "+name+"\n") {
 			t.Errorf("usage does not list %s:\n%s", name, b.String())
+		}
+	}
+}
+
+// JSONObject is what writeJSON (a report's WriteJSON) writes, decoded; it
+// fails t unless that is one JSON object on one line.
+func JSONObject(t *testing.T, writeJSON func(io.Writer) error) map[string]any {
+	t.Helper()
+	var b strings.Builder
+	if err := writeJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	if strings.Count(s, "\n") != 1 || !strings.HasSuffix(s, "}\n") {
+		t.Fatalf("want one JSON object on one line, got %q", s)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("%v: %q", err, s)
+	}
+	return m
+}
+
+// HasFields checks that m, a decoded JSON object, holds each of want.
+func HasFields(t *testing.T, m, want map[string]any) {
+	t.Helper()
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
 		}
 	}
 }

@@ -29,10 +29,7 @@ func sampleReport() *Report {
 }
 
 func TestWriteTable(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
+	got := scenariotest.Text(t, sampleReport().WriteTable)
 	want := `conns: 19000 idle connections to ws://127.0.0.1:8080/ in batches of 1000 from 3 source addresses (127.0.0.1-127.0.0.3), held 10s (gorilla/websocket v1.5.3)
 open-files limit 20000 (hard 20000), 9 open: room for 19959 connections
                     client            server (echo-gorilla, http://127.0.0.1:9100)
@@ -49,9 +46,7 @@ errors:
          5  dropped while held  first: websocket: close 1001 (going away)
          5  timeout             first: dial tcp 127.0.0.3:0->127.0.0.1:8080: i/o timeout
 `
-	if got := b.String(); got != want {
-		t.Errorf("table:\n%s\nwant:\n%s", got, want)
-	}
+	scenariotest.Equal(t, got, want)
 
 	// Many batches: the median and the slowest; no server.
 	r := sampleReport()
@@ -60,17 +55,10 @@ errors:
 	for i := range 19 {
 		r.Batches = append(r.Batches, Batch{Connections: 1000, Established: 1000, Seconds: float64(i+1) / 10})
 	}
-	b.Reset()
-	if err := r.WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"from the kernel's choice of source address", "batches             19 (median 1s, slowest 1.9s)", "server: no /stats from"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, b.String())
-		}
-	}
-	if strings.Contains(b.String(), "per connection") {
-		t.Errorf("per-connection figure without a server:\n%s", b.String())
+	got = scenariotest.Text(t, r.WriteTable)
+	scenariotest.HasAll(t, got, "from the kernel's choice of source address", "batches             19 (median 1s, slowest 1.9s)", "server: no /stats from")
+	if strings.Contains(got, "per connection") {
+		t.Errorf("per-connection figure without a server:\n%s", got)
 	}
 }
 

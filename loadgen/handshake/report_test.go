@@ -27,10 +27,7 @@ func sampleReport() *Report {
 }
 
 func TestWriteTable(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
+	got := scenariotest.Text(t, sampleReport().WriteTable)
 	want := `handshake: 500 connections at once to http://127.0.0.1:8080, namespace /, transport websocket, deadline 15s (zishang520/socket.io-client-go v3.0.6)
               client                    server (empty, http://127.0.0.1:9100)
 attempts      500                       
@@ -52,24 +49,14 @@ errors:
 echo errors:
        1  deadline exceeded
 `
-	if got := b.String(); got != want {
-		t.Errorf("table:\n%s\nwant:\n%s", got, want)
-	}
+	scenariotest.Equal(t, got, want)
 }
 
 func TestWriteTableNoServer(t *testing.T) {
 	r := &Report{Client: clientName, Version: "v3.0.6", URL: "http://127.0.0.1:3000", Transport: "polling", Namespace: "/", Deadline: "1s",
 		Attempts: 2, Failed: 2, Errors: map[string]int{"deadline exceeded": 2}, ServerError: "no /stats"}
-	var b strings.Builder
-	if err := r.WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	got := b.String()
-	for _, want := range []string{"connected     0 (0.0%)", "p50           -", "handshakes/s  0", "       2  deadline exceeded"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("table without server lacks %q:\n%s", want, got)
-		}
-	}
+	got := scenariotest.Text(t, r.WriteTable)
+	scenariotest.HasAll(t, got, "connected     0 (0.0%)", "p50           -", "handshakes/s  0", "       2  deadline exceeded")
 	if strings.Contains(got, "server (") || strings.Contains(got, "resident") {
 		t.Errorf("table without server shows a server column:\n%s", got)
 	}

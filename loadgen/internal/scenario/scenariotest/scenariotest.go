@@ -77,3 +77,32 @@ func HasFields(t *testing.T, m, want map[string]any) {
 		}
 	}
 }
+
+// Text is what write (a report's WriteTable) writes; its error fails t.
+func Text(t *testing.T, write func(io.Writer) error) string {
+	t.Helper()
+	var b strings.Builder
+	if err := write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// Equal checks that got, a report's text, is want, and shows both when
+// it is not.
+func Equal(t *testing.T, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// HasAll checks that got, a report's text, holds each of want.
+func HasAll(t *testing.T, got string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("table lacks %q:\n%s", w, got)
+		}
+	}
+}

@@ -1,8 +1,6 @@
 package conns
 
 import (
-	"fmt"
-
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 )
@@ -22,10 +20,11 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold, Namespace: first.Namespace,
 		OpenFiles: first.OpenFiles, Batches: []Batch{}}
-	var g scenario.Gathered
+	g := scenario.Gathered{Flags: "-hold"}
 	for i, r := range reps {
-		if r.Hold != first.Hold {
-			return nil, fmt.Errorf("%s and %s ran different flags (-hold): not shards of one run", names[0], names[i])
+		err := g.Add(names[i], scenario.ShardFigures{Flags: r.Hold, URL: r.URL, Samples: r.Samples, Errors: r.Errors, ServerError: r.ServerError})
+		if err != nil {
+			return nil, err
 		}
 		out.N += r.N
 		out.OpenFilesAllow += r.OpenFilesAllow
@@ -36,13 +35,11 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.EstablishSeconds = max(out.EstablishSeconds, r.EstablishSeconds)
 		out.Batches = append(out.Batches, r.Batches...)
 		out.ClientCPUSeconds += r.ClientCPUSeconds
-		g.Add(names[i], r.URL, r.Samples, r.Errors, r.ServerError)
 	}
 	out.URL = g.URL()
 	out.Samples = g.Samples()
 	out.Errors = g.Errors()
 	out.ServerError = g.ServerError()
-	cpu := -1.0
 	if b, a, ok := replicas.Ends(whole.Replicas); ok {
 		cfg := Config{}
 		cfg.Admin = whole.Admin
@@ -51,8 +48,7 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		if out.Server != nil && len(whole.Replicas) > 1 {
 			out.Server.Replicas = whole.Replicas
 		}
-		cpu = *a.CPUSeconds - *b.CPUSeconds
 	}
-	out.Verdicts = whole.Judge(cpu)
+	out.Verdicts = whole.Judge(whole.ServerCPU())
 	return out, nil
 }

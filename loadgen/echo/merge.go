@@ -2,7 +2,6 @@ package echo
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
@@ -25,15 +24,14 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Size: first.Size, Inflight: first.Inflight,
 		Duration: first.Duration, Warmup: first.Warmup}
-	lat, late := protocol.NewHistogram(), protocol.NewHistogram()
-	var g scenario.Gathered
+	late := protocol.NewHistogram()
+	g := scenario.Gathered{Flags: "-mode, -size, -duration or -warmup"}
 	var windows [][]replicas.Replica
 	for i, r := range reps {
-		if r.Mode != first.Mode || r.Size != first.Size || r.Duration != first.Duration || r.Warmup != first.Warmup {
-			return nil, fmt.Errorf("%s and %s ran different flags (-mode, -size, -duration or -warmup): not shards of one run", names[0], names[i])
-		}
-		if r.Messages > 0 && len(r.LatencyHistogram) == 0 {
-			return nil, fmt.Errorf("%s has no latency_histogram: not a sharded report", names[i])
+		err := g.Add(names[i], scenario.ShardFigures{Flags: [4]any{r.Mode, r.Size, r.Duration, r.Warmup}, URL: r.URL, Samples: r.Samples,
+			Errors: r.Errors, ServerError: r.ServerError, Counted: r.Messages > 0, Latency: r.LatencyHistogram})
+		if err != nil {
+			return nil, err
 		}
 		out.Conns += r.Conns
 		out.Rate += r.Rate
@@ -45,15 +43,13 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.WindowSeconds = max(out.WindowSeconds, r.WindowSeconds)
 		out.Interrupted = out.Interrupted || r.Interrupted
 		out.ClientCPUSeconds += r.ClientCPUSeconds
-		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
 		late.Merge(timeline.HistogramOf(r.SendLateHistogram))
 		if r.Server != nil {
 			windows = append(windows, r.Server.Replicas)
 		}
-		g.Add(names[i], r.URL, r.Samples, r.Errors, r.ServerError)
 	}
 	out.URL = g.URL()
-	out.setLatency(lat, late)
+	out.setLatency(g.Latency(), late)
 	if out.Mode != Rate {
 		out.SendLateP50ms, out.SendLateP99ms, out.SendLateMaxMs = nil, nil, nil
 	}

@@ -1,8 +1,6 @@
 package handshake
 
 import (
-	"fmt"
-
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/timeline"
@@ -24,14 +22,12 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Transport: first.Transport, Namespace: first.Namespace,
 		Deadline: first.Deadline, Errors: map[string]int{}}
-	lat := protocol.NewHistogram()
-	var g scenario.Gathered
+	g := scenario.Gathered{Flags: "-transport, -namespace or -deadline"}
 	for i, r := range reps {
-		if r.Transport != first.Transport || r.Namespace != first.Namespace || r.Deadline != first.Deadline {
-			return nil, fmt.Errorf("%s and %s ran different flags (-transport, -namespace or -deadline): not shards of one run", names[0], names[i])
-		}
-		if r.Connected > 0 && len(r.LatencyHistogram) == 0 {
-			return nil, fmt.Errorf("%s has no latency_histogram: not a sharded report", names[i])
+		err := g.Add(names[i], scenario.ShardFigures{Flags: [3]string{r.Transport, r.Namespace, r.Deadline}, URL: r.URL, Samples: r.Samples,
+			ServerError: r.ServerError, Counted: r.Connected > 0, Latency: r.LatencyHistogram})
+		if err != nil {
+			return nil, err
 		}
 		out.Attempts += r.Attempts
 		out.Connected += r.Connected
@@ -44,10 +40,9 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.TotalMs = max(out.TotalMs, r.TotalMs)
 		out.HandshakesPerSecond += r.HandshakesPerSecond
 		out.ClientCPUSeconds += r.ClientCPUSeconds
-		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
-		g.Add(names[i], r.URL, r.Samples, nil, r.ServerError)
 	}
 	out.URL = g.URL()
+	lat := g.Latency()
 	if lat.TotalCount() > 0 {
 		l := protocol.LatencyOf(lat)
 		out.P50ms, out.P95ms, out.P99ms, out.MaxMs = msPtr(l.P50*1000), msPtr(l.P95*1000), msPtr(l.P99*1000), msPtr(l.Max*1000)
@@ -55,17 +50,13 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	out.Distribution = timeline.Distribution(lat)
 	out.Samples = g.Samples()
 	out.ServerError = g.ServerError()
-	cpu := -1.0
 	if before, after, ok := replicas.Ends(whole.Replicas); ok {
 		out.Server = serverView(whole.Admin, before, after)
 		if len(whole.Replicas) > 1 {
 			out.Server.Replicas = whole.Replicas
 		}
-		if out.Server.CPUSeconds != nil {
-			cpu = *out.Server.CPUSeconds
-		}
 	}
-	out.Verdicts = whole.Judge(cpu)
+	out.Verdicts = whole.Judge(whole.ServerCPU())
 	return out, nil
 }
 

@@ -92,13 +92,32 @@ func TestMergeShardsUnits(t *testing.T) {
 	}
 }
 
-// TestGathered: each URL once, in order; the errors and the samples added
-// up; each server error after its file's name.
+// TestGathered: each URL once, in order; the errors, the samples and the
+// latency added up; each server error after its file's name; a shard of
+// other flags, or one that counted without a histogram, refused.
 func TestGathered(t *testing.T) {
-	var g Gathered
-	g.Add("a.json", "ws://h:1/", []timeline.Sample{{Second: 0, Count: 2}}, map[string]tally.Count{"refused": {Count: 1}}, "")
-	g.Add("b.json", "ws://h:2/", []timeline.Sample{{Second: 0, Count: 3}}, map[string]tally.Count{"refused": {Count: 2}}, "timeout")
-	g.Add("c.json", "ws://h:1/", nil, nil, "")
+	lat := protocol.NewHistogram()
+	lat.RecordValue(1500)
+	buckets := protocol.Buckets(lat)
+	g := Gathered{Flags: "-mode"}
+	for i, s := range []ShardFigures{
+		{Flags: "sync", URL: "ws://h:1/", Samples: []timeline.Sample{{Second: 0, Count: 2}}, Errors: map[string]tally.Count{"refused": {Count: 1}}, Counted: true, Latency: buckets},
+		{Flags: "sync", URL: "ws://h:2/", Samples: []timeline.Sample{{Second: 0, Count: 3}}, Errors: map[string]tally.Count{"refused": {Count: 2}}, ServerError: "timeout"},
+		{Flags: "sync", URL: "ws://h:1/"},
+	} {
+		if err := g.Add(string(rune('a'+i))+".json", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Add("d.json", ShardFigures{Flags: "rate"}); err == nil || !strings.Contains(err.Error(), "a.json and d.json ran different flags (-mode)") {
+		t.Errorf("other flags: %v", err)
+	}
+	if err := g.Add("e.json", ShardFigures{Flags: "sync", Counted: true}); err == nil || !strings.Contains(err.Error(), "e.json has no latency_histogram") {
+		t.Errorf("no histogram: %v", err)
+	}
+	if got := g.Latency().TotalCount(); got != 1 {
+		t.Errorf("latency count %d, want 1", got)
+	}
 	if got := g.URL(); got != "ws://h:1/,ws://h:2/" {
 		t.Errorf("URL %q", got)
 	}

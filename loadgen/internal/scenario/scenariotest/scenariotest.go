@@ -7,9 +7,35 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
+
+// GoodFlag is a case of a flag test: the arguments, and what they change
+// in the configuration the defaults give.
+type GoodFlag[C any] struct {
+	Args []string
+	Want func(*C)
+}
+
+// ParsesFlags checks that parse gives, for each case, defaults changed as
+// the case's Want says.
+func ParsesFlags[C any](t *testing.T, parse func([]string) (C, error), defaults C, cases []GoodFlag[C]) {
+	t.Helper()
+	for _, tc := range cases {
+		got, err := parse(tc.Args)
+		if err != nil {
+			t.Errorf("ParseFlags(%q): %v", tc.Args, err)
+			continue
+		}
+		want := defaults
+		tc.Want(&want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("ParseFlags(%q):\n got %+v\nwant %+v", tc.Args, got, want)
+		}
+	}
+}
 
 // BadFlag is a case of a flag test: the arguments, and what the error
 // must say (the flag, and the accepted form).

@@ -156,9 +156,6 @@ func latencyOf(h *hdrhistogram.Histogram) *protocol.Latency {
 	return &l
 }
 
-// WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
-
 // WriteCSV writes the samples, one row a second.
 func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
 

@@ -63,7 +63,7 @@ errors:
 }
 
 func TestWriteJSON(t *testing.T) {
-	m := scenariotest.JSONObject(t, sampleReport().WriteJSON)
+	m := scenariotest.JSONObject(t, sampleReport())
 	scenariotest.HasFields(t, m, map[string]any{"n": 19000.0, "established": 18995.0, "held": 18990.0, "dropped": 5.0, "establish_seconds": 2.5, "open_files_allow": 19959.0})
 	if srv := m["server"].(map[string]any); srv["bytes_per_connection"] != 17408.0 || srv["resident_source"] != "stats" {
 		t.Errorf("server = %v", srv)

@@ -204,9 +204,6 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 	return v, problem
 }
 
-// WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
-
 // WriteCSV writes the samples, one row a second.
 func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
 

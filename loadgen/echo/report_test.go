@@ -65,7 +65,7 @@ func TestWriteTableRateWithoutServer(t *testing.T) {
 }
 
 func TestWriteJSON(t *testing.T) {
-	m := scenariotest.JSONObject(t, sampleReport().WriteJSON)
+	m := scenariotest.JSONObject(t, sampleReport())
 	scenariotest.HasFields(t, m, map[string]any{
 		"mode": "pipelined", "connections": 100.0, "size": 128.0, "inflight": 32.0, "connected": 99.0, "messages": 1234567.0,
 		"messages_per_second": 123456.7, "p50_ms": 0.512, "p99_9_ms": 7.0, "max_ms": 12.125, "client_cpu_seconds": 8.456,

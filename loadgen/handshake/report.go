@@ -108,9 +108,6 @@ type ServerView struct {
 	Replicas []replicas.Replica `json:"replicas,omitempty"`
 }
 
-// WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
-
 // WriteCSV writes the samples, one row a second.
 func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
 

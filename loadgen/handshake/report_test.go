@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 )
 
@@ -63,7 +64,7 @@ func TestWriteTableNoServer(t *testing.T) {
 }
 
 func TestWriteJSON(t *testing.T) {
-	m := scenariotest.JSONObject(t, sampleReport().WriteJSON)
+	m := scenariotest.JSONObject(t, sampleReport())
 	// The fields shared with the script clients (scripts/clients/*).
 	scenariotest.HasFields(t, m, map[string]any{
 		"client": clientName, "attempts": 500.0, "connected": 497.0, "echoed": 496.0, "failed": 3.0,
@@ -81,7 +82,7 @@ func TestWriteJSON(t *testing.T) {
 	// No connection: null percentiles, no server, the reason why.
 	r := &Report{Attempts: 1, Failed: 1, Errors: map[string]int{"x": 1}, ServerError: "no /stats"}
 	var b strings.Builder
-	if err := r.WriteJSON(&b); err != nil {
+	if err := scenario.WriteJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"p50_ms":null`, `"max_ms":null`, `"server_error":"no /stats"`} {

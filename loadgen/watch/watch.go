@@ -270,9 +270,6 @@ func socketIO(variant, proto string) bool {
 // ExitStatus is the command's exit status, which loadgen watch exits with.
 func (r *Report) ExitStatus() int { return r.ExitCode }
 
-// WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
-
 // WriteTable writes the server's view of the command's run and the
 // verdicts.
 func (r *Report) WriteTable(w io.Writer) error {

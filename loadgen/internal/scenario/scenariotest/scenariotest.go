@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 )
 
 // GoodFlag is a case of a flag test: the arguments, and what they change
@@ -75,12 +77,12 @@ func ListsFlags(t *testing.T, usage func(io.Writer), names ...string) {
 	}
 }
 
-// JSONObject is what writeJSON (a report's WriteJSON) writes, decoded; it
-// fails t unless that is one JSON object on one line.
-func JSONObject(t *testing.T, writeJSON func(io.Writer) error) map[string]any {
+// JSONObject is rep's -json (scenario.WriteJSON), decoded; it fails t
+// unless that is one JSON object on one line.
+func JSONObject(t *testing.T, rep scenario.Report) map[string]any {
 	t.Helper()
 	var b strings.Builder
-	if err := writeJSON(&b); err != nil {
+	if err := scenario.WriteJSON(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()

@@ -1,7 +1,6 @@
 package broadcast
 
 import (
-	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/timeline"
@@ -61,12 +60,10 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	out.Samples = g.Samples()
 	out.Errors = g.Errors()
 	out.ServerError = g.ServerError()
-	if b, a, ok := replicas.Ends(whole.Replicas); ok {
-		cfg := Config{}
-		cfg.Admin = whole.Admin
-		out.Server, _ = serverView(cfg, &scenario.Snapshot{Stats: b}, &scenario.Snapshot{Stats: a})
-		if out.Server != nil && len(whole.Replicas) > 1 {
-			out.Server.Replicas = whole.Replicas
+	if before, after, ok := whole.Ends(); ok {
+		out.Server, _ = serverView(Config{Common: scenario.Common{Admin: whole.Admin}}, before, after)
+		if out.Server != nil {
+			out.Server.Replicas = whole.Parts()
 		}
 	}
 	if !out.Interrupted {

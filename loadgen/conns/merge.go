@@ -1,9 +1,6 @@
 package conns
 
-import (
-	"github.com/knowngood/knowngood/loadgen/internal/replicas"
-	"github.com/knowngood/knowngood/loadgen/internal/scenario"
-)
+import "github.com/knowngood/knowngood/loadgen/internal/scenario"
 
 // Merge makes the report of a whole run from the -json reports of its
 // shards (data, read from the files names, in any order): the client's
@@ -40,13 +37,10 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	out.Samples = g.Samples()
 	out.Errors = g.Errors()
 	out.ServerError = g.ServerError()
-	if b, a, ok := replicas.Ends(whole.Replicas); ok {
-		cfg := Config{}
-		cfg.Admin = whole.Admin
-		before, after := sample{server: &scenario.Snapshot{Stats: b}}, sample{server: &scenario.Snapshot{Stats: a}}
-		out.Server, _ = serverView(cfg, before, after, nil, out.Held)
-		if out.Server != nil && len(whole.Replicas) > 1 {
-			out.Server.Replicas = whole.Replicas
+	if before, after, ok := whole.Ends(); ok {
+		out.Server, _ = serverView(Config{Common: scenario.Common{Admin: whole.Admin}}, sample{server: before}, sample{server: after}, nil, out.Held)
+		if out.Server != nil {
+			out.Server.Replicas = whole.Parts()
 		}
 	}
 	out.Verdicts = whole.Judge(whole.ServerCPU())

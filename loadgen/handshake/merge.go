@@ -1,7 +1,6 @@
 package handshake
 
 import (
-	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -50,11 +49,9 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	out.Distribution = timeline.Distribution(lat)
 	out.Samples = g.Samples()
 	out.ServerError = g.ServerError()
-	if before, after, ok := replicas.Ends(whole.Replicas); ok {
-		out.Server = serverView(whole.Admin, before, after)
-		if len(whole.Replicas) > 1 {
-			out.Server.Replicas = whole.Replicas
-		}
+	if before, after, ok := whole.Ends(); ok {
+		out.Server = serverView(whole.Admin, before.Stats, after.Stats)
+		out.Server.Replicas = whole.Parts()
 	}
 	out.Verdicts = whole.Judge(whole.ServerCPU())
 	return out, nil

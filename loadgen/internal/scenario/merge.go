@@ -91,6 +91,26 @@ func addKnown[N int64 | float64](sum, n N, i int) N {
 	return sum + n
 }
 
+// Ends are the server's reads that bracket every shard's run: each
+// replica's earliest read before and latest read after, summed; false
+// without them.
+func (p *ShardPart) Ends() (before, after *Snapshot, ok bool) {
+	b, a, ok := replicas.Ends(p.Replicas)
+	if !ok {
+		return nil, nil, false
+	}
+	return &Snapshot{Stats: b}, &Snapshot{Stats: a}, true
+}
+
+// Parts are each replica's part of the run, for the merged report's
+// server view; nil for a single replica, whose part is the whole.
+func (p *ShardPart) Parts() []replicas.Replica {
+	if len(p.Replicas) < 2 {
+		return nil
+	}
+	return p.Replicas
+}
+
 // ServerCPU is the server's CPU seconds over every shard's run, from each
 // replica's earliest read before and latest read after; -1 (the
 // verdicts' unknown) without them.

@@ -131,3 +131,24 @@ func TestGathered(t *testing.T) {
 		t.Errorf("server error %q", got)
 	}
 }
+
+// TestShardPartEnds: the reads that bracket the run, summed over the
+// replicas; the replicas' parts only of several; the CPU between the
+// reads, or -1 without them.
+func TestShardPartEnds(t *testing.T) {
+	at := func(cpu float64, received uint64) *protocol.Stats {
+		return &protocol.Stats{Variant: "echo-gorilla", CPUSeconds: cpu, MessagesReceived: received}
+	}
+	one := &ShardPart{Replicas: []replicas.Replica{{Admin: "http://a", Before: at(1, 10), After: at(3, 40)}}}
+	before, after, ok := one.Ends()
+	if !ok || after.Stats.MessagesReceived-before.Stats.MessagesReceived != 30 || one.ServerCPU() != 2 || one.Parts() != nil {
+		t.Errorf("one replica: %v %+v %+v, cpu %v, parts %v", ok, before, after, one.ServerCPU(), one.Parts())
+	}
+	two := &ShardPart{Replicas: append(one.Replicas, replicas.Replica{Admin: "http://b", Before: at(2, 0), After: at(3, 5)})}
+	if two.ServerCPU() != 3 || len(two.Parts()) != 2 {
+		t.Errorf("two replicas: cpu %v, parts %v", two.ServerCPU(), two.Parts())
+	}
+	if _, _, ok := (&ShardPart{}).Ends(); ok || (&ShardPart{}).ServerCPU() != -1 {
+		t.Error("no replicas: ends, or a CPU")
+	}
+}

@@ -186,11 +186,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
 	}
 	s := r.Server
-	header := ""
-	if s != nil {
-		header = sidebyside.Header(s.Variant, s.Admin, 0)
-	}
-	t := sidebyside.New(w, s, header)
+	t := sidebyside.New(w, s, func(s *ServerView) string { return sidebyside.Header(s.Variant, s.Admin, 0) })
 	t.Row("connected", fmt.Sprintf("%d of %d (in %.2fs)", r.Connected, r.Subscribers+r.Senders, r.ConnectSeconds),
 		t.Server(func(s *ServerView) string { return fmt.Sprintf("%d active", s.ConnectionsActive) }))
 	if r.Mode == "push" {

@@ -177,11 +177,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "%s\n", r.OpenFiles)
 	}
 	s := r.Server
-	var header string
-	if s != nil {
-		header = sidebyside.Header(s.Variant, s.Admin, s.PID)
-	}
-	t := sidebyside.New(w, s, header)
+	t := sidebyside.New(w, s, func(s *ServerView) string { return sidebyside.Header(s.Variant, s.Admin, s.PID) })
 	t.Row("established", fmt.Sprintf("%d of %d", r.Established, r.N),
 		t.Server(func(s *ServerView) string {
 			if s.ConnectionsOpened == nil {

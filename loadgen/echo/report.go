@@ -241,11 +241,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "the table counts the %s window only; the verdicts count the whole run (warmup, window and the last echoes)\n", r.Duration)
 	}
 	s := r.Server
-	var header string
-	if s != nil {
-		header = sidebyside.Header(s.Variant, s.Admin, s.PID)
-	}
-	t := sidebyside.New(w, s, header)
+	t := sidebyside.New(w, s, func(s *ServerView) string { return sidebyside.Header(s.Variant, s.Admin, s.PID) })
 	t.Row("connected", fmt.Sprintf("%d of %d", r.Connected, r.Conns),
 		t.Server(func(s *ServerView) string {
 			if s.ConnectionsActive == nil {

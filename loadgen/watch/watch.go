@@ -279,11 +279,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "reconcile: %s (%s), over %.2fs; the server's view of the run:\n", r.Variant, r.Admin, r.Seconds)
 	}
-	header := "server"
-	if n := len(r.Replicas); n > 1 {
-		header = fmt.Sprintf("server (sum of %d replicas)", n)
-	}
-	t := sidebyside.New(w, &s, header)
+	t := sidebyside.New(w, &s, func(*protocol.Stats) string {
+		if n := len(r.Replicas); n > 1 {
+			return fmt.Sprintf("server (sum of %d replicas)", n)
+		}
+		return "server"
+	})
 	client := func(n int) string {
 		if n < 0 {
 			return "-"

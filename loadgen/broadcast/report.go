@@ -140,10 +140,7 @@ func serverView(cfg Config, before, after *scenario.Snapshot) (*ServerView, stri
 		Dropped: d.BroadcastDropped, Invalid: d.InvalidMessages, Disconnects: d.Disconnects,
 		ConnectionsActive: a.ConnectionsActive, ResidentBytes: a.ResidentBytes, Replicas: parts,
 	}
-	if b.CPUSeconds != nil && a.CPUSeconds != nil {
-		cpu := *a.CPUSeconds - *b.CPUSeconds
-		v.CPUSeconds = &cpu
-	}
+	v.CPUSeconds = scenario.CPU(before, after)
 	return v, ""
 }
 

@@ -173,7 +173,7 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 	statsOK := false
 	before.server, after.server = scenario.Pair(before.server, after.server)
 	if cfg.Admin != "" {
-		if err := errors.Join(before.serverErr(), after.serverErr()); err != nil {
+		if err := errors.Join(before.server.Failure(), after.server.Failure()); err != nil {
 			problems = append(problems, fmt.Errorf("no /stats from %s: %w", cfg.Admin, err))
 		} else {
 			statsOK = true
@@ -185,9 +185,8 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 			v.ConnectionsActive = &a.ConnectionsActive
 			v.Faults, v.AcceptErrors = d.Faults, d.AcceptErrors
 			v.Replicas = cfg.ReplicasOf(before.server, after.server)
-			if v.CPUSeconds == nil && b.CPUSeconds != nil && a.CPUSeconds != nil {
-				cpu := *a.CPUSeconds - *b.CPUSeconds
-				v.CPUSeconds, v.CPUSource = &cpu, "stats"
+			if cpu := scenario.CPU(before.server, after.server); v.CPUSeconds == nil && cpu != nil {
+				v.CPUSeconds, v.CPUSource = cpu, "stats"
 			}
 		}
 	}

@@ -78,14 +78,6 @@ type sample struct {
 	procErr   error
 }
 
-// serverErr is why /stats could not be read.
-func (s sample) serverErr() error {
-	if s.server == nil {
-		return nil
-	}
-	return s.server.Err
-}
-
 // settleWait bounds the wait, after the closes, for the target to see its
 // connections go.
 const settleWait = 5 * time.Second

@@ -17,20 +17,14 @@ import (
 // members: the deliveries that cross shards are in other_shards_deliveries
 // and in the server's figures, not in expected, received or lost.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps, whole, err := scenario.DecodeShards(names, data, "a broadcast", func(r *Report) *scenario.ShardPart { return r.Shard })
+	reps, whole, g, err := scenario.ReadShards(names, data, "a broadcast", "-push or -duration", (*Report).shardFigures)
 	if err != nil {
 		return nil, err
 	}
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Duration: first.Duration, Batches: []target.Batch{}}
 	rtt := protocol.NewHistogram()
-	g := scenario.Gathered{Flags: "-push or -duration"}
-	for i, r := range reps {
-		err := g.Add(names[i], scenario.ShardFigures{Flags: [2]string{r.Mode, r.Duration}, URL: r.URL, Samples: r.Samples,
-			Errors: r.Errors, ServerError: r.ServerError, Counted: r.Received > 0, Latency: r.LatencyHistogram})
-		if err != nil {
-			return nil, err
-		}
+	for _, r := range reps {
 		out.Subscribers += r.Subscribers
 		out.Senders += r.Senders
 		out.Rate += r.Rate
@@ -70,4 +64,10 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.Verdicts = whole.Judge(whole.ServerCPU())
 	}
 	return out, nil
+}
+
+// shardFigures are what Merge reads alike from every shard's report.
+func (r *Report) shardFigures() scenario.ShardFigures {
+	return scenario.ShardFigures{Part: r.Shard, Flags: [2]string{r.Mode, r.Duration}, URL: r.URL, Samples: r.Samples,
+		Errors: r.Errors, ServerError: r.ServerError, Counted: r.Received > 0, Latency: r.LatencyHistogram}
 }

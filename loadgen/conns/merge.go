@@ -10,19 +10,14 @@ import "github.com/knowngood/knowngood/loadgen/internal/scenario"
 // to mean anything; a shard's -pid and -free-os-memory figures are left
 // out.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps, whole, err := scenario.DecodeShards(names, data, "a conns", func(r *Report) *scenario.ShardPart { return r.Shard })
+	reps, whole, g, err := scenario.ReadShards(names, data, "a conns", "-hold", (*Report).shardFigures)
 	if err != nil {
 		return nil, err
 	}
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold, Namespace: first.Namespace,
 		OpenFiles: first.OpenFiles, Batches: []Batch{}}
-	g := scenario.Gathered{Flags: "-hold"}
-	for i, r := range reps {
-		err := g.Add(names[i], scenario.ShardFigures{Flags: r.Hold, URL: r.URL, Samples: r.Samples, Errors: r.Errors, ServerError: r.ServerError})
-		if err != nil {
-			return nil, err
-		}
+	for _, r := range reps {
 		out.N += r.N
 		out.OpenFilesAllow += r.OpenFilesAllow
 		out.Established += r.Established
@@ -45,4 +40,9 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	}
 	out.Verdicts = whole.Judge(whole.ServerCPU())
 	return out, nil
+}
+
+// shardFigures are what Merge reads alike from every shard's report.
+func (r *Report) shardFigures() scenario.ShardFigures {
+	return scenario.ShardFigures{Part: r.Shard, Flags: r.Hold, URL: r.URL, Samples: r.Samples, Errors: r.Errors, ServerError: r.ServerError}
 }

@@ -17,7 +17,7 @@ import (
 // shard's window, from each replica's earliest read before and latest
 // read after. A shard's -pid CPU figures are left out.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps, whole, err := scenario.DecodeShards(names, data, "an echo", func(r *Report) *scenario.ShardPart { return r.Shard })
+	reps, whole, g, err := scenario.ReadShards(names, data, "an echo", "-mode, -size, -duration or -warmup", (*Report).shardFigures)
 	if err != nil {
 		return nil, err
 	}
@@ -25,14 +25,8 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Size: first.Size, Inflight: first.Inflight,
 		Duration: first.Duration, Warmup: first.Warmup}
 	late := protocol.NewHistogram()
-	g := scenario.Gathered{Flags: "-mode, -size, -duration or -warmup"}
 	var windows [][]replicas.Replica
-	for i, r := range reps {
-		err := g.Add(names[i], scenario.ShardFigures{Flags: [4]any{r.Mode, r.Size, r.Duration, r.Warmup}, URL: r.URL, Samples: r.Samples,
-			Errors: r.Errors, ServerError: r.ServerError, Counted: r.Messages > 0, Latency: r.LatencyHistogram})
-		if err != nil {
-			return nil, err
-		}
+	for _, r := range reps {
 		out.Conns += r.Conns
 		out.Rate += r.Rate
 		out.Connected += r.Connected
@@ -96,4 +90,10 @@ func mergedView(admin string, parts []replicas.Replica) *ServerView {
 		v.Replicas = parts
 	}
 	return v
+}
+
+// shardFigures are what Merge reads alike from every shard's report.
+func (r *Report) shardFigures() scenario.ShardFigures {
+	return scenario.ShardFigures{Part: r.Shard, Flags: [4]any{r.Mode, r.Size, r.Duration, r.Warmup}, URL: r.URL, Samples: r.Samples,
+		Errors: r.Errors, ServerError: r.ServerError, Counted: r.Messages > 0, Latency: r.LatencyHistogram}
 }

@@ -14,20 +14,14 @@ import (
 // highest shard's), and the server's view taken once over every shard's
 // run, from each replica's earliest read before and latest read after.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps, whole, err := scenario.DecodeShards(names, data, "a handshake", func(r *Report) *scenario.ShardPart { return r.Shard })
+	reps, whole, g, err := scenario.ReadShards(names, data, "a handshake", "-transport, -namespace or -deadline", (*Report).shardFigures)
 	if err != nil {
 		return nil, err
 	}
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Transport: first.Transport, Namespace: first.Namespace,
 		Deadline: first.Deadline, Errors: map[string]int{}}
-	g := scenario.Gathered{Flags: "-transport, -namespace or -deadline"}
-	for i, r := range reps {
-		err := g.Add(names[i], scenario.ShardFigures{Flags: [3]string{r.Transport, r.Namespace, r.Deadline}, URL: r.URL, Samples: r.Samples,
-			ServerError: r.ServerError, Counted: r.Connected > 0, Latency: r.LatencyHistogram})
-		if err != nil {
-			return nil, err
-		}
+	for _, r := range reps {
 		out.Attempts += r.Attempts
 		out.Connected += r.Connected
 		out.Echoed += r.Echoed
@@ -64,4 +58,10 @@ func addCounts(sum *map[string]int, m map[string]int) {
 	for k, n := range m {
 		(*sum)[k] += n
 	}
+}
+
+// shardFigures are what Merge reads alike from every shard's report.
+func (r *Report) shardFigures() scenario.ShardFigures {
+	return scenario.ShardFigures{Part: r.Shard, Flags: [3]string{r.Transport, r.Namespace, r.Deadline}, URL: r.URL, Samples: r.Samples,
+		ServerError: r.ServerError, Counted: r.Connected > 0, Latency: r.LatencyHistogram}
 }

@@ -136,10 +136,28 @@ func (p *ShardPart) Judge(serverCPU float64) []verdict.Verdict {
 	return verdict.Judge(v)
 }
 
-// DecodeShards reads the -json reports of a sharded run (data, from the
-// files names) into R and merges their shard parts (MergeShards); kind
-// names the scenario in the error for a file that is not its report.
-func DecodeShards[R any](names []string, data [][]byte, kind string, part func(*R) *ShardPart) ([]*R, *ShardPart, error) {
+// ReadShards reads the -json reports of a sharded run (data, from the
+// files names) into R, merges their shard parts (MergeShards), and
+// gathers what every scenario's merge reads alike from them (figures),
+// checking that they are shards of one run: flags names the flags they
+// must all have run alike. kind names the scenario in the error for a
+// file that is not its report.
+func ReadShards[R any](names []string, data [][]byte, kind, flags string, figures func(*R) ShardFigures) ([]*R, *ShardPart, *Gathered, error) {
+	reps, whole, err := decodeShards(names, data, kind, func(r *R) *ShardPart { return figures(r).Part })
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g := &Gathered{Flags: flags}
+	for i, r := range reps {
+		if err := g.Add(names[i], figures(r)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return reps, whole, g, nil
+}
+
+// decodeShards reads the reports into R and merges their shard parts.
+func decodeShards[R any](names []string, data [][]byte, kind string, part func(*R) *ShardPart) ([]*R, *ShardPart, error) {
 	reps := make([]*R, len(data))
 	parts := make([]*ShardPart, len(data))
 	for i, b := range data {
@@ -173,8 +191,11 @@ type Gathered struct {
 	latency          *hdrhistogram.Histogram
 }
 
-// ShardFigures are what of one shard's report Gathered reads.
+// ShardFigures are what of one shard's report ReadShards and Gathered
+// read.
 type ShardFigures struct {
+	// Part is the report's part for the merge; nil: not a sharded report.
+	Part *ShardPart
 	// Flags are the shard's values of the flags Gathered.Flags names, as
 	// one comparable value: every shard must have the first one's.
 	Flags       any

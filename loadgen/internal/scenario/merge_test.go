@@ -152,3 +152,25 @@ func TestShardPartEnds(t *testing.T) {
 		t.Error("no replicas: ends, or a CPU")
 	}
 }
+
+// TestReadShards: the shards' reports decoded, their parts merged and
+// their figures gathered; a report of other flags refused.
+func TestReadShards(t *testing.T) {
+	type report struct {
+		Shard *ShardPart `json:"shard"`
+		Mode  string     `json:"mode"`
+	}
+	figures := func(r *report) ShardFigures { return ShardFigures{Part: r.Shard, Flags: r.Mode, URL: "ws://h:1/"} }
+	shard := func(i int, mode string) []byte {
+		return []byte(`{"mode":"` + mode + `","shard":{"scenario":"echo","shard":{"index":` + string(rune('0'+i)) + `,"count":2}}}`)
+	}
+	names := []string{"1.json", "2.json"}
+	reps, whole, g, err := ReadShards(names, [][]byte{shard(1, "sync"), shard(2, "sync")}, "an echo", "-mode", figures)
+	if err != nil || len(reps) != 2 || whole.Scenario != "echo" || g.URL() != "ws://h:1/" {
+		t.Fatalf("ReadShards: %v, %d reports, %+v", err, len(reps), whole)
+	}
+	if _, _, _, err := ReadShards(names, [][]byte{shard(1, "sync"), shard(2, "rate")}, "an echo", "-mode", figures); err == nil ||
+		!strings.Contains(err.Error(), "ran different flags (-mode)") {
+		t.Errorf("other flags: %v", err)
+	}
+}

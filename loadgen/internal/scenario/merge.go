@@ -115,11 +115,11 @@ func (p *ShardPart) Parts() []replicas.Replica {
 // replica's earliest read before and latest read after; -1 (the
 // verdicts' unknown) without them.
 func (p *ShardPart) ServerCPU() float64 {
-	before, after, ok := replicas.Ends(p.Replicas)
+	before, after, ok := p.Ends()
 	if !ok {
 		return -1
 	}
-	return *after.CPUSeconds - *before.CPUSeconds
+	return *after.Stats.CPUSeconds - *before.Stats.CPUSeconds
 }
 
 // Judge applies the verdict rules to the merged counts and the server's
@@ -214,7 +214,7 @@ type ShardFigures struct {
 // report is not a shard of the same run as the first: other flags, or no
 // latency histogram.
 func (g *Gathered) Add(name string, s ShardFigures) error {
-	if g.firstName == "" {
+	if len(g.samples) == 0 { // the first shard, which the others must match
 		g.firstName, g.firstFlags = name, s.Flags
 	} else if s.Flags != g.firstFlags {
 		return fmt.Errorf("%s and %s ran different flags (%s): not shards of one run", g.firstName, name, g.Flags)

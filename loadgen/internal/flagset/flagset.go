@@ -1,6 +1,7 @@
 // Package flagset holds what every loadgen scenario does with its flags:
-// define the numeric ones with their bounds, parse them into one-line
-// errors, and print them for -h.
+// define the numeric ones with their bounds and the others with the
+// function that parses them, parse them into one-line errors, and print
+// them for -h.
 package flagset
 
 import (

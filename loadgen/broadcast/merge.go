@@ -1,9 +1,6 @@
 package broadcast
 
 import (
-	"fmt"
-
-	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/timeline"
@@ -20,21 +17,14 @@ import (
 // members: the deliveries that cross shards are in other_shards_deliveries
 // and in the server's figures, not in expected, received or lost.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps, whole, err := scenario.DecodeShards(names, data, "a broadcast", func(r *Report) *scenario.ShardPart { return r.Shard })
+	reps, whole, g, err := scenario.ReadShards(names, data, "a broadcast", "-push or -duration", (*Report).shardFigures)
 	if err != nil {
 		return nil, err
 	}
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Duration: first.Duration, Batches: []target.Batch{}}
-	lat, rtt := protocol.NewHistogram(), protocol.NewHistogram()
-	var g scenario.Gathered
-	for i, r := range reps {
-		if r.Mode != first.Mode || r.Duration != first.Duration {
-			return nil, fmt.Errorf("%s and %s ran different flags (-push or -duration): not shards of one run", names[0], names[i])
-		}
-		if r.Received > 0 && len(r.LatencyHistogram) == 0 {
-			return nil, fmt.Errorf("%s has no latency_histogram: not a sharded report", names[i])
-		}
+	rtt := protocol.NewHistogram()
+	for _, r := range reps {
 		out.Subscribers += r.Subscribers
 		out.Senders += r.Senders
 		out.Rate += r.Rate
@@ -55,32 +45,29 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.OtherShards += r.OtherShards
 		out.PushesReceived += r.PushesReceived
 		out.ClientCPUSeconds += r.ClientCPUSeconds
-		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
 		rtt.Merge(timeline.HistogramOf(r.ResultRTTHistogram))
-		g.Add(names[i], r.URL, r.Samples, r.Errors, r.ServerError)
 	}
 	out.URL = g.URL()
 	out.ListenerCount = int64(out.Connected)
+	lat := g.Latency()
 	out.Latency, out.Distribution, out.ResultRTT = latencyOf(lat), timeline.Distribution(lat), latencyOf(rtt)
 	out.Samples = g.Samples()
 	out.Errors = g.Errors()
 	out.ServerError = g.ServerError()
-	cpu := -1.0
-	if b, a, ok := replicas.Ends(whole.Replicas); ok {
-		cfg := Config{}
-		cfg.Admin = whole.Admin
-		out.Server, _ = serverView(cfg, &scenario.Snapshot{Stats: b}, &scenario.Snapshot{Stats: a})
+	if before, after, ok := whole.Ends(); ok {
+		out.Server, _ = serverView(Config{Common: scenario.Common{Admin: whole.Admin}}, before, after)
 		if out.Server != nil {
-			if len(whole.Replicas) > 1 {
-				out.Server.Replicas = whole.Replicas
-			}
-			if out.Server.CPUSeconds != nil {
-				cpu = *out.Server.CPUSeconds
-			}
+			out.Server.Replicas = whole.Parts()
 		}
 	}
 	if !out.Interrupted {
-		out.Verdicts = whole.Judge(cpu)
+		out.Verdicts = whole.Judge(whole.ServerCPU())
 	}
 	return out, nil
+}
+
+// shardFigures are what Merge reads alike from every shard's report.
+func (r *Report) shardFigures() scenario.ShardFigures {
+	return scenario.ShardFigures{Part: r.Shard, Flags: [2]string{r.Mode, r.Duration}, URL: r.URL, Samples: r.Samples,
+		Errors: r.Errors, ServerError: r.ServerError, Counted: r.Received > 0, Latency: r.LatencyHistogram}
 }

@@ -1,6 +1,7 @@
 package broadcast
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
@@ -27,12 +28,12 @@ var metrics = slices.Concat(
 
 // Outcome is the run's, for loadgen's exit status and -threshold.
 func (r *Report) Outcome() scenario.Outcome {
-	members := r.Subscribers + r.Senders
-	v := threshold.Values{
-		"ok": float64(r.Connected), "failed": float64(r.Failed), "received": float64(r.Received), "expected": float64(r.Expected),
-		"lost": float64(r.Lost), "dup": float64(r.Duplicates), "errors": float64(tally.Total(r.Errors)), "client_cpu": r.ClientCPUSeconds,
-	}
-	v.Share("success", float64(r.Connected), float64(members))
+	out := scenario.Connections(r.Subscribers+r.Senders, r.Connected, r.Failed, r.ClientCPUSeconds, r.Verdicts)
+	v := out.Metrics
+	maps.Copy(v, threshold.Values{
+		"received": float64(r.Received), "expected": float64(r.Expected), "lost": float64(r.Lost), "dup": float64(r.Duplicates),
+		"errors": float64(tally.Total(r.Errors)),
+	})
 	v.Share("delivery", float64(r.Received), float64(r.Expected))
 	if r.WindowSeconds > 0 {
 		v["rate"] = float64(r.Received) / r.WindowSeconds
@@ -44,7 +45,6 @@ func (r *Report) Outcome() scenario.Outcome {
 		v["server_dropped"] = float64(s.Dropped)
 		v.Known("server_cpu", s.CPUSeconds)
 	}
-	out := scenario.Outcome{Attempts: members, Connected: r.Connected, Verdicts: r.Verdicts, Metrics: v}
 	if r.Connected > 0 && r.Received == 0 && !r.Interrupted {
 		out.Nothing = "no message was delivered"
 	}

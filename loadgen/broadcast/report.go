@@ -140,10 +140,7 @@ func serverView(cfg Config, before, after *scenario.Snapshot) (*ServerView, stri
 		Dropped: d.BroadcastDropped, Invalid: d.InvalidMessages, Disconnects: d.Disconnects,
 		ConnectionsActive: a.ConnectionsActive, ResidentBytes: a.ResidentBytes, Replicas: parts,
 	}
-	if b.CPUSeconds != nil && a.CPUSeconds != nil {
-		cpu := *a.CPUSeconds - *b.CPUSeconds
-		v.CPUSeconds = &cpu
-	}
+	v.CPUSeconds = scenario.CPU(before, after)
 	return v, ""
 }
 
@@ -155,9 +152,6 @@ func latencyOf(h *hdrhistogram.Histogram) *protocol.Latency {
 	l := protocol.LatencyOf(h)
 	return &l
 }
-
-// WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
 
 // WriteCSV writes the samples, one row a second.
 func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
@@ -189,11 +183,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
 	}
 	s := r.Server
-	header := ""
-	if s != nil {
-		header = sidebyside.Header(s.Variant, s.Admin, 0)
-	}
-	t := sidebyside.New(w, s, header)
+	t := sidebyside.New(w, s, func(s *ServerView) string { return sidebyside.Header(s.Variant, s.Admin, 0) })
 	t.Row("connected", fmt.Sprintf("%d of %d (in %.2fs)", r.Connected, r.Subscribers+r.Senders, r.ConnectSeconds),
 		t.Server(func(s *ServerView) string { return fmt.Sprintf("%d active", s.ConnectionsActive) }))
 	if r.Mode == "push" {

@@ -57,20 +57,11 @@ type sent struct {
 // error only when the run could not take place at all.
 func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	total := cfg.Subscribers + cfg.Senders
-	files, err := proc.OpenFiles()
-	if err != nil {
-		fmt.Fprintf(notes, "loadgen: open-files limit unknown (%v); going on\n", err)
-	} else {
-		fmt.Fprintf(notes, "loadgen: %s\n", files)
-		if err := files.Check("subscribers", total); err != nil {
-			return nil, err
-		}
-	}
-	u, err := target.ParseURL(cfg.URL)
-	if err != nil {
+	if _, err := proc.CheckFiles(notes, "subscribers", total, true); err != nil {
 		return nil, err
 	}
-	if err := cfg.TLS.Check(ctx, notes, u, cfg.Timeout); err != nil {
+	u, err := cfg.CheckURL(ctx, notes, cfg.Timeout)
+	if err != nil {
 		return nil, err
 	}
 	r := &run{cfg: cfg, u: u, notes: notes, rep: newReport(cfg), errs: &tally.Errors{}, rtt: newShardedHist(nil)}

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -75,14 +74,7 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	target.SourcesVar(fs, &cfg.Sources, "; each gives its own ephemeral ports to one target")
 	flagset.Duration(fs, &cfg.Hold, "hold", DefaultHold, true, "how long to hold the connections once all are open, before the target's RSS is read")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each connection's dial and upgrade")
-	fs.Func("pid", "the target's process `ID`, on this machine: its RSS comes from /proc/PID/status (for a target without /stats)", func(s string) error {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return errors.New("want a process id, a positive integer")
-		}
-		cfg.PID = n
-		return nil
-	})
+	flagset.PID(fs, &cfg.PID, "pid", "the target's process `ID`, on this machine: its RSS comes from /proc/PID/status (for a target without /stats)")
 	fs.StringVar(&cfg.Namespace, "namespace", DefaultNamespace, "the `NAMESPACE` each socket joins, for a Socket.IO URL (ws://HOST:PORT/socket.io/)")
 	fs.BoolVar(&cfg.FreeOSMemory, "free-os-memory", false, "after the hold, also ask the target to collect its garbage and return free memory to the OS (POST /debug/freeosmemory on -admin; start a knowngood target with -pprof), and read its RSS again: what the connections hold live, without the garbage collector's slack")
 }

@@ -2,7 +2,6 @@ package conns
 
 import (
 	"net/netip"
-	"reflect"
 	"testing"
 	"time"
 
@@ -19,36 +18,21 @@ func TestParseFlags(t *testing.T) {
 		}
 		return out
 	}
-	for _, tc := range []struct {
-		args []string
-		want func(*Config)
-	}{
-		{nil, func(*Config) {}},
-		{[]string{"-url", "ws://10.0.0.7:3000", "-n", "19000", "-batch", "500", "-sources", "127.0.0.1-127.0.0.3", "-hold", "0", "-timeout", "1s", "-pid", "42", "-json", "out.json"},
-			func(c *Config) {
-				c.URL, c.N, c.Batch, c.Sources, c.Hold, c.Timeout, c.PID, c.JSON = "ws://10.0.0.7:3000/", 19000, 500, addrs("127.0.0.1", "127.0.0.2", "127.0.0.3"), 0, time.Second, 42, "out.json"
-				c.Admin = "http://10.0.0.7:9100"
-			}},
-		{[]string{"-url", "tcp://127.0.0.1:7000", "-n", "10"}, func(c *Config) { c.URL, c.N, c.Batch = "tcp://127.0.0.1:7000", 10, 10 }}, // a batch is at most -n
-		{[]string{"-sources", "127.0.0.9, 127.0.0.2-127.0.0.3,::1"}, func(c *Config) { c.Sources = addrs("127.0.0.9", "127.0.0.2", "127.0.0.3", "::1") }},
-		{[]string{"-sources", "127.0.0.255-127.0.1.0"}, func(c *Config) { c.Sources = addrs("127.0.0.255", "127.0.1.0") }},
-		{[]string{"-admin", ""}, func(c *Config) { c.Admin = "" }},
-		{[]string{"-free-os-memory"}, func(c *Config) { c.FreeOSMemory = true }},
-		{[]string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=polling", "-namespace", "/custom"}, func(c *Config) {
+	scenariotest.ParsesFlags(t, ParseFlags, base, []scenariotest.GoodFlag[Config]{
+		{Args: nil, Want: func(*Config) {}},
+		{Args: []string{"-url", "ws://10.0.0.7:3000", "-n", "19000", "-batch", "500", "-sources", "127.0.0.1-127.0.0.3", "-hold", "0", "-timeout", "1s", "-pid", "42", "-json", "out.json"}, Want: func(c *Config) {
+			c.URL, c.N, c.Batch, c.Sources, c.Hold, c.Timeout, c.PID, c.JSON = "ws://10.0.0.7:3000/", 19000, 500, addrs("127.0.0.1", "127.0.0.2", "127.0.0.3"), 0, time.Second, 42, "out.json"
+			c.Admin = "http://10.0.0.7:9100"
+		}},
+		{Args: []string{"-url", "tcp://127.0.0.1:7000", "-n", "10"}, Want: func(c *Config) { c.URL, c.N, c.Batch = "tcp://127.0.0.1:7000", 10, 10 }}, // a batch is at most -n
+		{Args: []string{"-sources", "127.0.0.9, 127.0.0.2-127.0.0.3,::1"}, Want: func(c *Config) { c.Sources = addrs("127.0.0.9", "127.0.0.2", "127.0.0.3", "::1") }},
+		{Args: []string{"-sources", "127.0.0.255-127.0.1.0"}, Want: func(c *Config) { c.Sources = addrs("127.0.0.255", "127.0.1.0") }},
+		{Args: []string{"-admin", ""}, Want: func(c *Config) { c.Admin = "" }},
+		{Args: []string{"-free-os-memory"}, Want: func(c *Config) { c.FreeOSMemory = true }},
+		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=polling", "-namespace", "/custom"}, Want: func(c *Config) {
 			c.URL, c.Namespace = "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=polling", "/custom"
 		}},
-	} {
-		got, err := ParseFlags(tc.args)
-		if err != nil {
-			t.Errorf("ParseFlags(%q): %v", tc.args, err)
-			continue
-		}
-		want := base
-		tc.want(&want)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("ParseFlags(%q):\n got %+v\nwant %+v", tc.args, got, want)
-		}
-	}
+	})
 }
 
 func TestParseFlagsErrors(t *testing.T) {

@@ -1,11 +1,6 @@
 package conns
 
-import (
-	"fmt"
-
-	"github.com/knowngood/knowngood/loadgen/internal/replicas"
-	"github.com/knowngood/knowngood/loadgen/internal/scenario"
-)
+import "github.com/knowngood/knowngood/loadgen/internal/scenario"
 
 // Merge makes the report of a whole run from the -json reports of its
 // shards (data, read from the files names, in any order): the client's
@@ -15,18 +10,14 @@ import (
 // to mean anything; a shard's -pid and -free-os-memory figures are left
 // out.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps, whole, err := scenario.DecodeShards(names, data, "a conns", func(r *Report) *scenario.ShardPart { return r.Shard })
+	reps, whole, g, err := scenario.ReadShards(names, data, "a conns", "-hold", (*Report).shardFigures)
 	if err != nil {
 		return nil, err
 	}
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold, Namespace: first.Namespace,
 		OpenFiles: first.OpenFiles, Batches: []Batch{}}
-	var g scenario.Gathered
-	for i, r := range reps {
-		if r.Hold != first.Hold {
-			return nil, fmt.Errorf("%s and %s ran different flags (-hold): not shards of one run", names[0], names[i])
-		}
+	for _, r := range reps {
 		out.N += r.N
 		out.OpenFilesAllow += r.OpenFilesAllow
 		out.Established += r.Established
@@ -36,23 +27,22 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.EstablishSeconds = max(out.EstablishSeconds, r.EstablishSeconds)
 		out.Batches = append(out.Batches, r.Batches...)
 		out.ClientCPUSeconds += r.ClientCPUSeconds
-		g.Add(names[i], r.URL, r.Samples, r.Errors, r.ServerError)
 	}
 	out.URL = g.URL()
 	out.Samples = g.Samples()
 	out.Errors = g.Errors()
 	out.ServerError = g.ServerError()
-	cpu := -1.0
-	if b, a, ok := replicas.Ends(whole.Replicas); ok {
-		cfg := Config{}
-		cfg.Admin = whole.Admin
-		before, after := sample{server: &scenario.Snapshot{Stats: b}}, sample{server: &scenario.Snapshot{Stats: a}}
-		out.Server, _ = serverView(cfg, before, after, nil, out.Held)
-		if out.Server != nil && len(whole.Replicas) > 1 {
-			out.Server.Replicas = whole.Replicas
+	if before, after, ok := whole.Ends(); ok {
+		out.Server, _ = serverView(Config{Common: scenario.Common{Admin: whole.Admin}}, sample{server: before}, sample{server: after}, nil, out.Held)
+		if out.Server != nil {
+			out.Server.Replicas = whole.Parts()
 		}
-		cpu = *a.CPUSeconds - *b.CPUSeconds
 	}
-	out.Verdicts = whole.Judge(cpu)
+	out.Verdicts = whole.Judge(whole.ServerCPU())
 	return out, nil
+}
+
+// shardFigures are what Merge reads alike from every shard's report.
+func (r *Report) shardFigures() scenario.ShardFigures {
+	return scenario.ShardFigures{Part: r.Shard, Flags: r.Hold, URL: r.URL, Samples: r.Samples, Errors: r.Errors, ServerError: r.ServerError}
 }

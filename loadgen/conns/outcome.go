@@ -23,14 +23,12 @@ var metrics = slices.Concat(
 
 // Outcome is the run's, for loadgen's exit status and -threshold.
 func (r *Report) Outcome() scenario.Outcome {
-	v := threshold.Values{
-		"ok": float64(r.Established), "failed": float64(r.Failed), "dropped": float64(r.Dropped), "held": float64(r.Held),
-		"errors": float64(tally.Total(r.Errors)), "client_cpu": r.ClientCPUSeconds,
-	}
-	v.Share("success", float64(r.Established), float64(r.N))
+	out := scenario.Connections(r.N, r.Established, r.Failed, r.ClientCPUSeconds, r.Verdicts)
+	v := out.Metrics
+	v["dropped"], v["held"], v["errors"] = float64(r.Dropped), float64(r.Held), float64(tally.Total(r.Errors))
 	if r.EstablishSeconds > 0 {
 		v["rate"] = float64(r.Established) / r.EstablishSeconds
 	}
 	v.Known("kib_per_conn", r.KiBPerConnection())
-	return scenario.Outcome{Attempts: r.N, Connected: r.Established, Verdicts: r.Verdicts, Metrics: v}
+	return out
 }

@@ -132,9 +132,6 @@ func (r *Report) KiBPerConnection() *float64 {
 	return &v
 }
 
-// WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
-
 // WriteCSV writes the samples, one row a second.
 func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
 
@@ -180,11 +177,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "%s\n", r.OpenFiles)
 	}
 	s := r.Server
-	var header string
-	if s != nil {
-		header = sidebyside.Header(s.Variant, s.Admin, s.PID)
-	}
-	t := sidebyside.New(w, s, header)
+	t := sidebyside.New(w, s, func(s *ServerView) string { return sidebyside.Header(s.Variant, s.Admin, s.PID) })
 	t.Row("established", fmt.Sprintf("%d of %d", r.Established, r.N),
 		t.Server(func(s *ServerView) string {
 			if s.ConnectionsOpened == nil {

@@ -1,10 +1,10 @@
 package conns
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
@@ -29,10 +29,7 @@ func sampleReport() *Report {
 }
 
 func TestWriteTable(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
+	got := scenariotest.Text(t, sampleReport().WriteTable)
 	want := `conns: 19000 idle connections to ws://127.0.0.1:8080/ in batches of 1000 from 3 source addresses (127.0.0.1-127.0.0.3), held 10s (gorilla/websocket v1.5.3)
 open-files limit 20000 (hard 20000), 9 open: room for 19959 connections
                     client            server (echo-gorilla, http://127.0.0.1:9100)
@@ -49,9 +46,7 @@ errors:
          5  dropped while held  first: websocket: close 1001 (going away)
          5  timeout             first: dial tcp 127.0.0.3:0->127.0.0.1:8080: i/o timeout
 `
-	if got := b.String(); got != want {
-		t.Errorf("table:\n%s\nwant:\n%s", got, want)
-	}
+	scenariotest.Equal(t, got, want)
 
 	// Many batches: the median and the slowest; no server.
 	r := sampleReport()
@@ -60,34 +55,16 @@ errors:
 	for i := range 19 {
 		r.Batches = append(r.Batches, Batch{Connections: 1000, Established: 1000, Seconds: float64(i+1) / 10})
 	}
-	b.Reset()
-	if err := r.WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"from the kernel's choice of source address", "batches             19 (median 1s, slowest 1.9s)", "server: no /stats from"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, b.String())
-		}
-	}
-	if strings.Contains(b.String(), "per connection") {
-		t.Errorf("per-connection figure without a server:\n%s", b.String())
+	got = scenariotest.Text(t, r.WriteTable)
+	scenariotest.HasAll(t, got, "from the kernel's choice of source address", "batches             19 (median 1s, slowest 1.9s)", "server: no /stats from")
+	if strings.Contains(got, "per connection") {
+		t.Errorf("per-connection figure without a server:\n%s", got)
 	}
 }
 
 func TestWriteJSON(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(b.String()), &m); err != nil || strings.Count(b.String(), "\n") != 1 {
-		t.Fatalf("%v: %q", err, b.String())
-	}
-	for k, want := range map[string]any{"n": 19000.0, "established": 18995.0, "held": 18990.0, "dropped": 5.0, "establish_seconds": 2.5, "open_files_allow": 19959.0} {
-		if m[k] != want {
-			t.Errorf("%s = %v, want %v", k, m[k], want)
-		}
-	}
+	m := scenariotest.JSONObject(t, sampleReport())
+	scenariotest.HasFields(t, m, map[string]any{"n": 19000.0, "established": 18995.0, "held": 18990.0, "dropped": 5.0, "establish_seconds": 2.5, "open_files_allow": 19959.0})
 	if srv := m["server"].(map[string]any); srv["bytes_per_connection"] != 17408.0 || srv["resident_source"] != "stats" {
 		t.Errorf("server = %v", srv)
 	}

@@ -42,20 +42,12 @@ const (
 // it is refused. It returns an error only when the run could not take
 // place at all.
 func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
-	files, err := proc.OpenFiles()
-	if err != nil {
-		fmt.Fprintf(notes, "loadgen: open-files limit unknown (%v); going on\n", err)
-	} else {
-		fmt.Fprintf(notes, "loadgen: %s\n", files)
-		if err := files.Check("n", cfg.N); err != nil {
-			return nil, err
-		}
-	}
-	u, err := target.ParseURL(cfg.URL)
+	files, err := proc.CheckFiles(notes, "n", cfg.N, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.TLS.Check(ctx, notes, u, cfg.Timeout); err != nil {
+	u, err := cfg.CheckURL(ctx, notes, cfg.Timeout)
+	if err != nil {
 		return nil, err
 	}
 	sio, isSIO, err := socketIOTarget(u)
@@ -282,20 +274,12 @@ func (s sample) with(server *scenario.Snapshot) sample {
 	return s
 }
 
-// serverErr is why /stats could not be read.
-func (s sample) serverErr() error {
-	if s.server == nil {
-		return nil
-	}
-	return s.server.Err
-}
-
 // rss is the sample's RSS from source ("proc" or "stats").
 func (s sample) rss(source string) (float64, error) {
 	if source == "proc" {
 		return s.procRSS, s.procErr
 	}
-	if err := s.serverErr(); err != nil {
+	if err := s.server.Failure(); err != nil {
 		return 0, err
 	}
 	if s.server == nil || s.server.Stats.ResidentBytes == nil {
@@ -319,7 +303,7 @@ func serverView(cfg Config, before, after sample, freed *sample, heldConns int) 
 	}
 	before.server, after.server = scenario.Pair(before.server, after.server)
 	if cfg.Admin != "" {
-		if err := errors.Join(before.serverErr(), after.serverErr()); err != nil {
+		if err := errors.Join(before.server.Failure(), after.server.Failure()); err != nil {
 			problems = append(problems, fmt.Errorf("no /stats from %s: %w", cfg.Admin, err))
 		} else {
 			b, a := before.server.Stats, after.server.Stats

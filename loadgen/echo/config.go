@@ -20,11 +20,9 @@
 package echo
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -107,14 +105,7 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Duration(fs, &cfg.Warmup, "warmup", DefaultWarmup, true, "traffic before the window that the figures leave out")
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each dial, and the wait for the last echoes after the window")
 	flagset.Int(fs, &cfg.Loops, "loops", 0, 0, maxLoops, "pipelined over ws:// or tcp://: `N` event loops (epoll) that read and write the connections; 0 for half the cores, at least one, which leaves the rest to a target on the same machine")
-	fs.Func("pid", "the target's process `ID`, on this machine: its CPU seconds come from /proc/PID/stat (for a target without /stats)", func(s string) error {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return errors.New("want a process id, a positive integer")
-		}
-		cfg.PID = n
-		return nil
-	})
+	flagset.PID(fs, &cfg.PID, "pid", "the target's process `ID`, on this machine: its CPU seconds come from /proc/PID/stat (for a target without /stats)")
 }
 
 // flags are the scenario's: the common ones, then its own (ownFlags).

@@ -17,32 +17,17 @@ func defaults() Config {
 }
 
 func TestParseFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want func(*Config)
-	}{
-		{nil, func(*Config) {}},
-		{[]string{"-url", "ws://10.0.0.7:3000/echo?x=1", "-c", "1", "-size", "1", "-mode", "pipelined", "-inflight", "4", "-duration", "1s", "-warmup", "0", "-timeout", "2s", "-json", "-"},
-			func(c *Config) {
-				c.URL, c.Conns, c.Size, c.Mode, c.Inflight, c.Duration, c.Warmup, c.Timeout, c.JSON = "ws://10.0.0.7:3000/echo?x=1", 1, 1, Pipelined, 4, time.Second, 0, 2*time.Second, "-"
-				c.Admin = "http://10.0.0.7:9100" // the target's host
-			}},
-		{[]string{"-url", "ws://127.0.0.1:8080"}, func(c *Config) { c.URL = "ws://127.0.0.1:8080/" }},
-		{[]string{"-url", "tcp://127.0.0.1:7000/", "-mode", "rate", "-rate", "10"}, func(c *Config) { c.URL, c.Mode, c.Rate = "tcp://127.0.0.1:7000", Rate, 10 }},
-		{[]string{"-admin", "", "-pid", "123"}, func(c *Config) { c.Admin, c.PID = "", 123 }},
-		{[]string{"-admin", "127.0.0.1:9200"}, func(c *Config) { c.Admin = "http://127.0.0.1:9200" }},
-	} {
-		got, err := ParseFlags(tc.args)
-		if err != nil {
-			t.Errorf("ParseFlags(%q): %v", tc.args, err)
-			continue
-		}
-		want := defaults()
-		tc.want(&want)
-		if got != want {
-			t.Errorf("ParseFlags(%q):\n got %+v\nwant %+v", tc.args, got, want)
-		}
-	}
+	scenariotest.ParsesFlags(t, ParseFlags, defaults(), []scenariotest.GoodFlag[Config]{
+		{Args: nil, Want: func(*Config) {}},
+		{Args: []string{"-url", "ws://10.0.0.7:3000/echo?x=1", "-c", "1", "-size", "1", "-mode", "pipelined", "-inflight", "4", "-duration", "1s", "-warmup", "0", "-timeout", "2s", "-json", "-"}, Want: func(c *Config) {
+			c.URL, c.Conns, c.Size, c.Mode, c.Inflight, c.Duration, c.Warmup, c.Timeout, c.JSON = "ws://10.0.0.7:3000/echo?x=1", 1, 1, Pipelined, 4, time.Second, 0, 2*time.Second, "-"
+			c.Admin = "http://10.0.0.7:9100" // the target's host
+		}},
+		{Args: []string{"-url", "ws://127.0.0.1:8080"}, Want: func(c *Config) { c.URL = "ws://127.0.0.1:8080/" }},
+		{Args: []string{"-url", "tcp://127.0.0.1:7000/", "-mode", "rate", "-rate", "10"}, Want: func(c *Config) { c.URL, c.Mode, c.Rate = "tcp://127.0.0.1:7000", Rate, 10 }},
+		{Args: []string{"-admin", "", "-pid", "123"}, Want: func(c *Config) { c.Admin, c.PID = "", 123 }},
+		{Args: []string{"-admin", "127.0.0.1:9200"}, Want: func(c *Config) { c.Admin = "http://127.0.0.1:9200" }},
+	})
 }
 
 func TestParseFlagsErrors(t *testing.T) {

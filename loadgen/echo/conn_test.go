@@ -117,8 +117,18 @@ func TestWebSocketFrameOut(t *testing.T) {
 		w.queue([]byte(m))
 	}
 	out.Write(w.out)
-	for _, want := range []string{"a", strings.Repeat("b", 200), strings.Repeat("c", 70000)} {
-		f, err := readFrame(&out)
+	checkClientFrames(t, &out, []string{"a", strings.Repeat("b", 200), strings.Repeat("c", 70000)})
+}
+
+// checkClientFrames checks that r holds, and holds only, one masked binary
+// frame for each of msgs, in order.
+func checkClientFrames(t *testing.T, r interface {
+	io.Reader
+	Len() int
+}, msgs []string) {
+	t.Helper()
+	for _, want := range msgs {
+		f, err := readFrame(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +137,7 @@ func TestWebSocketFrameOut(t *testing.T) {
 			t.Errorf("frame %+v with %d bytes, want a masked binary frame of %d", f.Header, len(f.Payload), len(want))
 		}
 	}
-	if out.Len() != 0 {
-		t.Errorf("%d bytes more", out.Len())
+	if r.Len() != 0 {
+		t.Errorf("%d bytes more", r.Len())
 	}
 }

@@ -120,18 +120,5 @@ func TestLoopFrameOut(t *testing.T) {
 	for _, m := range msgs {
 		out = appendClientFrame(out, []byte(m))
 	}
-	rd := bytes.NewReader(out)
-	for _, want := range msgs {
-		f, err := readFrame(rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws.Cipher(f.Payload, f.Header.Mask, 0)
-		if !f.Header.Fin || !f.Header.Masked || f.Header.OpCode != ws.OpBinary || string(f.Payload) != want {
-			t.Errorf("frame %+v with %d bytes, want a masked binary frame of %d", f.Header, len(f.Payload), len(want))
-		}
-	}
-	if rd.Len() != 0 {
-		t.Errorf("%d bytes more", rd.Len())
-	}
+	checkClientFrames(t, bytes.NewReader(out), msgs)
 }

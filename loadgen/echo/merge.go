@@ -2,7 +2,6 @@ package echo
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
@@ -18,23 +17,16 @@ import (
 // shard's window, from each replica's earliest read before and latest
 // read after. A shard's -pid CPU figures are left out.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps, whole, err := scenario.DecodeShards(names, data, "an echo", func(r *Report) *scenario.ShardPart { return r.Shard })
+	reps, whole, g, err := scenario.ReadShards(names, data, "an echo", "-mode, -size, -duration or -warmup", (*Report).shardFigures)
 	if err != nil {
 		return nil, err
 	}
 	first := reps[0]
 	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Size: first.Size, Inflight: first.Inflight,
 		Duration: first.Duration, Warmup: first.Warmup}
-	lat, late := protocol.NewHistogram(), protocol.NewHistogram()
-	var g scenario.Gathered
+	late := protocol.NewHistogram()
 	var windows [][]replicas.Replica
-	for i, r := range reps {
-		if r.Mode != first.Mode || r.Size != first.Size || r.Duration != first.Duration || r.Warmup != first.Warmup {
-			return nil, fmt.Errorf("%s and %s ran different flags (-mode, -size, -duration or -warmup): not shards of one run", names[0], names[i])
-		}
-		if r.Messages > 0 && len(r.LatencyHistogram) == 0 {
-			return nil, fmt.Errorf("%s has no latency_histogram: not a sharded report", names[i])
-		}
+	for _, r := range reps {
 		out.Conns += r.Conns
 		out.Rate += r.Rate
 		out.Connected += r.Connected
@@ -45,15 +37,13 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.WindowSeconds = max(out.WindowSeconds, r.WindowSeconds)
 		out.Interrupted = out.Interrupted || r.Interrupted
 		out.ClientCPUSeconds += r.ClientCPUSeconds
-		lat.Merge(timeline.HistogramOf(r.LatencyHistogram))
 		late.Merge(timeline.HistogramOf(r.SendLateHistogram))
 		if r.Server != nil {
 			windows = append(windows, r.Server.Replicas)
 		}
-		g.Add(names[i], r.URL, r.Samples, r.Errors, r.ServerError)
 	}
 	out.URL = g.URL()
-	out.setLatency(lat, late)
+	out.setLatency(g.Latency(), late)
 	if out.Mode != Rate {
 		out.SendLateP50ms, out.SendLateP99ms, out.SendLateMaxMs = nil, nil, nil
 	}
@@ -100,4 +90,10 @@ func mergedView(admin string, parts []replicas.Replica) *ServerView {
 		v.Replicas = parts
 	}
 	return v
+}
+
+// shardFigures are what Merge reads alike from every shard's report.
+func (r *Report) shardFigures() scenario.ShardFigures {
+	return scenario.ShardFigures{Part: r.Shard, Flags: [4]any{r.Mode, r.Size, r.Duration, r.Warmup}, URL: r.URL, Samples: r.Samples,
+		Errors: r.Errors, ServerError: r.ServerError, Counted: r.Messages > 0, Latency: r.LatencyHistogram}
 }

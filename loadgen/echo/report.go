@@ -173,7 +173,7 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 	statsOK := false
 	before.server, after.server = scenario.Pair(before.server, after.server)
 	if cfg.Admin != "" {
-		if err := errors.Join(before.serverErr(), after.serverErr()); err != nil {
+		if err := errors.Join(before.server.Failure(), after.server.Failure()); err != nil {
 			problems = append(problems, fmt.Errorf("no /stats from %s: %w", cfg.Admin, err))
 		} else {
 			statsOK = true
@@ -185,9 +185,8 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 			v.ConnectionsActive = &a.ConnectionsActive
 			v.Faults, v.AcceptErrors = d.Faults, d.AcceptErrors
 			v.Replicas = cfg.ReplicasOf(before.server, after.server)
-			if v.CPUSeconds == nil && b.CPUSeconds != nil && a.CPUSeconds != nil {
-				cpu := *a.CPUSeconds - *b.CPUSeconds
-				v.CPUSeconds, v.CPUSource = &cpu, "stats"
+			if cpu := scenario.CPU(before.server, after.server); v.CPUSeconds == nil && cpu != nil {
+				v.CPUSeconds, v.CPUSource = cpu, "stats"
 			}
 		}
 	}
@@ -203,9 +202,6 @@ func serverView(cfg Config, before, after sample) (*ServerView, string) {
 	}
 	return v, problem
 }
-
-// WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
 
 // WriteCSV writes the samples, one row a second.
 func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
@@ -244,11 +240,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "the table counts the %s window only; the verdicts count the whole run (warmup, window and the last echoes)\n", r.Duration)
 	}
 	s := r.Server
-	var header string
-	if s != nil {
-		header = sidebyside.Header(s.Variant, s.Admin, s.PID)
-	}
-	t := sidebyside.New(w, s, header)
+	t := sidebyside.New(w, s, func(s *ServerView) string { return sidebyside.Header(s.Variant, s.Admin, s.PID) })
 	t.Row("connected", fmt.Sprintf("%d of %d", r.Connected, r.Conns),
 		t.Server(func(s *ServerView) string {
 			if s.ConnectionsActive == nil {

@@ -1,10 +1,10 @@
 package echo
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
@@ -32,10 +32,7 @@ func sampleReport() *Report {
 }
 
 func TestWriteTable(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
+	got := scenariotest.Text(t, sampleReport().WriteTable)
 	want := `echo: 100 connections to ws://127.0.0.1:8080/, 128-byte messages, pipelined (32 in flight per connection), 10s after a 2s warmup (gorilla/websocket v1.5.3)
                  client     server (echo-gorilla, http://127.0.0.1:9100)
 connected        99 of 100  100 active
@@ -51,9 +48,7 @@ errors:
          3  mismatch  first: connection 7, message 12: echo differs from the message sent: byte 9 is 0x0, want 0x6a
          1  dial      first: dial tcp 127.0.0.1:8080: connect: connection refused
 `
-	if got := b.String(); got != want {
-		t.Errorf("table:\n%s\nwant:\n%s", got, want)
-	}
+	scenariotest.Equal(t, got, want)
 }
 
 func TestWriteTableRateWithoutServer(t *testing.T) {
@@ -61,45 +56,22 @@ func TestWriteTableRateWithoutServer(t *testing.T) {
 	r := &Report{Client: "net (raw TCP)", Version: "go1.26", URL: "tcp://127.0.0.1:7000", Mode: Rate, Rate: 5000, Conns: 10, Size: 64,
 		Duration: "1s", Warmup: "0s", Connected: 10, BehindSchedule: 17, Interrupted: true, WindowSeconds: 0.25, SendLateP50ms: f(0.25), SendLateP99ms: f(1), SendLateMaxMs: f(2),
 		Errors: map[string]tally.Count{}, ServerError: "no /stats from http://127.0.0.1:9100: connection refused"}
-	var b strings.Builder
-	if err := r.WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	got := b.String()
-	for _, want := range []string{"interrupted: the figures cover 0.2s of the window\n", "rate (5000 msg/s in total, latency from each message's due time)", "behind schedule        17",
-		"sent late p50/p99/max  0.250ms / 1.000ms / 2.000ms", "p50                    -", "server: no /stats from"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("table lacks %q:\n%s", want, got)
-		}
-	}
+	got := scenariotest.Text(t, r.WriteTable)
+	scenariotest.HasAll(t, got, "interrupted: the figures cover 0.2s of the window\n", "rate (5000 msg/s in total, latency from each message's due time)", "behind schedule        17",
+		"sent late p50/p99/max  0.250ms / 1.000ms / 2.000ms", "p50                    -", "server: no /stats from")
 	if strings.Contains(got, "server (") || strings.Contains(got, "errors:") {
 		t.Errorf("table shows a server column or errors:\n%s", got)
 	}
 }
 
 func TestWriteJSON(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	s := b.String()
-	if strings.Count(s, "\n") != 1 || !strings.HasSuffix(s, "}\n") {
-		t.Errorf("want one JSON object on one line, got %q", s)
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatal(err)
-	}
-	for k, want := range map[string]any{
+	m := scenariotest.JSONObject(t, sampleReport())
+	scenariotest.HasFields(t, m, map[string]any{
 		"mode": "pipelined", "connections": 100.0, "size": 128.0, "inflight": 32.0, "connected": 99.0, "messages": 1234567.0,
 		"messages_per_second": 123456.7, "p50_ms": 0.512, "p99_9_ms": 7.0, "max_ms": 12.125, "client_cpu_seconds": 8.456,
-	} {
-		if m[k] != want {
-			t.Errorf("%s = %v, want %v", k, m[k], want)
-		}
-	}
+	})
 	if _, ok := m["rate"]; ok {
-		t.Errorf("rate in a pipelined report: %s", s)
+		t.Errorf("rate in a pipelined report: %v", m)
 	}
 	if e := m["errors"].(map[string]any)["mismatch"].(map[string]any); e["count"] != 3.0 || !strings.HasPrefix(e["first"].(string), "connection 7") {
 		t.Errorf("errors = %v", m["errors"])

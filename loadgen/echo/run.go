@@ -41,14 +41,10 @@ const dialParallel = 256
 // unreachable /stats, the open-files budget) go to notes, one line each. It
 // returns an error only when the run could not take place at all.
 func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
-	files, err := proc.OpenFiles()
-	if err != nil {
-		fmt.Fprintf(notes, "loadgen: open-files limit unknown (%v); going on\n", err)
-	} else if err := files.Check("c", cfg.Conns); err != nil {
+	if _, err := proc.CheckFiles(notes, "c", cfg.Conns, false); err != nil {
 		return nil, err
 	}
-	u, _ := target.ParseURL(cfg.URL) // checked by ParseFlags
-	if err := cfg.TLS.Check(ctx, notes, u, cfg.Timeout); err != nil {
+	if _, err := cfg.CheckURL(ctx, notes, cfg.Timeout); err != nil {
 		return nil, err
 	}
 	return runDial(ctx, cfg, notes, dialer(cfg))
@@ -80,14 +76,6 @@ type sample struct {
 	server    *scenario.Snapshot // nil without an admin listener
 	procCPU   *float64
 	procErr   error
-}
-
-// serverErr is why /stats could not be read.
-func (s sample) serverErr() error {
-	if s.server == nil {
-		return nil
-	}
-	return s.server.Err
 }
 
 // settleWait bounds the wait, after the closes, for the target to see its

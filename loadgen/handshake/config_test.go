@@ -8,47 +8,25 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 )
 
-func TestParseFlagsDefaults(t *testing.T) {
-	cfg, err := ParseFlags(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := Config{
-		Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"},
-		N:      DefaultN, Deadline: DefaultDeadline, Transport: DefaultTransport, Namespace: "/", Echo: true,
-	}
-	if cfg != want {
-		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
-	}
+// defaults is the configuration that no flag gives.
+var defaults = Config{
+	Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"},
+	N:      DefaultN, Deadline: DefaultDeadline, Transport: DefaultTransport, Namespace: "/", Echo: true,
 }
 
 func TestParseFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want func(*Config)
-	}{
-		{[]string{"-url", "http://10.0.0.7:3000/", "-n", "500", "-deadline", "2s", "-transport", "polling,websocket", "-namespace", "/custom", "-echo=false", "-json", "-"},
-			func(c *Config) {
-				c.URL, c.N, c.Deadline, c.Transport, c.Namespace, c.Echo, c.JSON = "http://10.0.0.7:3000", 500, 2*time.Second, "polling,websocket", "/custom", false, "-"
-				c.Admin = "http://10.0.0.7:9100" // the target's host
-			}},
-		{[]string{"-url", "http://[::1]:8080"}, func(c *Config) { c.URL, c.Admin = "http://[::1]:8080", "http://[::1]:9100" }},
-		{[]string{"-admin", ""}, func(c *Config) { c.Admin = "" }},
-		{[]string{"-admin", "127.0.0.1:9200"}, func(c *Config) { c.Admin = "http://127.0.0.1:9200" }},
-		{[]string{"-admin", "https://stats.example:443/"}, func(c *Config) { c.Admin = "https://stats.example:443" }},
-		{[]string{"-transport", "polling"}, func(c *Config) { c.Transport = "polling" }},
-	} {
-		got, err := ParseFlags(tc.args)
-		if err != nil {
-			t.Errorf("ParseFlags(%q): %v", tc.args, err)
-			continue
-		}
-		want := Config{Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"}, N: DefaultN, Deadline: DefaultDeadline, Transport: DefaultTransport, Namespace: "/", Echo: true}
-		tc.want(&want)
-		if got != want {
-			t.Errorf("ParseFlags(%q):\n got %+v\nwant %+v", tc.args, got, want)
-		}
-	}
+	scenariotest.ParsesFlags(t, ParseFlags, defaults, []scenariotest.GoodFlag[Config]{
+		{Args: nil, Want: func(*Config) {}},
+		{Args: []string{"-url", "http://10.0.0.7:3000/", "-n", "500", "-deadline", "2s", "-transport", "polling,websocket", "-namespace", "/custom", "-echo=false", "-json", "-"}, Want: func(c *Config) {
+			c.URL, c.N, c.Deadline, c.Transport, c.Namespace, c.Echo, c.JSON = "http://10.0.0.7:3000", 500, 2*time.Second, "polling,websocket", "/custom", false, "-"
+			c.Admin = "http://10.0.0.7:9100" // the target's host
+		}},
+		{Args: []string{"-url", "http://[::1]:8080"}, Want: func(c *Config) { c.URL, c.Admin = "http://[::1]:8080", "http://[::1]:9100" }},
+		{Args: []string{"-admin", ""}, Want: func(c *Config) { c.Admin = "" }},
+		{Args: []string{"-admin", "127.0.0.1:9200"}, Want: func(c *Config) { c.Admin = "http://127.0.0.1:9200" }},
+		{Args: []string{"-admin", "https://stats.example:443/"}, Want: func(c *Config) { c.Admin = "https://stats.example:443" }},
+		{Args: []string{"-transport", "polling"}, Want: func(c *Config) { c.Transport = "polling" }},
+	})
 }
 
 func TestParseFlagsErrors(t *testing.T) {

@@ -26,17 +26,15 @@ func (r *Report) Outcome() scenario.Outcome {
 	for _, n := range r.EchoErrors {
 		echoErrors += n
 	}
-	v := threshold.Values{
-		"ok": float64(r.Connected), "failed": float64(r.Failed), "echoed": float64(r.Echoed),
-		"echo_errors": float64(echoErrors), "errors": float64(r.Failed + echoErrors),
-		"rate": r.HandshakesPerSecond, "client_cpu": r.ClientCPUSeconds,
-	}
-	v.Share("success", float64(r.Connected), float64(r.Attempts))
+	out := scenario.Connections(r.Attempts, r.Connected, r.Failed, r.ClientCPUSeconds, r.Verdicts)
+	v := out.Metrics
+	v["echoed"], v["echo_errors"], v["errors"] = float64(r.Echoed), float64(echoErrors), float64(r.Failed+echoErrors)
+	v["rate"] = r.HandshakesPerSecond
 	for name, p := range map[string]*float64{"p50": r.P50ms, "p95": r.P95ms, "p99": r.P99ms, "max": r.MaxMs} {
 		v.Known(name, p)
 	}
 	if r.Server != nil {
 		v.Known("server_cpu", r.Server.CPUSeconds)
 	}
-	return scenario.Outcome{Attempts: r.Attempts, Connected: r.Connected, Verdicts: r.Verdicts, Metrics: v}
+	return out
 }

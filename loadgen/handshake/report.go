@@ -108,9 +108,6 @@ type ServerView struct {
 	Replicas []replicas.Replica `json:"replicas,omitempty"`
 }
 
-// WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
-
 // WriteCSV writes the samples, one row a second.
 func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Samples) }
 
@@ -141,11 +138,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "handshake: %s at once to %s, namespace %s, transport %s, deadline %s (%s %s)\n",
 		plural.Of(r.Attempts, "connection"), r.URL, r.Namespace, r.Transport, r.Deadline, r.Client, r.Version)
 	s := r.Server
-	var header string
-	if s != nil {
-		header = sidebyside.Header(s.Variant, s.Admin, 0)
-	}
-	t := sidebyside.New(w, s, header)
+	t := sidebyside.New(w, s, func(s *ServerView) string { return sidebyside.Header(s.Variant, s.Admin, 0) })
 	t.Row("attempts", strconv.Itoa(r.Attempts), "")
 	t.Row("connected", fmt.Sprintf("%d (%s)", r.Connected, percent(r.Connected, r.Attempts)),
 		t.Server(func(s *ServerView) string { return fmt.Sprintf("ok %d", s.Handshakes[protocol.ResultOK]) }))

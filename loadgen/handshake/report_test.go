@@ -1,9 +1,11 @@
 package handshake
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 )
 
 func sampleReport() *Report {
@@ -26,10 +28,7 @@ func sampleReport() *Report {
 }
 
 func TestWriteTable(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
+	got := scenariotest.Text(t, sampleReport().WriteTable)
 	want := `handshake: 500 connections at once to http://127.0.0.1:8080, namespace /, transport websocket, deadline 15s (zishang520/socket.io-client-go v3.0.6)
               client                    server (empty, http://127.0.0.1:9100)
 attempts      500                       
@@ -51,52 +50,27 @@ errors:
 echo errors:
        1  deadline exceeded
 `
-	if got := b.String(); got != want {
-		t.Errorf("table:\n%s\nwant:\n%s", got, want)
-	}
+	scenariotest.Equal(t, got, want)
 }
 
 func TestWriteTableNoServer(t *testing.T) {
 	r := &Report{Client: clientName, Version: "v3.0.6", URL: "http://127.0.0.1:3000", Transport: "polling", Namespace: "/", Deadline: "1s",
 		Attempts: 2, Failed: 2, Errors: map[string]int{"deadline exceeded": 2}, ServerError: "no /stats"}
-	var b strings.Builder
-	if err := r.WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	got := b.String()
-	for _, want := range []string{"connected     0 (0.0%)", "p50           -", "handshakes/s  0", "       2  deadline exceeded"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("table without server lacks %q:\n%s", want, got)
-		}
-	}
+	got := scenariotest.Text(t, r.WriteTable)
+	scenariotest.HasAll(t, got, "connected     0 (0.0%)", "p50           -", "handshakes/s  0", "       2  deadline exceeded")
 	if strings.Contains(got, "server (") || strings.Contains(got, "resident") {
 		t.Errorf("table without server shows a server column:\n%s", got)
 	}
 }
 
 func TestWriteJSON(t *testing.T) {
-	var b strings.Builder
-	if err := sampleReport().WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	s := b.String()
-	if strings.Count(s, "\n") != 1 || !strings.HasSuffix(s, "}\n") {
-		t.Errorf("want one JSON object on one line, got %q", s)
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatal(err)
-	}
+	m := scenariotest.JSONObject(t, sampleReport())
 	// The fields shared with the script clients (scripts/clients/*).
-	for k, want := range map[string]any{
+	scenariotest.HasFields(t, m, map[string]any{
 		"client": clientName, "attempts": 500.0, "connected": 497.0, "echoed": 496.0, "failed": 3.0,
 		"p50_ms": 12.345, "p95_ms": 20.0, "p99_ms": 25.5, "max_ms": 31.25, "total_ms": 250.5,
 		"handshakes_per_second": 1984.03, "client_cpu_seconds": 0.4213,
-	} {
-		if m[k] != want {
-			t.Errorf("%s = %v, want %v", k, m[k], want)
-		}
-	}
+	})
 	if e := m["errors"].(map[string]any); e["deadline exceeded"] != 2.0 {
 		t.Errorf("errors = %v", e)
 	}
@@ -107,8 +81,8 @@ func TestWriteJSON(t *testing.T) {
 
 	// No connection: null percentiles, no server, the reason why.
 	r := &Report{Attempts: 1, Failed: 1, Errors: map[string]int{"x": 1}, ServerError: "no /stats"}
-	b.Reset()
-	if err := r.WriteJSON(&b); err != nil {
+	var b strings.Builder
+	if err := scenario.WriteJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"p50_ms":null`, `"max_ms":null`, `"server_error":"no /stats"`} {

@@ -135,17 +135,9 @@ func TestRunFailures(t *testing.T) {
 	}
 
 	// A server that never answers: the deadline, counted from the start.
-	block := make(chan struct{})
-	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-block:
-		case <-r.Context().Done():
-		}
-	}))
-	defer silent.Close()
-	defer close(block)
+	silent, _ := siotest.StartSilent(t)
 	const deadline = 300 * time.Millisecond
-	rep, err = Run(context.Background(), Config{Common: scenario.Common{URL: silent.URL}, N: 5, Deadline: deadline, Transport: "polling", Namespace: "/"}, new(strings.Builder))
+	rep, err = Run(context.Background(), Config{Common: scenario.Common{URL: silent}, N: 5, Deadline: deadline, Transport: "polling", Namespace: "/"}, new(strings.Builder))
 	if err != nil {
 		t.Fatal(err)
 	}

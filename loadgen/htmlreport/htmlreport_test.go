@@ -43,7 +43,7 @@ func TestWriteHTMLSeveralRuns(t *testing.T) {
 	var err error
 	full.Report, err = Sections(func(w io.Writer) error {
 		io.WriteString(w, "handshake: 10 connections\n")
-		tab := sidebyside.New(w, &struct{}{}, "server (empty)")
+		tab := sidebyside.New(w, &struct{}{}, func(*struct{}) string { return "server (empty)" })
 		tab.Row("connected", "9", "ok 10")
 		if err := tab.Flush(); err != nil {
 			return err

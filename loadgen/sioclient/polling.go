@@ -129,12 +129,7 @@ func (p *pollingTransport) OnData(data types.BufferInterface) {
 	// Poll again while open; once Pause has begun, the GET ends here.
 	again := p.ReadyState() == engine.TransportStateOpen
 	p.polling = again
-	paused := p.pausedLocked()
-	p.mu.Unlock()
-	p.Emit("pollComplete")
-	if paused != nil {
-		paused()
-	}
+	p.unlockEmit("pollComplete")
 	if again {
 		p.poll()
 	}
@@ -161,12 +156,7 @@ func (p *pollingTransport) Write(packets []*packet.Packet) {
 		p.mu.Lock()
 		p.SetWritable(true)
 		p.writing = false
-		paused := p.pausedLocked()
-		p.mu.Unlock()
-		p.Emit("drain")
-		if paused != nil {
-			paused()
-		}
+		p.unlockEmit("drain")
 	}()
 }
 
@@ -202,8 +192,19 @@ func (p *pollingTransport) Pause(onPause func()) {
 		onPause()
 		p.http.CloseIdleConnections() // the transport is done
 	}
+	p.unlockEmit("")
+}
+
+// unlockEmit unlocks mu, which the caller holds, emits event ("" for
+// none), and then calls Pause's callback if nothing is pending any more
+// (pausedLocked): a Pause that waited for this poll or write ends after
+// the transport has said so.
+func (p *pollingTransport) unlockEmit(event types.EventName) {
 	paused := p.pausedLocked()
 	p.mu.Unlock()
+	if event != "" {
+		p.Emit(event)
+	}
 	if paused != nil {
 		paused()
 	}

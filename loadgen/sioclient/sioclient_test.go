@@ -91,19 +91,10 @@ func TestDeadline(t *testing.T) {
 	for _, transport := range sioclient.Transports {
 		t.Run(transport, func(t *testing.T) {
 			// A server that takes the request and never answers it.
-			block := make(chan struct{})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				select {
-				case <-block:
-				case <-r.Context().Done():
-				}
-			}))
-			defer srv.Close()
-			unblock := sync.OnceFunc(func() { close(block) })
-			defer unblock()
+			silent, unblock := siotest.StartSilent(t)
 
 			dial := func(closeTimeout time.Duration) *sioclient.Conn {
-				c, err := sioclient.Dial(sioclient.Options{URL: srv.URL, Transport: transport, CloseTimeout: closeTimeout})
+				c, err := sioclient.Dial(sioclient.Options{URL: silent, Transport: transport, CloseTimeout: closeTimeout})
 				if err != nil {
 					t.Fatal(err)
 				}

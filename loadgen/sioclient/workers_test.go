@@ -3,8 +3,6 @@ package sioclient_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -86,16 +84,8 @@ func TestAwaitConnects(t *testing.T) {
 // Await reports ErrDeadline once, for a server that never answers, and
 // starts closing the connection.
 func TestAwaitDeadline(t *testing.T) {
-	block := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-block:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(block)
-	c, err := sioclient.Dial(sioclient.Options{URL: srv.URL, Transport: sioclient.Polling})
+	silent, _ := siotest.StartSilent(t)
+	c, err := sioclient.Dial(sioclient.Options{URL: silent, Transport: sioclient.Polling})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -270,9 +270,6 @@ func socketIO(variant, proto string) bool {
 // ExitStatus is the command's exit status, which loadgen watch exits with.
 func (r *Report) ExitStatus() int { return r.ExitCode }
 
-// WriteJSON writes the report as one JSON object and a newline.
-func (r *Report) WriteJSON(w io.Writer) error { return sidebyside.WriteJSON(w, r) }
-
 // WriteTable writes the server's view of the command's run and the
 // verdicts.
 func (r *Report) WriteTable(w io.Writer) error {
@@ -282,11 +279,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "reconcile: %s (%s), over %.2fs; the server's view of the run:\n", r.Variant, r.Admin, r.Seconds)
 	}
-	header := "server"
-	if n := len(r.Replicas); n > 1 {
-		header = fmt.Sprintf("server (sum of %d replicas)", n)
-	}
-	t := sidebyside.New(w, &s, header)
+	t := sidebyside.New(w, &s, func(*protocol.Stats) string {
+		if n := len(r.Replicas); n > 1 {
+			return fmt.Sprintf("server (sum of %d replicas)", n)
+		}
+		return "server"
+	})
 	client := func(n int) string {
 		if n < 0 {
 			return "-"

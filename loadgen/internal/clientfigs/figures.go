@@ -86,30 +86,10 @@ func ParseJSON(raw []byte) (Figures, error) {
 	f := Unknown()
 	f.Source = "-client-json"
 	var bad []string
-	if s.Attempts != nil {
-		f.Attempts = *s.Attempts
-		if f.Attempts < 0 {
-			bad = append(bad, "attempts")
-		}
-	}
-	if s.OK != nil {
-		f.OK = *s.OK
-		if f.OK < 0 {
-			bad = append(bad, "ok")
-		}
-	}
-	if s.Sent != nil {
-		f.Sent = *s.Sent
-		if f.Sent < 0 {
-			bad = append(bad, "sent")
-		}
-	}
-	if s.Received != nil {
-		f.Received = *s.Received
-		if f.Received < 0 {
-			bad = append(bad, "received")
-		}
-	}
+	take(&f.Attempts, s.Attempts, "attempts", &bad)
+	take(&f.OK, s.OK, "ok", &bad)
+	take(&f.Sent, s.Sent, "sent", &bad)
+	take(&f.Received, s.Received, "received", &bad)
 	if len(bad) > 0 {
 		return Unknown(), fmt.Errorf("%s: want a count, 0 or more", strings.Join(bad, ", "))
 	}
@@ -117,4 +97,16 @@ func ParseJSON(raw []byte) (Figures, error) {
 		return Unknown(), fmt.Errorf("ok %d is more than attempts %d", f.OK, f.Attempts)
 	}
 	return f, nil
+}
+
+// take sets *to to the count given (from; nil when it was left out), and
+// adds name to bad when that count is negative.
+func take[N int | int64](to, from *N, name string, bad *[]string) {
+	if from == nil {
+		return
+	}
+	*to = *from
+	if *to < 0 {
+		*bad = append(*bad, name)
+	}
 }

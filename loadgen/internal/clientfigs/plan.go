@@ -46,35 +46,31 @@ func Prepare(command []string) (*Plan, error) {
 	p := &Plan{Command: slices.Clone(command), args: command}
 	tool, at := find(command)
 	p.Tool = tool
-	switch tool {
-	case K6:
-		run := indexAfter(command, at, "run")
-		if run < 0 {
-			p.Tool = ""
-			break
-		}
-		if path, ok := flagValue(command[run+1:], "--summary-export", ""); ok {
-			p.report = path
-			break
-		}
-		if err := p.addReport(run, "--summary-export", "k6-summary.json"); err != nil {
-			return nil, err
-		}
-	case Artillery:
-		run := indexAfter(command, at, "run")
-		if run < 0 {
-			p.Tool = ""
-			break
-		}
-		if path, ok := flagValue(command[run+1:], "--output", "-o"); ok {
-			p.report = path
-			break
-		}
-		if err := p.addReport(run, "--output", "artillery-report.json"); err != nil {
-			return nil, err
-		}
+	rf, ok := reportFlags[tool]
+	if !ok {
+		return p, nil
+	}
+	run := indexAfter(command, at, "run")
+	if run < 0 {
+		p.Tool = ""
+		return p, nil
+	}
+	if path, ok := flagValue(command[run+1:], rf.long, rf.short); ok {
+		p.report = path
+		return p, nil
+	}
+	if err := p.addReport(run, rf.long, rf.file); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// reportFlags are, for each tool whose run writes a report file only when
+// asked, the flag that names the file (long, and short: "" for none) and
+// the file's name when Prepare adds one.
+var reportFlags = map[string]struct{ long, short, file string }{
+	K6:        {"--summary-export", "", "k6-summary.json"},
+	Artillery: {"--output", "-o", "artillery-report.json"},
 }
 
 // addReport inserts flag and a temporary file after command[run].

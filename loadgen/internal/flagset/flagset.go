@@ -1,6 +1,7 @@
 // Package flagset holds what every loadgen scenario does with its flags:
-// define the numeric ones with their bounds, parse them into one-line
-// errors, and print them for -h.
+// define the numeric ones with their bounds and the others with the
+// function that parses them, parse them into one-line errors, and print
+// them for -h.
 package flagset
 
 import (
@@ -61,5 +62,30 @@ func Duration(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration
 		}
 		*p = d
 		return nil
+	})
+}
+
+// Value defines a flag whose text parse turns into *p; parse's error is
+// the flag's.
+func Value[T any](fs *flag.FlagSet, p *T, name, usage string, parse func(string) (T, error)) {
+	fs.Func(name, usage, func(s string) error {
+		v, err := parse(s)
+		if err != nil {
+			return err
+		}
+		*p = v
+		return nil
+	})
+}
+
+// PID defines a flag that names a process on this machine by its id (a
+// positive integer); 0, its default, names none.
+func PID(fs *flag.FlagSet, p *int, name, usage string) {
+	Value(fs, p, name, usage, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return 0, errors.New("want a process id, a positive integer")
+		}
+		return n, nil
 	})
 }

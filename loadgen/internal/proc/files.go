@@ -2,6 +2,7 @@ package proc
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/knowngood/knowngood/shared/procfs"
@@ -55,4 +56,21 @@ func openFiles() int {
 		return len(entries) - 1 // the directory being read is one of them
 	}
 	return 12
+}
+
+// CheckFiles is what a run that opens want connections does first: it
+// refuses them beyond the open-files budget (the error names flagName,
+// the flag that asked for them), and returns the budget. Where the limit
+// cannot be read, notes says so and the run goes on with a zero budget;
+// tell also writes the budget there.
+func CheckFiles(notes io.Writer, flagName string, want int, tell bool) (Files, error) {
+	files, err := OpenFiles()
+	if err != nil {
+		fmt.Fprintf(notes, "loadgen: open-files limit unknown (%v); going on\n", err)
+		return Files{}, nil
+	}
+	if tell {
+		fmt.Fprintf(notes, "loadgen: %s\n", files)
+	}
+	return files, files.Check(flagName, want)
 }

@@ -19,9 +19,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
+	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -218,7 +217,7 @@ func AddStats(a, b protocol.Stats) protocol.Stats {
 	out.Handshakes = addMap(a.Handshakes, b.Handshakes)
 	out.HandshakesByTransport = addMap2(a.HandshakesByTransport, b.HandshakesByTransport)
 	out.HandshakeHistogram = addBuckets(a.HandshakeHistogram, b.HandshakeHistogram)
-	out.HandshakeLatency = protocol.LatencyOf(histogramOf(out.HandshakeHistogram))
+	out.HandshakeLatency = protocol.LatencyOf(timeline.HistogramOf(out.HandshakeHistogram))
 	out.MessagesReceived = a.MessagesReceived + b.MessagesReceived
 	out.MessagesSent = a.MessagesSent + b.MessagesSent
 	out.BytesReceived = a.BytesReceived + b.BytesReceived
@@ -270,16 +269,6 @@ func addBuckets(a, b []protocol.Bucket) []protocol.Bucket {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].UpToMicros < out[j].UpToMicros })
 	return out
-}
-
-func histogramOf(buckets []protocol.Bucket) *hdrhistogram.Histogram {
-	h := protocol.NewHistogram()
-	for _, b := range buckets {
-		if b.Count > 0 {
-			_ = h.RecordValues(b.UpToMicros, b.Count)
-		}
-	}
-	return h
 }
 
 func copyPtr(p *float64) *float64 {

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/knowngood/knowngood/loadgen/htmlreport"
+	"github.com/knowngood/knowngood/loadgen/internal/sidebyside"
 	"github.com/knowngood/knowngood/loadgen/internal/threshold"
 )
 
@@ -24,10 +25,19 @@ type Command struct {
 	Main func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
-// Report is what every subcommand's run returns.
+// Report is what every subcommand's run returns: a table for the
+// terminal, and for -json the report itself, encoded (WriteJSON).
 type Report interface {
 	WriteTable(io.Writer) error
-	WriteJSON(io.Writer) error
+}
+
+// WriteJSON writes rep as one JSON object and a newline; a report that
+// has a WriteJSON of its own writes its JSON with it.
+func WriteJSON(w io.Writer, rep Report) error {
+	if j, ok := rep.(interface{ WriteJSON(io.Writer) error }); ok {
+		return j.WriteJSON(w)
+	}
+	return sidebyside.WriteJSON(w, rep)
 }
 
 // Charted is a report with per-second samples and charts, for -csv and
@@ -106,11 +116,11 @@ func write(f Files, name string, rep Report, results []threshold.Result, stdout,
 	switch f.JSON {
 	case "":
 	case "-":
-		if err := rep.WriteJSON(stdout); err != nil {
+		if err := WriteJSON(stdout, rep); err != nil {
 			return err
 		}
 	default:
-		if err := writeFile(f.JSON, rep.WriteJSON); err != nil {
+		if err := writeFile(f.JSON, func(w io.Writer) error { return WriteJSON(w, rep) }); err != nil {
 			return err
 		}
 	}

@@ -6,10 +6,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // MergeShards checks that parts are every shard of one sharded run, each
@@ -88,6 +91,37 @@ func addKnown[N int64 | float64](sum, n N, i int) N {
 	return sum + n
 }
 
+// Ends are the server's reads that bracket every shard's run: each
+// replica's earliest read before and latest read after, summed; false
+// without them.
+func (p *ShardPart) Ends() (before, after *Snapshot, ok bool) {
+	b, a, ok := replicas.Ends(p.Replicas)
+	if !ok {
+		return nil, nil, false
+	}
+	return &Snapshot{Stats: b}, &Snapshot{Stats: a}, true
+}
+
+// Parts are each replica's part of the run, for the merged report's
+// server view; nil for a single replica, whose part is the whole.
+func (p *ShardPart) Parts() []replicas.Replica {
+	if len(p.Replicas) < 2 {
+		return nil
+	}
+	return p.Replicas
+}
+
+// ServerCPU is the server's CPU seconds over every shard's run, from each
+// replica's earliest read before and latest read after; -1 (the
+// verdicts' unknown) without them.
+func (p *ShardPart) ServerCPU() float64 {
+	before, after, ok := p.Ends()
+	if !ok {
+		return -1
+	}
+	return *after.Stats.CPUSeconds - *before.Stats.CPUSeconds
+}
+
 // Judge applies the verdict rules to the merged counts and the server's
 // view of every shard's window; serverCPU is the server's CPU seconds
 // over the measured window (negative when unknown).
@@ -102,10 +136,28 @@ func (p *ShardPart) Judge(serverCPU float64) []verdict.Verdict {
 	return verdict.Judge(v)
 }
 
-// DecodeShards reads the -json reports of a sharded run (data, from the
-// files names) into R and merges their shard parts (MergeShards); kind
-// names the scenario in the error for a file that is not its report.
-func DecodeShards[R any](names []string, data [][]byte, kind string, part func(*R) *ShardPart) ([]*R, *ShardPart, error) {
+// ReadShards reads the -json reports of a sharded run (data, from the
+// files names) into R, merges their shard parts (MergeShards), and
+// gathers what every scenario's merge reads alike from them (figures),
+// checking that they are shards of one run: flags names the flags they
+// must all have run alike. kind names the scenario in the error for a
+// file that is not its report.
+func ReadShards[R any](names []string, data [][]byte, kind, flags string, figures func(*R) ShardFigures) ([]*R, *ShardPart, *Gathered, error) {
+	reps, whole, err := decodeShards(names, data, kind, func(r *R) *ShardPart { return figures(r).Part })
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g := &Gathered{Flags: flags}
+	for i, r := range reps {
+		if err := g.Add(names[i], figures(r)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return reps, whole, g, nil
+}
+
+// decodeShards reads the reports into R and merges their shard parts.
+func decodeShards[R any](names []string, data [][]byte, kind string, part func(*R) *ShardPart) ([]*R, *ShardPart, error) {
 	reps := make([]*R, len(data))
 	parts := make([]*ShardPart, len(data))
 	for i, b := range data {
@@ -123,27 +175,77 @@ func DecodeShards[R any](names []string, data [][]byte, kind string, part func(*
 
 // Gathered is what every scenario's merge collects alike from the shards'
 // reports: the target URLs (each once, in the shards' order), the
-// per-second samples, the errors by kind, and each shard's server error,
-// named by its file.
+// per-second samples, the errors by kind, the latency histograms, and
+// each shard's server error, named by its file. It also checks that the
+// reports are shards of one run.
 type Gathered struct {
+	// Flags names the flags that every shard of one run ran alike, for
+	// the error when one did not.
+	Flags string
+
+	firstName        string
+	firstFlags       any
 	urls, serverErrs []string
 	samples          [][]timeline.Sample
 	errs             []map[string]tally.Count
+	latency          *hdrhistogram.Histogram
 }
 
-// Add is one shard's part; name is its file. errs may be nil for a
-// report that counts its errors otherwise.
-func (g *Gathered) Add(name, url string, samples []timeline.Sample, errs map[string]tally.Count, serverErr string) {
-	if !slices.Contains(g.urls, url) {
-		g.urls = append(g.urls, url)
+// ShardFigures are what of one shard's report ReadShards and Gathered
+// read.
+type ShardFigures struct {
+	// Part is the report's part for the merge; nil: not a sharded report.
+	Part *ShardPart
+	// Flags are the shard's values of the flags Gathered.Flags names, as
+	// one comparable value: every shard must have the first one's.
+	Flags       any
+	URL         string
+	Samples     []timeline.Sample
+	Errors      map[string]tally.Count // nil for a report that counts its errors otherwise
+	ServerError string
+	// Counted: the shard measured a latency, whose histogram a sharded
+	// report carries as Latency (its non-empty buckets); false and nil
+	// for a scenario that measures none.
+	Counted bool
+	Latency []protocol.Bucket
+}
+
+// Add is one shard's part; name is its file. The error says why the
+// report is not a shard of the same run as the first: other flags, or no
+// latency histogram.
+func (g *Gathered) Add(name string, s ShardFigures) error {
+	if len(g.samples) == 0 { // the first shard, which the others must match
+		g.firstName, g.firstFlags = name, s.Flags
+	} else if s.Flags != g.firstFlags {
+		return fmt.Errorf("%s and %s ran different flags (%s): not shards of one run", g.firstName, name, g.Flags)
 	}
-	g.samples = append(g.samples, samples)
-	if errs != nil {
-		g.errs = append(g.errs, errs)
+	if s.Counted && len(s.Latency) == 0 {
+		return fmt.Errorf("%s has no latency_histogram: not a sharded report", name)
 	}
-	if serverErr != "" {
-		g.serverErrs = append(g.serverErrs, name+": "+serverErr)
+	if !slices.Contains(g.urls, s.URL) {
+		g.urls = append(g.urls, s.URL)
 	}
+	g.samples = append(g.samples, s.Samples)
+	if s.Errors != nil {
+		g.errs = append(g.errs, s.Errors)
+	}
+	if s.ServerError != "" {
+		g.serverErrs = append(g.serverErrs, name+": "+s.ServerError)
+	}
+	if g.latency == nil {
+		g.latency = protocol.NewHistogram()
+	}
+	g.latency.Merge(timeline.HistogramOf(s.Latency))
+	return nil
+}
+
+// Latency is the shards' latency histograms added up: exact, unlike
+// percentiles merged.
+func (g *Gathered) Latency() *hdrhistogram.Histogram {
+	if g.latency == nil {
+		return protocol.NewHistogram()
+	}
+	return g.latency
 }
 
 // URL is the shards' target URLs, comma-separated.

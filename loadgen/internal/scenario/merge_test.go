@@ -92,13 +92,32 @@ func TestMergeShardsUnits(t *testing.T) {
 	}
 }
 
-// TestGathered: each URL once, in order; the errors and the samples added
-// up; each server error after its file's name.
+// TestGathered: each URL once, in order; the errors, the samples and the
+// latency added up; each server error after its file's name; a shard of
+// other flags, or one that counted without a histogram, refused.
 func TestGathered(t *testing.T) {
-	var g Gathered
-	g.Add("a.json", "ws://h:1/", []timeline.Sample{{Second: 0, Count: 2}}, map[string]tally.Count{"refused": {Count: 1}}, "")
-	g.Add("b.json", "ws://h:2/", []timeline.Sample{{Second: 0, Count: 3}}, map[string]tally.Count{"refused": {Count: 2}}, "timeout")
-	g.Add("c.json", "ws://h:1/", nil, nil, "")
+	lat := protocol.NewHistogram()
+	lat.RecordValue(1500)
+	buckets := protocol.Buckets(lat)
+	g := Gathered{Flags: "-mode"}
+	for i, s := range []ShardFigures{
+		{Flags: "sync", URL: "ws://h:1/", Samples: []timeline.Sample{{Second: 0, Count: 2}}, Errors: map[string]tally.Count{"refused": {Count: 1}}, Counted: true, Latency: buckets},
+		{Flags: "sync", URL: "ws://h:2/", Samples: []timeline.Sample{{Second: 0, Count: 3}}, Errors: map[string]tally.Count{"refused": {Count: 2}}, ServerError: "timeout"},
+		{Flags: "sync", URL: "ws://h:1/"},
+	} {
+		if err := g.Add(string(rune('a'+i))+".json", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Add("d.json", ShardFigures{Flags: "rate"}); err == nil || !strings.Contains(err.Error(), "a.json and d.json ran different flags (-mode)") {
+		t.Errorf("other flags: %v", err)
+	}
+	if err := g.Add("e.json", ShardFigures{Flags: "sync", Counted: true}); err == nil || !strings.Contains(err.Error(), "e.json has no latency_histogram") {
+		t.Errorf("no histogram: %v", err)
+	}
+	if got := g.Latency().TotalCount(); got != 1 {
+		t.Errorf("latency count %d, want 1", got)
+	}
 	if got := g.URL(); got != "ws://h:1/,ws://h:2/" {
 		t.Errorf("URL %q", got)
 	}
@@ -110,5 +129,48 @@ func TestGathered(t *testing.T) {
 	}
 	if got := g.ServerError(); got != "b.json: timeout" {
 		t.Errorf("server error %q", got)
+	}
+}
+
+// TestShardPartEnds: the reads that bracket the run, summed over the
+// replicas; the replicas' parts only of several; the CPU between the
+// reads, or -1 without them.
+func TestShardPartEnds(t *testing.T) {
+	at := func(cpu float64, received uint64) *protocol.Stats {
+		return &protocol.Stats{Variant: "echo-gorilla", CPUSeconds: cpu, MessagesReceived: received}
+	}
+	one := &ShardPart{Replicas: []replicas.Replica{{Admin: "http://a", Before: at(1, 10), After: at(3, 40)}}}
+	before, after, ok := one.Ends()
+	if !ok || after.Stats.MessagesReceived-before.Stats.MessagesReceived != 30 || one.ServerCPU() != 2 || one.Parts() != nil {
+		t.Errorf("one replica: %v %+v %+v, cpu %v, parts %v", ok, before, after, one.ServerCPU(), one.Parts())
+	}
+	two := &ShardPart{Replicas: append(one.Replicas, replicas.Replica{Admin: "http://b", Before: at(2, 0), After: at(3, 5)})}
+	if two.ServerCPU() != 3 || len(two.Parts()) != 2 {
+		t.Errorf("two replicas: cpu %v, parts %v", two.ServerCPU(), two.Parts())
+	}
+	if _, _, ok := (&ShardPart{}).Ends(); ok || (&ShardPart{}).ServerCPU() != -1 {
+		t.Error("no replicas: ends, or a CPU")
+	}
+}
+
+// TestReadShards: the shards' reports decoded, their parts merged and
+// their figures gathered; a report of other flags refused.
+func TestReadShards(t *testing.T) {
+	type report struct {
+		Shard *ShardPart `json:"shard"`
+		Mode  string     `json:"mode"`
+	}
+	figures := func(r *report) ShardFigures { return ShardFigures{Part: r.Shard, Flags: r.Mode, URL: "ws://h:1/"} }
+	shard := func(i int, mode string) []byte {
+		return []byte(`{"mode":"` + mode + `","shard":{"scenario":"echo","shard":{"index":` + string(rune('0'+i)) + `,"count":2}}}`)
+	}
+	names := []string{"1.json", "2.json"}
+	reps, whole, g, err := ReadShards(names, [][]byte{shard(1, "sync"), shard(2, "sync")}, "an echo", "-mode", figures)
+	if err != nil || len(reps) != 2 || whole.Scenario != "echo" || g.URL() != "ws://h:1/" {
+		t.Fatalf("ReadShards: %v, %d reports, %+v", err, len(reps), whole)
+	}
+	if _, _, _, err := ReadShards(names, [][]byte{shard(1, "sync"), shard(2, "rate")}, "an echo", "-mode", figures); err == nil ||
+		!strings.Contains(err.Error(), "ran different flags (-mode)") {
+		t.Errorf("other flags: %v", err)
 	}
 }

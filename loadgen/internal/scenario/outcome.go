@@ -44,6 +44,17 @@ type Outcome struct {
 	Metrics threshold.Values
 }
 
+// Connections is the outcome of a run that tried attempts connections and
+// established ok of them; failed are those it counts as not established.
+// Its metrics hold the values of threshold.Connected's (success, ok,
+// failed) and client_cpu (clientCPU seconds), to which the scenario adds
+// its own.
+func Connections(attempts, ok, failed int, clientCPU float64, verdicts []verdict.Verdict) Outcome {
+	v := threshold.Values{"ok": float64(ok), "failed": float64(failed), "client_cpu": clientCPU}
+	v.Share("success", float64(ok), float64(attempts))
+	return Outcome{Attempts: attempts, Connected: ok, Verdicts: verdicts, Metrics: v}
+}
+
 // Judged is a report whose run passes or fails: every scenario's, and
 // watch's.
 type Judged interface {

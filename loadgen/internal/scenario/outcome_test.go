@@ -128,3 +128,21 @@ func TestHostPort(t *testing.T) {
 		t.Error("hostPort(::): no error")
 	}
 }
+
+// TestConnections: the connection metrics' values, and no success share
+// of nothing tried.
+func TestConnections(t *testing.T) {
+	out := Connections(4, 3, 1, 0.5, nil)
+	want := threshold.Values{"ok": 3, "failed": 1, "success": 0.75, "client_cpu": 0.5}
+	if out.Attempts != 4 || out.Connected != 3 || len(out.Metrics) != len(want) {
+		t.Fatalf("outcome %+v", out)
+	}
+	for k, v := range want {
+		if out.Metrics[k] != v {
+			t.Errorf("%s = %v, want %v", k, out.Metrics[k], v)
+		}
+	}
+	if _, ok := Connections(0, 0, 0, 0, nil).Metrics["success"]; ok {
+		t.Error("a success share of no attempts")
+	}
+}

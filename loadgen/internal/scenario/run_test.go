@@ -236,3 +236,13 @@ func TestRunReadsAfterAFailedBefore(t *testing.T) {
 		t.Errorf("verdicts %v", kinds(vs))
 	}
 }
+
+// TestSnapshotFailure: a read's error; none for a good read, or for one
+// not taken.
+func TestSnapshotFailure(t *testing.T) {
+	refused := errors.New("connection refused")
+	var none *Snapshot
+	if (&Snapshot{Err: refused}).Failure() != refused || (&Snapshot{}).Failure() != nil || none.Failure() != nil {
+		t.Error("Failure")
+	}
+}

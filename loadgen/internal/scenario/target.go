@@ -105,6 +105,15 @@ func Parts(before, after *Snapshot) []replicas.Replica {
 // OK reports whether s was read.
 func (s *Snapshot) OK() bool { return s != nil && s.Err == nil }
 
+// Failure is why s could not be read; nil when it was, or when it was
+// not taken (s nil: no admin listener).
+func (s *Snapshot) Failure() error {
+	if s == nil {
+		return nil
+	}
+	return s.Err
+}
+
 // Snapshot reads /stats now; nil without an admin listener.
 func (t *Target) Snapshot(ctx context.Context) *Snapshot {
 	switch {

@@ -70,3 +70,13 @@ func (t TLS) Check(ctx context.Context, notes io.Writer, u target.URL, timeout t
 	}
 	return target.CheckTLS(ctx, u, target.Options{Timeout: timeout, TLS: t.Config()})
 }
+
+// CheckURL parses -url (the scenario's normalize has checked it) and
+// makes TLS's Check on it: what a run does before its first connection.
+func (c Common) CheckURL(ctx context.Context, notes io.Writer, timeout time.Duration) (target.URL, error) {
+	u, err := target.ParseURL(c.URL)
+	if err != nil {
+		return u, err
+	}
+	return u, c.TLS.Check(ctx, notes, u, timeout)
+}

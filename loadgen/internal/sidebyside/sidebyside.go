@@ -24,12 +24,13 @@ type Table[V any] struct {
 	parts  []replicas.Replica
 }
 
-// New writes the header row: "client", and serverHeader over the server
-// column when there is a server view.
-func New[V any](w io.Writer, server *V, serverHeader string) *Table[V] {
+// New writes the header row: "client", and over the server column, when
+// there is a server view, what header says of it.
+func New[V any](w io.Writer, server *V, header func(*V) string) *Table[V] {
 	t := &Table[V]{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), server: server}
-	if server == nil {
-		serverHeader = ""
+	serverHeader := ""
+	if server != nil {
+		serverHeader = header(server)
 	}
 	if c, ok := w.(*Capture); ok {
 		t.cap = c

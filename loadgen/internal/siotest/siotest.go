@@ -4,7 +4,9 @@
 package siotest
 
 import (
+	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -50,4 +52,24 @@ func StartServer(t testing.TB) string {
 		srv.Close()
 	})
 	return srv.URL
+}
+
+// StartSilent runs an HTTP server that takes every request and answers
+// none (a target that hangs) until unblock is called or the test ends,
+// and returns its http:// URL and unblock, which may be called more than
+// once. Once unblocked, its handlers return, so that the client's dials
+// and polls end and leave no goroutine behind.
+func StartSilent(t testing.TB) (url string, unblock func()) {
+	t.Helper()
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	unblock = sync.OnceFunc(func() { close(block) })
+	t.Cleanup(srv.Close)
+	t.Cleanup(unblock) // first: Close waits for the handlers
+	return srv.URL, unblock
 }

@@ -96,19 +96,24 @@ func newReport(cfg Config) *Report {
 // take closes step k: its counts and histograms, swapped for fresh ones.
 func (r *run) take(k int, start time.Time, cpu0 float64) Step {
 	c := &r.counts
-	s := Step{Step: k + 1, Target: r.cfg.target(k), Held: r.held.Load(), WindowS: time.Since(start).Seconds(),
-		Attempts: c.attempts.Swap(0), Connected: c.connected.Swap(0), Reconnected: c.reconnected.Swap(0),
-		Lost: c.lost.Swap(0), Churned: c.churned.Swap(0), Emits: c.emits.Swap(0),
-		AckErrors: c.ackErrors.Swap(0), Joins: c.joins.Swap(0), PushesSent: c.pushesSent.Swap(0),
-		PushesReceived: c.pushesReceived.Swap(0), ClientCPUSeconds: proc.SelfCPUSeconds() - cpu0, ClientRSSBytes: rss()}
-	c.mu.Lock()
-	s.Errors, c.errors = c.errors, map[string]int{}
-	c.mu.Unlock()
+	s := Step{Step: k + 1, Target: r.cfg.target(k), Held: r.held.Load(), WindowS: time.Since(start).Seconds()}
+	// Outcomes before their causes: a connect, emit or push that comes
+	// between the two reads counts in this step and its outcome in the
+	// next, never an outcome here whose cause no step counts (acks above
+	// emits over the run, a connect success above 100%).
 	r.latMu.Lock()
 	s.Acks = c.acks.Swap(0)
 	emit, push := r.emitLat, r.pushLat
 	r.emitLat, r.pushLat = protocol.NewHistogram(), protocol.NewHistogram()
 	r.latMu.Unlock()
+	s.Connected, s.Reconnected, s.Lost = c.connected.Swap(0), c.reconnected.Swap(0), c.lost.Swap(0)
+	s.AckErrors, s.PushesReceived = c.ackErrors.Swap(0), c.pushesReceived.Swap(0)
+	c.mu.Lock()
+	s.Errors, c.errors = c.errors, map[string]int{}
+	c.mu.Unlock()
+	s.Attempts, s.Churned, s.Emits = c.attempts.Swap(0), c.churned.Swap(0), c.emits.Swap(0)
+	s.Joins, s.PushesSent = c.joins.Swap(0), c.pushesSent.Swap(0)
+	s.ClientCPUSeconds, s.ClientRSSBytes = proc.SelfCPUSeconds()-cpu0, rss()
 	s.EmitLatency, s.EmitBuckets = protocol.LatencyOf(emit), protocol.Buckets(emit)
 	s.PushLatency, s.PushBuckets = protocol.LatencyOf(push), protocol.Buckets(push)
 	return s

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -102,6 +103,9 @@ func checkRun(t *testing.T, cfg Config) {
 // list's length: a relay in front of the target sees each address take
 // its share.
 func TestSources(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("127.0.0.2 and up are loopback addresses on Linux only")
+	}
 	p := harness.Start(t, "-variant", "empty")
 	relay, from := relayTo(t, p.Addr)
 	cfg := config("http://"+relay, p.AdminURL())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/knowngood/knowngood/loadgen/internal/flagset"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
@@ -100,11 +101,7 @@ func Ramp(ctx context.Context, n, batch int, sources []netip.Addr, errs *tally.E
 // SourcesVar defines the -sources flag: source addresses, used in turn
 // by the connections, into p; more tells what they are for.
 func SourcesVar(fs *flag.FlagSet, p *[]netip.Addr, more string) {
-	fs.Func("sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both"+more+" (default: the kernel's choice)", func(s string) error {
-		addrs, err := ParseSources(s)
-		*p = addrs
-		return err
-	})
+	flagset.Value(fs, p, "sources", "source `ADDRESSES` used in turn, one per connection: a range (127.0.0.1-127.0.0.8), a list (127.0.0.1,127.0.0.2) or both"+more+" (default: the kernel's choice)", ParseSources)
 }
 
 // maxSources bounds a -sources list.

@@ -25,7 +25,11 @@ type client struct {
 	failures int  // connects failed in a row, for the back-off
 	timer    *time.Timer
 	ever     bool // it has been connected once
-	seq      int
+	// dropped: the connection of this gen ended before dial registered
+	// it (the server closed it just after the CONNECT ack); dial then
+	// counts it lost at once instead of holding a dead connection.
+	dropped bool
+	seq     int
 }
 
 // dial is one connect attempt, on a dialer goroutine: at most -inflight
@@ -35,7 +39,7 @@ func (c *client) dial(ctx context.Context) {
 	c.mu.Lock()
 	c.gen++
 	gen := c.gen
-	c.leaving = false
+	c.leaving, c.dropped = false, false
 	c.mu.Unlock()
 	r.counts.attempts.Add(1)
 	dctx, cancel := context.WithTimeout(ctx, r.cfg.Deadline)
@@ -59,9 +63,14 @@ func (c *client) dial(ctx context.Context) {
 		r.counts.reconnected.Add(1)
 	}
 	c.ever = true
+	dropped := c.dropped
 	c.mu.Unlock()
 	r.held.Add(1)
 	r.counts.connected.Add(1)
+	if dropped {
+		c.onDisconnect(gen)
+		return
+	}
 	_ = conn.emit("join", c.room)
 	r.counts.joins.Add(1)
 	c.schedule(gen)
@@ -110,6 +119,9 @@ func (c *client) emit(gen int) {
 func (c *client) onDisconnect(gen int) {
 	r := c.r
 	c.mu.Lock()
+	if c.gen == gen && c.conn == nil {
+		c.dropped = true // dial has not registered it yet
+	}
 	if c.gen != gen || c.conn == nil {
 		c.mu.Unlock()
 		return

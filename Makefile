@@ -21,7 +21,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # scripts/harness reads from KNOWNGOOD_TEST_BINDIR, instead of linked
 # again in each test package's process (go test without it builds them).
 TEST_BINDIR := $(CURDIR)/bin/test
-TEST_BINS := ./servers/knowngood ./loadgen ./scripts/bench/floors/gnetecho ./scripts/bench/clusterexp ./scripts/clients/sio-connect-go
+TEST_BINS := ./servers/knowngood ./loadgen ./scripts/bench/floors/gnetecho ./scripts/experiments/cluster ./scripts/clients/sio-connect-go
 GOTEST := KNOWNGOOD_TEST_BINDIR=$(TEST_BINDIR) go test -race -p 1 -count=1 -timeout 45m
 # The packages whose tests start no server and time nothing (parsers,
 # tables, flag checks, reports from fixed figures), and the cross-builds,
@@ -94,9 +94,9 @@ deps-quick:
 # front of replicas (scripts/cluster), and make soak in small on every
 # variant (scripts/soak, 1.5 minutes with the variants side by side), and
 # make experiment-cluster in small, each fault and a kill
-# (scripts/bench/clusterexp, 1.5 minutes).
+# (scripts/experiments/cluster, 1.5 minutes).
 # make test-slow runs them.
-SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak ./scripts/bench/clusterexp
+SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak ./scripts/experiments/cluster
 CORE_PKGS = $(filter-out $(SLOW_PKGS:./%=github.com/knowngood/knowngood/%) $(PARALLEL_PKGS:./%=github.com/knowngood/knowngood/%),$(shell go list ./...))
 
 ## test: lint, then every test under -race, with the real JS and Python clients and every external tool (what CI runs)
@@ -189,11 +189,11 @@ bench-cluster: deps
 
 ## experiment-handshake: the handshake experiment: empty, async, blocking x N = 50..500 x loadgen, JS, python-socketio, the zishang520 Go client (not a test)
 experiment-handshake: deps
-	go run ./scripts/bench/experiment -out experiment-handshake.md -html experiment-handshake.html
+	go run ./scripts/experiments/handshake -out experiment-handshake.md -html experiment-handshake.html
 
-## experiment-cluster: the 100,000-connection Socket.IO cluster run on this machine: replicas on Redis behind nginx, loadgen shards ramping in steps, faults on demand (ARGS="-conns 20000 -replicas 4 -fault emfile|leak-timers -redis-shards 2 -kill-replica 60s -json FILE -html FILE"; scripts/bench/README.md; not a test)
+## experiment-cluster: the 100,000-connection Socket.IO cluster run on this machine: replicas on Redis behind nginx, loadgen shards ramping in steps, faults on demand (ARGS="-conns 20000 -replicas 4 -fault emfile|leak-timers -redis-shards 2 -kill-replica 60s -json FILE -html FILE"; scripts/experiments/README.md; not a test)
 experiment-cluster: deps
-	flock /tmp/knowngood-bench.lock go run ./scripts/bench/clusterexp $(ARGS)
+	flock /tmp/knowngood-bench.lock go run ./scripts/experiments/cluster $(ARGS)
 
 ## experiment-echo: every echo target and Node ws, sync and pipelined, C = 1 and 100, one run each (not a test)
 experiment-echo: deps

@@ -1,4 +1,4 @@
-// Command experiment is the handshake experiment (make
+// Command handshake is the handshake experiment (make
 // experiment-handshake): N Socket.IO connects at once, each with a 15 s
 // deadline, against empty, async and blocking (a 50 ms connect on one
 // shared loop), measured with four clients side by side (loadgen, the
@@ -13,7 +13,7 @@
 // self-contained HTML report with the success rate against N for every
 // variant and client, and loadgen's runs in full.
 //
-//	go run ./scripts/bench/experiment [-n 50,100,200,500] [-clients loadgen,js,python,go] [-deadline 15s] [-out FILE] [-html FILE]
+//	go run ./scripts/experiments/handshake [-n 50,100,200,500] [-clients loadgen,js,python,go] [-deadline 15s] [-out FILE] [-html FILE]
 //
 // Run it from the repository root, after make deps. Everything listens on
 // 127.0.0.1; every run has a fresh server, and every process it starts is

@@ -1,4 +1,4 @@
-// Command clusterexp is the cluster experiment (make experiment-cluster):
+// Command cluster is the cluster experiment (make experiment-cluster):
 // a Socket.IO cluster load test of many connections reproduced on one
 // machine. Replicas of `empty` joined through Redis (-redis) stand behind
 // nginx (least_conn); several `loadgen sustain` processes ramp Socket.IO
@@ -20,7 +20,7 @@
 //	-redis-shards N      rooms spread by hash over N Redis servers
 //	-kill-replica AT     one replica killed AT into the run; the clients reconnect
 //
-//	go run ./scripts/bench/clusterexp [-conns 100000] [-replicas 0] [-step 0] [-steps 10] [-step-duration 20s]
+//	go run ./scripts/experiments/cluster [-conns 100000] [-replicas 0] [-step 0] [-steps 10] [-step-duration 20s]
 //	[-emit-interval 1s-5s] [-push-rate 10] [-rooms 100] [-fault emfile|leak-timers] [-redis-shards 1]
 //	[-kill-replica 0] [-engine NAME] [-native-lib LIB] [-client lean|zishang520] [-ping-interval 0] [-threshold EXPR]... [-json FILE] [-html FILE]
 //

@@ -196,7 +196,7 @@ func TestKillReplica(t *testing.T) {
 // process it started (the pids file of its run directory lists them).
 func TestInterrupt(t *testing.T) {
 	need(t)
-	bin, err := harness.Build("./scripts/bench/clusterexp", "clusterexp")
+	bin, err := harness.Build("./scripts/experiments/cluster", "cluster")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,25 +104,14 @@ func answeredOutside(r Run, rejected uint64, add func(string, string, ...any)) u
 
 // rawTCP reports whether the run's target speaks raw TCP: it counts reads
 // and connections, not messages and handshakes. loadgen imports no server
-// code, so it reads the protocol /health publishes; a target that does
-// not publish one is known by the name of knowngood's raw TCP variant.
+// code, so it reads the protocol /health publishes, never a variant name:
+// the catalog alone knows which variant is which.
 func rawTCP(r Run) bool {
-	return published(r, "protocol", protocol.ProtocolTCP, "echo-tcp")
+	return r.Config["protocol"] == protocol.ProtocolTCP
 }
 
 // sharedLoop reports whether the run's target holds every connect in one
-// queue, by the connect model /health publishes, or else by the name of
-// knowngood's variant that does.
+// queue, by the connect model /health publishes.
 func sharedLoop(r Run) bool {
-	return published(r, "connect", protocol.ConnectSharedLoop, "blocking")
-}
-
-// published reports whether the target's /health gives want for key; a
-// target that gives no key (one older than the property) is matched by
-// its variant name instead.
-func published(r Run, key, want, variant string) bool {
-	if got, ok := r.Config[key]; ok {
-		return got == want
-	}
-	return r.Config["variant"] == variant
+	return r.Config["connect"] == protocol.ConnectSharedLoop
 }

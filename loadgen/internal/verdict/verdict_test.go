@@ -37,7 +37,7 @@ func TestRules(t *testing.T) {
 			verdict.NeverReached, "the server saw 71 of 100 attempts: 29 never reached it"},
 		{"capped", verdict.Run{Attempts: 100, Connected: 50, Server: stats(50, 50, 0, 0), Config: map[string]string{"max-conns": "50"}},
 			verdict.Capped, "refused 50 of 100 at its -max-conns 50 cap"},
-		{"queued", verdict.Run{Attempts: 100, Connected: 20, Deadline: time.Second, Server: stats(20, 0, 0, 80), Config: map[string]string{"variant": "blocking", "delay": "50ms"}},
+		{"queued", verdict.Run{Attempts: 100, Connected: 20, Deadline: time.Second, Server: stats(20, 0, 0, 80), Config: map[string]string{"variant": "blocking", "connect": protocol.ConnectSharedLoop, "delay": "50ms"}},
 			verdict.Queued, "held each connect 50ms in one queue: 100 connects need 5s, the client's deadline was 1s, so about 20"},
 		// The connect model the target publishes on /health, whatever its name.
 		{"queued by connect model", verdict.Run{Attempts: 100, Connected: 20, Deadline: time.Second, Server: stats(20, 0, 0, 80), Config: map[string]string{"variant": "my-loop", "connect": "shared-loop", "delay": "50ms"}},
@@ -157,11 +157,11 @@ func TestUnits(t *testing.T) {
 			[]string{verdict.NotDelivered}},
 		// echo-tcp: TCP connections against the connections it accepted;
 		// it was an unchecked "agree".
-		{"echo-tcp accepted all", verdict.Run{Attempts: 10, Connected: 10, Unit: verdict.UnitTCP, Sent: -1, Received: -1, Server: opened(stats(0, 0, 0, 0), 10), Config: map[string]string{"variant": "echo-tcp"}},
+		{"echo-tcp accepted all", verdict.Run{Attempts: 10, Connected: 10, Unit: verdict.UnitTCP, Sent: -1, Received: -1, Server: opened(stats(0, 0, 0, 0), 10), Config: map[string]string{"variant": "echo-tcp", "protocol": protocol.ProtocolTCP}},
 			verdict.Agree, "client and server agree: 10 of 10 TCP connections accepted", nil},
-		{"echo-tcp accepted fewer", verdict.Run{Attempts: 10, Connected: 7, Unit: verdict.UnitTCP, Sent: -1, Received: -1, Server: opened(stats(0, 0, 0, 0), 7), Config: map[string]string{"variant": "echo-tcp"}},
+		{"echo-tcp accepted fewer", verdict.Run{Attempts: 10, Connected: 7, Unit: verdict.UnitTCP, Sent: -1, Received: -1, Server: opened(stats(0, 0, 0, 0), 7), Config: map[string]string{"variant": "echo-tcp", "protocol": protocol.ProtocolTCP}},
 			verdict.NeverReached, "the server accepted 7 of 10 TCP connections: 3 never reached it", []string{verdict.Agree}},
-		{"echo-tcp reads", verdict.Run{Attempts: 1, Connected: 1, Unit: verdict.UnitTCP, Sent: 100, Received: 100, Server: &protocol.Stats{ConnectionsTotal: 1, MessagesReceived: 37, BytesReceived: 12800, BytesSent: 12800}, Config: map[string]string{"variant": "echo-tcp"}},
+		{"echo-tcp reads", verdict.Run{Attempts: 1, Connected: 1, Unit: verdict.UnitTCP, Sent: 100, Received: 100, Server: &protocol.Stats{ConnectionsTotal: 1, MessagesReceived: 37, BytesReceived: 12800, BytesSent: 12800}, Config: map[string]string{"variant": "echo-tcp", "protocol": protocol.ProtocolTCP}},
 			verdict.Incomparable, "echo-tcp counts reads, not messages", nil},
 		{"raw tcp by protocol", verdict.Run{Attempts: 1, Connected: 1, Unit: verdict.UnitTCP, Sent: 100, Received: 100, Server: &protocol.Stats{ConnectionsTotal: 1, MessagesReceived: 37, BytesReceived: 12800, BytesSent: 12800}, Config: map[string]string{"variant": "my-tcp", "protocol": "tcp"}},
 			verdict.Incomparable, "my-tcp counts reads, not messages", nil},

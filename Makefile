@@ -11,32 +11,31 @@
 VARIANT ?= empty
 ARGS ?=
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-# go test -race on a 2-core machine: one package at a time keeps the load
-# tests from measuring each other. 45 minutes a package: with a cold build
-# cache the cross-builds compile the module for macOS and Windows and the
-# release for six platforms, which took more than 20 on a fresh 2-core
-# machine before the two shared their -trimpath build.
+# go test -race over every package at once: up to TEST_P test binaries
+# side by side, and in each up to TEST_PARALLEL of the tests that call
+# t.Parallel (each starts targets of its own on free ports). The tests
+# spend most of their time waiting on clients, timeouts and child
+# processes, so on a 2-core machine the suite takes a fraction of the sum
+# of its packages; a test that depends on timing states its margin and
+# passes beside the others as it does beside a CPU hog (make stress).
+# TEST_P=1 TEST_PARALLEL=1 runs one test at a time. 45 minutes a package:
+# with a cold build cache the cross-builds compile the module for macOS
+# and Windows and the release for six platforms.
 #
 # The commands the tests start are built once into TEST_BINDIR, which
 # scripts/harness reads from KNOWNGOOD_TEST_BINDIR, instead of linked
 # again in each test package's process (go test without it builds them).
 TEST_BINDIR := $(CURDIR)/bin/test
 TEST_BINS := ./servers/knowngood ./loadgen ./scripts/bench/floors/gnetecho ./scripts/experiments/cluster ./scripts/clients/sio-connect-go
-GOTEST := KNOWNGOOD_TEST_BINDIR=$(TEST_BINDIR) go test -race -p 1 -count=1 -timeout 45m
-# The packages whose tests start no server and time nothing (parsers,
-# tables, flag checks, reports from fixed figures), and the cross-builds,
-# which only compile: two at a time, so that one's -race build overlaps
-# another's run. A package not listed here runs alone, as above.
-PARALLEL_PKGS := ./shared/buildinfo ./servers/variants ./shared/wsserver/wsframe ./shared/protocol ./shared/config \
-	./shared/procfs ./shared/faults ./shared/metrics ./shared/conns \
-	./loadgen/internal/replicas ./loadgen/internal/tally ./loadgen/internal/plural ./loadgen/internal/threshold \
-	./loadgen/internal/progress ./loadgen/internal/verdict ./loadgen/internal/proc ./loadgen/internal/clientfigs \
-	./loadgen/watch ./loadgen/timeline ./loadgen/htmlreport \
-	./scripts/bench/echo ./scripts/bench/broadcast ./scripts/bench/handshake ./scripts/bench/conns ./scripts/bench/cluster \
-	./scripts/bench/instr ./scripts/stress ./scripts/clients/sio-connect-go ./scripts/crossbuild
-GOTEST_PARALLEL := $(subst -p 1,-p 2,$(GOTEST))
+TEST_P ?= 3
+TEST_PARALLEL ?= 3
+GOTEST := KNOWNGOOD_TEST_BINDIR=$(TEST_BINDIR) go test -race -count=1 -timeout 45m -p $(TEST_P) -parallel $(TEST_PARALLEL)
+# The longest packages, named first so that they start first: the suite
+# ends when the last of them does.
+LONG_PKGS := ./servers ./scripts/soak ./scripts/experiments/cluster ./scripts/recipes ./docker ./scripts/crossbuild \
+	./loadgen ./servers/broadcast ./shared/wsserver ./servers/socketio ./scripts/readme ./scripts/cluster
 
-.PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-core test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
+.PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## help: every target with its line (this list)
@@ -97,18 +96,17 @@ deps-quick:
 # (scripts/experiments/cluster, 1.5 minutes).
 # make test-slow runs them.
 SLOW_PKGS := ./docker ./scripts/recipes ./scripts/cluster ./scripts/soak ./scripts/experiments/cluster
-CORE_PKGS = $(filter-out $(SLOW_PKGS:./%=github.com/knowngood/knowngood/%) $(PARALLEL_PKGS:./%=github.com/knowngood/knowngood/%),$(shell go list ./...))
 
 ## test: lint, then every test under -race, with the real JS and Python clients and every external tool (what CI runs)
 test: deps lint test-go
 
-## test-go: every test, without lint or deps: the core packages, then test-slow
-test-go: test-core test-slow-only
+## test-go: every test, without lint or deps
+test-go: test-bins
+	$(GOTEST) $(LONG_PKGS) ./...
 
 ## test-quick: the Go and real-client tests (JS, Python) under -race -short, without Docker, Prometheus, the load tools, nginx or the soak test
 test-quick: deps-quick test-bins
-	$(GOTEST_PARALLEL) -short $(PARALLEL_PKGS)
-	$(GOTEST) -short $(CORE_PKGS)
+	$(GOTEST) -short $(filter-out $(SLOW_PKGS:./%=github.com/knowngood/knowngood/%),$(shell go list $(LONG_PKGS) ./...))
 
 ## test-slow: the tests that need Docker, Compose, Prometheus, k6, artillery, tsung, wscat or nginx, and the soak test (part of make test)
 test-slow: deps test-slow-only
@@ -117,10 +115,6 @@ test-slow: deps test-slow-only
 # are never older than the tree.
 test-bins:
 	CGO_ENABLED=0 go build -o $(TEST_BINDIR)/ $(TEST_BINS)
-
-test-core: test-bins
-	$(GOTEST_PARALLEL) $(PARALLEL_PKGS)
-	$(GOTEST) $(CORE_PKGS)
 
 test-slow-only: test-bins
 	$(GOTEST) $(SLOW_PKGS)

@@ -29,9 +29,11 @@ type wsBroadcastResult struct {
 // exact, the push arrives in seq order, bad messages are answered, and the
 // server counted what the clients did.
 func TestBroadcastNodeClient(t *testing.T) {
+	t.Parallel()
 	need(t, "ws (scripts/node_modules)", haveNodeWSEcho())
 	for _, variant := range broadcastVariants {
 		t.Run(variant, func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, "-variant", variant, "-push-interval", "50ms")
 			before := s.stats(t)
 			var r wsBroadcastResult

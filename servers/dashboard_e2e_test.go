@@ -41,11 +41,13 @@ var dashboardLoads = map[variants.Family]struct {
 // and no chart text clipped. DASHBOARD_SCREENSHOT=DIR keeps a picture of
 // each page under load.
 func TestDashboardUnderLoad(t *testing.T) {
+	t.Parallel()
 	b := browser.For(t)
 	loadgen := harness.LoadgenT(t)
 	for _, family := range []variants.Family{variants.SocketIO, variants.Echo, variants.Broadcast} {
 		v := variants.ByFamily(family)[0]
 		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
 			load := dashboardLoads[family]
 			s := startServer(t, "-variant", v.Name)
 			p := b.Open(t, s.admin+"/")

@@ -86,6 +86,7 @@ func echoURL(s *server) string { return "ws" + strings.TrimPrefix(s.url, "http")
 // cases (over -max-message: 1009; invalid UTF-8 from ws: 1007). The
 // server's /stats counts exactly what each client did.
 func TestEchoExternalClients(t *testing.T) {
+	t.Parallel()
 	var clients []string
 	if haveNodeWSEcho() {
 		clients = append(clients, "ws")
@@ -105,6 +106,7 @@ func TestEchoExternalClients(t *testing.T) {
 				clientArgs = append(clientArgs, "--compression")
 			}
 			t.Run(name, func(t *testing.T) {
+				t.Parallel()
 				s := startServer(t, args...)
 				for _, client := range clients {
 					before := s.stats(t)
@@ -162,8 +164,10 @@ func TestEchoExternalClients(t *testing.T) {
 // the WebSocket ones, EOF for echo-tcp) and exits with status 0 within
 // -shutdown-timeout.
 func TestEchoSIGTERM(t *testing.T) {
+	t.Parallel()
 	for _, variant := range variants.NamesOf(variants.ByFamily(variants.Echo)) {
 		t.Run(variant, func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, "-variant", variant, "-shutdown-timeout", "3s")
 			gone := make(chan error, 1)
 			if isRawTCP(variant) {
@@ -205,6 +209,7 @@ func TestEchoSIGTERM(t *testing.T) {
 // TestEchoMetricsOff: -metrics=false serves the same echo, and /stats says
 // that metrics are off.
 func TestEchoMetricsOff(t *testing.T) {
+	t.Parallel()
 	for _, variant := range wsEchoVariants {
 		s := startServer(t, "-variant", variant, "-metrics=false")
 		conn, _, err := websocket.DefaultDialer.Dial(echoURL(s), nil)

@@ -15,9 +15,11 @@ import (
 // logs about it at most once a second, and once some clients leave, new
 // ones get in.
 func TestEMFILE(t *testing.T) {
+	t.Parallel()
 	const limit, clients = 128, 200
 	for _, v := range allVariants {
 		t.Run(v, func(t *testing.T) {
+			t.Parallel()
 			s := startServerUnder(t, []string{"prlimit", "--nofile=128"}, variantArgs(v)...)
 			addr := strings.TrimPrefix(s.url, "http://")
 			began := time.Now()

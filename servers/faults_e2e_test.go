@@ -38,8 +38,10 @@ func runLoadgen(t *testing.T, report any, args ...string) {
 // connection whose message was dropped waits for it until the end: one
 // lost message per drop.)
 func TestFaultsWithLoadgen(t *testing.T) {
+	t.Parallel()
 	for _, engine := range sioEngines {
 		t.Run("handshake reject/"+engine, func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, "-variant", "empty", "-engine", engine, "-fault-reject", "0.2")
 			var rep struct {
 				Attempts, Connected, Failed int
@@ -54,6 +56,7 @@ func TestFaultsWithLoadgen(t *testing.T) {
 	}
 	for _, v := range []string{"echo-gorilla", "echo-gnet"} {
 		t.Run(v+" close-after", func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, "-variant", v, "-fault-close-after", "100")
 			var rep struct {
 				Errors map[string]struct{ Count int }
@@ -65,6 +68,7 @@ func TestFaultsWithLoadgen(t *testing.T) {
 			}
 		})
 		t.Run(v+" drop", func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, "-variant", v, "-fault-drop", "0.01")
 			var rep struct {
 				Errors map[string]struct{ Count int }

@@ -14,6 +14,7 @@ import (
 )
 
 func TestHealthURL(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		":9100":          "http://127.0.0.1:9100/health",
 		"0.0.0.0:9101":   "http://127.0.0.1:9101/health",
@@ -33,6 +34,7 @@ func TestHealthURL(t *testing.T) {
 // does: against a running target (0), then against a port nobody listens on
 // (1). The admin address comes from the environment, as in docker/compose.yaml.
 func TestHealthcheck(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "-variant", "echo-gorilla")
 	admin := strings.TrimPrefix(s.admin, "http://")
 	check := func(addr string) (int, string) {
@@ -67,6 +69,7 @@ func errString(err error) string {
 // TestHealthAbout: a running target publishes its catalog properties on
 // /health, which loadgen reads in place of a list of variant names.
 func TestHealthAbout(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"blocking", "echo-gorilla"} {
 		v, _ := variants.Lookup(name)
 		s := startServer(t, "-variant", name)

@@ -14,6 +14,7 @@ import (
 // TestListOutput: -list prints what it printed before the catalog moved
 // out of main, byte for byte (scripts and the README quote it).
 func TestListOutput(t *testing.T) {
+	t.Parallel()
 	want, err := os.ReadFile("testdata/list.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +33,7 @@ func TestListOutput(t *testing.T) {
 // start-up that names it; flags the variant reads are not. The address
 // is taken (by this test), so run returns after the start-up lines.
 func TestUnreadFlagWarnings(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +78,7 @@ func TestUnreadFlagWarnings(t *testing.T) {
 // TestBadAddressExits2: an out-of-range port is one line that names the
 // flag, exit status 2, before anything listens.
 func TestBadAddressExits2(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"-addr", ":99999"}, {"-admin-addr", "127.0.0.1:65536"}, {"-addr", "8080"}} {
 		var out, errOut bytes.Buffer
 		status := run(args, func(string) string { return "" }, &out, &errOut)
@@ -88,6 +91,7 @@ func TestBadAddressExits2(t *testing.T) {
 
 // TestVersion: -version prints one line with the Go version.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	if status := run([]string{"-version"}, func(string) string { return "" }, &out, &errOut); status != 0 {
 		t.Fatalf("status %d; stderr %s", status, errOut.String())
@@ -100,6 +104,7 @@ func TestVersion(t *testing.T) {
 // TestGCPercent: the gnet variants run with gnetGCPercent unless GOGC is
 // set; the others keep Go's default.
 func TestGCPercent(t *testing.T) {
+	t.Parallel()
 	env := func(gogc string) func(string) string {
 		return func(k string) string {
 			if k == "GOGC" {

@@ -15,6 +15,7 @@ import (
 // (its /health requiring Redis answers 200, "redis":"up") and with
 // -fault-leak-timers, which main once refused on that engine.
 func TestNativeTakesClusterFlags(t *testing.T) {
+	t.Parallel()
 	r := clustertest.StartRedis(t)
 	s := startServer(t, "-variant", "empty", "-engine", "native", "-redis", r.URL, "-fault-leak-timers", "1s")
 	body := ""
@@ -40,6 +41,7 @@ func TestNativeTakesClusterFlags(t *testing.T) {
 // -native-lib, and opens an Engine.IO v3 session: over polling its open
 // packet comes as a v3 record ("<length>:0{...").
 func TestNativeTakesAllowEIO3(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []string{"native", nativeGnet} {
 		s := startServer(t, append(engineFlags(engine), "-variant", "empty", "-allow-eio3")...)
 		if status, body := openEIO3(t, s.url, "websocket"); status != http.StatusSwitchingProtocols {

@@ -23,10 +23,15 @@ func engineFlags(engine string) []string {
 
 // forWebSocketEngines runs a test once on each engine and once on the
 // native engine's gnet transport, which serves WebSocket sessions only:
-// such a test picks its transports with transportsOn.
+// such a test picks its transports with transportsOn. In parallel, as
+// forEngines.
 func forWebSocketEngines(t *testing.T, test func(t *testing.T, engine string)) {
+	t.Parallel()
 	for _, engine := range append(slices.Clone(sioEngines), nativeGnet) {
-		t.Run(engine, func(t *testing.T) { test(t, engine) })
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			test(t, engine)
+		})
 	}
 }
 
@@ -44,6 +49,7 @@ func transportsOn(engine string, sets ...string) []string {
 // {"code":0,"message":"Transport unknown"}, sees its connect fail, and the
 // server counts each attempt as a failed handshake.
 func TestGnetRefusesPolling(t *testing.T) {
+	t.Parallel()
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
 	s := startServer(t, append(engineFlags(nativeGnet), "-variant", "empty")...)
 	before := s.stats(t)

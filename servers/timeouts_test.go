@@ -247,9 +247,11 @@ func boundStages(variant string) (target, admin []stage, want map[string]map[str
 // few seconds of its bound (set to 1-2 s here: today's defaults are
 // Node's), and counted in timeouts (and the quiet sessions in disconnects).
 func TestTimeBounds(t *testing.T) {
+	t.Parallel()
 	for _, v := range onePerFamilyAndLibrary() {
 		for _, r := range runsOf(v) {
 			t.Run(r.name, func(t *testing.T) {
+				t.Parallel()
 				s := startServer(t, append(r.args, boundArgs...)...)
 				before := statsNoKeepAlive(t, s)
 				target, admin, want := boundStages(v)

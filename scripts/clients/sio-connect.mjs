@@ -13,7 +13,7 @@
 // Output (one line):
 //   {"client":"socket.io-client","version":"4.x.y","attempts":N,"connected":n,
 //    "echoed":n,"failed":n,"errors":{"message":count},"p50_ms":..,"p95_ms":..,
-//    "p99_ms":..,"max_ms":..,"total_ms":..,"sent":n,"received":n}
+//    "p99_ms":..,"max_ms":..,"total_ms":..,"loop_delay_max_ms":..,"sent":n,"received":n}
 // failed = attempts - connected, and the counts in errors add up to failed.
 // Latency is from a connection's start to its "connect" event; percentiles are
 // nearest-rank over the connected ones (null when none connected). total_ms
@@ -30,10 +30,13 @@
 // library's reconnection, 100-500 ms apart); it fails once it gives up.
 // Every connect_error of every attempt that carries an HTTP answer is
 // counted in "http_errors" by status and body ("400 {\"code\":1,...}"), and
-// every connect_error in "attempt_errors" by message.
+// every connect_error in "attempt_errors" by message. "loop_delay_max_ms"
+// is the longest this process's event loop was held up during the connect
+// phase: how late it can have seen any event, so that a test can tell the
+// client's lateness from the server's on a busy machine.
 // Exit status: 0 when it ran (the counts tell the result), 2 on bad arguments.
 import { createRequire } from "node:module";
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { flags } from "./flags.mjs";
 
 // The package of each --client; both export io() (v2 as CommonJS's default).
@@ -116,6 +119,8 @@ function count(map, key) {
 // connectAll starts every connection at once and resolves when each one has
 // connected, failed, or run out of the deadline.
 function connectAll(io, opts) {
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   const start = performance.now();
   const sockets = [];
   const latencies = [];
@@ -128,7 +133,8 @@ function connectAll(io, opts) {
     const done = () => {
       if (--pending === 0) {
         clearTimeout(timer);
-        resolve({ sockets, latencies, completions, errors, attemptErrors, httpErrors, totalMs: performance.now() - start });
+        loopDelay.disable();
+        resolve({ sockets, latencies, completions, errors, attemptErrors, httpErrors, totalMs: performance.now() - start, loopDelayMaxMs: loopDelay.max / 1e6 });
       }
     };
     const timer = setTimeout(() => {
@@ -139,7 +145,8 @@ function connectAll(io, opts) {
           s.socket.close();
         }
       }
-      resolve({ sockets, latencies, completions, errors, attemptErrors, httpErrors, totalMs: performance.now() - start });
+      loopDelay.disable();
+      resolve({ sockets, latencies, completions, errors, attemptErrors, httpErrors, totalMs: performance.now() - start, loopDelayMaxMs: loopDelay.max / 1e6 });
     }, opts.deadlineMs);
     for (let i = 0; i < opts.n; i++) {
       const t0 = performance.now();
@@ -257,6 +264,7 @@ async function main() {
     p99_ms: percentile(sorted, 99),
     max_ms: sorted.length ? round(sorted[sorted.length - 1]) : null,
     total_ms: round(run.totalMs),
+    loop_delay_max_ms: round(run.loopDelayMaxMs),
     sent: echo.sent,
     received: echo.received,
   };

@@ -3,7 +3,7 @@
 // on stdout.
 //
 //   node scripts/clients/ws-echo.mjs --url ws://127.0.0.1:8080/ \
-//     [--max-message 1048576] [--bad] [--compression] [--timeout-ms 10000]
+//     [--max-message 1048576] [--bad] [--compression] [--timeout-ms 10000] [--insecure]
 //
 // On one connection: text, binary, empty text, empty binary, a fragmented
 // text message (three frames), a 1 MiB binary message, a ping (the pong must
@@ -18,6 +18,8 @@
 // A case is "ok" or the reason it failed. messages and bytes are what the
 // echo cases sent (a fragmented message is one message), so that a test can
 // compare them with the server's /stats.
+// --insecure accepts any server certificate over wss (a self-signed pair
+// in a test), whatever NODE_TLS_REJECT_UNAUTHORIZED says.
 // Exit status: 0 when it ran (the cases tell the result), 2 on bad arguments.
 import { createRequire } from "node:module";
 import { flags, wsURL } from "./flags.mjs";
@@ -32,6 +34,7 @@ function parse(argv) {
     "timeout-ms": { type: "string", default: "10000" },
     bad: { type: "boolean", default: false },
     compression: { type: "boolean", default: false },
+    insecure: { type: "boolean", default: false },
   });
   return {
     url: wsURL(values, usage),
@@ -39,6 +42,7 @@ function parse(argv) {
     timeoutMs: intFlag("timeout-ms", 3600000),
     bad: values.bad,
     compression: values.compression,
+    insecure: values.insecure,
   };
 }
 
@@ -47,7 +51,11 @@ function parse(argv) {
 class Conn {
   static open(opts) {
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(opts.url, { perMessageDeflate: opts.compression, handshakeTimeout: opts.timeoutMs });
+      const ws = new WebSocket(opts.url, {
+        perMessageDeflate: opts.compression,
+        handshakeTimeout: opts.timeoutMs,
+        rejectUnauthorized: !opts.insecure,
+      });
       const conn = new Conn(ws, opts.timeoutMs);
       ws.once("open", () => resolve(conn));
       ws.once("error", reject);

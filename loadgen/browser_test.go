@@ -9,15 +9,16 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/htmlreport"
 	"github.com/knowngood/knowngood/scripts/harness/browser"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestReportsInBrowser opens every -html page loadgen writes in Chromium:
 // each scenario's (handshake, echo, conns, broadcast, and merge's) against
-// a real target with its server columns, and the many-run page of an
-// experiment. Each must load with no console error, and no text of its
-// charts may be cut off by the chart's edge or overlap another text, by
-// the boxes the browser lays them out in. HTMLREPORT_OUT=DIR keeps the
-// pages.
+// a real target with its server columns, the many-run page of an
+// experiment, and a page of latency distributions of every width. Each
+// must load with no console error, and no text of its charts may be cut
+// off by the chart's edge or overlap another text, by the boxes the
+// browser lays them out in. HTMLREPORT_OUT=DIR keeps the pages.
 func TestReportsInBrowser(t *testing.T) {
 	b := browser.For(t)
 	dir := os.Getenv("HTMLREPORT_OUT")
@@ -42,6 +43,8 @@ func TestReportsInBrowser(t *testing.T) {
 	}
 	pages["experiment"] = nil
 	writeExperimentPage(t, filepath.Join(dir, "experiment.html"))
+	pages["distributions"] = nil
+	writeDistributionsPage(t, filepath.Join(dir, "distributions.html"))
 
 	for name := range pages {
 		t.Run(name, func(t *testing.T) {
@@ -71,6 +74,35 @@ func writeExperimentPage(t *testing.T, path string) {
 	}
 	defer f.Close()
 	if err := htmlreport.WriteHTML(f, "handshake experiment: "+strings.Repeat("success vs concurrency ", 2), runs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeDistributionsPage writes a page of latency distributions of every
+// width loadgen's 1-2-5 buckets give, from 1 µs and from 100 µs (wider
+// labels) up to 50 s: how many bars a run's chart has depends on how its
+// latencies spread, which a busy machine widens.
+func writeDistributionsPage(t *testing.T, path string) {
+	var bounds []int64
+	for decade := int64(1); decade <= 1e7; decade *= 10 {
+		bounds = append(bounds, decade, 2*decade, 5*decade)
+	}
+	var runs []htmlreport.Run
+	for _, from := range []int{0, 6} { // 1 µs, 100 µs
+		for to := from; to < len(bounds); to++ {
+			var buckets []protocol.Bucket
+			for i := from; i <= to; i++ {
+				buckets = append(buckets, protocol.Bucket{UpToMicros: bounds[i], Count: int64(1 + i%3)})
+			}
+			runs = append(runs, htmlreport.Run{Name: strconv.Itoa(len(buckets)) + " buckets", Distribution: buckets})
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := htmlreport.WriteHTML(f, "latency distributions", runs); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -132,6 +132,7 @@ func TestWatchTsung(t *testing.T) {
 	if _, err := exec.LookPath("tsung"); err != nil {
 		need(t, "tsung (Debian)", "/usr/bin/tsung")
 	}
+	lockTsung(t)
 	tg := startTarget(t, "echo-gnet")
 	host, port, _ := strings.Cut(tg.addr, ":")
 	// The recipe's log goes to the test's directory; TMPDIR is set on the

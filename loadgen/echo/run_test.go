@@ -51,15 +51,12 @@ func TestModes(t *testing.T) {
 	t.Parallel()
 	for name, start := range map[string]func(testing.TB, echotest.Options) *echotest.Server{"ws": echotest.StartWebSocket, "tcp": echotest.StartTCP} {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
 			srv := start(t, echotest.Options{})
-			// The two servers' runs go at once (each run's checks are of
-			// its own connections); a server's modes one after the other,
-			// as every run spins on the cores for its window: more at once
-			// starved the event loops of a pipelined run of any echo in
-			// its 0.4 s on a busy machine. The connections are counted
-			// once every mode has run (a cleanup runs after the subtests,
-			// before the server's).
+			// The runs go one after the other, as every run spins on the
+			// cores for its window: several at once, on a busy machine,
+			// left a run with no echo in its 0.4 s. The connections are
+			// counted once every mode has run (a cleanup runs after the
+			// subtests, before the server's).
 			t.Cleanup(func() {
 				if got := srv.Remotes()["127.0.0.1"]; got != 4*(3*3+1) {
 					t.Errorf("%s: %d connections, want %d", srv.URL, got, 4*(3*3+1))

@@ -90,6 +90,7 @@ func agreedExactly(t *testing.T, vs []verdict.Verdict) {
 // TestClusterSum: a client on one replica, -admin listing all three: the
 // server's view is the sum, each replica's part beside it.
 func TestClusterSum(t *testing.T) {
+	t.Parallel()
 	urls, admins := cluster(t, 1)
 	r := echoReport(t, "echo", "-url", urls[0], "-admin", admins, "-c", "4", "-mode", "pipelined", "-duration", "300ms", "-warmup", "100ms")
 	agreedExactly(t, r.Verdicts)
@@ -114,6 +115,7 @@ func TestClusterSum(t *testing.T) {
 // the merged client counts reconcile exactly with the sum over the
 // replicas.
 func TestClusterShardsMerge(t *testing.T) {
+	t.Parallel()
 	urls, admins := cluster(t, 2)
 	shardsMerge(t, urls, admins)
 }
@@ -121,6 +123,7 @@ func TestClusterShardsMerge(t *testing.T) {
 // TestClusterBehindNginx: the same two shards, both through nginx in
 // front of three replicas, as a cluster is deployed.
 func TestClusterBehindNginx(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: nginx is one of the tools make test-quick does without (make test runs this)")
 	}
@@ -268,6 +271,7 @@ func shardsMerge(t *testing.T, urls []string, admins string) {
 // the one the verdict names; a replica whose admin listener does not
 // answer makes the view partial, and the verdict names it.
 func TestClusterFaultOnOneReplica(t *testing.T) {
+	t.Parallel()
 	a, b := startTarget(t, "echo-gorilla"), startTarget(t, "echo-gorilla", "-fault-drop", "0.2")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -296,11 +300,10 @@ func TestClusterFaultOnOneReplica(t *testing.T) {
 // TestClusterWatch: loadgen watch with two replicas' admin listeners sums
 // them, so a client on one of them is reconciled against the sum.
 func TestClusterWatch(t *testing.T) {
+	t.Parallel()
 	a, b := startTarget(t, "echo-gorilla"), startTarget(t, "echo-gorilla")
-	t.Setenv("KG_DROPPER_URL", b.ws)
 	counts := filepath.Join(t.TempDir(), "counts.json")
-	t.Setenv("KG_DROPPER_JSON", counts)
-	vs := loadgenExit(t, []int{1}, "watch", "-admin", a.admin+","+b.admin, "-client-json", counts, "--", os.Args[0])
+	vs := loadgenExit(t, []int{1}, append([]string{"watch", "-admin", a.admin + "," + b.admin, "-client-json", counts, "--"}, dropper(b.ws, counts)...)...)
 	has(t, vs, verdict.RepliesLost, "the server sent 100 messages and the client counted 50: the other 50 were lost on the client side")
 	has(t, vs, verdict.Agree, "client and server agree: 1 of 1 handshakes completed")
 }

@@ -40,6 +40,7 @@ func contains(t *testing.T, what, s string, want ...string) {
 }
 
 func TestExitHandshake(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "empty")
 	args := []string{"handshake", "-url", tg.url, "-admin", tg.admin, "-n", "10", "-deadline", "10s", "-transport", "websocket"}
 	out, _ := exit(t, 0, append(args, "-threshold", "success>=100%", "-threshold", "p99<10s", "-threshold", "failed==0")...)
@@ -60,6 +61,7 @@ func TestExitHandshake(t *testing.T) {
 }
 
 func TestExitEcho(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "echo-gorilla")
 	args := []string{"echo", "-url", tg.ws, "-admin", tg.admin, "-c", "2", "-mode", "pipelined", "-duration", "300ms", "-warmup", "0s", "-timeout", "2s"}
 	out, _ := exit(t, 0, append(args, "-threshold", "lost==0", "-threshold", "success==100%", "-threshold", "rate>0")...)
@@ -73,6 +75,7 @@ func TestExitEcho(t *testing.T) {
 // TestExitEchoFaultDrop: messages the target drops on purpose are a loss
 // the verdict names, and the run fails.
 func TestExitEchoFaultDrop(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "echo-gorilla", "-fault-drop", "0.05")
 	out, errOut := exit(t, 1, "echo", "-url", tg.ws, "-admin", tg.admin, "-c", "2", "-mode", "pipelined", "-duration", "300ms",
 		"-warmup", "0s", "-timeout", "500ms", "-json", "-")
@@ -91,6 +94,7 @@ func TestExitEchoFaultDrop(t *testing.T) {
 }
 
 func TestExitConns(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "echo-gorilla")
 	args := []string{"conns", "-url", tg.ws, "-admin", tg.admin, "-n", "5", "-batch", "5", "-hold", "0s"}
 	out, _ := exit(t, 0, append(args, "-threshold", "success==100%", "-threshold", "held==5")...)
@@ -103,6 +107,7 @@ func TestExitConns(t *testing.T) {
 }
 
 func TestExitBroadcast(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "broadcast-gorilla")
 	ws := "ws://" + tg.addr + "/"
 	args := []string{"broadcast", "-url", ws, "-admin", tg.admin, "-subscribers", "10", "-senders", "1", "-rate", "20", "-duration", "500ms"}
@@ -116,6 +121,7 @@ func TestExitBroadcast(t *testing.T) {
 }
 
 func TestExitWatch(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "empty")
 	args := []string{"watch", "-admin", tg.admin, "-settle", "2s"}
 	out, _ := exit(t, 0, append(args, "-threshold", "exit_code==0", "--", "true")...)
@@ -134,6 +140,7 @@ func TestExitWatch(t *testing.T) {
 // line that names the flag and, for an unknown metric, lists the
 // scenario's.
 func TestExitBadThreshold(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string

@@ -20,6 +20,7 @@ import (
 // file back: the JSON's samples, the CSV's rows, and the HTML's charts and
 // tables, with nothing fetched from elsewhere.
 func TestFiles(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -34,6 +35,7 @@ func TestFiles(t *testing.T) {
 			1, 5, map[string]int{"sidebyside": 1, "samples": 1, "success": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			jsonPath, csvPath, htmlPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.html")
 			var stdout, stderr strings.Builder

@@ -11,6 +11,7 @@ import (
 // duplicated when it moves to the gnet loops; done for a whole batch at
 // once, that would need a batch of descriptors more than the check counted.
 func TestBroadcastAtOpenFilesLimit(t *testing.T) {
+	t.Parallel()
 	prlimit, bin := underPrlimit(t)
 	tg := startTarget(t, "broadcast-gnet", "-push-interval", "20ms")
 	// 200 descriptors: room for about 150 connections after loadgen's own

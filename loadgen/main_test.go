@@ -7,6 +7,7 @@ import (
 )
 
 func TestRunFlags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args   []string
 		code   int

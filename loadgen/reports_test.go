@@ -52,6 +52,7 @@ var scenarioLines = []string{
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args   []string
 		code   int
@@ -90,6 +91,7 @@ func TestUsage(t *testing.T) {
 // TestReportRefusedAtCap: a target at its -max-conns cap answers 503;
 // every scenario's error tally says so, never "bad handshake".
 func TestReportRefusedAtCap(t *testing.T) {
+	t.Parallel()
 	const atCap = "HTTP 503 (server at -max-conns)"
 	echoTarget := startTarget(t, "echo-gorilla", "-max-conns", "2")
 	says(t, report(t, "echo", "-url", echoTarget.ws, "-admin", echoTarget.admin, "-c", "4", "-duration", "200ms", "-warmup", "0s"),
@@ -111,6 +113,7 @@ func TestReportRefusedAtCap(t *testing.T) {
 // verdicts' counts, which take in the warmup and the last echoes, say
 // that they are the whole run's.
 func TestReportEchoTotals(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "echo-gorilla")
 	text := report(t, "echo", "-url", tg.ws, "-admin", tg.admin, "-c", "2", "-duration", "300ms", "-warmup", "200ms")
 	says(t, text, []string{
@@ -125,6 +128,7 @@ func TestReportEchoTotals(t *testing.T) {
 // broadcast counts the pushes apart from the broadcast deliveries, and
 // says what the server's "messages sent" adds up.
 func TestReportBroadcastPushes(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "broadcast-gorilla", "-push-interval", "20ms")
 	args := []string{"broadcast", "-url", tg.ws, "-admin", tg.admin, "-subscribers", "3", "-senders", "1", "-rate", "20", "-duration", "300ms"}
 	text := report(t, args...)
@@ -152,6 +156,7 @@ func TestReportBroadcastPushes(t *testing.T) {
 // TestReportSentences: no report prints a Go map ("map[reason:2]"), and
 // a count of one reads in the singular.
 func TestReportSentences(t *testing.T) {
+	t.Parallel()
 	sio := startTarget(t, "empty")
 	says(t, report(t, "handshake", "-url", sio.url, "-admin", sio.admin, "-n", "1", "-transport", "websocket"),
 		[]string{"handshake: 1 connection at once", "\ndisconnects ", "transport close 1"}, "map[", "1 connections")

@@ -12,6 +12,7 @@ import (
 // TestShardFlags: -shard and a list of admin URLs on every scenario, and
 // merge's own flags: a bad value is one line naming the flag, exit 2.
 func TestShardFlags(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"handshake", "echo", "conns", "broadcast"} {
 		for _, c := range []struct {
 			args []string
@@ -49,6 +50,7 @@ func TestShardFlags(t *testing.T) {
 // own Socket.IO replica, merge into one run that the sum over both
 // replicas agrees with.
 func TestClusterHandshakeShards(t *testing.T) {
+	t.Parallel()
 	a, b := startTarget(t, "empty"), startTarget(t, "empty")
 	admins := a.admin + "," + b.admin
 	dir := t.TempDir()

@@ -63,11 +63,13 @@ func startTLS(t *testing.T, cert, key, variant string, flags ...string) target {
 }
 
 func TestTLSEcho(t *testing.T) {
+	t.Parallel()
 	cert, key := tlstest.Cert(t)
 	for _, c := range []struct{ variant, scheme string }{
 		{"echo-gorilla", "wss"}, {"echo-coder", "wss"}, {"echo-gnet", "wss"}, {"echo-tcp", "tls"},
 	} {
 		t.Run(c.variant, func(t *testing.T) {
+			t.Parallel()
 			tg := startTLS(t, cert, key, c.variant)
 			url := c.scheme + "://" + tg.addr + "/"
 			if c.scheme == "tls" {
@@ -91,9 +93,11 @@ func TestTLSEcho(t *testing.T) {
 }
 
 func TestTLSBroadcast(t *testing.T) {
+	t.Parallel()
 	cert, key := tlstest.Cert(t)
 	for _, v := range []string{"broadcast-gorilla", "broadcast-coder", "broadcast-gnet"} {
 		t.Run(v, func(t *testing.T) {
+			t.Parallel()
 			tg := startTLS(t, cert, key, v, "-push-interval", "20ms")
 			url := "wss://" + tg.addr + "/"
 			r, _ := loadgenTLS(t, "broadcast", "-url", url, "-admin", tg.admin, "-ca", cert, "-subscribers", "30", "-senders", "2", "-rate", "40", "-duration", "500ms")
@@ -109,10 +113,14 @@ func TestTLSBroadcast(t *testing.T) {
 }
 
 func TestTLSHandshake(t *testing.T) {
+	t.Parallel()
 	cert, key := tlstest.Cert(t)
-	tg := startTLS(t, cert, key, "empty")
 	for _, transport := range []string{"websocket", "polling", "polling,websocket"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			// A target for each: the runs go at once, and the verdict
+			// compares one run's count with the target's.
+			tg := startTLS(t, cert, key, "empty")
 			r, _ := loadgenTLS(t, "handshake", "-url", "https://"+tg.addr, "-admin", tg.admin, "-ca", cert, "-n", "20", "-deadline", "10s", "-transport", transport)
 			if r.Connected != 20 || r.Echoed != 20 {
 				t.Errorf("%d of 20 connected, %d echoed", r.Connected, r.Echoed)
@@ -123,9 +131,11 @@ func TestTLSHandshake(t *testing.T) {
 }
 
 func TestTLSConns(t *testing.T) {
+	t.Parallel()
 	cert, key := tlstest.Cert(t)
 	for _, c := range []struct{ variant, url string }{{"echo-gorilla", "wss://%s/"}, {"echo-tcp", "tls://%s"}} {
 		t.Run(c.variant, func(t *testing.T) {
+			t.Parallel()
 			tg := startTLS(t, cert, key, c.variant)
 			url := strings.Replace(c.url, "%s", tg.addr, 1)
 			r, _ := loadgenTLS(t, "conns", "-url", url, "-admin", tg.admin, "-ca", cert, "-n", "20", "-batch", "10", "-hold", "100ms")
@@ -138,6 +148,7 @@ func TestTLSConns(t *testing.T) {
 
 // TestTLSInsecure: -insecure trusts what the target shows, and says so.
 func TestTLSInsecure(t *testing.T) {
+	t.Parallel()
 	cert, key := tlstest.Cert(t)
 	tg := startTLS(t, cert, key, "echo-gorilla")
 	r, stderr := loadgenTLS(t, "echo", "-url", "wss://"+tg.addr+"/", "-admin", tg.admin, "-insecure", "-c", "2", "-duration", "200ms", "-warmup", "0s")
@@ -152,6 +163,7 @@ func TestTLSInsecure(t *testing.T) {
 // TestTLSErrors: what a user gets wrong gets one line that says what to
 // do, and no run.
 func TestTLSErrors(t *testing.T) {
+	t.Parallel()
 	cert, key := tlstest.Cert(t)
 	tls := startTLS(t, cert, key, "echo-gorilla")
 	plain := startTarget(t, "echo-gorilla")

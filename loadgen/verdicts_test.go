@@ -99,6 +99,9 @@ func has(t *testing.T, vs []verdict.Verdict, kind, text string) {
 }
 
 func TestVerdictQueuedConnect(t *testing.T) {
+	// Not parallel: each client must reach the blocking target within its
+	// 1 s deadline, which the package's other clients and targets starting
+	// at once on a busy machine kept one from; it runs before them.
 	tg := startTarget(t, "blocking", "-delay", "50ms")
 	// A handshake the server finishes as the client leaves it is lost on
 	// the client's side: the run may fail.
@@ -108,12 +111,14 @@ func TestVerdictQueuedConnect(t *testing.T) {
 }
 
 func TestVerdictCapped(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "empty", "-max-conns", "20")
 	vs := loadgen(t, "handshake", "-url", tg.url, "-admin", tg.admin, "-n", "40", "-deadline", "10s", "-transport", "websocket", "-echo=false")
 	has(t, vs, verdict.Capped, "the server refused 20 of 40 at its -max-conns 20 cap")
 }
 
 func TestVerdictAgree(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "empty")
 	vs := loadgen(t, "handshake", "-url", tg.url, "-admin", tg.admin, "-n", "50", "-deadline", "10s")
 	has(t, vs, verdict.Agree, "client and server agree: 50 of 50 handshakes completed")
@@ -125,6 +130,7 @@ func TestVerdictAgree(t *testing.T) {
 // TestVerdictNeverReached: loadgen under an open-files limit of 40 cannot
 // open most of its 80 sockets; the server sees only the others.
 func TestVerdictNeverReached(t *testing.T) {
+	t.Parallel()
 	prlimit, bin := underPrlimit(t)
 	tg := startTarget(t, "empty")
 	out, err := exec.Command(prlimit, "--nofile=40:40", bin, "handshake", "-url", tg.url, "-admin", tg.admin,
@@ -187,12 +193,19 @@ func dropReplies(url string) int {
 	return 0
 }
 
+// dropper is the command that runs this test binary as the client that
+// drops replies, against url, writing its counts to the file counts. The
+// settings go in through env, on the command line, rather than t.Setenv,
+// which would keep the test that runs it from running in parallel.
+func dropper(url, counts string) []string {
+	return []string{"env", "KG_DROPPER_URL=" + url, "KG_DROPPER_JSON=" + counts, os.Args[0]}
+}
+
 func TestWatchClientThatDropsReplies(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "echo-gorilla")
-	t.Setenv("KG_DROPPER_URL", tg.ws)
 	counts := filepath.Join(t.TempDir(), "counts.json")
-	t.Setenv("KG_DROPPER_JSON", counts)
-	vs := loadgenExit(t, []int{1}, "watch", "-admin", tg.admin, "-client-json", counts, "--", os.Args[0])
+	vs := loadgenExit(t, []int{1}, append([]string{"watch", "-admin", tg.admin, "-client-json", counts, "--"}, dropper(tg.ws, counts)...)...)
 	has(t, vs, verdict.RepliesLost, "the server sent 100 messages and the client counted 50: the other 50 were lost on the client side")
 }
 
@@ -213,6 +226,7 @@ func need(t *testing.T, what, path string) {
 // sockets (the namespace CONNECT done), so that its count and the
 // server's handshakes are of one unit: nothing lost, exit 0.
 func TestVerdictConnsSocketIO(t *testing.T) {
+	t.Parallel()
 	tg := startTarget(t, "empty")
 	vs := loadgen(t, "conns", "-url", "ws://"+tg.addr+"/socket.io/?EIO=4&transport=websocket", "-admin", tg.admin, "-n", "200", "-hold", "0")
 	has(t, vs, verdict.Agree, "client and server agree: 200 of 200 handshakes completed")
@@ -229,6 +243,7 @@ func TestVerdictConnsSocketIO(t *testing.T) {
 // compared; echo-tcp's TCP connections are compared with the connections
 // it accepted.
 func TestVerdictUnits(t *testing.T) {
+	t.Parallel()
 	ws := startTarget(t, "echo-gorilla")
 	vs := loadgen(t, "conns", "-url", "tcp://"+ws.addr, "-admin", ws.admin, "-n", "10", "-hold", "0")
 	has(t, vs, verdict.Incomparable, "the client counted TCP connections (10 of 10), and this target counts handshakes")

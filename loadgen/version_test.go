@@ -8,6 +8,7 @@ import (
 )
 
 func TestPrintVersion(t *testing.T) {
+	t.Parallel()
 	for _, arg := range []string{"-version", "--version", "version"} {
 		var out bytes.Buffer
 		if !printVersion([]string{arg}, &out) {

@@ -64,14 +64,17 @@ func k6Path() string {
 	return filepath.Join(strings.TrimSpace(string(gopath)), "bin", "k6")
 }
 
+// artilleryBin is run through env with ARTILLERY_DISABLE_TELEMETRY=true:
+// set on its command line, not with t.Setenv, which would keep the test
+// from running in parallel with the others.
 const artilleryBin = "../scripts/artillery/node_modules/.bin/artillery"
 
 // TestWatchReadsTools: each tool's own figures, read by watch, against a
 // target where nothing goes wrong: the verdict is agreement, citing the
 // tool's figures, with none typed.
 func TestWatchReadsTools(t *testing.T) {
+	t.Parallel()
 	k6 := k6Path()
-	t.Setenv("ARTILLERY_DISABLE_TELEMETRY", "true")
 	for _, c := range []struct {
 		name, what, path, variant, source string
 		command                           func(tg target) []string
@@ -96,14 +99,15 @@ func TestWatchReadsTools(t *testing.T) {
 			}, 10, 30, 30},
 		{"artillery-socketio", "artillery (make deps)", artilleryBin, "empty", "artillery report",
 			func(tg target) []string {
-				return []string{artilleryBin, "run", "--quiet", "--target", tg.url, "../scripts/artillery/socketio.yml"}
+				return []string{"env", "ARTILLERY_DISABLE_TELEMETRY=true", artilleryBin, "run", "--quiet", "--target", tg.url, "../scripts/artillery/socketio.yml"}
 			}, 10, 40, -1},
 		{"artillery-ws-echo", "artillery (make deps)", artilleryBin, "echo-coder", "artillery report",
 			func(tg target) []string {
-				return []string{artilleryBin, "run", "--quiet", "--target", "ws://" + tg.addr + "/", "../scripts/artillery/ws-echo.yml"}
+				return []string{"env", "ARTILLERY_DISABLE_TELEMETRY=true", artilleryBin, "run", "--quiet", "--target", "ws://" + tg.addr + "/", "../scripts/artillery/ws-echo.yml"}
 			}, 10, 50, 50},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			need(t, c.what, c.path)
 			tg := startTarget(t, c.variant)
 			r, code := watched(t, append([]string{"watch", "-admin", tg.admin, "--"}, c.command(tg)...)...)
@@ -124,13 +128,17 @@ func TestWatchReadsTools(t *testing.T) {
 
 // TestWatchTsung: the tsung recipe, its log found through its output.
 func TestWatchTsung(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tsung"); err != nil {
 		need(t, "tsung (Debian)", "/usr/bin/tsung")
 	}
+	lockTsung(t)
 	tg := startTarget(t, "echo-gnet")
 	host, port, _ := strings.Cut(tg.addr, ":")
-	t.Setenv("TMPDIR", t.TempDir())
-	r, code := watched(t, "watch", "-admin", tg.admin, "--", "../scripts/tsung/run.sh", host, port)
+	// The recipe's log goes to the test's directory; TMPDIR is set on the
+	// command line, as t.Setenv would keep the test from running in
+	// parallel.
+	r, code := watched(t, "watch", "-admin", tg.admin, "--", "env", "TMPDIR="+t.TempDir(), "../scripts/tsung/run.sh", host, port)
 	if code != 0 || r.Source != "tsung log (scripts/tsung recipe)" || r.OK <= 0 || r.Attempts != r.OK || r.Sent != int64(5*r.OK) {
 		t.Errorf("exit %d, client figures %+v; want from the tsung log, 5 messages a connection", code, r.Figures)
 	}
@@ -143,6 +151,9 @@ func TestWatchTsung(t *testing.T) {
 // others are abandoned. The figures are the clients' own, and the verdict
 // places the failures on the deadline: nothing lost on either side beyond it.
 func TestWatchBlocking(t *testing.T) {
+	// Not parallel: each client must reach the blocking target within its
+	// 1 s deadline, which the package's other clients and targets starting
+	// at once on a busy machine kept one from; it runs before them.
 	k6 := k6Path()
 	for _, c := range []struct {
 		name, what, path, source string
@@ -165,6 +176,9 @@ func TestWatchBlocking(t *testing.T) {
 			}, 99},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// One client at a time: each must reach the server within its
+			// 1 s deadline, and three runtimes starting 60 clients at once
+			// on a busy machine left one with none there in time.
 			need(t, c.what, c.path)
 			tg := startTarget(t, "blocking", "-delay", "50ms")
 			r, _ := watched(t, append([]string{"watch", "-admin", tg.admin, "-deadline", "1s", "--"}, c.command(tg)...)...)
@@ -193,6 +207,7 @@ func TestWatchBlocking(t *testing.T) {
 // in the JS client's format, that it made 50: the verdict names the
 // difference.
 func TestWatchCatchesLyingTool(t *testing.T) {
+	t.Parallel()
 	need(t, "socket.io-client (scripts/node_modules)", "../scripts/node_modules/socket.io-client/package.json")
 	tg := startTarget(t, "empty")
 	lie := `{"client":"socket.io-client","version":"4.8.1","attempts":50,"connected":50,"failed":0,"sent":0,"received":0}`
@@ -219,6 +234,9 @@ func TestWatchCatchesLyingTool(t *testing.T) {
 // server's figures, says the client's are unknown, and places nothing on
 // the client.
 func TestWatchUnknownFigures(t *testing.T) {
+	// Not parallel: each client must reach the blocking target within its
+	// 1 s deadline, which the package's other clients and targets starting
+	// at once on a busy machine kept one from; it runs before them.
 	need(t, "socket.io-client (scripts/node_modules)", "../scripts/node_modules/socket.io-client/package.json")
 	tg := startTarget(t, "blocking", "-delay", "50ms")
 	r, code := watched(t, "watch", "-admin", tg.admin, "--", "sh", "-c",
@@ -234,6 +252,7 @@ func TestWatchUnknownFigures(t *testing.T) {
 // TestWatchCommandFails: a tool that exits 2 on a bad option is reported
 // as failed, never as "nothing was lost".
 func TestWatchCommandFails(t *testing.T) {
+	t.Parallel()
 	need(t, "socket.io-client (scripts/node_modules)", "../scripts/node_modules/socket.io-client/package.json")
 	tg := startTarget(t, "empty")
 	r, code := watched(t, "watch", "-admin", tg.admin, "--", "node", "../scripts/clients/sio-connect.mjs", "--url", tg.url, "--n", "lots")
@@ -247,6 +266,7 @@ func TestWatchCommandFails(t *testing.T) {
 // TestWatchRefusesTypedCounts: counts typed before the run are refused,
 // with where they go instead.
 func TestWatchRefusesTypedCounts(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr strings.Builder
 	code := run(context.Background(), []string{"watch", "-admin", "http://127.0.0.1:9", "-client-ok=39", "--", "true"}, &stdout, &stderr)
 	if code != 2 || !strings.Contains(stderr.String(), "flag -client-ok:") || !strings.Contains(stderr.String(), "-client-json") || !strings.Contains(stderr.String(), "loadgen reconcile") {
@@ -277,6 +297,7 @@ func saveStats(t *testing.T, admin string) string {
 // client, and its counts typed after: against the live /stats, and
 // against a second saved snapshot.
 func TestReconcile(t *testing.T) {
+	t.Parallel()
 	need(t, "socket.io-client (scripts/node_modules)", "../scripts/node_modules/socket.io-client/package.json")
 	tg := startTarget(t, "empty")
 	before := saveStats(t, tg.admin)

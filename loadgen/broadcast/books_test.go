@@ -14,6 +14,7 @@ import (
 // counted as expected of everyone and received by a few (which showed as
 // loss when the machine was busy: 31 of 2,500 in one run).
 func TestLatePushAfterTheBooksClose(t *testing.T) {
+	t.Parallel()
 	r := &run{cfg: Config{Push: true, Timeout: time.Second}, errs: &tally.Errors{}, rtt: newShardedHist(nil)}
 	r.lat = newShardedHist(&r.timeline)
 	r.sentCount = make([]atomic.Uint64, 1)

@@ -48,6 +48,7 @@ func parse(t *testing.T, args ...string) broadcast.Config {
 // TestBroadcastMode: every delivery is accounted for, the listenerCount is
 // right, and the server's view matches the client's.
 func TestBroadcastMode(t *testing.T) {
+	t.Parallel()
 	url, adm := startTarget(t, "broadcast-gorilla")
 	cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "200", "-senders", "2", "-rate", "40", "-duration", "1s", "-batch", "50")
 	rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
@@ -79,6 +80,7 @@ func TestBroadcastMode(t *testing.T) {
 
 // TestPushMode: the server's push reaches everyone, in order, none lost.
 func TestPushMode(t *testing.T) {
+	t.Parallel()
 	url, adm := startTarget(t, "broadcast-gnet", "-push-interval", "20ms")
 	cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "100", "-push", "-duration", "500ms")
 	rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
@@ -93,6 +95,7 @@ func TestPushMode(t *testing.T) {
 // TestNoTarget: a target that is not there is a report of failures, not an
 // error.
 func TestNoTarget(t *testing.T) {
+	t.Parallel()
 	cfg := parse(t, "-url", "ws://127.0.0.1:1/", "-admin", "", "-subscribers", "3", "-senders", "1", "-duration", "100ms", "-timeout", "1s")
 	rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
 	if err != nil {
@@ -104,6 +107,7 @@ func TestNoTarget(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string
@@ -141,8 +145,10 @@ var broadcastTargets = func() []string {
 // machine: the 2 s timeout is margin for a starved process, not for a
 // backlog.
 func TestSubscribersAnswerPings(t *testing.T) {
+	t.Parallel()
 	for _, variant := range broadcastTargets {
 		t.Run(variant, func(t *testing.T) {
+			t.Parallel()
 			url, adm := startTarget(t, variant, "-push-interval", "100ms", "-ping-interval", "50ms", "-ping-timeout", "2s")
 			cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "20", "-push", "-duration", "3s")
 			rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
@@ -161,10 +167,16 @@ func TestSubscribersAnswerPings(t *testing.T) {
 // subscriber's loop (64 KiB) arrive in pieces and are read whole. The
 // target does not ping within the window: a loop busy with 70 KiB pushes
 // on a contended machine may answer late, which is not what this checks.
+// A push every 250 ms, 8 in the window, is enough to show it: the three
+// targets run at once, and a faster stream of 70 KiB pushes to each could
+// leave the client (under -race, on a busy machine) behind by the whole
+// window.
 func TestSubscribersReadLargePushes(t *testing.T) {
+	t.Parallel()
 	for _, variant := range broadcastTargets {
 		t.Run(variant, func(t *testing.T) {
-			url, adm := startTarget(t, variant, "-push-interval", "100ms", "-push-size", "71680") // 70 KiB
+			t.Parallel()
+			url, adm := startTarget(t, variant, "-push-interval", "250ms", "-push-size", "71680") // 70 KiB
 			cfg := parse(t, "-url", url, "-admin", adm, "-subscribers", "20", "-push", "-duration", "2s")
 			rep, err := broadcast.Run(context.Background(), cfg, io.Discard)
 			if err != nil {

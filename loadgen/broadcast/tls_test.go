@@ -15,6 +15,7 @@ import (
 // not on the gnet loops; every delivery is accounted for, in both modes,
 // and nothing is left running (TestMain's goleak).
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	cert, key := tlstest.Cert(t)
 	p := harness.Start(t, "-variant", "broadcast-gnet", "-tls-cert", cert, "-tls-key", key, "-push-interval", "20ms")
 	url := "wss://" + p.Addr + "/"

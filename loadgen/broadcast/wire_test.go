@@ -11,6 +11,7 @@ import (
 // TestParseBroadcast: parseBroadcast reads what the senders write, as
 // encoding/json does, and says not ok for any other layout.
 func TestParseBroadcast(t *testing.T) {
+	t.Parallel()
 	for _, want := range []sent{{S: 0, N: 1, T: 1764489600000000000}, {S: 9, N: 123456, T: 5, Pad: strings.Repeat("x", 300)}} {
 		payload, _ := json.Marshal(want)
 		b := protocol.AppendBroadcast(nil, payload)

@@ -17,6 +17,7 @@ func defaults() Config {
 }
 
 func TestParseFlags(t *testing.T) {
+	t.Parallel()
 	scenariotest.ParsesFlags(t, ParseFlags, defaults(), []scenariotest.GoodFlag[Config]{
 		{Args: nil, Want: func(*Config) {}},
 		{Args: []string{"-url", "ws://10.0.0.7:3000/echo?x=1", "-c", "1", "-size", "1", "-mode", "pipelined", "-inflight", "4", "-duration", "1s", "-warmup", "0", "-timeout", "2s", "-json", "-"}, Want: func(c *Config) {
@@ -31,6 +32,7 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestParseFlagsErrors(t *testing.T) {
+	t.Parallel()
 	scenariotest.RefusesFlags(t, ParseFlags, []scenariotest.BadFlag{
 		{Args: []string{"-url", "127.0.0.1:8080"}, Want: "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
 		{Args: []string{"-url", "http://127.0.0.1:8080/"}, Want: "flag -url: want ws://"},
@@ -59,5 +61,6 @@ func TestParseFlagsErrors(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	scenariotest.ListsFlags(t, Usage, "-url", "-c", "-size", "-mode", "-inflight", "-rate", "-duration", "-warmup", "-timeout", "-admin", "-pid", "-json")
 }

@@ -34,6 +34,7 @@ func readFrame(r io.Reader) (ws.Frame, error) {
 // between its fragments, a ping (answered with a pong), a message longer
 // than the buffer, a text message, and a close with its code.
 func TestWebSocketFrames(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +112,7 @@ func TestWebSocketFrames(t *testing.T) {
 // TestWebSocketFrameOut: a queued batch is masked frames that unmask to
 // the messages, back to back.
 func TestWebSocketFrameOut(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := &wsConn{whdr: make([]byte, ws.MaxHeaderSize)}
 	for _, m := range []string{"a", strings.Repeat("b", 200), strings.Repeat("c", 70000)} {

@@ -49,6 +49,7 @@ func message(size int, seq uint64) []byte {
 // answered with a masked pong, a message longer than the size, a text
 // message), however the reads split them.
 func TestLoopFrames(t *testing.T) {
+	t.Parallel()
 	const size = 16
 	m0, m1, m3 := message(size, 0), message(size, 1), message(size, 3)
 	var stream bytes.Buffer
@@ -115,6 +116,7 @@ func TestLoopFrames(t *testing.T) {
 
 // TestLoopFrameOut: a batch is masked frames that unmask to the messages.
 func TestLoopFrameOut(t *testing.T) {
+	t.Parallel()
 	var out []byte
 	msgs := []string{"a", strings.Repeat("b", 200), strings.Repeat("c", 70000)}
 	for _, m := range msgs {

@@ -32,6 +32,7 @@ func sampleReport() *Report {
 }
 
 func TestWriteTable(t *testing.T) {
+	t.Parallel()
 	got := scenariotest.Text(t, sampleReport().WriteTable)
 	want := `echo: 100 connections to ws://127.0.0.1:8080/, 128-byte messages, pipelined (32 in flight per connection), 10s after a 2s warmup (gorilla/websocket v1.5.3)
                  client     server (echo-gorilla, http://127.0.0.1:9100)
@@ -52,6 +53,7 @@ errors:
 }
 
 func TestWriteTableRateWithoutServer(t *testing.T) {
+	t.Parallel()
 	f := func(v float64) *float64 { return &v }
 	r := &Report{Client: "net (raw TCP)", Version: "go1.26", URL: "tcp://127.0.0.1:7000", Mode: Rate, Rate: 5000, Conns: 10, Size: 64,
 		Duration: "1s", Warmup: "0s", Connected: 10, BehindSchedule: 17, Interrupted: true, WindowSeconds: 0.25, SendLateP50ms: f(0.25), SendLateP99ms: f(1), SendLateMaxMs: f(2),
@@ -65,6 +67,7 @@ func TestWriteTableRateWithoutServer(t *testing.T) {
 }
 
 func TestWriteJSON(t *testing.T) {
+	t.Parallel()
 	m := scenariotest.JSONObject(t, sampleReport())
 	scenariotest.HasFields(t, m, map[string]any{
 		"mode": "pipelined", "connections": 100.0, "size": 128.0, "inflight": 32.0, "connected": 99.0, "messages": 1234567.0,

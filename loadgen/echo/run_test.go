@@ -48,51 +48,62 @@ func mustRun(t *testing.T, cfg Config) *Report {
 
 // TestModes runs every mode against a faithful echo, WebSocket and TCP.
 func TestModes(t *testing.T) {
-	for _, start := range []func(testing.TB, echotest.Options) *echotest.Server{echotest.StartWebSocket, echotest.StartTCP} {
-		srv := start(t, echotest.Options{})
-		for _, mode := range Modes {
-			t.Run(srv.URL[:strings.Index(srv.URL, ":")]+"/"+mode, func(t *testing.T) {
-				cfg := testConfig(srv.URL, mode)
-				for _, size := range []int{128, 3, 40000} { // shorter than a sequence number; longer than the read buffers
-					cfg.Size = size
-					rep := mustRun(t, cfg)
-					if rep.Connected != 4 || len(rep.Errors) != 0 {
-						t.Fatalf("size %d: connected %d, errors %v", size, rep.Connected, rep.Errors)
-					}
-					if rep.Messages == 0 || rep.Sent < rep.Messages || rep.MessagesPerSecond <= 0 || rep.WindowSeconds != 0.4 {
-						t.Errorf("size %d: messages %d of %d sent, %v/s over %vs", size, rep.Messages, rep.Sent, rep.MessagesPerSecond, rep.WindowSeconds)
-					}
-					if rep.P50ms == nil || *rep.P50ms <= 0 || *rep.P90ms < *rep.P50ms || *rep.P99ms < *rep.P90ms || *rep.P999ms < *rep.P99ms || *rep.MaxMs < *rep.P999ms {
-						t.Errorf("size %d: percentiles %v %v %v %v %v", size, rep.P50ms, rep.P90ms, rep.P99ms, rep.P999ms, rep.MaxMs)
-					}
-					if rep.ClientCPUSeconds <= 0 || rep.Server != nil {
-						t.Errorf("size %d: client cpu %v, server %v", size, rep.ClientCPUSeconds, rep.Server)
-					}
-					// 0.4 s: one second, partly; every echo of the window in it.
-					if n, errs := timeline.Total(rep.Samples); len(rep.Samples) != 1 || n != rep.Messages || errs != 0 || len(rep.Distribution) == 0 {
-						t.Errorf("size %d: samples %+v (%d echoes, %d errors), want %d echoes; distribution %v", size, rep.Samples, n, errs, rep.Messages, rep.Distribution)
-					}
-					if (mode == Rate) != (rep.SendLateP50ms != nil) {
-						t.Errorf("size %d: send lateness %v in mode %s", size, rep.SendLateP50ms, mode)
-					}
-				}
-				if mode == Rate { // 2000/s over 0.4 s: each one echoed, or not sent by the end
-					cfg.Size = 128
-					if rep := mustRun(t, cfg); rep.Messages+rep.BehindSchedule != 800 || len(rep.Errors) != 0 {
-						t.Errorf("rate: %d messages echoed and %d behind schedule in the window, want 800 in all; errors %v", rep.Messages, rep.BehindSchedule, rep.Errors)
-					}
+	t.Parallel()
+	for name, start := range map[string]func(testing.TB, echotest.Options) *echotest.Server{"ws": echotest.StartWebSocket, "tcp": echotest.StartTCP} {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t, echotest.Options{})
+			// The runs go one after the other, as every run spins on the
+			// cores for its window: several at once, on a busy machine,
+			// left a run with no echo in its 0.4 s. The connections are
+			// counted once every mode has run (a cleanup runs after the
+			// subtests, before the server's).
+			t.Cleanup(func() {
+				if got := srv.Remotes()["127.0.0.1"]; got != 4*(3*3+1) {
+					t.Errorf("%s: %d connections, want %d", srv.URL, got, 4*(3*3+1))
 				}
 			})
-		}
-		if got := srv.Remotes()["127.0.0.1"]; got != 4*(3*3+1) {
-			t.Errorf("%s: %d connections, want %d", srv.URL, got, 4*(3*3+1))
-		}
+			for _, mode := range Modes {
+				t.Run(mode, func(t *testing.T) {
+					cfg := testConfig(srv.URL, mode)
+					for _, size := range []int{128, 3, 40000} { // shorter than a sequence number; longer than the read buffers
+						cfg.Size = size
+						rep := mustRun(t, cfg)
+						if rep.Connected != 4 || len(rep.Errors) != 0 {
+							t.Fatalf("size %d: connected %d, errors %v", size, rep.Connected, rep.Errors)
+						}
+						if rep.Messages == 0 || rep.Sent < rep.Messages || rep.MessagesPerSecond <= 0 || rep.WindowSeconds != 0.4 {
+							t.Errorf("size %d: messages %d of %d sent, %v/s over %vs", size, rep.Messages, rep.Sent, rep.MessagesPerSecond, rep.WindowSeconds)
+						}
+						if rep.P50ms == nil || *rep.P50ms <= 0 || *rep.P90ms < *rep.P50ms || *rep.P99ms < *rep.P90ms || *rep.P999ms < *rep.P99ms || *rep.MaxMs < *rep.P999ms {
+							t.Errorf("size %d: percentiles %v %v %v %v %v", size, rep.P50ms, rep.P90ms, rep.P99ms, rep.P999ms, rep.MaxMs)
+						}
+						if rep.ClientCPUSeconds <= 0 || rep.Server != nil {
+							t.Errorf("size %d: client cpu %v, server %v", size, rep.ClientCPUSeconds, rep.Server)
+						}
+						// 0.4 s: one second, partly; every echo of the window in it.
+						if n, errs := timeline.Total(rep.Samples); len(rep.Samples) != 1 || n != rep.Messages || errs != 0 || len(rep.Distribution) == 0 {
+							t.Errorf("size %d: samples %+v (%d echoes, %d errors), want %d echoes; distribution %v", size, rep.Samples, n, errs, rep.Messages, rep.Distribution)
+						}
+						if (mode == Rate) != (rep.SendLateP50ms != nil) {
+							t.Errorf("size %d: send lateness %v in mode %s", size, rep.SendLateP50ms, mode)
+						}
+					}
+					if mode == Rate { // 2000/s over 0.4 s: each one echoed, or not sent by the end
+						cfg.Size = 128
+						if rep := mustRun(t, cfg); rep.Messages+rep.BehindSchedule != 800 || len(rep.Errors) != 0 {
+							t.Errorf("rate: %d messages echoed and %d behind schedule in the window, want 800 in all; errors %v", rep.Messages, rep.BehindSchedule, rep.Errors)
+						}
+					}
+				})
+			}
+		})
 	}
 }
 
 // TestPipelinedInflight: a TCP server that reads but echoes nothing for a
 // while receives exactly -inflight messages from each connection.
 func TestPipelinedInflight(t *testing.T) {
+	t.Parallel()
 	srv := echotest.StartTCP(t, echotest.Options{HoldFor: 300 * time.Millisecond})
 	cfg := testConfig(srv.URL, Pipelined)
 	cfg.Conns, cfg.Inflight, cfg.Size, cfg.Warmup = 1, 5, 100, 0
@@ -107,6 +118,7 @@ func TestPipelinedInflight(t *testing.T) {
 
 // TestWrongEchoes: every echo that is not the message sent is a mismatch.
 func TestWrongEchoes(t *testing.T) {
+	t.Parallel()
 	for name, srv := range map[string]*echotest.Server{
 		"ws corrupt": echotest.StartWebSocket(t, echotest.Options{Corrupt: true}),
 		"ws text":    echotest.StartWebSocket(t, echotest.Options{Text: true}),
@@ -116,18 +128,21 @@ func TestWrongEchoes(t *testing.T) {
 			if mode == Pipelined && name == "tcp" {
 				continue // the TCP echo corrupts the last byte of each read, not of each message
 			}
-			rep := mustRun(t, testConfig(srv.URL, mode))
-			m := rep.Errors[kindMismatch]
-			if rep.Messages != 0 || m.Count == 0 || int64(m.Count) != rep.Sent || len(rep.Errors) != 1 || rep.P50ms != nil {
-				t.Errorf("%s %s: messages %d, sent %d, errors %v, p50 %v", name, mode, rep.Messages, rep.Sent, rep.Errors, rep.P50ms)
-			}
-			want := "byte 127 is 0x87, want 0x78"
-			if name == "ws text" {
-				want = "a text message for a binary one"
-			}
-			if !strings.Contains(m.First, want) {
-				t.Errorf("%s %s: first mismatch %q, want it to say %q", name, mode, m.First, want)
-			}
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				t.Parallel() // a run's checks are of its own connections
+				rep := mustRun(t, testConfig(srv.URL, mode))
+				m := rep.Errors[kindMismatch]
+				if rep.Messages != 0 || m.Count == 0 || int64(m.Count) != rep.Sent || len(rep.Errors) != 1 || rep.P50ms != nil {
+					t.Errorf("%s %s: messages %d, sent %d, errors %v, p50 %v", name, mode, rep.Messages, rep.Sent, rep.Errors, rep.P50ms)
+				}
+				want := "byte 127 is 0x87, want 0x78"
+				if name == "ws text" {
+					want = "a text message for a binary one"
+				}
+				if !strings.Contains(m.First, want) {
+					t.Errorf("%s %s: first mismatch %q, want it to say %q", name, mode, m.First, want)
+				}
+			})
 		}
 	}
 }
@@ -135,58 +150,70 @@ func TestWrongEchoes(t *testing.T) {
 // TestLostAndClosed: echoes that never come are lost once -timeout has
 // passed after the window; a connection the server closes is a read error.
 func TestLostAndClosed(t *testing.T) {
-	silent := echotest.StartWebSocket(t, echotest.Options{Silent: true})
-	cfg := testConfig(silent.URL, Pipelined)
-	cfg.Timeout = 300 * time.Millisecond
-	t0 := time.Now()
-	rep := mustRun(t, cfg)
-	if lost := rep.Errors[kindLost]; lost.Count != 4*8 || rep.Messages != 0 || !strings.Contains(lost.First, "without an echo") {
-		t.Errorf("silent server: errors %v, messages %d", rep.Errors, rep.Messages)
-	}
-	if took := time.Since(t0); took > cfg.Warmup+cfg.Duration+cfg.Timeout+3*time.Second {
-		t.Errorf("the run took %v", took)
-	}
+	t.Parallel()
+	// Each case is a run against a server of its own: they go at once.
+	t.Run("silent", func(t *testing.T) {
+		t.Parallel()
+		silent := echotest.StartWebSocket(t, echotest.Options{Silent: true})
+		cfg := testConfig(silent.URL, Pipelined)
+		cfg.Timeout = 300 * time.Millisecond
+		t0 := time.Now()
+		rep := mustRun(t, cfg)
+		if lost := rep.Errors[kindLost]; lost.Count != 4*8 || rep.Messages != 0 || !strings.Contains(lost.First, "without an echo") {
+			t.Errorf("silent server: errors %v, messages %d", rep.Errors, rep.Messages)
+		}
+		if took := time.Since(t0); took > cfg.Warmup+cfg.Duration+cfg.Timeout+3*time.Second {
+			t.Errorf("the run took %v", took)
+		}
+	})
 
-	for _, srv := range []*echotest.Server{
-		echotest.StartWebSocket(t, echotest.Options{CloseAfter: 10}),
-		echotest.StartTCP(t, echotest.Options{CloseAfter: 10}),
-	} {
-		rep = mustRun(t, testConfig(srv.URL, Sync))
-		read := rep.Errors[kindRead]
-		if read.Count != 4 || rep.Errors[kindLost].Count != 4 || rep.Sent != 40 {
-			t.Errorf("%s closing after 10 messages: errors %v, sent %d", srv.URL, rep.Errors, rep.Sent)
-		}
-		if strings.HasPrefix(srv.URL, "ws") && !strings.Contains(read.First, "1011") {
-			t.Errorf("read error %q does not give the close code", read.First)
-		}
-		// Pipelined, on the event loops: what was in flight is lost.
-		rep = mustRun(t, testConfig(srv.URL, Pipelined))
-		read = rep.Errors[kindRead]
-		if lost := rep.Errors[kindLost].Count; read.Count != 4 || lost == 0 || lost > 4*8 || len(rep.Errors) != 2 {
-			t.Errorf("%s pipelined, closing after 10 messages: errors %v, sent %d", srv.URL, rep.Errors, rep.Sent)
-		}
-		if strings.HasPrefix(srv.URL, "ws") && !strings.Contains(read.First, "1011") {
-			t.Errorf("pipelined: read error %q does not give the close code", read.First)
-		}
+	for name, start := range map[string]func(testing.TB, echotest.Options) *echotest.Server{"ws": echotest.StartWebSocket, "tcp": echotest.StartTCP} {
+		t.Run(name+" closing", func(t *testing.T) {
+			t.Parallel()
+			srv := start(t, echotest.Options{CloseAfter: 10})
+			rep := mustRun(t, testConfig(srv.URL, Sync))
+			read := rep.Errors[kindRead]
+			if read.Count != 4 || rep.Errors[kindLost].Count != 4 || rep.Sent != 40 {
+				t.Errorf("%s closing after 10 messages: errors %v, sent %d", srv.URL, rep.Errors, rep.Sent)
+			}
+			if strings.HasPrefix(srv.URL, "ws") && !strings.Contains(read.First, "1011") {
+				t.Errorf("read error %q does not give the close code", read.First)
+			}
+			// Pipelined, on the event loops: what was in flight is lost.
+			rep = mustRun(t, testConfig(srv.URL, Pipelined))
+			read = rep.Errors[kindRead]
+			if lost := rep.Errors[kindLost].Count; read.Count != 4 || lost == 0 || lost > 4*8 || len(rep.Errors) != 2 {
+				t.Errorf("%s pipelined, closing after 10 messages: errors %v, sent %d", srv.URL, rep.Errors, rep.Sent)
+			}
+			if strings.HasPrefix(srv.URL, "ws") && !strings.Contains(read.First, "1011") {
+				t.Errorf("pipelined: read error %q does not give the close code", read.First)
+			}
+		})
 	}
 
 	// Nothing listens: every dial fails, and the report says so.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	rep = mustRun(t, testConfig("ws://"+addr+"/", Sync))
-	if d := rep.Errors[kindDial]; rep.Connected != 0 || d.Count != 4 || !strings.Contains(d.First, "refused") {
-		t.Errorf("no server: connected %d, errors %v", rep.Connected, rep.Errors)
-	}
+	t.Run("no server", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		rep := mustRun(t, testConfig("ws://"+addr+"/", Sync))
+		if d := rep.Errors[kindDial]; rep.Connected != 0 || d.Count != 4 || !strings.Contains(d.First, "refused") {
+			t.Errorf("no server: connected %d, errors %v", rep.Connected, rep.Errors)
+		}
+	})
 }
 
 // TestRateCountsFromDueTime: when the server stalls, rate mode charges the
 // stall to every message that was due during it; sync mode, which waits,
 // sees one slow message (coordinated omission).
 func TestRateCountsFromDueTime(t *testing.T) {
+	// Not parallel: sync mode's p90 must stay under 100 ms, which the
+	// package's other runs, spinning on the same cores, could push over;
+	// it runs before them.
 	const stall = 300 * time.Millisecond
 	for _, mode := range []string{Rate, Sync} {
 		srv := echotest.StartWebSocket(t, echotest.Options{StallAfter: 50, Stall: stall})
@@ -251,6 +278,9 @@ func (c *blockingConn) close() { c.once.Do(func() { close(c.closed) }) }
 // meanwhile; their latency counts from when they were due, not from when
 // they were written, and the sender catches up.
 func TestRateLatencyFromDueTime(t *testing.T) {
+	// Not parallel: the sender must catch up 300 ms of messages within
+	// the window, which the package's other runs, spinning on the same
+	// cores, could keep it from; it runs before them.
 	const block = 300 * time.Millisecond
 	cfg := testConfig("tcp://127.0.0.1:1", Rate)
 	cfg.Conns, cfg.Rate, cfg.Warmup, cfg.Duration = 1, 1000, 0, time.Second
@@ -272,6 +302,7 @@ func TestRateLatencyFromDueTime(t *testing.T) {
 // TestServerView: the target's counts and CPU over the window, from
 // /stats, or its CPU from /proc with -pid.
 func TestServerView(t *testing.T) {
+	t.Parallel()
 	srv := echotest.StartWebSocket(t, echotest.Options{})
 	var calls atomic.Int64
 	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -309,6 +340,7 @@ func TestServerView(t *testing.T) {
 
 // TestInterrupted: a cancelled run stops at once and reports what it did.
 func TestInterrupted(t *testing.T) {
+	t.Parallel()
 	srv := echotest.StartTCP(t, echotest.Options{})
 	cfg := testConfig(srv.URL, Pipelined)
 	cfg.Duration = time.Minute
@@ -328,6 +360,7 @@ func TestInterrupted(t *testing.T) {
 }
 
 func TestOpenFilesLimit(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("tcp://127.0.0.1:1", Sync)
 	cfg.Conns = maxConns
 	_, err := Run(context.Background(), cfg, new(strings.Builder))

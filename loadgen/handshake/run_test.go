@@ -40,11 +40,13 @@ func fakeAdmin(t *testing.T, docs ...string) string {
 }
 
 func TestRun(t *testing.T) {
+	t.Parallel()
 	url := siotest.StartServer(t)
 	before := `{"variant":"empty","connections_active":1,"handshakes":{"ok":10},"handshake_histogram":[{"le_us":1000,"n":10}],"cpu_seconds":1.5,"resident_bytes":1000}`
 	after := `{"variant":"empty","connections_active":1,"handshakes":{"ok":60,"abandoned":1},"handshake_histogram":[{"le_us":1000,"n":10},{"le_us":2000,"n":50}],"cpu_seconds":2.0,"resident_bytes":2000}`
 	for _, transport := range []string{"websocket", "polling", "polling,websocket"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel() // an admin listener for each; the server counts nothing checked here
 			cfg := Config{Common: scenario.Common{URL: url, Admin: fakeAdmin(t, before, after)}, N: 50, Deadline: 10 * time.Second, Transport: transport, Namespace: "/", Echo: true}
 			var notes strings.Builder
 			rep, err := Run(context.Background(), cfg, &notes)
@@ -83,6 +85,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestRunWithoutServerStats(t *testing.T) {
+	t.Parallel()
 	url := siotest.StartServer(t)
 
 	// A server without cpu_seconds and resident_bytes.

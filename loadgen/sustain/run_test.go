@@ -47,6 +47,7 @@ var clients = []string{ClientLean, ClientZishang520}
 // emit is acked, the room pushes arrive, and the server counted the same
 // connects.
 func TestRun(t *testing.T) {
+	t.Parallel()
 	for _, target := range []struct {
 		name   string
 		client string
@@ -57,6 +58,7 @@ func TestRun(t *testing.T) {
 		{"lean-native-gnet", ClientLean, []string{"-engine", "native", "-native-lib", "gnet"}},
 	} {
 		t.Run(target.name, func(t *testing.T) {
+			t.Parallel()
 			p := harness.Start(t, append([]string{"-variant", "empty"}, target.args...)...)
 			cfg := config("http://"+p.Addr, p.AdminURL())
 			cfg.Client = target.client
@@ -103,6 +105,7 @@ func checkRun(t *testing.T, cfg Config) {
 // list's length: a relay in front of the target sees each address take
 // its share.
 func TestSources(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("127.0.0.2 and up are loopback addresses on Linux only")
 	}
@@ -171,8 +174,12 @@ func relay(c net.Conn, addr string) {
 // another takes its address: every client was lost once, comes back after
 // its back-off, and counts once.
 func TestReconnect(t *testing.T) {
+	t.Parallel()
 	for _, client := range clients {
-		t.Run(client, func(t *testing.T) { checkReconnect(t, client) })
+		t.Run(client, func(t *testing.T) {
+			t.Parallel() // a target of its own for each
+			checkReconnect(t, client)
+		})
 	}
 }
 
@@ -222,6 +229,7 @@ func checkReconnect(t *testing.T, client string) {
 
 // TestFlags: bad values name their flag; a shard takes its part.
 func TestFlags(t *testing.T) {
+	t.Parallel()
 	for args, want := range map[string]string{
 		"-emit-interval 5s-1s":                  "-emit-interval",
 		"-churn 2":                              "-churn",

@@ -38,6 +38,7 @@ const root = "../.."
 const maxReadmeLines = 250
 
 func TestReadmeLength(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -179,8 +180,10 @@ func anchors(f mdFile) map[string]bool {
 }
 
 func TestLinks(t *testing.T) {
+	t.Parallel()
 	files := markdownFiles(t)
 	byPath := map[string]mdFile{}
+	anchorsOf := map[string]map[string]bool{}
 	for _, f := range files {
 		byPath[f.path] = f
 	}
@@ -207,7 +210,12 @@ func TestLinks(t *testing.T) {
 				if !ok {
 					continue // an anchor in a file that is not Markdown
 				}
-				if !anchors(g)[frag] {
+				a, ok := anchorsOf[g.path]
+				if !ok { // each file's anchors once, not once a link
+					a = anchors(g)
+					anchorsOf[g.path] = a
+				}
+				if !a[frag] {
 					t.Errorf("%s:%d: link to %s: %s has no heading with anchor #%s", f.path, i+1, target, g.path, frag)
 				}
 			}
@@ -234,6 +242,7 @@ func pathWord(w string) string {
 }
 
 func TestPaths(t *testing.T) {
+	t.Parallel()
 	for _, f := range markdownFiles(t) {
 		dir := filepath.Dir(f.path)
 		for _, c := range code(f) {
@@ -289,6 +298,7 @@ func makeTargets(t *testing.T) map[string]bool {
 }
 
 func TestMakeAndGoDoc(t *testing.T) {
+	t.Parallel()
 	targets := makeTargets(t)
 	for _, f := range markdownFiles(t) {
 		for _, c := range code(f) {
@@ -608,6 +618,23 @@ func runCommand(t *testing.T, cmd, path string, exit map[int]bool) {
 	t.Logf("%s: %v\n%s", cmd, err, tail(out.String(), 15))
 }
 
+// lockTsung holds the machine's tsung lock until the test ends. tsung's
+// controller is an Erlang node of one name a host (tsung_controller@HOST):
+// a second run at the same time fails at once ("seems to be in use by
+// another Erlang node"), and loadgen's TestWatchTsung runs the recipe too,
+// maybe at the same time as this package. It takes the same lock.
+func lockTsung(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "knowngood-tsung.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // which releases the lock
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("locking %s: %v", f.Name(), err)
+	}
+}
+
 func keys(m map[int]bool) []int {
 	var out []int
 	for k := range m {
@@ -628,12 +655,17 @@ func tail(s string, n int) string {
 // connections_total grows). `make test` is what runs this test: it is
 // checked with make -n only.
 func TestRunnable(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the README's commands against real targets")
 	}
 	path := toolPath(t)
 	for _, b := range runnableBlocks(t) {
 		t.Run(fmt.Sprintf("README.md:%d", b.line), func(t *testing.T) {
+			// Each block has a server of its own, on free ports: the
+			// blocks run at once. A block's commands run one after the
+			// other, each then seen by the server as its own.
+			t.Parallel()
 			var srv *server
 			for _, cmd := range b.cmds {
 				ws := words(cmd)
@@ -660,6 +692,9 @@ func TestRunnable(t *testing.T) {
 						t.Fatalf("%s: no make run-server in the block to run it against", cmd)
 					}
 					needs(t, ws, path)
+					if strings.HasSuffix(ws[0], "tsung/run.sh") {
+						lockTsung(t)
+					}
 					_, port, _ := net.SplitHostPort(srv.addr)
 					_, adminPort, _ := net.SplitHostPort(srv.admin)
 					run := port9100.ReplaceAllString(port8080.ReplaceAllString(cmd, port), adminPort)
@@ -676,6 +711,7 @@ func TestRunnable(t *testing.T) {
 
 // TestWords keeps the command parsing honest.
 func TestWords(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"make run-server VARIANT=blocking     # a target", "make run-server VARIANT=blocking"},
 		{"ARTILLERY_DISABLE_TELEMETRY=true artillery run x", "artillery run x"},
@@ -693,6 +729,7 @@ func TestWords(t *testing.T) {
 // TestVariantsTable checks README.md's variants table against the
 // catalog: every variant named once, none that does not exist.
 func TestVariantsTable(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // target service runs a variant of the catalog. A new variant that is not
 // added to the docker files fails here, without Docker.
 func TestComposeCoversCatalog(t *testing.T) {
+	t.Parallel()
 	bridge := composeServices(t, "compose.yaml")
 	host := hostServices(t)
 	scraped := scrapeTargets(t, "prometheus/prometheus.yml")
@@ -145,6 +146,7 @@ func scrapeTargets(t *testing.T, path string) []string {
 // default, to the variant's compose port with COMPOSE=1, shifted by
 // KG_PORT_PREFIX as compose shifts it.
 func TestRecipePorts(t *testing.T) {
+	t.Parallel()
 	mk, err := os.ReadFile("../Makefile")
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,7 @@ var upstreamServer = regexp.MustCompile(`(?m)^\s*server ([a-z0-9-]+:[0-9]+);`)
 // replica; Prometheus (profile observe)
 // scrapes every replica's admin port, and promtool accepts its config.
 func TestComposeCluster(t *testing.T) {
+	t.Parallel()
 	compose := composeCommand(t)
 	lbs, err := filepath.Glob("nginx/upstream-*.conf")
 	if err != nil || len(lbs) == 0 {
@@ -55,6 +56,7 @@ func TestComposeCluster(t *testing.T) {
 	for _, file := range lbs {
 		lb := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "upstream-"), ".conf")
 		t.Run(lb, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, compose[0], append(compose[1:], "-f", "compose.cluster.yaml", "--profile", "observe", "config", "--format", "json")...)

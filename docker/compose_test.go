@@ -50,6 +50,7 @@ func composeTargets(t *testing.T) []composeTarget {
 // report, and tears everything down. It starts its own dockerd (vfs, no
 // bridge, no iptables) when none answers, and stops it at the end.
 func TestComposeHost(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: no Docker")
 	}
@@ -130,8 +131,13 @@ func TestComposeHost(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The targets are driven side by side: each loadgen container is a
+	// run of its own (compose names it apart) against its own service,
+	// and what a subtest checks is that service's /stats diff, which no
+	// other subtest's traffic reaches.
 	for _, c := range targets {
 		t.Run(c.service, func(t *testing.T) {
+			t.Parallel()
 			before, err := harness.ReadStats(nil, "http://"+c.admin)
 			if err != nil {
 				t.Fatal(err)

@@ -61,6 +61,7 @@ var metricName = regexp.MustCompile(`\b(?:knowngood|go|process)_[a-zA-Z0-9_]+`)
 // JSON, panels with queries, and every metric name a query or the variable
 // uses is one the registry has.
 func TestDashboard(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("grafana/dashboards/knowngood.json")
 	if err != nil {
 		t.Fatal(err)

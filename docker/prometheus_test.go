@@ -19,6 +19,7 @@ import (
 // TestPromtoolChecksConfigs runs Debian's promtool over the scrape configs
 // that compose.yaml and compose.host.yaml mount.
 func TestPromtoolChecksConfigs(t *testing.T) {
+	t.Parallel()
 	promtool, err := exec.LookPath("promtool")
 	harness.Need(t, "promtool (Debian's prometheus)", err)
 	out, err := exec.Command(promtool, "check", "config", "prometheus/prometheus.yml", "prometheus/prometheus.host.yml").CombinedOutput()
@@ -32,6 +33,7 @@ func TestPromtoolChecksConfigs(t *testing.T) {
 // target, and waits (60 s at most) until the knowngood metrics can be
 // queried with the target's variant label.
 func TestPrometheusScrapesTarget(t *testing.T) {
+	t.Parallel()
 	prom, err := exec.LookPath("prometheus")
 	harness.Need(t, "prometheus (Debian)", err)
 	tg := harness.Start(t, "-variant", "echo-coder")

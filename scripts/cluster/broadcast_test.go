@@ -16,6 +16,7 @@ import (
 // every subscriber exactly once with a listenerCount of all of them, and
 // once they leave every replica's count is back to zero.
 func TestLeastConnBroadcast(t *testing.T) {
+	t.Parallel()
 	c := up(t, "broadcast-gnet", "least_conn", 3)
 	const n = 30
 	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}

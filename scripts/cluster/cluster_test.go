@@ -191,6 +191,7 @@ func freePort(t *testing.T) int {
 // status says so, nginx answers on the front, and down leaves no process
 // (checked by up's cleanup); status after down fails.
 func TestClusterScript(t *testing.T) {
+	t.Parallel()
 	c := up(t, "broadcast-gnet", "least_conn", 3)
 	pids := c.pids()
 	if len(pids) < 5 { // redis, 3 replicas, the nginx master (and its workers)
@@ -238,12 +239,14 @@ func TestClusterScript(t *testing.T) {
 // refuse a flag, after redis-server has started) says why and leaves no
 // process; an unknown LB is refused before anything starts.
 func TestClusterScriptFailsClean(t *testing.T) {
+	t.Parallel()
 	need(t, "nginx", "redis-server", "curl")
 	for _, tc := range []struct{ name, lb, args, want string }{
 		{"bad flag", "least_conn", "-no-such-flag", "replica exited before listening"},
 		{"bad LB", "sticky_please", "", "LB=sticky_please"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := &cluster{dir: t.TempDir(), port: freePort(t)}
 			c.env = append(os.Environ(), "VARIANT=broadcast-gnet", "LB="+tc.lb, "REPLICAS=2",
 				"PORT="+strconv.Itoa(c.port), "REPLICA_PORT=0", "ADMIN_PORT=0", "RUN_DIR="+c.dir,

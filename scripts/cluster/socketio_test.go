@@ -67,6 +67,7 @@ func unknownSid(stats []protocol.Stats) uint64 {
 // echo, each replica opens some of the sessions, and none refuses a
 // request as "Session ID unknown".
 func TestStickySocketIO(t *testing.T) {
+	t.Parallel()
 	c := up(t, "empty", "query_hash", 3)
 	const n = 200
 	r := sioConnect(t, c.URL(), "--n", strconv.Itoa(n), "--transports", "polling,websocket",
@@ -102,6 +103,7 @@ func TestStickySocketIO(t *testing.T) {
 // the answer). With reconnection on, the client tries again, and again
 // meets refusals.
 func TestRoundRobinSocketIO(t *testing.T) {
+	t.Parallel()
 	c := up(t, "empty", "round_robin", 3)
 	const n = 200
 	r := sioConnect(t, c.URL(), "--n", strconv.Itoa(n), "--transports", "polling", "--deadline-ms", "30000")
@@ -152,6 +154,7 @@ func TestRoundRobinSocketIO(t *testing.T) {
 // client on 127.0.0.1 is sent to one replica. All connect and echo; one
 // replica opens every session.
 func TestIPHashOneMachine(t *testing.T) {
+	t.Parallel()
 	c := up(t, "empty", "ip_hash", 3)
 	const n = 30
 	r := sioConnect(t, c.URL(), "--n", strconv.Itoa(n), "--transports", "polling,websocket", "--echo", "--deadline-ms", "30000")

@@ -64,14 +64,17 @@ func goCommand(dir, goos, goarch string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// packages expands patterns for goos/goarch, less the skipped ones: all
-// of them for vet, those with non-test files for build (go build refuses
-// a package of tests only).
+// packages lists the module's packages for goos/goarch once: all of them
+// with non-test files for build (go build refuses a package of tests
+// only), and for vet those that patterns match, less the skipped ones.
+// One go list of ./... serves both: loading the module is most of what a
+// go list costs, and a pattern ./dir/... is matched here as the go command
+// matches it, dir and every package below.
 func packages(t *testing.T, dir, goos, goarch string, patterns, skip []string) (build, vet []string) {
 	t.Helper()
 	// Only stdout is the list: on stderr the go command may say that it
 	// is downloading a module only this platform needs.
-	cmd := goCommand(dir, goos, goarch, append([]string{"list", "-e", "-f", "{{.ImportPath}}:{{len .GoFiles}}"}, patterns...)...)
+	cmd := goCommand(dir, goos, goarch, "list", "-e", "-f", "{{.Module.Path}}:{{.ImportPath}}:{{len .GoFiles}}", "./...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -79,24 +82,66 @@ func packages(t *testing.T, dir, goos, goarch string, patterns, skip []string) (
 		t.Fatalf("go list %s/%s: %v\n%s%s", goos, goarch, err, out, stderr.Bytes())
 	}
 	for line := range strings.FieldsSeq(string(out)) {
-		p, files, _ := strings.Cut(line, ":")
-		left := false
+		f := strings.Split(line, ":")
+		if len(f) != 3 {
+			t.Fatalf("go list %s/%s printed %q", goos, goarch, line)
+		}
+		mod, p, files := f[0], f[1], f[2]
+		if files != "0" {
+			build = append(build, p)
+		}
+		left := !matches(t, mod, p, patterns)
 		for _, s := range skip {
 			left = left || p == s || strings.HasPrefix(p, s+"/")
 		}
-		if left {
-			continue
-		}
-		vet = append(vet, p)
-		if files != "0" {
-			build = append(build, p)
+		if !left {
+			vet = append(vet, p)
 		}
 	}
 	return build, vet
 }
 
+// matches reports whether the package path p of module mod is matched by
+// one of patterns, each ./... or ./dir/... (relative to the module root).
+func matches(t *testing.T, mod, p string, patterns []string) bool {
+	for _, pat := range patterns {
+		rel, ok := strings.CutSuffix(strings.TrimPrefix(pat, "./"), "...")
+		if !ok || !strings.HasPrefix(pat, "./") {
+			t.Fatalf("pattern %s: want ./... or ./dir/...", pat)
+		}
+		base := strings.TrimSuffix(mod+"/"+rel, "/")
+		if p == base || strings.HasPrefix(p, base+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMatches(t *testing.T) {
+	t.Parallel()
+	const mod = "example.com/m"
+	for _, c := range []struct {
+		p    string
+		pats []string
+		want bool
+	}{
+		{"example.com/m", []string{"./..."}, true},
+		{"example.com/m/a/b", []string{"./..."}, true},
+		{"example.com/m/servers", []string{"./servers/..."}, true},
+		{"example.com/m/servers/x", []string{"./shared/...", "./servers/..."}, true},
+		{"example.com/m/serversx", []string{"./servers/..."}, false},
+		{"example.com/m/scripts/x", []string{"./servers/...", "./loadgen/..."}, false},
+	} {
+		if got := matches(t, mod, c.p, c.pats); got != c.want {
+			t.Errorf("matches(%s, %v) = %v, want %v", c.p, c.pats, got, c.want)
+		}
+	}
+}
+
 // TestCrossBuild compiles every package for macOS and Windows and vets
-// those meant to be tested there, one platform after the other.
+// those meant to be tested there, the two platforms side by side: each
+// platform's go commands are processes of their own, which wait on
+// loading the module and on the build cache as much as they compute.
 //
 // go list -export runs the compiler on each package, main packages
 // included, as go build does, but links none: linking the module's
@@ -105,20 +150,25 @@ func packages(t *testing.T, dir, goos, goarch string, patterns, skip []string) (
 // commands a release ships are linked for every platform by TestDist.
 // -trimpath is make dist's flag: the compiled packages are then the ones
 // TestDist's build finds in the build cache, instead of a second compile.
+// go vet compiles only the dependencies of what it vets, not the vetted
+// packages themselves: the compile is a step of its own.
 func TestCrossBuild(t *testing.T) {
+	t.Parallel()
 	dir := root(t)
 	for _, tg := range targets {
-		build, _ := packages(t, dir, tg.goos, tg.goarch, []string{"./..."}, nil)
-		_, vet := packages(t, dir, tg.goos, tg.goarch, tg.pkgs, tg.skip)
-		// vet type-checks the tests too.
-		for _, step := range []struct {
-			args []string
-			pkgs []string
-		}{{[]string{"list", "-export", "-trimpath", "-f", "{{.ImportPath}}"}, build}, {[]string{"vet", "-trimpath"}, vet}} {
-			if out, err := goCmd(dir, tg.goos, tg.goarch, append(step.args, step.pkgs...)...); err != nil {
-				t.Errorf("GOOS=%s GOARCH=%s go %s: %v\n%s%s", tg.goos, tg.goarch, strings.Join(step.args, " "), err, explain(out), out)
+		t.Run(tg.goos+"-"+tg.goarch, func(t *testing.T) {
+			t.Parallel()
+			build, vet := packages(t, dir, tg.goos, tg.goarch, tg.pkgs, tg.skip)
+			// vet type-checks the tests too.
+			for _, step := range []struct {
+				args []string
+				pkgs []string
+			}{{[]string{"list", "-export", "-trimpath", "-f", "{{.ImportPath}}"}, build}, {[]string{"vet", "-trimpath"}, vet}} {
+				if out, err := goCmd(dir, tg.goos, tg.goarch, append(step.args, step.pkgs...)...); err != nil {
+					t.Errorf("GOOS=%s GOARCH=%s go %s: %v\n%s%s", tg.goos, tg.goarch, strings.Join(step.args, " "), err, explain(out), out)
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -138,6 +188,7 @@ func explain(out []byte) string {
 }
 
 func TestExplain(t *testing.T) {
+	t.Parallel()
 	out := []byte("# github.com/knowngood/knowngood/shared/wsserver\nshared/wsserver/gnettls.go:51:66: undefined: unix.SOCK_CLOEXEC\nvet: shared/lifecycle/x_test.go:9:2: undefined: syscall.Kill\n")
 	got := explain(out)
 	for _, want := range []string{"package shared/wsserver uses unix.SOCK_CLOEXEC (shared/wsserver/gnettls.go:51)", "package shared/lifecycle uses syscall.Kill"} {
@@ -152,6 +203,7 @@ func TestExplain(t *testing.T) {
 // each both binaries, for the archive's platform, with the module's build
 // information that go version -m and -version read.
 func TestDist(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cross-compiles the release; not in -short")
 	}
@@ -308,6 +360,7 @@ func keys(m map[string][]byte) []string {
 // TestMakeHelp: make help prints every target that has a "## name: text"
 // line in the Makefile, with its text.
 func TestMakeHelp(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make")
 	}

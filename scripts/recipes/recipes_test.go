@@ -1,7 +1,9 @@
 // Package recipes tests the recipes under scripts/ for external load tools
 // (k6, artillery, tsung, wscat, python-socketio, the JS socket.io-client and
 // ws): each runs against a fresh knowngood target, and the server's /stats
-// diff must show what the tool claims.
+// diff must show what the tool claims. The tests run side by side: each
+// has its own target on free ports, and what it checks is that target's
+// own counters, which no other test's traffic reaches.
 package recipes
 
 import (
@@ -9,6 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,6 +96,7 @@ func runK6(t *testing.T, script string, env ...string) k6Summary {
 }
 
 func TestK6WebSocketEcho(t *testing.T) {
+	t.Parallel()
 	k6(t)
 	tg := harness.Start(t, "-variant", "echo-gorilla")
 	before := tg.Stats(t)
@@ -120,9 +126,13 @@ var sioEngines = []struct {
 }
 
 func TestK6SocketIO(t *testing.T) {
+	t.Parallel()
 	k6(t)
 	for _, e := range sioEngines {
-		t.Run(e.name, func(t *testing.T) { testK6SocketIO(t, e.flags) })
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			testK6SocketIO(t, e.flags)
+		})
 	}
 }
 
@@ -148,7 +158,8 @@ func artillery(t *testing.T, script, target string) map[string]uint64 {
 	_, err := os.Stat("../artillery/node_modules/artillery/package.json")
 	harness.Need(t, "artillery (npm ci in scripts/artillery)", err)
 	out := filepath.Join(t.TempDir(), "report.json")
-	run(t, []string{"ARTILLERY_DISABLE_TELEMETRY=true"}, "artillery/node_modules/.bin/artillery", "run", "--quiet", "--target", target, "--output", out, "artillery/"+script)
+	env := append([]string{"ARTILLERY_DISABLE_TELEMETRY=true"}, telemetrySink(t)...)
+	run(t, env, "artillery/node_modules/.bin/artillery", "run", "--quiet", "--target", target, "--output", out, "artillery/"+script)
 	var r struct {
 		Aggregate struct {
 			Counters map[string]uint64 `json:"counters"`
@@ -164,7 +175,27 @@ func artillery(t *testing.T, script, target string) map[string]uint64 {
 	return r.Aggregate.Counters
 }
 
+// telemetrySink is the environment that sends artillery's exit-time
+// telemetry to a local server answering 200. Artillery 2 posts an
+// anonymized event to app.posthog.com when it exits even with
+// ARTILLERY_DISABLE_TELEMETRY, and where that host cannot be reached its
+// client (posthog-node, on axios) tries 4 times 3 s apart: 12 s of every
+// run spent after the report is written. axios takes HTTPS_PROXY from
+// the environment and sends the request to an http:// proxy as is, so
+// the sink gets it at once and the traffic stays on 127.0.0.1; the
+// targets (ws://, http:// on 127.0.0.1) are left out by NO_PROXY.
+func telemetrySink(t *testing.T) []string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	}))
+	t.Cleanup(srv.Close)
+	return []string{"HTTPS_PROXY=" + srv.URL, "https_proxy=" + srv.URL, "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}
+}
+
 func TestArtilleryWebSocket(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, "-variant", "echo-coder")
 	before := tg.Stats(t)
 	c := artillery(t, "ws-echo.yml", "ws://"+tg.Addr+"/")
@@ -178,11 +209,15 @@ func TestArtilleryWebSocket(t *testing.T) {
 }
 
 func TestArtillerySocketIO(t *testing.T) {
+	t.Parallel()
 	for _, e := range sioEngines {
 		if e.ws {
 			continue // artillery's Socket.IO engine starts on polling
 		}
-		t.Run(e.name, func(t *testing.T) { testArtillerySocketIO(t, e.flags) })
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			testArtillerySocketIO(t, e.flags)
+		})
 	}
 }
 
@@ -201,6 +236,7 @@ func testArtillerySocketIO(t *testing.T, engine []string) {
 }
 
 func TestTsungWebSocket(t *testing.T) {
+	t.Parallel()
 	_, err := exec.LookPath("tsung")
 	harness.Need(t, "tsung (Debian)", err)
 	tg := harness.Start(t, "-variant", "echo-gnet")
@@ -222,6 +258,7 @@ func TestTsungWebSocket(t *testing.T) {
 }
 
 func TestWscat(t *testing.T) {
+	t.Parallel()
 	_, err := os.Stat("../wscat/node_modules/wscat/package.json")
 	harness.Need(t, "wscat (npm ci in scripts/wscat)", err)
 	tg := harness.Start(t, "-variant", "echo-gorilla")
@@ -263,11 +300,13 @@ type clientResult struct {
 // official JS socket.io-client, against the blocking target: the server's
 // ok handshakes must be the clients' connected count.
 func TestSocketIOHandshakeExperiment(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, cmd, script string }{
 		{"python-socketio", "/usr/bin/python3", "clients/sio_connect.py"},
 		{"socket.io-client", "node", "clients/sio-connect.mjs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			if c.cmd == "node" {
 				_, err := os.Stat("../node_modules/socket.io-client/package.json")
 				harness.Need(t, "socket.io-client (make deps)", err)
@@ -294,6 +333,7 @@ func TestSocketIOHandshakeExperiment(t *testing.T) {
 
 // TestWSEcho is the official JS ws client's echo cases.
 func TestWSEcho(t *testing.T) {
+	t.Parallel()
 	_, err := os.Stat("../node_modules/ws/package.json")
 	harness.Need(t, "ws (make deps)", err)
 	tg := harness.Start(t, "-variant", "echo-coder")

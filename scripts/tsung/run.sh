@@ -7,7 +7,11 @@ host=${1:-127.0.0.1}
 port=${2:-8083}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/knowngood-tsung.XXXXXX")
 sed -e "s/TSUNG_HOST/$host/" -e "s/TSUNG_PORT/$port/" "$(dirname "$0")/ws-echo.xml" > "$dir/ws-echo.xml"
-# tsung keeps its Erlang node name in ~/.tsung; HOME keeps runs apart.
-HOME=$dir tsung -f "$dir/ws-echo.xml" -l "$dir/log" start >"$dir/tsung.out" 2>&1 || { cat "$dir/tsung.out"; exit 1; }
+# tsung keeps its state in ~/.tsung; HOME keeps runs apart. Its Erlang
+# node is named tsung_controller@HOST, one per machine in epmd: a second run
+# at the same time (another user, another test) would fail on "name in
+# use", so -i gives each run a node of its own (its directory's suffix).
+# The second run's web dashboard finds port 8091 taken and goes without.
+HOME=$dir tsung -i "${dir##*.}" -f "$dir/ws-echo.xml" -l "$dir/log" start >"$dir/tsung.out" 2>&1 || { cat "$dir/tsung.out"; exit 1; }
 grep -hE '^stats: (users_count|finish_users_count|connect|request|match|match_abort|error_[a-z_]*) ' "$dir"/log/*/tsung.log | awk '{ n[$2] += $3 } END { for (k in n) print k, n[k] }' | sort
 echo "log: $dir"

@@ -119,10 +119,11 @@ func (c *cluster) startNginx(ctx context.Context, o options, sz sizing, bins *be
 		ups = append(ups, r.p.Addr)
 	}
 	for range sz.shards {
-		port, err := freePort()
+		port, held, err := holdPort()
 		if err != nil {
 			return err
 		}
+		defer held.Close() // nginx listens there once front returns
 		c.ports = append(c.ports, port)
 		ports = append(ports, strconv.Itoa(port))
 	}

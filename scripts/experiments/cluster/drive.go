@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/knowngood/knowngood/loadgen/sustain"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
@@ -282,13 +286,23 @@ func memoryInUse() float64 {
 	return (fields["MemTotal"] - fields["MemAvailable"]) / fields["MemTotal"]
 }
 
-// freePort is a free TCP port on 127.0.0.1; another process may take it
-// before nginx binds it, which fails the start (never the result).
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// holdPort is a free TCP port on 127.0.0.1, held by a listener with
+// SO_REUSEPORT until the caller closes it, once nginx listens there too.
+// nginx listens with reuseport, and a second nginx given the same port
+// would share it, the kernel splitting the connections between two runs
+// (two experiments side by side, or two users'): while the port is held,
+// no one else's bind to port 0 is given it, and once nginx has it, nginx
+// holds it. Until then the port is taken by this listener alone, which no
+// client dials.
+func holdPort() (int, io.Closer, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) })
+		return cmp.Or(err, serr)
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ln.Addr().(*net.TCPAddr).Port, ln, nil
 }

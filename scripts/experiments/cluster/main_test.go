@@ -71,6 +71,10 @@ func need(t *testing.T) *benchrun.Binaries {
 // replicas, emits every 300-600 ms) with the extra flags, and returns
 // its JSON report and what it printed. The thresholds are those a small
 // run on a loaded machine holds: what the tests check is the report.
+// The runs go side by side (t.Parallel): each has its own run directory,
+// Redis, replicas and nginx on free ports, and loadgen shards, and what a
+// test checks is its own report; the machine-wide CPU a report shows is
+// only read by the verdict, which the tests check for its wording.
 func small(t *testing.T, extra ...string) (*report, string) {
 	t.Helper()
 	bins := need(t)
@@ -116,6 +120,7 @@ func reconciled(t *testing.T, rep *report) {
 // TestRun: every connection is made and held, the report has each step
 // and each replica, and the two sides agree.
 func TestRun(t *testing.T) {
+	t.Parallel()
 	rep, text := small(t)
 	if rep.Conns != 300 || rep.Replicas != 2 || len(rep.Steps) != 3 {
 		t.Fatalf("conns %d, replicas %d, steps %d", rep.Conns, rep.Replicas, len(rep.Steps))
@@ -137,6 +142,7 @@ func TestRun(t *testing.T) {
 // refusals, and the verdict says so; the clients see them fail; the
 // other keeps serving.
 func TestFaultEMFILE(t *testing.T) {
+	t.Parallel()
 	rep, text := small(t, "-fault", "emfile")
 	last := rep.Steps[len(rep.Steps)-1]
 	bad, good := last.Replicas[1], last.Replicas[0]
@@ -160,6 +166,7 @@ func TestFaultEMFILE(t *testing.T) {
 // third (2x) the growth of RSS per connection, some 200 KiB of it not the
 // leak's at this size, was 1.22-1.24x, too near the verdict's 1.25x.
 func TestFaultLeakTimers(t *testing.T) {
+	t.Parallel()
 	_, text := small(t, "-fault", "leak-timers", "-churn", "1", "-conns", "500", "-steps", "5")
 	if !strings.Contains(text, "leak: RSS per active connection") || !strings.Contains(text, "timers outlive their connections") {
 		t.Errorf("no leak verdict:\n%s", text)
@@ -169,6 +176,7 @@ func TestFaultLeakTimers(t *testing.T) {
 // TestRedisShards: two Redis servers, both read, and the room pushes
 // still reach the clients.
 func TestRedisShards(t *testing.T) {
+	t.Parallel()
 	rep, text := small(t, "-redis-shards", "2")
 	last := rep.Steps[len(rep.Steps)-1]
 	if len(last.RedisCPUPct) != 2 || last.Push.Count == 0 || !strings.Contains(text, "Redis: 2 servers") {
@@ -181,6 +189,7 @@ func TestRedisShards(t *testing.T) {
 // reconnect to the other, all are held again by the end, and nothing is
 // counted twice.
 func TestKillReplica(t *testing.T) {
+	t.Parallel()
 	rep, text := small(t, "-replicas", "3", "-kill-replica", "6s")
 	last := rep.Steps[len(rep.Steps)-1]
 	if rep.Lost == 0 || rep.Reconnected < rep.Lost || rep.RecoverS == nil || last.Held != 300 || last.ServerActive != 300 {
@@ -195,6 +204,7 @@ func TestKillReplica(t *testing.T) {
 // TestInterrupt: SIGINT (Ctrl-C) in the middle of a run stops every
 // process it started (the pids file of its run directory lists them).
 func TestInterrupt(t *testing.T) {
+	t.Parallel()
 	need(t)
 	bin, err := harness.Build("./scripts/experiments/cluster", "cluster")
 	if err != nil {
@@ -263,6 +273,7 @@ func zombie(pid int) bool {
 
 // TestFlags: bad values name their flag.
 func TestFlags(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string
@@ -294,6 +305,7 @@ func TestFlags(t *testing.T) {
 // loopback addresses of its own that none holds more than pairBudget to
 // its nginx port; the zishang520 client binds none.
 func TestSources(t *testing.T) {
+	t.Parallel()
 	sz, err := size(options{conns: 100000, client: sustain.ClientLean})
 	if err != nil {
 		t.Fatal(err)
@@ -331,6 +343,7 @@ func TestSources(t *testing.T) {
 // TestRecovery: the seconds until the clients held as many as before the
 // kill.
 func TestRecovery(t *testing.T) {
+	t.Parallel()
 	held := []int64{100, 200, 150, 170, 200, 210}
 	if got := recovery(held, 2*time.Second); got == nil || *got != 3 {
 		t.Errorf("recovery = %v; want 3 s", got)
@@ -343,6 +356,7 @@ func TestRecovery(t *testing.T) {
 // TestLeakVerdict: growth of RSS per connection is a leak only on a
 // replica that holds at least as many connections as at the first step.
 func TestLeakVerdict(t *testing.T) {
+	t.Parallel()
 	step := func(active int64, kib float64) stepRow {
 		return stepRow{Replicas: []replicaRow{{Name: "replica1", Alive: true, Active: active, KiBPerConn: kib}}}
 	}

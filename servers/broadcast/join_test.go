@@ -32,6 +32,7 @@ import (
 // in seq order, and once it sees the next one that push's fan-out is over,
 // so the new client's echo again comes after it.
 func TestMemberOnceUpgraded(t *testing.T) {
+	t.Parallel()
 	const rounds = 1000
 	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
 		tg := start(t, name, b, func(c *config.Config) { c.Broadcast.PushInterval = time.Millisecond })

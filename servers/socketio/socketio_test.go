@@ -119,11 +119,13 @@ func start(t testing.TB, engine string, mode socketio.Mode, tweak func(*config.C
 	return tg
 }
 
-func (tg *target) shutdown(t testing.TB) {
+func (tg *target) shutdown(t testing.TB) { tg.shutdownWithin(t, 5*time.Second) }
+
+func (tg *target) shutdownWithin(t testing.TB, timeout time.Duration) {
 	if tg.srv == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := tg.srv.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown: %v", err)

@@ -357,6 +357,45 @@ func TestHeartbeatDueWithoutItsTimer(t *testing.T) {
 	}
 }
 
+// TestConnectTimeoutBeforeALatePing: when the heartbeat's timer runs
+// after the connect timeout was due, before the connect timeout's own (a
+// loaded process runs due timers in any order), the session is closed by
+// the connect timeout, as on Node, whose timers run in due order: the
+// pending long-poll gets the close packet, not a ping.
+func TestConnectTimeoutBeforeALatePing(t *testing.T) {
+	o := testOptions()
+	o.ConnectTimeout = 50 * time.Millisecond
+	reasons := make(chan string, 1)
+	o.Hooks.Closed = func(_ *Conn, reason string) {
+		select {
+		case reasons <- reason:
+		default:
+		}
+	}
+	e := startEngine(t, o)
+	sid := openPolling(t, e)
+	v, _ := e.conns.Load(sid)
+	c := v.(*Conn)
+	// Both timers stopped: they stand for timers that have not run yet.
+	c.mu.Lock()
+	c.heartbeat.Stop()
+	c.connectTmr.Stop()
+	c.mu.Unlock()
+	time.Sleep(o.ConnectTimeout) // the connect timeout is due
+	c.beat()                     // and the heartbeat's timer runs first
+	if code, body := get(t, e.url+"&transport=polling&sid="+sid); code != 200 || body != "1" {
+		t.Errorf("long-poll after a late heartbeat past the connect timeout: %d %q, want 200 and the close packet (1)", code, body)
+	}
+	select {
+	case reason := <-reasons:
+		if reason != "forced close" {
+			t.Errorf("session closed with %q, want forced close (the connect timeout)", reason)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the session was not closed")
+	}
+}
+
 // waitUntil polls cond for up to 5 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -166,6 +166,12 @@ func testConnectTimeoutAnyTransport(t *testing.T, engine string) {
 		suiteConfig(c)
 		c.SocketIO.ConnectTimeout = 200 * time.Millisecond // before the first ping (300 ms)
 	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			st := tg.metrics.Snapshot()
+			t.Logf("handshakes %v, disconnects %v", st.Handshakes, st.Disconnects)
+		}
+	})
 	ws, _ := rawOpen(t, tg)
 	pending := pollingSession(t, tg)
 	idle := pollingSession(t, tg)

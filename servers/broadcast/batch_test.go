@@ -15,7 +15,9 @@ import (
 // TestBacklogGoesOutTogether: on gorilla and coder, the messages queued
 // for a connection while its writer is stuck go out in a few writes once
 // it can write again, not one write each: a connection that fell behind
-// catches up (gnet writes its queue with one writev).
+// catches up (gnet writes its queue with one writev). It runs alone, the
+// targets one after the other: how many writes the backlog takes depends
+// on how soon the writer runs again once released.
 func TestBacklogGoesOutTogether(t *testing.T) {
 	const n = 40 // broadcasts: each queues the broadcast and its result
 	for _, v := range broadcastTargets(variants.OnNetHTTP) {
@@ -62,9 +64,11 @@ func TestBacklogGoesOutTogether(t *testing.T) {
 // own writer, never its reader. With the writer stuck in a write, every
 // message the client sends is still read and counted.
 func TestReaderOutlivesStuckWriter(t *testing.T) {
+	t.Parallel()
 	const n = 10 // messages sent once the writer is stuck
 	for _, v := range broadcastTargets(variants.OnNetHTTP) {
 		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
 			tg, c, writes := startHeld(t, v)
 			// A broadcast over the writer's 64 KiB batch: the writer
 			// writes it at once, and stays in that write.

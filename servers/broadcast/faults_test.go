@@ -1,8 +1,11 @@
 package broadcast_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,11 +14,13 @@ import (
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestFaultModes: each known-bad mode on every broadcast target against the
 // gorilla client, the client's count beside the server's faults_total.
 func TestFaultModes(t *testing.T) {
+	t.Parallel()
 	echo := []byte(`{"type":"echo","payload":"x"}`)
 	// answered sends n echoes, one at a time, and counts the answers that
 	// come within wait each.
@@ -41,6 +46,7 @@ func TestFaultModes(t *testing.T) {
 	}
 	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
 		t.Run("reject", func(t *testing.T) {
+			t.Parallel()
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.Reject = 0.3 })
 			const n = 60
 			refused := 0
@@ -60,6 +66,7 @@ func TestFaultModes(t *testing.T) {
 			}
 		})
 		t.Run("delay", func(t *testing.T) {
+			t.Parallel()
 			const delay = 100 * time.Millisecond
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.Delay = delay })
 			c, _, err := dialer(0).Dial(tg.URL(), nil)
@@ -76,6 +83,7 @@ func TestFaultModes(t *testing.T) {
 			}
 		})
 		t.Run("close-after", func(t *testing.T) {
+			t.Parallel()
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.CloseAfter = 3 })
 			c, _, err := dialer(0).Dial(tg.URL(), nil)
 			if err != nil {
@@ -96,16 +104,65 @@ func TestFaultModes(t *testing.T) {
 			}
 		})
 		t.Run("drop", func(t *testing.T) {
+			t.Parallel()
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.Drop = 0.5 })
 			c, _, err := dialer(0).Dial(tg.URL(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
+			answers := make(chan string, 100) // one per echo at most: the reader never waits
+			go func() {
+				defer close(answers)
+				for {
+					_, data, err := c.ReadMessage()
+					if err != nil {
+						return
+					}
+					var msg protocol.BroadcastMessage
+					_ = json.Unmarshal(data, &msg)
+					answers <- string(msg.Payload)
+				}
+			}()
+			drops := func() uint64 { return tg.Stats().Faults[faults.KindDrop] }
+			// echo sends echo k and waits for its answer, or for the
+			// server's drop count to go up past dropped: that says the
+			// echo will not be answered, where a deadline could be missed
+			// by a slow answer on a loaded machine. Each echo carries its
+			// number, so that a late answer to a dropped one shows as
+			// the wrong answer to the next.
+			echo := func(k int, dropped uint64) bool {
+				if err := c.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"type":"echo","payload":%d}`, k)); err != nil {
+					t.Fatal(err)
+				}
+				deadline := time.After(10 * time.Second)
+				for drops() == dropped {
+					select {
+					case got, ok := <-answers:
+						if !ok {
+							t.Fatalf("echo %d: the connection ended", k)
+						}
+						if got != strconv.Itoa(k) {
+							t.Fatalf("echo %d answered %s", k, got)
+						}
+						return true
+					case <-deadline:
+						t.Fatalf("echo %d neither answered nor dropped within 10s", k)
+					case <-time.After(2 * time.Millisecond):
+					}
+				}
+				return false
+			}
 			// Until the first drop: its answer never comes.
-			got := answered(t, c, 50, 300*time.Millisecond)
-			if drops := tg.Stats().Faults[faults.KindDrop]; drops != 1 || got == 50 {
-				t.Errorf("%d answered before the first unanswered echo; server: %d drop faults, want 1", got, drops)
+			k := 0
+			for k < 50 && echo(k, 0) {
+				k++
+			}
+			if n := drops(); n != 1 || k == 50 {
+				t.Fatalf("%d answered before the first unanswered echo; server: %d drop faults, want 1", k, n)
+			}
+			// Then until one is answered: it must be answered as itself.
+			for k++; k < 100 && !echo(k, drops()); k++ {
 			}
 		})
 	})

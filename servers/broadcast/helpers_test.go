@@ -57,10 +57,14 @@ func broadcastTargets(preds ...func(variants.Variant) bool) []broadcastTarget {
 	return out
 }
 
-// forEach runs f as a subtest for every broadcast variant.
+// forEach runs f as a subtest for every broadcast variant, side by side:
+// each has a target of its own on a port of its own.
 func forEach(t *testing.T, f func(t *testing.T, name string, b lifecycletest.Build)) {
 	for _, v := range broadcastTargets() {
-		t.Run(v.name, func(t *testing.T) { f(t, v.name, v.build) })
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, v.name, v.build)
+		})
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 // 1009, invalid UTF-8 with 1007, a non-upgrade request gets 426; on
 // Shutdown every client is closed with 1001.
 func TestLimitsCompressionShutdown(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
 		tg := start(t, name, b, func(c *config.Config) {
 			c.MaxMessage = 1024

@@ -18,6 +18,7 @@ import (
 // broadcasts' entries however late its writer runs: nothing here depends
 // on timing.
 func TestSlowCloseFindsTheNonReader(t *testing.T) {
+	t.Parallel()
 	const window, most = 2, 20000
 	forEach(t, func(t *testing.T, name string, b lifecycletest.Build) {
 		tg := start(t, name, b, func(c *config.Config) {

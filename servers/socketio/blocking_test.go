@@ -30,6 +30,8 @@ func timedConnect(t *testing.T, tg *target) time.Duration {
 // TestBlockingRepeatedConnects: a session that writes 400 CONNECTs at once
 // holds one place in the loop, not 400 (20 s at 50 ms each): it is closed
 // after a few repeats, and the next client connects in a few delays.
+// Not parallel with the other tests, whose work would eat into the
+// margin; the engines' runs, each a loop asleep most of the time, are.
 func TestBlockingRepeatedConnects(t *testing.T) { forWebSocket(t, testBlockingRepeatedConnects) }
 
 func testBlockingRepeatedConnects(t *testing.T, engine string) {
@@ -65,7 +67,8 @@ func testBlockingRepeatedConnects(t *testing.T, engine string) {
 // TestBlockingLeaversGiveUpTheirTurn: clients that send a CONNECT and leave
 // before their turn do not hold the loop: a client connecting after they
 // have gone waits for at most the turn under way and its own, not for
-// theirs.
+// theirs. Not parallel with the other tests, as
+// TestBlockingRepeatedConnects.
 func TestBlockingLeaversGiveUpTheirTurn(t *testing.T) {
 	forWebSocket(t, testBlockingLeaversGiveUpTheirTurn)
 }

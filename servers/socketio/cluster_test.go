@@ -213,7 +213,10 @@ var replicaEngines = [][2]string{
 // named after it.
 func forReplicaEngines(t *testing.T, test func(t *testing.T, engines [2]string)) {
 	for _, e := range replicaEngines {
-		t.Run(e[0]+"+"+e[1], func(t *testing.T) { test(t, e) })
+		t.Run(e[0]+"+"+e[1], func(t *testing.T) {
+			t.Parallel() // each mix has a Redis and servers of its own
+			test(t, e)
+		})
 	}
 }
 
@@ -253,7 +256,10 @@ func (c *cluster) waitSubscribed(t *testing.T) {
 // TestClusterBroadcast: namespace-wide and room broadcasts sent on each
 // server, knowngood or Node, reach every socket of the cluster (or every
 // room member) exactly once, and every ack carries the cluster's count.
-func TestClusterBroadcast(t *testing.T) { forReplicaEngines(t, testClusterBroadcast) }
+func TestClusterBroadcast(t *testing.T) {
+	t.Parallel()
+	forReplicaEngines(t, testClusterBroadcast)
+}
 
 func testClusterBroadcast(t *testing.T, engines [2]string) {
 	c := startCluster(t, engines)
@@ -358,7 +364,10 @@ func testClusterBroadcast(t *testing.T, engines [2]string) {
 // own sockets, answers a broadcast's ack with its own count, and counts
 // the broadcast that could not cross; once Redis is back, every server
 // subscribes again by itself and broadcasts cross again.
-func TestClusterRedisDown(t *testing.T) { forEngines(t, testClusterRedisDown) }
+func TestClusterRedisDown(t *testing.T) {
+	t.Parallel()
+	forEngines(t, testClusterRedisDown)
+}
 
 func testClusterRedisDown(t *testing.T, engine string) {
 	c := startCluster(t, [2]string{engine, engine})
@@ -420,6 +429,7 @@ func testClusterRedisDown(t *testing.T, engine string) {
 // listens on both: room broadcasts on either shard, and namespace-wide
 // ones on the first, reach every socket they are for exactly once.
 func TestClusterShards(t *testing.T) {
+	t.Parallel()
 	shards := []*clustertest.Redis{clustertest.StartRedis(t), clustertest.StartRedis(t)}
 	urls := shards[0].URL + "," + shards[1].URL
 	var servers []string

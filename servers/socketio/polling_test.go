@@ -53,7 +53,10 @@ func httpDo(t *testing.T, method, url, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func TestPollingHeartbeat(t *testing.T) { forEngines(t, testPollingHeartbeat) }
+func TestPollingHeartbeat(t *testing.T) {
+	t.Parallel()
+	forEngines(t, testPollingHeartbeat)
+}
 
 func testPollingHeartbeat(t *testing.T, engine string) {
 	// A longer connect timeout than the suite's: the Engine.IO session here never joins
@@ -92,6 +95,7 @@ func testPollingHeartbeat(t *testing.T, engine string) {
 // run yet, and the native engine answers as Node's engine.io (whose
 // timers run on time) all the same.
 func TestPollingPingTimeout(t *testing.T) {
+	t.Parallel()
 	tg := start(t, config.EngineNative, socketio.Empty, suiteConfig)
 	for range 5 {
 		sid := pollingSession(t, tg)
@@ -103,7 +107,10 @@ func TestPollingPingTimeout(t *testing.T) {
 	waitFor(t, "disconnects{ping timeout} = 5", func() bool { return tg.metrics.Snapshot().Disconnects["ping timeout"] == 5 })
 }
 
-func TestPollingUpgrade(t *testing.T) { forEngines(t, testPollingUpgrade) }
+func TestPollingUpgrade(t *testing.T) {
+	t.Parallel()
+	forEngines(t, testPollingUpgrade)
+}
 
 func testPollingUpgrade(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -149,12 +156,21 @@ func testPollingUpgrade(t *testing.T, engine string) {
 // polling with a GET pending at once (it gets the close packet), and over
 // polling with none pending when the close can go out, here by ping
 // timeout since the client never polls again (as in Node).
-func TestConnectTimeoutAnyTransport(t *testing.T) { forEngines(t, testConnectTimeoutAnyTransport) }
+func TestConnectTimeoutAnyTransport(t *testing.T) {
+	t.Parallel()
+	forEngines(t, testConnectTimeoutAnyTransport)
+}
 
 func testConnectTimeoutAnyTransport(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, func(c *config.Config) {
 		suiteConfig(c)
 		c.SocketIO.ConnectTimeout = 200 * time.Millisecond // before the first ping (300 ms)
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			st := tg.metrics.Snapshot()
+			t.Logf("handshakes %v, disconnects %v", st.Handshakes, st.Disconnects)
+		}
 	})
 	ws, _ := rawOpen(t, tg)
 	pending := pollingSession(t, tg)
@@ -173,7 +189,10 @@ func testConnectTimeoutAnyTransport(t *testing.T, engine string) {
 // TestPollingMalformedPacket: a POST with a packet that is not Socket.IO
 // closes the session (as over WebSocket) and is answered 400, not the
 // library's 429 Too Many Requests.
-func TestPollingMalformedPacket(t *testing.T) { forEngines(t, testPollingMalformedPacket) }
+func TestPollingMalformedPacket(t *testing.T) {
+	t.Parallel()
+	forEngines(t, testPollingMalformedPacket)
+}
 
 func testPollingMalformedPacket(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)

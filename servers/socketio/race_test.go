@@ -71,7 +71,10 @@ func (c *rawHTTP) response(t *testing.T) (int, string) {
 // close packet. Node answers the GET 200 with a noop (its polling
 // transport's onClose writes one to the pending request), the POST "ok",
 // and any GET after that 400.
-func TestPollingCloseRace(t *testing.T) { forEngines(t, testPollingCloseRace) }
+//
+// This test and TestUpgradeRace run alone: they are short, and what they
+// check is an order on the wire that load elsewhere could only blur.
+func TestPollingCloseRace(t *testing.T) { inTurn(t, engines, testPollingCloseRace) }
 
 func testPollingCloseRace(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -103,7 +106,7 @@ func testPollingCloseRace(t *testing.T, engine string) {
 // upgrade) without waiting for the 3probe, then a polling GET. The client
 // sent the upgrade first, so Node (which reads both in arrival order)
 // answers the GET 400 ("Bad request": the session is on WebSocket now).
-func TestUpgradeRace(t *testing.T) { forEngines(t, testUpgradeRace) }
+func TestUpgradeRace(t *testing.T) { inTurn(t, engines, testUpgradeRace) }
 
 func testUpgradeRace(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -136,7 +139,10 @@ func testUpgradeRace(t *testing.T, engine string) {
 // (Node's ws sends one without a status code: 1005 at the client). A pong
 // the server handled before arming its ping timeout used to close the
 // session with "ping timeout" a ping later.
-func TestHeartbeatRace(t *testing.T) { forEngines(t, testHeartbeatRace) }
+func TestHeartbeatRace(t *testing.T) {
+	t.Parallel()
+	forEngines(t, testHeartbeatRace)
+}
 
 func testHeartbeatRace(t *testing.T, engine string) {
 	const sessions = 10

@@ -56,17 +56,36 @@ var engines = []string{config.EngineZishang520, config.EngineNative}
 // only, so it runs the tests that use nothing else (forWebSocket).
 const nativeGnet = "native-gnet"
 
+// webSocketEngines are the engines and the native engine's gnet
+// transport: the targets of a test of WebSocket sessions.
+var webSocketEngines = append(slices.Clone(engines), nativeGnet)
+
 // forWebSocket runs a test of WebSocket sessions once on each engine and
-// once on the native engine's gnet transport.
+// once on the native engine's gnet transport, side by side: each run has a
+// target of its own on a port of its own.
 func forWebSocket(t *testing.T, test func(t *testing.T, engine string)) {
-	for _, engine := range append(slices.Clone(engines), nativeGnet) {
-		t.Run(engine, func(t *testing.T) { test(t, engine) })
+	forEach(t, webSocketEngines, test)
+}
+
+// forEngines runs test once on each engine, as parallel subtests named
+// after it.
+func forEngines(t *testing.T, test func(t *testing.T, engine string)) {
+	forEach(t, engines, test)
+}
+
+func forEach(t *testing.T, on []string, test func(t *testing.T, engine string)) {
+	for _, engine := range on {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			test(t, engine)
+		})
 	}
 }
 
-// forEngines runs test once on each engine, as a subtest named after it.
-func forEngines(t *testing.T, test func(t *testing.T, engine string)) {
-	for _, engine := range engines {
+// inTurn runs test on each of on, one after the other: for the tests whose
+// margins are timings that other targets' work would eat into.
+func inTurn(t *testing.T, on []string, test func(t *testing.T, engine string)) {
+	for _, engine := range on {
 		t.Run(engine, func(t *testing.T) { test(t, engine) })
 	}
 }
@@ -100,11 +119,13 @@ func start(t testing.TB, engine string, mode socketio.Mode, tweak func(*config.C
 	return tg
 }
 
-func (tg *target) shutdown(t testing.TB) {
+func (tg *target) shutdown(t testing.TB) { tg.shutdownWithin(t, 5*time.Second) }
+
+func (tg *target) shutdownWithin(t testing.TB, timeout time.Duration) {
 	if tg.srv == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := tg.srv.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown: %v", err)
@@ -227,11 +248,15 @@ func transportsOn(engine string) map[string][]string {
 	return transportSets
 }
 
-func TestEvents(t *testing.T) { forWebSocket(t, testEvents) }
+func TestEvents(t *testing.T) {
+	t.Parallel()
+	forWebSocket(t, testEvents)
+}
 
 func testEvents(t *testing.T, engine string) {
 	for name, transports := range transportsOn(engine) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.EmitAuth = true })
 			a := dial(t, tg.url, "/", transports, map[string]any{"token": "123"})
 			if got := a.nextEvent(t); fmt.Sprint(got) != "[auth map[token:123]]" {
@@ -311,7 +336,11 @@ func roomOfOne(t *testing.T, from, member *client, room, payload string) {
 // so the k-th ack the client sees comes k x delay or more after the connects
 // began, however late the client reads. (Gaps between acks, as the client
 // sees them, shrink when the client reads one ack late: 1 in 35 runs here.)
-func TestBlockingContract(t *testing.T) { forWebSocket(t, testBlockingContract) }
+//
+// Not parallel, neither with the other tests nor across engines: the async
+// target's longest handshake must stay a third of the blocking loop's,
+// and other targets' work on the same cores would only lengthen it.
+func TestBlockingContract(t *testing.T) { inTurn(t, webSocketEngines, testBlockingContract) }
 
 func testBlockingContract(t *testing.T, engine string) {
 	const n, delay = 20, 50 * time.Millisecond

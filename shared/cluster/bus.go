@@ -263,10 +263,19 @@ func (b *Bus) publish() {
 		// A message that waited AnswerWait (Redis gone, dials failing) is
 		// dropped, not sent late: its result has gone out without it, and
 		// a broadcast or a push arriving seconds after it was made would
-		// pass for a delivery. It counts as not crossed.
-		ctx, cancel := context.WithTimeout(b.ctx, AnswerWait)
-		pipe := b.r.Client.Pipeline()
+		// pass for a delivery. It counts as not crossed. The round trip
+		// ends when the wait of the oldest message sent does: go-redis
+		// retries on a new connection, and a retry that reached a Redis
+		// come back after that would still deliver it late.
 		now := time.Now()
+		var oldest time.Time
+		for _, msg := range batch {
+			if now.Sub(msg.at) < AnswerWait && (oldest.IsZero() || msg.at.Before(oldest)) {
+				oldest = msg.at
+			}
+		}
+		ctx, cancel := context.WithDeadline(b.ctx, oldest.Add(AnswerWait))
+		pipe := b.r.Client.Pipeline()
 		for _, msg := range batch {
 			var cmd *redis.IntCmd
 			if now.Sub(msg.at) < AnswerWait {

@@ -21,6 +21,7 @@ import (
 // results, nor any for longer than AnswerWait; every result still goes
 // out once, and every one is counted as partial, with its reason.
 func TestBusBounded(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	srv := clustertest.StartRedis(t)
 	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
 	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -80,6 +81,7 @@ func TestBusBounded(t *testing.T) {
 // subscribed (reconnecting) does not get a broadcast: PUBLISH reaches
 // fewer replicas than are live, and the result is counted as missed.
 func TestBusMissed(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	srv := clustertest.StartRedis(t)
 	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
 	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))

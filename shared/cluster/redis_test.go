@@ -32,6 +32,7 @@ func waitState(t *testing.T, r *cluster.Redis, want string) {
 // down (and counted) once it is killed, and up again after a restart on
 // the same port, without anything but the replica's own reconnecting.
 func TestRedisStateFollowsServer(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	srv := clustertest.StartRedis(t)
 	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
 	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -121,6 +121,7 @@ func closedBy(t *testing.T, addr string, sends ...string) (string, time.Duration
 // is closed once that stage's bound has passed, and counted by stage; one
 // whose client leaves first is not counted.
 func TestHTTPServerBounds(t *testing.T) {
+	t.Parallel() // a server of its own
 	s := newBoundedServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.Copy(io.Discard, r.Body)
 		if r.URL.Path == "/careless" {
@@ -188,6 +189,7 @@ func TestHTTPServerBounds(t *testing.T) {
 // holds (a long-polling GET) or a hijacked connection, even one whose
 // request came with a body.
 func TestHTTPServerHeldResponse(t *testing.T) {
+	t.Parallel() // a server of its own
 	const held = 4 * bound
 	s := newBoundedServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

@@ -67,6 +67,7 @@ type Conn struct {
 	pingSent   time.Time
 	pingSeen   bool
 	connectTmr sessionTimer
+	connectBy  time.Time // when the connect timeout is due
 
 	sockets  map[string]*Socket // by namespace
 	pending  int                // CONNECTs in the middleware
@@ -104,7 +105,9 @@ func (c *Conn) ServerClosed() bool {
 func (c *Conn) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.expires = time.Now().Add(c.srv.opts.PingInterval + c.srv.opts.PingTimeout)
+	now := time.Now()
+	c.expires = now.Add(c.srv.opts.PingInterval + c.srv.opts.PingTimeout)
+	c.connectBy = now.Add(c.srv.opts.ConnectTimeout)
 	if c.eio3 {
 		// The v3 client pings; the session ends when no ping has come
 		// for pingInterval + pingTimeout.
@@ -124,11 +127,19 @@ func (c *Conn) start() {
 
 // beat is the heartbeat timer: a ping every pingInterval, and a session
 // whose pong has not come pingTimeout after it is closed. A closing
-// session sends no ping but still times out, as in Node.
+// session sends no ping but still times out, as in Node. A session past
+// its connect timeout without a namespace is closed instead, as that
+// timer, due first, would have done: on a loaded process the two timers'
+// functions may run in either order, where Node's run in due order.
 func (c *Conn) beat() {
 	c.mu.Lock()
 	if c.state == stateClosed {
 		c.mu.Unlock()
+		return
+	}
+	if c.state == stateOpen && !c.joined && !time.Now().Before(c.connectBy) {
+		c.mu.Unlock()
+		c.Close()
 		return
 	}
 	if c.awaitPong {

@@ -157,7 +157,11 @@ func openPolling(t *testing.T, e *engine) string {
 // TestBroadcastEncodedOnce: a broadcast queues the very same frame on
 // every member's session, and each gets the same bytes.
 func TestBroadcastEncodedOnce(t *testing.T) {
-	e := startEngine(t, testOptions())
+	o := testOptions()
+	// No ping in the queues: the frames compared are the broadcast's
+	// alone, however long a loaded machine takes to get there.
+	o.PingInterval = time.Minute
+	e := startEngine(t, o)
 	var sids []string
 	for range 3 {
 		sid := openPolling(t, e)
@@ -354,6 +358,45 @@ func TestHeartbeatDueWithoutItsTimer(t *testing.T) {
 	}
 	if code, body := post(t, e.url+"&transport=polling&sid="+sid, "3"); code != 200 {
 		t.Errorf("the pong to a late ping: %d %s, want 200", code, body)
+	}
+}
+
+// TestConnectTimeoutBeforeALatePing: when the heartbeat's timer runs
+// after the connect timeout was due, before the connect timeout's own (a
+// loaded process runs due timers in any order), the session is closed by
+// the connect timeout, as on Node, whose timers run in due order: the
+// pending long-poll gets the close packet, not a ping.
+func TestConnectTimeoutBeforeALatePing(t *testing.T) {
+	o := testOptions()
+	o.ConnectTimeout = 50 * time.Millisecond
+	reasons := make(chan string, 1)
+	o.Hooks.Closed = func(_ *Conn, reason string) {
+		select {
+		case reasons <- reason:
+		default:
+		}
+	}
+	e := startEngine(t, o)
+	sid := openPolling(t, e)
+	v, _ := e.conns.Load(sid)
+	c := v.(*Conn)
+	// Both timers stopped: they stand for timers that have not run yet.
+	c.mu.Lock()
+	c.heartbeat.Stop()
+	c.connectTmr.Stop()
+	c.mu.Unlock()
+	time.Sleep(o.ConnectTimeout) // the connect timeout is due
+	c.beat()                     // and the heartbeat's timer runs first
+	if code, body := get(t, e.url+"&transport=polling&sid="+sid); code != 200 || body != "1" {
+		t.Errorf("long-poll after a late heartbeat past the connect timeout: %d %q, want 200 and the close packet (1)", code, body)
+	}
+	select {
+	case reason := <-reasons:
+		if reason != "forced close" {
+			t.Errorf("session closed with %q, want forced close (the connect timeout)", reason)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the session was not closed")
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 // of one write per message; a lone message is answered at once (every other
 // test, sync, waits for its echo before it sends again).
 func TestRepliesTogether(t *testing.T) {
+	t.Parallel()
 	const n = 30 // 30 x 134 bytes: one read of gorilla's and coder's 4 KiB buffers
 	var batch bytes.Buffer
 	for i := range n {
@@ -32,6 +33,7 @@ func TestRepliesTogether(t *testing.T) {
 			continue // gnet writes from its loop, unseen by a listener wrapper
 		}
 		t.Run(tgt.name, func(t *testing.T) {
+			t.Parallel()
 			writes := lifecycletest.NewWrites()
 			tg := startOn(t, tgt.name, tgt.build, nil, nil, writes.Wrap)
 			rc := rawDial(t, tg.Addr)
@@ -56,6 +58,7 @@ func TestRepliesTogether(t *testing.T) {
 // more input waits, so held replies go before every read: pipelined echoes
 // all come back, in order, and a lone one is not held.
 func TestRepliesTogetherTLS(t *testing.T) {
+	t.Parallel()
 	cert := selfSigned(t)
 	wrap := func(ln net.Listener) net.Listener {
 		return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
@@ -65,6 +68,7 @@ func TestRepliesTogetherTLS(t *testing.T) {
 			continue // replies are held by the net/http libraries only
 		}
 		t.Run(tgt.name, func(t *testing.T) {
+			t.Parallel()
 			tg := startOn(t, tgt.name, tgt.build, nil, nil, wrap)
 			dialer := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 5 * time.Second}
 			conn, _, err := dialer.Dial("wss://"+tg.Addr+"/", nil)

@@ -67,6 +67,7 @@ var deflateOffers = []struct {
 // inflates to what was sent; where it was not, an uncompressed message
 // comes back uncompressed and a compressed one is a protocol error (1002).
 func TestDeflateNegotiation(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) { c.Compression = true })
 		for _, tc := range deflateOffers {
@@ -180,6 +181,7 @@ ws.on("close", (code) => {
 // TestDeflateNodeClient: Node's ws, a client that checks the answer to its
 // offer, negotiates with every target and gets its message back.
 func TestDeflateNodeClient(t *testing.T) {
+	t.Parallel()
 	nodeModules, err := filepath.Abs("../../scripts/node_modules")
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +224,7 @@ func TestDeflateNodeClient(t *testing.T) {
 // permessage-deflate, echoes compressed messages, and checks -max-message
 // against the inflated size (a small compressed frame can inflate past it).
 func TestCompression(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) { c.Compression = true; c.MaxMessage = 64 << 10 })
 		dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second, EnableCompression: true}

@@ -19,6 +19,7 @@ import (
 // pinged after -ping-interval and dropped after -ping-timeout, counted as
 // ping_timeout; a client that answers pings but sends nothing stays.
 func TestHalfOpen(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		const interval, timeout = 200 * time.Millisecond, 300 * time.Millisecond
 		tg := start(t, name, b, func(c *config.Config) { c.PingInterval, c.PingTimeout = interval, timeout })
@@ -79,6 +80,7 @@ func TestHalfOpen(t *testing.T) {
 // an abrupt close (a killed process: FIN with half a frame sent), are
 // cleaned up and counted as 1006, and the target goes on serving.
 func TestBrokenClients(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
 		before := tg.stats()
@@ -111,6 +113,7 @@ func TestBrokenClients(t *testing.T) {
 // gone at once, one that never answers is dropped when half the time is up,
 // and Shutdown returns within its deadline either way.
 func TestShutdown(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
 		before := tg.stats()
@@ -153,6 +156,7 @@ func TestShutdown(t *testing.T) {
 // TestMetricsOff: -metrics=false builds the same target with no
 // instrumentation.
 func TestMetricsOff(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) { c.Metrics = false })
 		conn, _, err := websocket.DefaultDialer.Dial(tg.url(), nil)

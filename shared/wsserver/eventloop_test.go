@@ -83,6 +83,7 @@ func (s *syncBuffer) String() string {
 // spread over them are all served; gnet's own log lines go to the target's
 // logger at debug level.
 func TestGnetLoops(t *testing.T) {
+	t.Parallel()
 	var log syncBuffer
 	tg := startOn(t, "gnet", gnetEcho, func(c *config.Config) { c.Gnet.Loops = 3; c.LogLevel = "debug" }, &log, nil)
 	var conns []*websocket.Conn
@@ -114,6 +115,7 @@ func TestGnetLoops(t *testing.T) {
 // messages of -max-message waiting (at least 1 MiB) it closes with 1008
 // rather than buffer without end.
 func TestGnetSlowReader(t *testing.T) {
+	t.Parallel()
 	tg := start(t, "gnet", gnetEcho, func(c *config.Config) { c.MaxMessage = 64 << 10 })
 	before := tg.stats()
 	rc := dialTCP(t, tg.Addr)

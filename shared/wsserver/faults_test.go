@@ -19,8 +19,10 @@ import (
 // library, the client's count beside the server's
 // knowngood_faults_total{kind}.
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		t.Run("reject", func(t *testing.T) {
+			t.Parallel()
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.Reject = 0.2 })
 			const n = 200
 			refused := 0
@@ -51,6 +53,7 @@ func TestFaults(t *testing.T) {
 			}
 		})
 		t.Run("delay", func(t *testing.T) {
+			t.Parallel()
 			const delay = 100 * time.Millisecond
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.Delay = delay })
 			conn := dialWS(t, tg.url())
@@ -78,6 +81,7 @@ func TestFaults(t *testing.T) {
 			check(t, "faults delay", tg.stats().Faults[faults.KindDelay], 15)
 		})
 		t.Run("close-after", func(t *testing.T) {
+			t.Parallel()
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.CloseAfter = 10 })
 			conn := dialWS(t, tg.url())
 			for i := range 20 {
@@ -99,6 +103,7 @@ func TestFaults(t *testing.T) {
 			check(t, "disconnects 1011", st.Disconnects["1011"], 1)
 		})
 		t.Run("drop", func(t *testing.T) {
+			t.Parallel()
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.Drop = 0.05 })
 			conn := dialWS(t, tg.url())
 			const n = 1000
@@ -109,15 +114,48 @@ func TestFaults(t *testing.T) {
 					}
 				}
 			}()
-			got := 0
-			for {
-				_ = conn.SetReadDeadline(time.Now().Add(time.Second))
-				if _, _, err := conn.ReadMessage(); err != nil {
-					break
+			echoes := make(chan struct{}, n+1) // never full: the reader never waits
+			go func() {
+				_ = conn.SetReadDeadline(time.Time{}) // the test's Cleanup closes it
+				for {
+					if _, _, err := conn.ReadMessage(); err != nil {
+						return
+					}
+					echoes <- struct{}{}
 				}
-				got++
+			}()
+			// Until every message is echoed or counted as dropped: the
+			// server's count says when, not a second of silence, which a
+			// loaded machine can pause for. The count is read when the
+			// echoes pause, not after each one: a snapshot of the stats
+			// costs more than an echo. Then a second more, for an echo no
+			// message was owed.
+			got := 0
+			drops := func() uint64 { return tg.stats().Faults[faults.KindDrop] }
+			deadline := time.After(30 * time.Second)
+			for uint64(got)+drops() < n {
+			pause:
+				for {
+					select {
+					case <-echoes:
+						got++
+					case <-time.After(5 * time.Millisecond):
+						break pause
+					case <-deadline:
+						t.Fatalf("after 30s, %d echoed and %d dropped of %d", got, drops(), n)
+					}
+				}
 			}
-			dropped := tg.stats().Faults[faults.KindDrop]
+			for extra := time.After(time.Second); ; {
+				select {
+				case <-echoes:
+					got++
+					continue
+				case <-extra:
+				}
+				break
+			}
+			dropped := drops()
 			t.Logf("%d of %d echoed, %d dropped by the server", got, n, dropped)
 			check(t, "echoed + dropped", uint64(got)+dropped, n)
 			if dropped == 0 || dropped > n/5 {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,6 +121,7 @@ func frameCases() []frameCase {
 // under half the time of the server's wait for a client that does not
 // answer its close.
 func TestFrameBytes(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) { c.MaxMessage = 1000 })
 
@@ -159,23 +161,36 @@ func TestFrameBytes(t *testing.T) {
 // TestOverflowBounded: after the continuation whose length would overflow,
 // the client streams 32 MiB more; the server has closed with 1009 at once,
 // drops what comes, and holds none of it.
+//
+// It weighs the process's heap, so it is not parallel with the other
+// tests. Its libraries' runs are, but each holds weighing from its start
+// to its weighing: what overlaps is the rest, the server's close wait,
+// which allocates next to nothing.
 func TestOverflowBounded(t *testing.T) {
+	var weighing sync.Mutex
 	forEach(t, func(t *testing.T, name string, b build) {
-		tg := start(t, name, b, nil)
-		rc := rawDial(t, tg.Addr)
-		rc.write(wstest.Frame(0x01, payload(10)))
-		rc.write(wstest.Header(0x80, math.MaxInt64-9))
-		if got := rc.readExactly(4); !bytes.Equal(got, serverClose(1009)) {
-			t.Fatalf("got % x, want 1009 at once", got)
-		}
-		before := heapInUse()
-		chunk := make([]byte, 1<<20)
-		for range 32 {
-			if _, err := rc.c.Write(chunk); err != nil {
-				break // the server's wait ended: it closed
+		var grew int64
+		rc := func() *rawConn {
+			weighing.Lock()
+			defer weighing.Unlock() // on t.Fatal too
+			tg := start(t, name, b, nil)
+			rc := rawDial(t, tg.Addr)
+			rc.write(wstest.Frame(0x01, payload(10)))
+			rc.write(wstest.Header(0x80, math.MaxInt64-9))
+			if got := rc.readExactly(4); !bytes.Equal(got, serverClose(1009)) {
+				t.Fatalf("got % x, want 1009 at once", got)
 			}
-		}
-		if grew := heapInUse() - before; grew > 8<<20 {
+			before := heapInUse()
+			chunk := make([]byte, 1<<20)
+			for range 32 {
+				if _, err := rc.c.Write(chunk); err != nil {
+					break // the server's wait ended: it closed
+				}
+			}
+			grew = heapInUse() - before
+			return rc
+		}()
+		if grew > 8<<20 {
 			t.Errorf("the heap grew by %d MiB while 32 MiB of a refused frame came", grew>>20)
 		}
 		rc.untilEOF()

@@ -15,6 +15,7 @@ import (
 // input gets the close code RFC 6455 gives it: 1009 over -max-message,
 // 1007 for invalid UTF-8, 1002 for protocol errors.
 func TestFrames(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) { c.MaxMessage = 1000 })
 		before := tg.stats()

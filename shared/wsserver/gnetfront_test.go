@@ -70,6 +70,7 @@ func startFront(t *testing.T) *target {
 // TestGnetFrontAnswers: a request Front answers gets that answer, as
 // net/http writes it, and the connection ends after it.
 func TestGnetFrontAnswers(t *testing.T) {
+	t.Parallel()
 	tg := startFront(t)
 	resp, err := http.Get("http://" + tg.Addr + "/other")
 	if err != nil {
@@ -89,6 +90,7 @@ func TestGnetFrontAnswers(t *testing.T) {
 // written from another goroutine or a task of its loop, arrive in order, and whose close after
 // the queue comes after them, without a status code (1005 at the client).
 func TestGnetFrontUpgrades(t *testing.T) {
+	t.Parallel()
 	tg := startFront(t)
 	conn, _, err := websocket.DefaultDialer.Dial("ws://"+tg.Addr+"/ws", nil)
 	if err != nil {

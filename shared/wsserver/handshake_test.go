@@ -18,6 +18,7 @@ import (
 // the same answer from every target, with a one-line body, is counted as a
 // failed handshake, and the connection is closed.
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
 		before := tg.stats()
@@ -71,6 +72,7 @@ func TestRefusals(t *testing.T) {
 // upgrade, also rejected (and counted as refused at the cap, which the
 // origin's 403s are not), and a place freed is taken again.
 func TestOriginAndCap(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) {
 			c.Origins = []string{"https://good.test"}
@@ -115,6 +117,7 @@ func TestOriginAndCap(t *testing.T) {
 // half-way is counted as abandoned; a connection that never sends a byte
 // is closed too, and is no handshake at all.
 func TestSlowUpgrade(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		const timeout = 500 * time.Millisecond
 		tg := start(t, name, b, func(c *config.Config) { c.HandshakeTimeout = timeout })

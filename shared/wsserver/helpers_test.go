@@ -64,10 +64,14 @@ var libraries = []struct {
 	{"gnet", gnetEcho, false},
 }
 
-// forEach runs f as a subtest for every library.
+// forEach runs f as a subtest for every library, side by side: each has
+// a target of its own on a port of its own.
 func forEach(t *testing.T, f func(t *testing.T, name string, b build)) {
 	for _, lib := range libraries {
-		t.Run(lib.name, func(t *testing.T) { f(t, lib.name, lib.build) })
+		t.Run(lib.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, lib.name, lib.build)
+		})
 	}
 }
 

@@ -23,12 +23,14 @@ import (
 // of the upgrade request; gnet, which reads the socket itself, refuses
 // -tls-cert when it is built.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	cert := selfSigned(t)
 	wrap := func(ln net.Listener) net.Listener {
 		return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
 	}
 	for _, tgt := range libraries { // gnet through its TLS bridge
 		t.Run(tgt.name, func(t *testing.T) {
+			t.Parallel()
 			tg := startOn(t, tgt.name, tgt.build, nil, io.Discard, wrap)
 			dialer := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 5 * time.Second}
 			conn, _, err := dialer.Dial("wss://"+tg.Addr+"/", nil)

@@ -96,6 +96,7 @@ func next(t *testing.T, ch <-chan *redis.Message) *redis.Message {
 // namespace's channel, and one to a single room on the room's, in the
 // Node adapter's format with this adapter's uid.
 func TestBroadcastPublished(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	f := newFixture(t)
 	msgs := f.subscribe(t, f.chans.broadcast, f.chans.broadcast+"r1#")
 	_ = f.io.Emit("hello", "x", 1)
@@ -127,6 +128,7 @@ func waitCount(t *testing.T, m *metrics.Metrics, direction, result string, n uin
 // one and adds its answer; a server that does not answer is left out
 // after CountTimeout, and counted.
 func TestCount(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	f := newFixture(t)
 	reqs := f.subscribe(t, f.chans.request)
 	f.waitNumSub(t, 2)
@@ -158,6 +160,7 @@ func TestCount(t *testing.T) {
 // ALL_ROOMS and REMOTE_FETCH requests on the response channel, and ignores
 // its own.
 func TestAnswersRequests(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	f := newFixture(t)
 	resps := f.subscribe(t, f.chans.response)
 	for _, req := range []string{
@@ -179,6 +182,7 @@ func TestAnswersRequests(t *testing.T) {
 // TestResubscribes: after Redis restarts, the adapter subscribes again by
 // itself, and publishing works again.
 func TestResubscribes(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	f := newFixture(t)
 	f.srv.Stop()
 	_ = f.io.Emit("lost")
@@ -197,6 +201,7 @@ func TestResubscribes(t *testing.T) {
 // namespace-wide one goes to the first, and the adapter listens for
 // broadcasts on both.
 func TestShards(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	m := metrics.New(prometheus.NewRegistry(), "empty")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var shards []*cluster.Redis

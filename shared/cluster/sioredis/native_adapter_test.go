@@ -91,6 +91,7 @@ func (f *nativeFixture) request(t *testing.T, resps <-chan *redis.Message, req s
 // SOCKETS, ALL_ROOMS and REMOTE_FETCH with its sockets and rooms, and
 // acts on REMOTE_JOIN, REMOTE_LEAVE and REMOTE_DISCONNECT.
 func TestNativeAnswersRequests(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	f := newNativeFixture(t)
 	resps := f.subscribe(t, f.chans.response)
 	id := f.nsp.Select(nil, nil)[0].ID()
@@ -125,6 +126,7 @@ func TestNativeAnswersRequests(t *testing.T) {
 // the native socket once, encoded as the client reads it; one for a room
 // the socket is not in, or excepting its room, does not.
 func TestNativeDelivers(t *testing.T) {
+	t.Parallel() // a Redis of its own
 	f := newNativeFixture(t)
 	send := func(rooms, except []any) {
 		b, err := encodeBroadcast(broadcastMsg{UID: "ZCx5Z0", Packet: wirePacket{Type: packetEvent, Nsp: "/",

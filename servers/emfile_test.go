@@ -20,7 +20,11 @@ func TestEMFILE(t *testing.T) {
 	for _, v := range allVariants {
 		t.Run(v, func(t *testing.T) {
 			t.Parallel()
-			s := startServerUnder(t, []string{"prlimit", "--nofile=128"}, variantArgs(v)...)
+			// /stats is read on one kept-alive connection, opened here
+			// while descriptors are free; -idle-timeout keeps it open
+			// however long the clients take to connect on a busy machine.
+			s := startServerUnder(t, []string{"prlimit", "--nofile=128"}, append(variantArgs(v), "-idle-timeout", "5m")...)
+			s.stats(t)
 			addr := strings.TrimPrefix(s.url, "http://")
 			began := time.Now()
 

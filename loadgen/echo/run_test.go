@@ -156,7 +156,9 @@ func TestLostAndClosed(t *testing.T) {
 		t.Parallel()
 		silent := echotest.StartWebSocket(t, echotest.Options{Silent: true})
 		cfg := testConfig(silent.URL, Pipelined)
-		cfg.Timeout = 300 * time.Millisecond
+		// -timeout bounds the dials too: a second, not less, so that
+		// every connection is made beside the other tests under -race.
+		cfg.Timeout = time.Second
 		t0 := time.Now()
 		rep := mustRun(t, cfg)
 		if lost := rep.Errors[kindLost]; lost.Count != 4*8 || rep.Messages != 0 || !strings.Contains(lost.First, "without an echo") {

@@ -208,10 +208,16 @@ async function echoAll(sockets, deadlineMs, binary) {
             const text = `echo-${i}`;
             const payload = binary ? Buffer.from(text) : text;
             sent++;
+            // A socket that lost its session never gets the ack: the
+            // reason it gave is counted instead of the timeout.
+            let lost = null;
+            s.socket.once("disconnect", (reason) => {
+              lost = reason;
+            });
             // An ack after the deadline is not counted, as with timeout().
             let timer = setTimeout(() => {
               timer = null;
-              count(echoErrors, "operation has timed out");
+              count(echoErrors, lost === null ? "operation has timed out" : `disconnected (${lost})`);
               resolve(false);
             }, deadlineMs);
             s.socket.emit("echo", payload, (got) => {

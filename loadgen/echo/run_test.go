@@ -220,7 +220,9 @@ func TestRateCountsFromDueTime(t *testing.T) {
 	for _, mode := range []string{Rate, Sync} {
 		srv := echotest.StartWebSocket(t, echotest.Options{StallAfter: 50, Stall: stall})
 		cfg := testConfig(srv.URL, mode)
-		cfg.Conns, cfg.Rate, cfg.Warmup, cfg.Duration = 1, 1000, 0, time.Second
+		// Two seconds: 1.7 s to catch up after the block, room for a machine
+	// busy with the other packages' tests.
+	cfg.Conns, cfg.Rate, cfg.Warmup, cfg.Duration = 1, 1000, 0, 2*time.Second
 		rep := mustRun(t, cfg)
 		if len(rep.Errors) != 0 || rep.MaxMs == nil || *rep.MaxMs < float64(stall/time.Millisecond) {
 			t.Fatalf("%s: errors %v, max %v ms; want a max of at least the stall", mode, rep.Errors, rep.MaxMs)
@@ -285,7 +287,9 @@ func TestRateLatencyFromDueTime(t *testing.T) {
 	// cores, could keep it from; it runs before them.
 	const block = 300 * time.Millisecond
 	cfg := testConfig("tcp://127.0.0.1:1", Rate)
-	cfg.Conns, cfg.Rate, cfg.Warmup, cfg.Duration = 1, 1000, 0, time.Second
+	// Two seconds: 1.7 s to catch up after the block, room for a machine
+	// busy with the other packages' tests.
+	cfg.Conns, cfg.Rate, cfg.Warmup, cfg.Duration = 1, 1000, 0, 2*time.Second
 	dial := func(context.Context) (msgConn, error) {
 		return &blockingConn{blockAt: 100, block: block, echoes: make(chan []byte, 4096), closed: make(chan struct{})}, nil
 	}
@@ -293,10 +297,13 @@ func TestRateLatencyFromDueTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Errors) != 0 || rep.BehindSchedule != 0 || rep.Messages != 1000 {
-		t.Fatalf("errors %v, behind %d, messages %d; want none, 0, 1000", rep.Errors, rep.BehindSchedule, rep.Messages)
+	if len(rep.Errors) != 0 || rep.BehindSchedule != 0 || rep.Messages != 2000 {
+		t.Fatalf("errors %v, behind %d, messages %d; want none, 0, 2000", rep.Errors, rep.BehindSchedule, rep.Messages)
 	}
-	if *rep.SendLateMaxMs < 250 || *rep.MaxMs < 250 || *rep.P90ms < 100 {
+	// 300 of the 2000 messages were due during the block, the 200 first
+	// of them 100 ms or more before it ended: p90 is about 100 ms when
+	// latency counts from the due time, a few when it does not.
+	if *rep.SendLateMaxMs < 250 || *rep.MaxMs < 250 || *rep.P90ms < 50 {
 		t.Errorf("sent late up to %v ms, latency p90 %v ms, max %v ms: the late messages were not charged from their due time", *rep.SendLateMaxMs, *rep.P90ms, *rep.MaxMs)
 	}
 }

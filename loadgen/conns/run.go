@@ -141,6 +141,7 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		hold.Stop()
 	}
 	bar.Done()
+	awaitAccepted(ctx, f, rep.Established)
 	// Held counts the connections alive when the target's memory is read.
 	rep.Held = int(r.alive.Load())
 	r.after = procSample(cfg.PID)
@@ -340,4 +341,35 @@ func serverView(cfg Config, before, after sample, freed *sample, heldConns int) 
 		return nil, problem
 	}
 	return v, problem
+}
+
+// acceptWait bounds awaitAccepted.
+const acceptWait = 3 * time.Second
+
+// awaitAccepted waits, up to acceptWait, until the target has opened the
+// n connections the client established. A TCP connection is established
+// for the client when the kernel completes it, before the server accepts
+// it from its backlog: with -hold 0 on a busy machine, a read of /stats
+// taken at once finds connections the server has not yet counted, and
+// the verdict would call them lost. A target that never opens them all
+// (a cap, a fault) is read as it is once the wait is over.
+func awaitAccepted(ctx context.Context, f *scenario.Frame, n int) {
+	if f.Before == nil || f.Before.Err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, acceptWait)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		now := f.Target.Snapshot(ctx)
+		if now == nil || now.Err != nil || now.Stats.ConnectionsTotal-f.Before.Stats.ConnectionsTotal >= uint64(n) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

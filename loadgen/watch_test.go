@@ -20,6 +20,7 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/watch"
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 // watched runs loadgen watch (or reconcile) with -json - and returns its
@@ -132,7 +133,7 @@ func TestWatchTsung(t *testing.T) {
 	if _, err := exec.LookPath("tsung"); err != nil {
 		need(t, "tsung (Debian)", "/usr/bin/tsung")
 	}
-	lockTsung(t)
+	harness.LockTsung(t)
 	tg := startTarget(t, "echo-gnet")
 	host, port, _ := strings.Cut(tg.addr, ":")
 	// The recipe's log goes to the test's directory; TMPDIR is set on the

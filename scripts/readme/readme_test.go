@@ -618,23 +618,6 @@ func runCommand(t *testing.T, cmd, path string, exit map[int]bool) {
 	t.Logf("%s: %v\n%s", cmd, err, tail(out.String(), 15))
 }
 
-// lockTsung holds the machine's tsung lock until the test ends. tsung's
-// controller is an Erlang node of one name a host (tsung_controller@HOST):
-// a second run at the same time fails at once ("seems to be in use by
-// another Erlang node"), and loadgen's TestWatchTsung runs the recipe too,
-// maybe at the same time as this package. It takes the same lock.
-func lockTsung(t *testing.T) {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "knowngood-tsung.lock"), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() }) // which releases the lock
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatalf("locking %s: %v", f.Name(), err)
-	}
-}
-
 func keys(m map[int]bool) []int {
 	var out []int
 	for k := range m {
@@ -693,7 +676,7 @@ func TestRunnable(t *testing.T) {
 					}
 					needs(t, ws, path)
 					if strings.HasSuffix(ws[0], "tsung/run.sh") {
-						lockTsung(t)
+						harness.LockTsung(t)
 					}
 					_, port, _ := net.SplitHostPort(srv.addr)
 					_, adminPort, _ := net.SplitHostPort(srv.admin)

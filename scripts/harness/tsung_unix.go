@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package harness
 
 import (
 	"os"
@@ -9,12 +9,13 @@ import (
 	"testing"
 )
 
-// lockTsung holds the machine's tsung lock until the test ends. tsung's
+// LockTsung holds the machine's tsung lock until the test ends. tsung's
 // controller is an Erlang node of one name a host (tsung_controller@HOST):
 // a second run at the same time fails at once ("seems to be in use by
-// another Erlang node"), and scripts/readme's test runs the recipe too,
-// maybe at the same time as this package. It takes the same lock.
-func lockTsung(t *testing.T) {
+// another Erlang node"), and more than one package runs tsung (loadgen's
+// TestWatchTsung, the README's recipe in scripts/readme), maybe at the
+// same time. Every test that runs it takes this lock.
+func LockTsung(t testing.TB) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "knowngood-tsung.lock"), os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {

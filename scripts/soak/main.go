@@ -314,8 +314,7 @@ func (t *target) rssAfterGC() (float64, error) {
 func (t *target) goroutines() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.admin+"/debug/pprof/goroutine?debug=1", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := t.profile(ctx)
 	if err != nil {
 		return err.Error()
 	}
@@ -325,6 +324,14 @@ func (t *target) goroutines() string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// profile asks the target for its goroutine profile, grouped by stack
+// (/debug/pprof/goroutine?debug=1): the one request goroutines and count
+// make.
+func (t *target) profile(ctx context.Context) (*http.Response, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.admin+"/debug/pprof/goroutine?debug=1", nil)
+	return http.DefaultClient.Do(req)
 }
 
 // goroutineCount is one goroutine profile of the target: every goroutine,
@@ -340,8 +347,7 @@ func (g goroutineCount) busy() int { return g.total - g.idlePool }
 func (t *target) count() (goroutineCount, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.admin+"/debug/pprof/goroutine?debug=1", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := t.profile(ctx)
 	if err != nil {
 		return goroutineCount{}, err
 	}

@@ -103,6 +103,7 @@ if [ "$mode" = all ]; then
 		redis-server|redis-server|the cluster: make cluster, the Redis tests (each starts its own on a free port)
 		nginx|nginx|the cluster's front: make cluster and its tests
 		chromium|chromium|headless browser: the tests of the admin dashboard and of loadgen's HTML reports
+		unzip|unzip|the release test, which unpacks make dist's Windows archives as a user would
 	EOF
 fi
 if [ ${#apt_missing[@]} -gt 0 ]; then

@@ -354,22 +354,7 @@ const acceptWait = 3 * time.Second
 // the verdict would call them lost. A target that never opens them all
 // (a cap, a fault) is read as it is once the wait is over.
 func awaitAccepted(ctx context.Context, f *scenario.Frame, n int) {
-	if f.Before == nil || f.Before.Err != nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, acceptWait)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		now := f.Target.Snapshot(ctx)
-		if now == nil || now.Err != nil || now.Stats.ConnectionsTotal-f.Before.Stats.ConnectionsTotal >= uint64(n) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	f.Target.Await(ctx, f.Before, acceptWait, func(before, now protocol.Stats) bool {
+		return now.ConnectionsTotal-before.ConnectionsTotal >= uint64(n)
+	})
 }

@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/knowngood/knowngood/loadgen/internal/statsclient"
 	"github.com/knowngood/knowngood/loadgen/timeline"
@@ -109,31 +108,6 @@ func (s *Set) FreeOSMemory(ctx context.Context) error {
 		errs = append(errs, c.FreeOSMemory(ctx))
 	}
 	return errors.Join(errs...)
-}
-
-// Settled reads every replica once the replicas together have seen the
-// run's connections go (as many active in all as at before), or after
-// wait; a replica that did not answer is left out of the count.
-func (s *Set) Settled(ctx context.Context, before []Read, wait time.Duration) []Read {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var last []Read
-	for {
-		reads := s.Get(ctx)
-		if last == nil || Answered(reads) >= Answered(last) {
-			last = reads
-		}
-		if b, a, _ := Common(before, reads); a.Variant != "" && a.ConnectionsActive <= b.ConnectionsActive {
-			return reads
-		}
-		select {
-		case <-ctx.Done():
-			return last
-		case <-tick.C:
-		}
-	}
 }
 
 // Answered is how many of reads were read.

@@ -129,16 +129,46 @@ func (t *Target) Snapshot(ctx context.Context) *Snapshot {
 // (as many active as at before), or after wait; nil without an admin
 // listener or a good before.
 func (t *Target) Settled(ctx context.Context, before *Snapshot, wait time.Duration) *Snapshot {
-	switch {
-	case !before.OK():
-		return nil
-	case t.set != nil:
-		return summed(t.set.Settled(ctx, before.Reads, wait))
-	case t.stats == nil:
+	return t.Await(ctx, before, wait, func(before, now protocol.Stats) bool {
+		return now.ConnectionsActive <= before.ConnectionsActive
+	})
+}
+
+// pollEvery is how often Await reads /stats.
+const pollEvery = 50 * time.Millisecond
+
+// Await reads /stats until done holds between before and the read (of
+// several replicas, both summed over those that answered both times), and
+// returns that read; after wait, it returns the last read, or of several
+// replicas the last with the most of them answering. nil without an admin
+// listener or a good before.
+func (t *Target) Await(ctx context.Context, before *Snapshot, wait time.Duration, done func(before, now protocol.Stats) bool) *Snapshot {
+	if !before.OK() || (t.set == nil && t.stats == nil) {
 		return nil
 	}
-	return t.single(t.stats.Settled(ctx, before.Stats, wait))
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	var last *Snapshot
+	for {
+		now := t.Snapshot(ctx)
+		if last == nil || answered(now) >= answered(last) {
+			last = now
+		}
+		if b, a := Pair(before, now); a.OK() && done(b.Stats.Stats, a.Stats.Stats) {
+			return now
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-tick.C:
+		}
+	}
 }
+
+// answered is how many admin listeners s read.
+func answered(s *Snapshot) int { return replicas.Answered(s.Reads) }
 
 // FreeOSMemory asks the target to return its free memory to the OS (see
 // statsclient.Client.FreeOSMemory); nothing without an admin listener.

@@ -80,38 +80,6 @@ func (c *Client) Get(ctx context.Context) (Snapshot, error) {
 	return Snapshot{Stats: stats, CPUSeconds: extra.CPUSeconds, ResidentBytes: extra.ResidentBytes}, nil
 }
 
-// Settled takes the after snapshot once the server has seen the run's
-// connections go (connections_active back to where it was before), or after
-// wait, whichever comes first, so that disconnects and abandoned handshakes
-// are counted.
-func (c *Client) Settled(ctx context.Context, before Snapshot, wait time.Duration) (Snapshot, error) {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var last Snapshot
-	var lastErr error
-	for {
-		s, err := c.Get(ctx)
-		if err == nil {
-			last, lastErr = s, nil
-			if s.ConnectionsActive <= before.ConnectionsActive {
-				return s, nil
-			}
-		} else if last.Variant == "" {
-			lastErr = err
-		}
-		select {
-		case <-ctx.Done():
-			if last.Variant != "" {
-				return last, nil
-			}
-			return Snapshot{}, lastErr
-		case <-tick.C:
-		}
-	}
-}
-
 // AdminURL resolves a scenario's -admin flag: when it was not set, the
 // target's host with DefaultAdminPort; "" for none; else HOST:PORT or
 // http(s)://HOST:PORT, returned as SCHEME://HOST:PORT. The error names the

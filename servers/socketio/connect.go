@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zishang520/socket.io/servers/engine/v3"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 )
 
@@ -42,10 +41,46 @@ func (s *Server) connectMiddleware(mode Mode) (socket.NamespaceMiddleware, error
 // may send while its first one waits in the loop.
 const maxRepeatedConnects = 4
 
-// connectTurn is a session's place in the loop for one namespace: the
-// first CONNECT takes it, repeated ones wait with it.
-type connectTurn struct {
-	repeated []func(*socket.ExtendedError)
+// connectTurns is a session's places in the blocking model's loop, one
+// per namespace: the first CONNECT takes it, repeated ones wait with it.
+// E is the engine's connect error type; its zero value accepts.
+type connectTurns[E any] struct {
+	mu       sync.Mutex
+	repeated map[string][]func(E) // by namespace, while its turn is queued
+}
+
+// take queues nsp's connect on l: hold runs as its turn (-delay unless the
+// session has gone), then next and every repeat that came meanwhile are
+// answered. It queues nothing and reports false when maxRepeatedConnects
+// repeats already wait: the caller closes the session.
+func (t *connectTurns[E]) take(l *loop, nsp string, next func(E), hold func()) bool {
+	t.mu.Lock()
+	if waiting, queued := t.repeated[nsp]; queued {
+		ok := len(waiting) < maxRepeatedConnects
+		if ok {
+			t.repeated[nsp] = append(waiting, next)
+		}
+		t.mu.Unlock()
+		return ok
+	}
+	if t.repeated == nil {
+		t.repeated = map[string][]func(E){}
+	}
+	t.repeated[nsp] = nil
+	t.mu.Unlock()
+	l.enqueue(func() {
+		hold()
+		var accept E
+		next(accept)
+		t.mu.Lock()
+		waiting := t.repeated[nsp]
+		delete(t.repeated, nsp)
+		t.mu.Unlock()
+		for _, next := range waiting {
+			next(accept)
+		}
+	})
+	return true
 }
 
 // takeTurn queues a connect on the blocking model's loop. A session holds
@@ -60,48 +95,19 @@ type connectTurn struct {
 // its handshake when it closed).
 func (s *Server) takeTurn(sock *socket.Socket, next func(*socket.ExtendedError)) {
 	conn := sock.Conn()
+	hold := func() {
+		if conn.ReadyState() == "open" {
+			time.Sleep(s.cfg.SocketIO.Delay)
+		}
+	}
 	v, ok := s.sessions.Load(conn.Id())
 	if !ok {
-		s.loop.enqueue(func() { s.hold(conn, next) })
+		s.loop.enqueue(func() { hold(); next(nil) })
 		return
 	}
-	sess := v.(*session)
-	nsp := sock.Nsp().Name()
-	sess.mu.Lock()
-	if turn := sess.turns[nsp]; turn != nil {
-		if len(turn.repeated) < maxRepeatedConnects {
-			turn.repeated = append(turn.repeated, next)
-			sess.mu.Unlock()
-			return
-		}
-		sess.mu.Unlock()
+	if !v.(*session).turns.take(s.loop, sock.Nsp().Name(), next, hold) {
 		conn.Close(false)
-		return
 	}
-	turn := &connectTurn{}
-	if sess.turns == nil {
-		sess.turns = map[string]*connectTurn{}
-	}
-	sess.turns[nsp] = turn
-	sess.mu.Unlock()
-	s.loop.enqueue(func() {
-		s.hold(conn, next)
-		sess.mu.Lock()
-		delete(sess.turns, nsp)
-		repeated := turn.repeated
-		sess.mu.Unlock()
-		for _, next := range repeated {
-			next(nil)
-		}
-	})
-}
-
-// hold is one turn of the loop: -delay, unless the session has gone.
-func (s *Server) hold(conn engine.Socket, next func(*socket.ExtendedError)) {
-	if conn.ReadyState() == "open" {
-		time.Sleep(s.cfg.SocketIO.Delay)
-	}
-	next(nil)
 }
 
 // loop is a single-threaded event loop: one goroutine runs queued tasks in

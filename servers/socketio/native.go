@@ -51,17 +51,13 @@ type native struct {
 type nativeSession struct {
 	start     time.Time
 	transport string
-	claimed   atomic.Bool  // the engine made a session for the request
-	settled   atomic.Bool  // the handshake's result has been counted
-	release   sync.Once    // gives the -max-conns place back
-	refused   atomic.Bool  // answered a CONNECT_ERROR
-	events    atomic.Int64 // counted for the known-bad modes
-	// turns holds the blocking model's pending connects, by namespace.
-	mu    sync.Mutex
-	turns map[string]*nativeTurn
+	claimed   atomic.Bool         // the engine made a session for the request
+	settled   atomic.Bool         // the handshake's result has been counted
+	release   sync.Once           // gives the -max-conns place back
+	refused   atomic.Bool         // answered a CONNECT_ERROR
+	events    atomic.Int64        // counted for the known-bad modes
+	turns     connectTurns[error] // the blocking model's pending connects
 }
-
-type nativeTurn struct{ repeated []func(error) }
 
 func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
 	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}

@@ -32,38 +32,14 @@ func (n *native) connectHook(mode Mode) (func(*sioengine.Socket, func(error)), e
 // maxRepeatedConnects of them close the session.
 func (n *native) takeTurn(sock *sioengine.Socket, next func(error)) {
 	conn := sock.Conn()
-	sess := conn.Data.(*nativeSession)
-	nsp := sock.Namespace().Name()
-	sess.mu.Lock()
-	if turn := sess.turns[nsp]; turn != nil {
-		if len(turn.repeated) < maxRepeatedConnects {
-			turn.repeated = append(turn.repeated, next)
-			sess.mu.Unlock()
-			return
-		}
-		sess.mu.Unlock()
-		conn.Close()
-		return
-	}
-	turn := &nativeTurn{}
-	if sess.turns == nil {
-		sess.turns = map[string]*nativeTurn{}
-	}
-	sess.turns[nsp] = turn
-	sess.mu.Unlock()
-	n.loop.enqueue(func() {
+	hold := func() {
 		if conn.Open() {
 			time.Sleep(n.cfg.SocketIO.Delay)
 		}
-		next(nil)
-		sess.mu.Lock()
-		delete(sess.turns, nsp)
-		repeated := turn.repeated
-		sess.mu.Unlock()
-		for _, next := range repeated {
-			next(nil)
-		}
-	})
+	}
+	if !conn.Data.(*nativeSession).turns.take(n.loop, sock.Namespace().Name(), next, hold) {
+		conn.Close()
+	}
 }
 
 // nativeHandler serves one event on the native engine.

@@ -116,10 +116,10 @@ type session struct {
 	// serverClosed is set when the server began to close the session
 	// (see closingPolling).
 	serverClosed atomic.Bool
-	// turns holds the blocking model's pending connects, by namespace.
-	// mu guards it and registered.
-	mu    sync.Mutex
-	turns map[string]*connectTurn
+	// mu guards registered.
+	mu sync.Mutex
+	// turns holds the blocking model's pending connects.
+	turns connectTurns[*socket.ExtendedError]
 }
 
 type sessionKey struct{}

@@ -2,7 +2,6 @@ package socketio
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -187,10 +186,7 @@ func (n *native) Serve(ln net.Listener) error {
 	if n.loops != nil {
 		return n.loops.Serve(ln)
 	}
-	if err := lifecycle.ServeHTTP(n.http, ln, n.cfg.BodyTimeout, n.m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serveHTTP(n.http, ln, n.cfg, n.m)
 }
 
 // Shutdown refuses new sessions, sends every socket a DISCONNECT, closes

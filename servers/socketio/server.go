@@ -382,7 +382,12 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.native != nil {
 		return s.native.Serve(ln)
 	}
-	if err := lifecycle.ServeHTTP(s.http, ln, s.cfg.BodyTimeout, s.m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
+	return serveHTTP(s.http, ln, s.cfg, s.m)
+}
+
+// serveHTTP serves h on ln until Shutdown, which is not an error.
+func serveHTTP(h *http.Server, ln net.Listener, cfg config.Config, m *metrics.Metrics) error {
+	if err := lifecycle.ServeHTTP(h, ln, cfg.BodyTimeout, m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

@@ -102,9 +102,9 @@ func run(ctx context.Context, out, version string, platforms []string) error {
 		archive := filepath.Join(out, name+".tar.gz")
 		if goos == "windows" {
 			archive = filepath.Join(out, name+".zip")
-			err = zipDir(archive, work, name)
+			err = writeArchive(archive, work, name, newZip)
 		} else {
-			err = tarDir(archive, work, name)
+			err = writeArchive(archive, work, name, newTarGz)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", archive, err)
@@ -169,37 +169,15 @@ func mode(rel string) int64 {
 	return 0o755
 }
 
-func tarDir(archive, root, name string) error {
-	names, err := files(root, name)
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(archive)
-	if err != nil {
-		return err
-	}
-	gz := gzip.NewWriter(f)
-	tw := tar.NewWriter(gz)
-	for _, rel := range names {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			f.Close()
-			return err
-		}
-		hdr := &tar.Header{Name: rel, Mode: mode(rel), Size: int64(len(b)), ModTime: modTime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(hdr); err != nil {
-			f.Close()
-			return err
-		}
-		if _, err := tw.Write(b); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return errors.Join(tw.Close(), gz.Close(), f.Close())
+// archiveWriter writes one archive format into the file it was made on.
+type archiveWriter interface {
+	add(rel string, mode int64, b []byte) error
+	Close() error // the archive's end; not the file's
 }
 
-func zipDir(archive, root, name string) error {
+// writeArchive writes every file under root/name, by its slash path from
+// root, into a new file at archive, in the format newWriter makes.
+func writeArchive(archive, root, name string, newWriter func(io.Writer) archiveWriter) error {
 	names, err := files(root, name)
 	if err != nil {
 		return err
@@ -208,27 +186,59 @@ func zipDir(archive, root, name string) error {
 	if err != nil {
 		return err
 	}
-	zw := zip.NewWriter(f)
+	w := newWriter(f)
 	for _, rel := range names {
 		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			f.Close()
-			return err
+		if err == nil {
+			err = w.add(rel, mode(rel), b)
 		}
-		hdr := &zip.FileHeader{Name: rel, Method: zip.Deflate, Modified: modTime}
-		hdr.SetMode(os.FileMode(mode(rel)))
-		w, err := zw.CreateHeader(hdr)
 		if err != nil {
-			f.Close()
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
 			f.Close()
 			return err
 		}
 	}
-	return errors.Join(zw.Close(), f.Close())
+	return errors.Join(w.Close(), f.Close())
 }
+
+// tarGz is a gzipped tar archive, for Linux and macOS.
+type tarGz struct {
+	gz *gzip.Writer
+	tw *tar.Writer
+}
+
+func newTarGz(w io.Writer) archiveWriter {
+	gz := gzip.NewWriter(w)
+	return &tarGz{gz: gz, tw: tar.NewWriter(gz)}
+}
+
+func (t *tarGz) add(rel string, mode int64, b []byte) error {
+	hdr := &tar.Header{Name: rel, Mode: mode, Size: int64(len(b)), ModTime: modTime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	if err := t.tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	_, err := t.tw.Write(b)
+	return err
+}
+
+func (t *tarGz) Close() error { return errors.Join(t.tw.Close(), t.gz.Close()) }
+
+// zipArchive is a zip archive, for Windows.
+type zipArchive struct{ zw *zip.Writer }
+
+func newZip(w io.Writer) archiveWriter { return zipArchive{zip.NewWriter(w)} }
+
+func (z zipArchive) add(rel string, mode int64, b []byte) error {
+	hdr := &zip.FileHeader{Name: rel, Method: zip.Deflate, Modified: modTime}
+	hdr.SetMode(os.FileMode(mode))
+	w, err := z.zw.CreateHeader(hdr)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func (z zipArchive) Close() error { return z.zw.Close() }
 
 // writeSums writes sha256sum's format: the hex digest, two spaces, the
 // file's name relative to the directory SHA256SUMS is in.

@@ -217,6 +217,9 @@ func TestClusterRedisRestart(t *testing.T) {
 		})
 	}
 	// Each client has this round's broadcast from its own replica only.
+	awaitClients(groups, func(i int, cl *client) bool {
+		return cl.broadcasts[fmt.Sprintf(`{"round":2,"from":%d}`, i)] >= 1
+	})
 	for i, g := range groups {
 		for j, cl := range g {
 			cl.view(func(cl *client) {
@@ -234,6 +237,9 @@ func TestClusterRedisRestart(t *testing.T) {
 			t.Errorf("listenerCount %d after Redis returned, want %d", n, total)
 		}
 	}
+	// A result says how many members the message was queued to; each of
+	// them reads it on its own connection, maybe after the sender's result.
+	awaitClients(groups, func(_ int, cl *client) bool { return len(cl.broadcasts) >= 2*len(groups)+1 })
 	for i, g := range groups {
 		for j, cl := range g {
 			cl.view(func(cl *client) {
@@ -247,6 +253,25 @@ func TestClusterRedisRestart(t *testing.T) {
 	for i, tg := range tgs {
 		if n := tg.Stats().ConnectionsActive; n != perReplica {
 			t.Errorf("replica %d: %d connections, want %d", i, n, perReplica)
+		}
+	}
+}
+
+// awaitClients waits, up to 10 s, until ok holds for every client of
+// groups (read under the client's lock); the checks after it say what is
+// missing.
+func awaitClients(groups [][]*client, ok func(replica int, cl *client) bool) {
+	deadline := time.Now().Add(10 * time.Second)
+	for i, g := range groups {
+		for _, cl := range g {
+			for {
+				var done bool
+				cl.view(func(cl *client) { done = ok(i, cl) })
+				if done || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 		}
 	}
 }

@@ -309,8 +309,8 @@ func testJSClient(t *testing.T, engine string) {
 			before := s.stats(t)
 			r := runClient(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
 			d := protocol.Diff(before, s.stats(t))
-			t.Logf("%s %s: %d connected, %d echoed, p50 %.1f ms, max %.1f ms; server ok %d, p99 %.1f ms",
-				variant, transports, r.Connected, r.Echoed, r.P50, r.Max, d.Handshakes["ok"], d.HandshakeLatency.P99*1000)
+			t.Logf("%s %s: %d connected, %d echoed, p50 %.1f ms, max %.1f ms; server ok %d, p99 %.1f ms, disconnects %v",
+				variant, transports, r.Connected, r.Echoed, r.P50, r.Max, d.Handshakes["ok"], d.HandshakeLatency.P99*1000, d.Disconnects)
 			mayLose := 0
 			if engine == "zishang520" && transports == "polling,websocket" {
 				mayLose = lostUpgrades

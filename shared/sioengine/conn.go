@@ -168,9 +168,11 @@ func (c *Conn) pong() {
 	}
 }
 
-// expired reports whether the heartbeat's time is up, its timer run or
-// not: a request that arrives after that finds the session gone, as on
-// Node, whose timers run on time (a loaded process's may not). A ping
+// expired reports whether a request finds the session gone: closed
+// (terminate marks it so before it leaves the session map, and on Node a
+// closed session is gone at once), or its heartbeat's time up, its timer
+// run or not, as on Node, whose timers run on time (a loaded process's
+// may not). A ping
 // that reached the client when it went out has pingTimeout from then, as
 // in Node, so that a client is not blamed for a ping sent late. One that
 // did not (no long-poll pending) is due on the schedule: the client could
@@ -182,7 +184,7 @@ func (c *Conn) expired() bool {
 	now := time.Now()
 	switch {
 	case c.state == stateClosed:
-		return false
+		return true
 	case c.eio3:
 	case c.awaitPong && c.pingSeen:
 		return !now.Before(c.pingSent.Add(c.srv.opts.PingTimeout))

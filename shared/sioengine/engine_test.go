@@ -361,6 +361,33 @@ func TestHeartbeatDueWithoutItsTimer(t *testing.T) {
 	}
 }
 
+// TestClosedSessionIsGone: terminate marks a session closed, then takes it
+// out of the session map. A request that finds it in between gets Node's
+// answer for a session gone, 400 Session ID unknown, not a long-poll's
+// noop: the socket.io-protocol suite's ping timeout case met it on a
+// loaded machine.
+func TestClosedSessionIsGone(t *testing.T) {
+	e := startEngine(t, testOptions())
+	sid := openPolling(t, e)
+	v, _ := e.conns.Load(sid)
+	c := v.(*Conn)
+	c.mu.Lock()
+	open := c.state
+	c.state = stateClosed // as terminate leaves it before the Delete
+	c.mu.Unlock()
+	const gone = `{"code":1,"message":"Session ID unknown"}`
+	if code, body := get(t, e.url+"&transport=polling&sid="+sid); code != 400 || body != gone {
+		t.Errorf("GET: %d %s, want 400 %s", code, body, gone)
+	}
+	if code, body := post(t, e.url+"&transport=polling&sid="+sid, "40"); code != 400 || body != gone {
+		t.Errorf("POST: %d %s, want 400 %s", code, body, gone)
+	}
+	c.mu.Lock()
+	c.state = open
+	c.mu.Unlock()
+	c.terminate("transport close")
+}
+
 // TestConnectTimeoutBeforeALatePing: when the heartbeat's timer runs
 // after the connect timeout was due, before the connect timeout's own (a
 // loaded process runs due timers in any order), the session is closed by

@@ -213,8 +213,9 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request, sid, trans
 	}
 	c := v.(*Conn)
 	if c.expired() {
-		// Its ping timeout is due: on Node the session would be gone,
-		// and so is it here, though the timer has not run yet.
+		// Closed, or its ping timeout is due: on Node the session would
+		// be gone, and so is it here, though the timer has not run yet
+		// (terminate keeps the reason of a session already closed).
 		c.terminate("ping timeout")
 		if s.opts.Hooks.UnknownSid != nil {
 			s.opts.Hooks.UnknownSid()

@@ -427,6 +427,48 @@ func TestConnectTimeoutBeforeALatePing(t *testing.T) {
 	}
 }
 
+// TestConnectTimeoutBeforeALateAdmit: a CONNECT whose middleware ends
+// after the connect timeout was due, its timer not run yet (the blocking
+// model's queue on a loaded process), gets no ack: the session is closed
+// by the connect timeout, as on Node, whose timer would have run first.
+func TestConnectTimeoutBeforeALateAdmit(t *testing.T) {
+	o := testOptions()
+	o.ConnectTimeout = 50 * time.Millisecond
+	reasons := make(chan string, 1)
+	o.Hooks.Closed = func(_ *Conn, reason string) {
+		select {
+		case reasons <- reason:
+		default:
+		}
+	}
+	admitted := make(chan func(error), 1)
+	o.Hooks.Connecting = func(_ *Socket, next func(error)) { admitted <- next }
+	e := startEngine(t, o)
+	sid := openPolling(t, e)
+	v, _ := e.conns.Load(sid)
+	c := v.(*Conn)
+	c.mu.Lock()
+	c.connectTmr.Stop() // it stands for a timer that has not run yet
+	c.mu.Unlock()
+	if code, body := post(t, e.url+"&transport=polling&sid="+sid, "40"); code != 200 || body != "ok" {
+		t.Fatalf("CONNECT: %d %q", code, body)
+	}
+	next := <-admitted
+	time.Sleep(o.ConnectTimeout) // the connect timeout is due
+	next(nil)                    // and the middleware ends
+	if code, body := get(t, e.url+"&transport=polling&sid="+sid); code != 200 || body != "1" {
+		t.Errorf("long-poll after a middleware that ended past the connect timeout: %d %q, want 200 and the close packet (1), no ack", code, body)
+	}
+	select {
+	case reason := <-reasons:
+		if reason != "forced close" {
+			t.Errorf("session closed with %q, want forced close (the connect timeout)", reason)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the session was not closed")
+	}
+}
+
 // waitUntil polls cond for up to 5 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()

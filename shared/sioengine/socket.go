@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 )
 
 // maxPendingConnects bounds the CONNECTs of one session waiting in the
@@ -255,6 +256,14 @@ func (c *Conn) admit(s *Socket, err error) {
 	if err != nil {
 		c.mu.Unlock()
 		c.refuseConnect(s.nsp.name, err.Error(), c.eio3)
+		return
+	}
+	if !c.joined && !time.Now().Before(c.connectBy) {
+		// The connect timeout was due before the middleware ended: its
+		// timer, late on a loaded process, would have closed the session
+		// first on Node, whose timers run on time. So it does here.
+		c.mu.Unlock()
+		c.Close()
 		return
 	}
 	old := c.sockets[s.nsp.name]

@@ -304,13 +304,7 @@ func TestErrors(t *testing.T) {
 func TestHeartbeatDueWithoutItsTimer(t *testing.T) {
 	o := testOptions()
 	o.PingInterval, o.PingTimeout = 50*time.Millisecond, 50*time.Millisecond
-	reasons := make(chan string, 2)
-	o.Hooks.Closed = func(_ *Conn, reason string) {
-		select {
-		case reasons <- reason:
-		default:
-		}
-	}
+	reasons := closeReasons(&o, 2)
 	e := startEngine(t, o)
 	// stalled opens a polling session whose heartbeat timer is stopped:
 	// it stands for a timer that has not run yet.
@@ -330,9 +324,7 @@ func TestHeartbeatDueWithoutItsTimer(t *testing.T) {
 	if code, body := get(t, e.url+"&transport=polling&sid="+sid); code != 400 || body != `{"code":1,"message":"Session ID unknown"}` {
 		t.Errorf("GET after the ping timeout: %d %s, want 400 Session ID unknown", code, body)
 	}
-	if reason := <-reasons; reason != "ping timeout" {
-		t.Errorf("session closed with %q, want ping timeout", reason)
-	}
+	wantClosedWith(t, reasons, "ping timeout")
 
 	sid, c := stalled()
 	polled := make(chan string, 1)
@@ -396,13 +388,7 @@ func TestClosedSessionIsGone(t *testing.T) {
 func TestConnectTimeoutBeforeALatePing(t *testing.T) {
 	o := testOptions()
 	o.ConnectTimeout = 50 * time.Millisecond
-	reasons := make(chan string, 1)
-	o.Hooks.Closed = func(_ *Conn, reason string) {
-		select {
-		case reasons <- reason:
-		default:
-		}
-	}
+	reasons := closeReasons(&o, 1)
 	e := startEngine(t, o)
 	sid := openPolling(t, e)
 	v, _ := e.conns.Load(sid)
@@ -417,14 +403,7 @@ func TestConnectTimeoutBeforeALatePing(t *testing.T) {
 	if code, body := get(t, e.url+"&transport=polling&sid="+sid); code != 200 || body != "1" {
 		t.Errorf("long-poll after a late heartbeat past the connect timeout: %d %q, want 200 and the close packet (1)", code, body)
 	}
-	select {
-	case reason := <-reasons:
-		if reason != "forced close" {
-			t.Errorf("session closed with %q, want forced close (the connect timeout)", reason)
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("the session was not closed")
-	}
+	wantClosedWith(t, reasons, "forced close") // the connect timeout
 }
 
 // TestConnectTimeoutBeforeALateAdmit: a CONNECT whose middleware ends
@@ -434,13 +413,7 @@ func TestConnectTimeoutBeforeALatePing(t *testing.T) {
 func TestConnectTimeoutBeforeALateAdmit(t *testing.T) {
 	o := testOptions()
 	o.ConnectTimeout = 50 * time.Millisecond
-	reasons := make(chan string, 1)
-	o.Hooks.Closed = func(_ *Conn, reason string) {
-		select {
-		case reasons <- reason:
-		default:
-		}
-	}
+	reasons := closeReasons(&o, 1)
 	admitted := make(chan func(error), 1)
 	o.Hooks.Connecting = func(_ *Socket, next func(error)) { admitted <- next }
 	e := startEngine(t, o)
@@ -459,13 +432,33 @@ func TestConnectTimeoutBeforeALateAdmit(t *testing.T) {
 	if code, body := get(t, e.url+"&transport=polling&sid="+sid); code != 200 || body != "1" {
 		t.Errorf("long-poll after a middleware that ended past the connect timeout: %d %q, want 200 and the close packet (1), no ack", code, body)
 	}
+	wantClosedWith(t, reasons, "forced close") // the connect timeout
+}
+
+// closeReasons makes o's Closed hook send each session's close reason, the
+// first n of them, on the channel it returns.
+func closeReasons(o *Options, n int) <-chan string {
+	reasons := make(chan string, n)
+	o.Hooks.Closed = func(_ *Conn, reason string) {
+		select {
+		case reasons <- reason:
+		default:
+		}
+	}
+	return reasons
+}
+
+// wantClosedWith waits up to 5 s for a session's close reason on reasons,
+// and wants it to be want.
+func wantClosedWith(t *testing.T, reasons <-chan string, want string) {
+	t.Helper()
 	select {
 	case reason := <-reasons:
-		if reason != "forced close" {
-			t.Errorf("session closed with %q, want forced close (the connect timeout)", reason)
+		if reason != want {
+			t.Errorf("session closed with %q, want %q", reason, want)
 		}
 	case <-time.After(5 * time.Second):
-		t.Error("the session was not closed")
+		t.Errorf("the session was not closed (want %q)", want)
 	}
 }
 

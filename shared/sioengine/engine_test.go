@@ -154,6 +154,18 @@ func openPolling(t *testing.T, e *engine) string {
 	return open.Sid
 }
 
+// openPollingConn opens a polling session and returns its sid and the
+// engine's Conn for it, for the tests that reach into its timers.
+func openPollingConn(t *testing.T, e *engine) (string, *Conn) {
+	t.Helper()
+	sid := openPolling(t, e)
+	v, ok := e.conns.Load(sid)
+	if !ok {
+		t.Fatalf("session %s not in the engine's map", sid)
+	}
+	return sid, v.(*Conn)
+}
+
 // TestBroadcastEncodedOnce: a broadcast queues the very same frame on
 // every member's session, and each gets the same bytes.
 func TestBroadcastEncodedOnce(t *testing.T) {
@@ -309,9 +321,7 @@ func TestHeartbeatDueWithoutItsTimer(t *testing.T) {
 	// stalled opens a polling session whose heartbeat timer is stopped:
 	// it stands for a timer that has not run yet.
 	stalled := func() (string, *Conn) {
-		sid := openPolling(t, e)
-		v, _ := e.conns.Load(sid)
-		c := v.(*Conn)
+		sid, c := openPollingConn(t, e)
 		c.mu.Lock()
 		c.heartbeat.Stop()
 		c.mu.Unlock()
@@ -360,9 +370,7 @@ func TestHeartbeatDueWithoutItsTimer(t *testing.T) {
 // loaded machine.
 func TestClosedSessionIsGone(t *testing.T) {
 	e := startEngine(t, testOptions())
-	sid := openPolling(t, e)
-	v, _ := e.conns.Load(sid)
-	c := v.(*Conn)
+	sid, c := openPollingConn(t, e)
 	c.mu.Lock()
 	open := c.state
 	c.state = stateClosed // as terminate leaves it before the Delete
@@ -390,9 +398,7 @@ func TestConnectTimeoutBeforeALatePing(t *testing.T) {
 	o.ConnectTimeout = 50 * time.Millisecond
 	reasons := closeReasons(&o, 1)
 	e := startEngine(t, o)
-	sid := openPolling(t, e)
-	v, _ := e.conns.Load(sid)
-	c := v.(*Conn)
+	sid, c := openPollingConn(t, e)
 	// Both timers stopped: they stand for timers that have not run yet.
 	c.mu.Lock()
 	c.heartbeat.Stop()
@@ -417,9 +423,7 @@ func TestConnectTimeoutBeforeALateAdmit(t *testing.T) {
 	admitted := make(chan func(error), 1)
 	o.Hooks.Connecting = func(_ *Socket, next func(error)) { admitted <- next }
 	e := startEngine(t, o)
-	sid := openPolling(t, e)
-	v, _ := e.conns.Load(sid)
-	c := v.(*Conn)
+	sid, c := openPollingConn(t, e)
 	c.mu.Lock()
 	c.connectTmr.Stop() // it stands for a timer that has not run yet
 	c.mu.Unlock()

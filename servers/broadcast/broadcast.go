@@ -150,8 +150,9 @@ func (t *target) push(ctx context.Context) {
 	}
 }
 
-// pushFrame is the push numbered seq, made now, for the cluster's push
-// (cluster.Bus.Push), which numbers it and sends it to every replica.
-func (t *target) pushFrame(seq uint64) []byte {
-	return protocol.AppendPush(nil, seq, time.Now().UnixNano(), strings.Repeat("x", t.cfg.Broadcast.PushSize))
+// pushFrame is a push made now, before and after its seq, for the
+// cluster's push (cluster.Bus.Push), which numbers it and sends it to
+// every replica.
+func (t *target) pushFrame() (head, tail string) {
+	return protocol.PushHead, string(protocol.AppendPushTail(nil, time.Now().UnixNano(), strings.Repeat("x", t.cfg.Broadcast.PushSize)))
 }

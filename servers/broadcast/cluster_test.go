@@ -24,10 +24,8 @@ import (
 
 // clusterPush is the push interval of the cluster tests: short, so that a
 // test sees many pushes, yet long beside the work of one on a loaded host.
-// The push lease is two intervals: a replica held up longer than that
-// hands the push over while its own pushes are still on their way, and a
-// client elsewhere sees a gap. So the cluster tests are not parallel:
-// beside the other tests' thousand clients, such pauses are common.
+// A replica held up past the push lease (two intervals) hands the push
+// over, which the stream must survive without a gap.
 const clusterPush = 50 * time.Millisecond
 
 // startReplicas starts one in-process replica of each broadcast variant

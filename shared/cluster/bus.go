@@ -339,10 +339,12 @@ func (b *Bus) receive() {
 	}
 }
 
-// onBus handles a broadcast or a push: another replica's goes to the
-// local clients (a broadcast is answered with their number); this
-// replica's own broadcast, back from Redis, counts as its own answer of 0
-// clients, since PUBLISH counted this replica among the subscribers.
+// onBus handles a broadcast or a push. A push goes to the local clients,
+// this replica's own included: the push script publishes it, and the bus
+// is what keeps pushes in seq order. Another replica's broadcast goes to
+// the local clients and is answered with their number; this replica's
+// own, back from Redis, counts as its own answer of 0 clients, since
+// PUBLISH counted this replica among the subscribers.
 func (b *Bus) onBus(payload string) {
 	head, frame, ok := strings.Cut(payload, "\n")
 	kind, rest, ok1 := strings.Cut(head, " ")
@@ -352,17 +354,20 @@ func (b *Bus) onBus(payload string) {
 		b.m.Cluster(metrics.ClusterIn, metrics.ClusterFailed, 1)
 		return
 	}
+	if kind == "p" {
+		if origin != b.r.ID {
+			b.m.Cluster(metrics.ClusterIn, metrics.ClusterOK, 1)
+		}
+		b.deliverPush(n, []byte(frame))
+		return
+	}
 	if origin == b.r.ID {
-		if kind == "b" && n != 0 {
+		if n != 0 {
 			b.answered(n, 0)
 		}
 		return
 	}
 	b.m.Cluster(metrics.ClusterIn, metrics.ClusterOK, 1)
-	if kind == "p" {
-		b.deliverPush(n, []byte(frame))
-		return
-	}
 	took := b.deliver([]byte(frame))
 	if n == 0 {
 		return

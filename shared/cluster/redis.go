@@ -56,14 +56,15 @@
 // One push per interval for the whole cluster, numbered by the cluster.
 // Each interval every replica runs one Lua script: it takes the lease
 // (knowngood#push#lease = its id, PX 2 x interval) if nobody holds it,
-// renews it if it is the holder, and the holder gets the next seq (INCR
-// knowngood#push#seq). The holder hands the push to its clients and
-// publishes it; the others hand it to theirs, and skip any seq not above
-// the last they handed out, so that a client's seq only goes up. A killed
-// holder's lease runs out within 2 intervals and the next replica to tick
-// takes it: pushes pause about 3 intervals, and seq goes on from the
-// counter. A seq numbered by a holder killed before it published is
-// missing for every client: a loss a load client counts, as it was one.
+// renews it if it is the holder, and for the holder numbers the push
+// (INCR knowngood#push#seq) and publishes it, in the same atomic step.
+// Every replica, the holder included, hands the pushes to its clients as
+// they come back on the bus, which is in the order Redis numbered them:
+// a holder held up past its lease cannot publish an older seq after its
+// successor's newer one. A replica skips any seq not above the last it
+// handed out, so that a client's seq only goes up. A killed holder's
+// lease runs out within 2 intervals and the next replica to tick takes
+// it: pushes pause about 3 intervals, and seq goes on from the counter.
 //
 // The script also raises the counter to the highest seq the caller has
 // handed out, so that seq still only goes up after Redis restarts empty.

@@ -61,11 +61,21 @@ func AppendBroadcastResult(b []byte, payload json.RawMessage, listeners int) []b
 	return append(b, '}')
 }
 
+// PushHead is a timed push up to its seq: a push is PushHead, the seq,
+// then what AppendPushTail writes. The cluster's push script writes the
+// seq between the two in Redis, where it numbers the push.
+const PushHead = `{"type":"push","seq":`
+
 // AppendPush appends a timed push; filler is the payload string, which
 // must need no JSON escaping.
 func AppendPush(b []byte, seq uint64, sentAt int64, filler string) []byte {
-	b = append(b, `{"type":"push","seq":`...)
+	b = append(b, PushHead...)
 	b = strconv.AppendUint(b, seq, 10)
+	return AppendPushTail(b, sentAt, filler)
+}
+
+// AppendPushTail appends what follows a push's seq.
+func AppendPushTail(b []byte, sentAt int64, filler string) []byte {
 	b = append(b, `,"sentAt":`...)
 	b = strconv.AppendInt(b, sentAt, 10)
 	b = append(b, `,"payload":"`...)
@@ -84,7 +94,7 @@ func ErrorMessage(text string) []byte {
 // quarter of its CPU in it). ok is false for anything else, which a client
 // then decodes as JSON.
 func ParsePush(b []byte) (seq uint64, sentAt int64, ok bool) {
-	rest, ok := CutLiteral(b, `{"type":"push","seq":`)
+	rest, ok := CutLiteral(b, PushHead)
 	if !ok {
 		return 0, 0, false
 	}

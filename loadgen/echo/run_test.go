@@ -295,8 +295,13 @@ func TestRateLatencyFromDueTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Errors) != 0 || rep.BehindSchedule != 0 || rep.Messages != 2000 {
-		t.Fatalf("errors %v, behind %d, messages %d; want none, 0, 2000", rep.Errors, rep.BehindSchedule, rep.Messages)
+	// Every message due is either sent or counted behind. The sender
+	// catches up: a sender that skipped what fell due during the block
+	// would end 300 behind; one that catches up ends a few behind at most,
+	// those a busy host kept it from in the last milliseconds (the bound
+	// is a third of the block).
+	if len(rep.Errors) != 0 || rep.Messages+rep.BehindSchedule != 2000 || rep.BehindSchedule >= 100 {
+		t.Fatalf("errors %v, behind %d, messages %d; want none, under 100, 2000 in all", rep.Errors, rep.BehindSchedule, rep.Messages)
 	}
 	// 300 of the 2000 messages were due during the block, the 200 first
 	// of them 100 ms or more before it ended: p90 is about 100 ms when

@@ -47,10 +47,10 @@ func checkStats(t *testing.T, d protocol.Stats, tl tally, reason string) {
 func TestGorillaClient(t *testing.T) {
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
-		before := tg.stats()
+		before := tg.Stats()
 		// A small write buffer makes gorilla fragment larger messages.
 		dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second, WriteBufferSize: 1024}
-		conn, resp, err := dialer.Dial(tg.url(), http.Header{"Origin": {"https://anywhere.test"}})
+		conn, resp, err := dialer.Dial(tg.URL(), http.Header{"Origin": {"https://anywhere.test"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestGorillaClient(t *testing.T) {
 			t.Fatalf("after the client's close 4000: %v; want the server's close 4000", err)
 		}
 		conn.Close()
-		checkStats(t, diff(before, tg.settled(t)), tl, "4000")
+		checkStats(t, diff(before, tg.Settled(t)), tl, "4000")
 	})
 }
 
@@ -131,10 +131,10 @@ func TestGorillaClient(t *testing.T) {
 func TestCoderClient(t *testing.T) {
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
-		before := tg.stats()
+		before := tg.Stats()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		c, _, err := coder.Dial(ctx, tg.url(), nil)
+		c, _, err := coder.Dial(ctx, tg.URL(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,6 +205,6 @@ func TestCoderClient(t *testing.T) {
 		if err := c.Close(coder.StatusNormalClosure, ""); err != nil {
 			t.Fatalf("close: %v", err)
 		}
-		checkStats(t, diff(before, tg.settled(t)), tl, "1000")
+		checkStats(t, diff(before, tg.Settled(t)), tl, "1000")
 	})
 }

@@ -30,7 +30,7 @@ func TestTCPFaults(t *testing.T) {
 			}
 			c.Close()
 		}
-		st := tg.settled(t)
+		st := tg.Settled(t)
 		check(t, "faults reject", st.Faults[faults.KindReject], uint64(refused))
 		check(t, "handshakes rejected", st.Handshakes[protocol.ResultRejected], uint64(refused))
 	})
@@ -57,7 +57,7 @@ func TestTCPFaults(t *testing.T) {
 		if _, err := c.Read(buf); err == nil {
 			t.Errorf("the connection lives on after -fault-close-after 3")
 		}
-		st := tg.settled(t)
+		st := tg.Settled(t)
 		check(t, "faults close_after", st.Faults[faults.KindCloseAfter], 1)
 		check(t, "faults delay", st.Faults[faults.KindDelay], 3)
 		check(t, "disconnects fault_close_after", st.Disconnects["fault_close_after"], 1)

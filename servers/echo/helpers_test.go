@@ -1,20 +1,14 @@
 package echo_test
 
 import (
-	"io"
-	"log/slog"
-	"net"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/knowngood/knowngood/servers/targets"
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle"
 	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
-	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -27,7 +21,7 @@ func TestMain(m *testing.M) {
 	)
 }
 
-type build func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error)
+type build = lifecycletest.Build
 
 // wsTarget is a WebSocket echo of the catalog with its constructor.
 type wsTarget struct {
@@ -60,26 +54,11 @@ func forEach(t *testing.T, f func(t *testing.T, name string, b build)) {
 	}
 }
 
-// target is an echo target serving on 127.0.0.1 in the test process.
-type target struct{ *lifecycletest.Target }
-
 // start runs a target and shuts it down when the test ends.
-func start(t *testing.T, name string, b build, tweak func(*config.Config)) *target {
+func start(t *testing.T, name string, b build, tweak func(*config.Config)) *lifecycletest.Target {
 	t.Helper()
-	return startOn(t, name, b, tweak, nil, nil)
+	return lifecycletest.Start(t, name, b, lifecycletest.Options{Tweak: tweak})
 }
-
-// startOn is start with the target's log going to logTo, and its listener
-// wrapped by wrap (TLS) if not nil.
-func startOn(t *testing.T, name string, b build, tweak func(*config.Config), logTo io.Writer, wrap func(net.Listener) net.Listener) *target {
-	t.Helper()
-	return &target{lifecycletest.Start(t, name, lifecycletest.Build(b), lifecycletest.Options{Tweak: tweak, Log: logTo, Wrap: wrap})}
-}
-
-func (tg *target) shutdown(timeout time.Duration) error { return tg.Shutdown(timeout) }
-func (tg *target) url() string                          { return tg.URL() }
-func (tg *target) stats() protocol.Stats                { return tg.Stats() }
-func (tg *target) settled(t *testing.T) protocol.Stats  { return tg.Settled(t) }
 
 // diff returns the stats change since before.
 func diff(before, after protocol.Stats) protocol.Stats { return protocol.Diff(before, after) }

@@ -17,7 +17,7 @@ import (
 // connection on Shutdown.
 func TestTCP(t *testing.T) {
 	tg := start(t, "echo-tcp", echo.NewTCP, func(c *config.Config) { c.MaxConns = 1 })
-	before := tg.stats()
+	before := tg.Stats()
 	c, err := net.Dial("tcp", tg.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestTCP(t *testing.T) {
 		t.Errorf("over -max-conns: read %d, %v; want the connection closed", n, err)
 	}
 
-	d := diff(before, tg.stats())
+	d := diff(before, tg.Stats())
 	check(t, "bytes_received", d.BytesReceived, uint64(len(sent)))
 	check(t, "bytes_sent", d.BytesSent, uint64(len(sent)))
 	if d.MessagesReceived == 0 || d.MessagesReceived != d.MessagesSent {
@@ -50,11 +50,11 @@ func TestTCP(t *testing.T) {
 	check(t, "rejected", d.Handshakes[protocol.ResultRejected], 1)
 	check(t, "rejected at the cap", d.MaxConnsRefused, 1)
 
-	if err := tg.shutdown(2 * time.Second); err != nil {
+	if err := tg.Shutdown(2 * time.Second); err != nil {
 		t.Errorf("shutdown: %v", err)
 	}
 	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
 		t.Errorf("after Shutdown: read %d, %v; want EOF", n, err)
 	}
-	check(t, "disconnects shutdown", diff(before, tg.stats()).Disconnects["shutdown"], 1)
+	check(t, "disconnects shutdown", diff(before, tg.Stats()).Disconnects["shutdown"], 1)
 }

@@ -35,7 +35,7 @@ func TestRepliesTogether(t *testing.T) {
 		t.Run(tgt.name, func(t *testing.T) {
 			t.Parallel()
 			writes := lifecycletest.NewWrites()
-			tg := startOn(t, tgt.name, tgt.build, nil, nil, writes.Wrap)
+			tg := lifecycletest.Start(t, tgt.name, tgt.build, lifecycletest.Options{Wrap: writes.Wrap})
 			rc := rawDial(t, tg.Addr)
 			before := writes.Count() // the 101
 			rc.write(batch.Bytes())
@@ -69,7 +69,7 @@ func TestRepliesTogetherTLS(t *testing.T) {
 		}
 		t.Run(tgt.name, func(t *testing.T) {
 			t.Parallel()
-			tg := startOn(t, tgt.name, tgt.build, nil, nil, wrap)
+			tg := lifecycletest.Start(t, tgt.name, tgt.build, lifecycletest.Options{Wrap: wrap})
 			dialer := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 5 * time.Second}
 			conn, _, err := dialer.Dial("wss://"+tg.Addr+"/", nil)
 			if err != nil {

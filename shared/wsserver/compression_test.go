@@ -200,7 +200,7 @@ func TestDeflateNodeClient(t *testing.T) {
 			{`{"serverMaxWindowBits":10}`, ""}, // declined: the echo goes uncompressed
 		} {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			cmd := exec.CommandContext(ctx, "node", "-e", nodeDeflateClient, tg.url(), tc.opts)
+			cmd := exec.CommandContext(ctx, "node", "-e", nodeDeflateClient, tg.URL(), tc.opts)
 			cmd.Env = append(os.Environ(), "NODE_PATH="+nodeModules)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -228,7 +228,7 @@ func TestCompression(t *testing.T) {
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) { c.Compression = true; c.MaxMessage = 64 << 10 })
 		dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second, EnableCompression: true}
-		conn, resp, err := dialer.Dial(tg.url(), nil)
+		conn, resp, err := dialer.Dial(tg.URL(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +265,7 @@ func TestCompression(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c, resp, err := coder.Dial(ctx, tg.url(), &coder.DialOptions{CompressionMode: coder.CompressionContextTakeover})
+		c, resp, err := coder.Dial(ctx, tg.URL(), &coder.DialOptions{CompressionMode: coder.CompressionContextTakeover})
 		if err != nil {
 			t.Fatal(err)
 		}

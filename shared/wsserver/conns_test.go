@@ -23,9 +23,9 @@ func TestHalfOpen(t *testing.T) {
 	forEach(t, func(t *testing.T, name string, b build) {
 		const interval, timeout = 200 * time.Millisecond, 300 * time.Millisecond
 		tg := start(t, name, b, func(c *config.Config) { c.PingInterval, c.PingTimeout = interval, timeout })
-		before := tg.stats()
+		before := tg.Stats()
 
-		healthy := dialWS(t, tg.url())
+		healthy := dialWS(t, tg.URL())
 		pongs := make(chan struct{}, 100)
 		healthy.SetPingHandler(func(data string) error {
 			pongs <- struct{}{}
@@ -49,7 +49,7 @@ func TestHalfOpen(t *testing.T) {
 		}
 		began := time.Now()
 		waitFor(t, "the silent client dropped", func() bool {
-			return diff(before, tg.stats()).Disconnects["ping_timeout"] == 1
+			return diff(before, tg.Stats()).Disconnects["ping_timeout"] == 1
 		})
 		if took := time.Since(began); took < interval+timeout*8/10 {
 			t.Errorf("dropped after %v, want no sooner than -ping-interval + -ping-timeout (%v)", took, interval+timeout)
@@ -61,7 +61,7 @@ func TestHalfOpen(t *testing.T) {
 			t.Fatal("the healthy client was never pinged")
 		}
 		time.Sleep(2 * (interval + timeout))
-		if st := tg.stats(); st.ConnectionsActive != 1 {
+		if st := tg.Stats(); st.ConnectionsActive != 1 {
 			t.Errorf("%d connections active, want the healthy one", st.ConnectionsActive)
 		}
 		_ = healthy.WriteMessage(websocket.TextMessage, []byte("still here"))
@@ -83,7 +83,7 @@ func TestBrokenClients(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
-		before := tg.stats()
+		before := tg.Stats()
 		const each = 5
 		for i := range 2 * each {
 			rc := dialTCP(t, tg.Addr)
@@ -101,11 +101,11 @@ func TestBrokenClients(t *testing.T) {
 			}
 			rc.c.Close()
 		}
-		st := tg.settled(t)
+		st := tg.Settled(t)
 		d := diff(before, st)
 		check(t, "disconnects 1006", d.Disconnects["1006"], 2*each)
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 2*each)
-		echoOnce(t, dialWS(t, tg.url()), "after the broken ones")
+		echoOnce(t, dialWS(t, tg.URL()), "after the broken ones")
 	})
 }
 
@@ -116,8 +116,8 @@ func TestShutdown(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
-		before := tg.stats()
-		conn, _, err := websocket.DefaultDialer.Dial(tg.url(), nil)
+		before := tg.Stats()
+		conn, _, err := websocket.DefaultDialer.Dial(tg.URL(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,11 +129,11 @@ func TestShutdown(t *testing.T) {
 			closed <- err
 		}()
 		deaf := rawDial(t, tg.Addr) // reads nothing until Shutdown is over
-		waitFor(t, "both connections open", func() bool { return tg.stats().ConnectionsActive == 2 })
+		waitFor(t, "both connections open", func() bool { return tg.Stats().ConnectionsActive == 2 })
 
 		const timeout = 2 * time.Second
 		began := time.Now()
-		if err := tg.shutdown(timeout); err != nil {
+		if err := tg.Shutdown(timeout); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 		if took := time.Since(began); took > timeout+500*time.Millisecond {
@@ -147,7 +147,7 @@ func TestShutdown(t *testing.T) {
 			t.Errorf("the deaf client got %v %v, want close 1001", h.OpCode, p)
 		}
 		deaf.expectEOF()
-		d := diff(before, tg.stats())
+		d := diff(before, tg.Stats())
 		check(t, "disconnects 1001", d.Disconnects["1001"], 2)
 		check(t, "connections_active", uint64(d.ConnectionsActive), 0)
 	})
@@ -159,7 +159,7 @@ func TestMetricsOff(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) { c.Metrics = false })
-		conn, _, err := websocket.DefaultDialer.Dial(tg.url(), nil)
+		conn, _, err := websocket.DefaultDialer.Dial(tg.URL(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
@@ -43,7 +44,7 @@ func TestGnetBurstLeavesFewWorkers(t *testing.T) {
 			t.Fatalf("connection %d: %s", i, resp.Status)
 		}
 	}
-	if n := tg.stats().ConnectionsActive; n != burst {
+	if n := tg.Stats().ConnectionsActive; n != burst {
 		t.Fatalf("%d connections active, want %d", n, burst)
 	}
 	if n := antsWorkers(t); n-before > most {
@@ -85,10 +86,10 @@ func (s *syncBuffer) String() string {
 func TestGnetLoops(t *testing.T) {
 	t.Parallel()
 	var log syncBuffer
-	tg := startOn(t, "gnet", gnetEcho, func(c *config.Config) { c.Gnet.Loops = 3; c.LogLevel = "debug" }, &log, nil)
+	tg := lifecycletest.Start(t, "gnet", gnetEcho, lifecycletest.Options{Tweak: func(c *config.Config) { c.Gnet.Loops = 3; c.LogLevel = "debug" }, Log: &log})
 	var conns []*websocket.Conn
 	for range 7 {
-		conn, _, err := websocket.DefaultDialer.Dial(tg.url(), nil)
+		conn, _, err := websocket.DefaultDialer.Dial(tg.URL(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +118,7 @@ func TestGnetLoops(t *testing.T) {
 func TestGnetSlowReader(t *testing.T) {
 	t.Parallel()
 	tg := start(t, "gnet", gnetEcho, func(c *config.Config) { c.MaxMessage = 64 << 10 })
-	before := tg.stats()
+	before := tg.Stats()
 	rc := dialTCP(t, tg.Addr)
 	_ = rc.c.(*net.TCPConn).SetReadBuffer(64 << 10)
 	rc.write([]byte(wstest.UpgradeRequest()))
@@ -140,5 +141,5 @@ func TestGnetSlowReader(t *testing.T) {
 		t.Fatalf("the server stopped reading: %v", err)
 	}
 	rc.expectClose(1008)
-	check(t, "disconnects 1008", diff(before, tg.settled(t)).Disconnects["1008"], 1)
+	check(t, "disconnects 1008", diff(before, tg.Settled(t)).Disconnects["1008"], 1)
 }

@@ -27,7 +27,7 @@ func TestFaults(t *testing.T) {
 			const n = 200
 			refused := 0
 			for range n {
-				conn, resp, err := websocket.DefaultDialer.Dial(tg.url(), nil)
+				conn, resp, err := websocket.DefaultDialer.Dial(tg.URL(), nil)
 				switch {
 				case err == nil:
 					conn.Close()
@@ -40,10 +40,10 @@ func TestFaults(t *testing.T) {
 			// gorilla and coder write the 101 before the target can count
 			// the handshake: wait until all n are counted.
 			waitFor(t, "every handshake counted", func() bool {
-				h := tg.stats().Handshakes
+				h := tg.Stats().Handshakes
 				return h[protocol.ResultOK]+h[protocol.ResultRejected] >= n
 			})
-			st := tg.settled(t)
+			st := tg.Settled(t)
 			t.Logf("%d of %d refused with 503", refused, n)
 			check(t, "faults reject", st.Faults[faults.KindReject], uint64(refused))
 			check(t, "handshakes rejected", st.Handshakes[protocol.ResultRejected], uint64(refused))
@@ -56,7 +56,7 @@ func TestFaults(t *testing.T) {
 			t.Parallel()
 			const delay = 100 * time.Millisecond
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.Delay = delay })
-			conn := dialWS(t, tg.url())
+			conn := dialWS(t, tg.URL())
 			for i := range 5 {
 				began := time.Now()
 				echoOnce(t, conn, fmt.Sprint(i))
@@ -78,12 +78,12 @@ func TestFaults(t *testing.T) {
 			if took := time.Since(began); took > 8*delay {
 				t.Errorf("10 pipelined echoes took %v: the delays added up", took)
 			}
-			check(t, "faults delay", tg.stats().Faults[faults.KindDelay], 15)
+			check(t, "faults delay", tg.Stats().Faults[faults.KindDelay], 15)
 		})
 		t.Run("close-after", func(t *testing.T) {
 			t.Parallel()
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.CloseAfter = 10 })
-			conn := dialWS(t, tg.url())
+			conn := dialWS(t, tg.URL())
 			for i := range 20 {
 				_ = conn.WriteMessage(websocket.TextMessage, []byte(strconv.Itoa(i)))
 			}
@@ -98,14 +98,14 @@ func TestFaults(t *testing.T) {
 			if !websocket.IsCloseError(err, faults.CloseCode) || echoes != 10 {
 				t.Errorf("%d echoes, then %v; want 10, then close 1011", echoes, err)
 			}
-			st := tg.settled(t)
+			st := tg.Settled(t)
 			check(t, "faults close_after", st.Faults[faults.KindCloseAfter], 1)
 			check(t, "disconnects 1011", st.Disconnects["1011"], 1)
 		})
 		t.Run("drop", func(t *testing.T) {
 			t.Parallel()
 			tg := start(t, name, b, func(c *config.Config) { c.Faults.Drop = 0.05 })
-			conn := dialWS(t, tg.url())
+			conn := dialWS(t, tg.URL())
 			const n = 1000
 			go func() {
 				for i := range n {
@@ -131,7 +131,7 @@ func TestFaults(t *testing.T) {
 			// costs more than an echo. Then a second more, for an echo no
 			// message was owed.
 			got := 0
-			drops := func() uint64 { return tg.stats().Faults[faults.KindDrop] }
+			drops := func() uint64 { return tg.Stats().Faults[faults.KindDrop] }
 			deadline := time.After(30 * time.Second)
 			for uint64(got)+drops() < n {
 			pause:

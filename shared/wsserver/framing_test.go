@@ -18,7 +18,7 @@ func TestFrames(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, func(c *config.Config) { c.MaxMessage = 1000 })
-		before := tg.stats()
+		before := tg.Stats()
 
 		rc := rawDial(t, tg.Addr)
 		rc.send(ws.OpText, false, []byte("Hel"))
@@ -82,7 +82,7 @@ func TestFrames(t *testing.T) {
 			})
 			want[strconv.Itoa(c.code)]++
 		}
-		d := diff(before, tg.settled(t))
+		d := diff(before, tg.Settled(t))
 		for reason, n := range want {
 			check(t, "disconnects "+reason, d.Disconnects[reason], n)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/lifecycle"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/wsserver"
 	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
@@ -59,7 +60,7 @@ func (s *frontSession) Message(_ wsserver.Op, data []byte) {
 	}()
 }
 
-func startFront(t *testing.T) *target {
+func startFront(t *testing.T) *lifecycletest.Target {
 	t.Helper()
 	b := func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
 		return wsserver.NewGnet(cfg, m, log, wsserver.Options{Front: frontEcho{}, NoKeepalive: true})

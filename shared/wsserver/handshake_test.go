@@ -21,7 +21,7 @@ func TestRefusals(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, name string, b build) {
 		tg := start(t, name, b, nil)
-		before := tg.stats()
+		before := tg.Stats()
 		upgrade := strings.TrimSuffix(wstest.UpgradeRequest(), "\r\n")
 		cases := []struct {
 			name, request string
@@ -59,9 +59,9 @@ func TestRefusals(t *testing.T) {
 			})
 		}
 		waitFor(t, "every refusal counted", func() bool {
-			return diff(before, tg.stats()).Handshakes[protocol.ResultFailed] == uint64(len(cases))
+			return diff(before, tg.Stats()).Handshakes[protocol.ResultFailed] == uint64(len(cases))
 		})
-		d := diff(before, tg.stats())
+		d := diff(before, tg.Stats())
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 0)
 		check(t, "connections_total", d.ConnectionsTotal, 0)
 	})
@@ -78,7 +78,7 @@ func TestOriginAndCap(t *testing.T) {
 			c.Origins = []string{"https://good.test"}
 			c.MaxConns = 1
 		})
-		before := tg.stats()
+		before := tg.Stats()
 		try := func(origin string, want int) *rawConn {
 			t.Helper()
 			rc := dialTCP(t, tg.Addr)
@@ -98,13 +98,13 @@ func TestOriginAndCap(t *testing.T) {
 		try("", http.StatusForbidden)
 		first.send(ws.OpClose, true, closePayload(1000, ""))
 		first.expectClose(1000)
-		waitFor(t, "the place freed", func() bool { return tg.stats().ConnectionsActive == 0 })
+		waitFor(t, "the place freed", func() bool { return tg.Stats().ConnectionsActive == 0 })
 		again := try("https://good.test", http.StatusSwitchingProtocols)
 		again.send(ws.OpText, true, []byte("still echoing"))
 		if _, p := again.read(); string(p) != "still echoing" {
 			t.Fatalf("echo %q", p)
 		}
-		d := diff(before, tg.stats())
+		d := diff(before, tg.Stats())
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 2)
 		check(t, "handshakes rejected", d.Handshakes[protocol.ResultRejected], 3)
 		check(t, "rejected at the cap", d.MaxConnsRefused, 1)
@@ -121,7 +121,7 @@ func TestSlowUpgrade(t *testing.T) {
 	forEach(t, func(t *testing.T, name string, b build) {
 		const timeout = 500 * time.Millisecond
 		tg := start(t, name, b, func(c *config.Config) { c.HandshakeTimeout = timeout })
-		before := tg.stats()
+		before := tg.Stats()
 
 		rc := dialTCP(t, tg.Addr)
 		req := wstest.UpgradeRequest()
@@ -155,10 +155,10 @@ func TestSlowUpgrade(t *testing.T) {
 		gone.c.Close()
 
 		waitFor(t, "the half-sent upgrades counted", func() bool {
-			d := diff(before, tg.stats())
+			d := diff(before, tg.Stats())
 			return d.Handshakes[protocol.ResultFailed] == 1 && d.Handshakes[protocol.ResultAbandoned] == 1
 		})
-		d := diff(before, tg.stats())
+		d := diff(before, tg.Stats())
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 1)
 		check(t, "handshakes rejected", d.Handshakes[protocol.ResultRejected], 0)
 	})

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/gobwas/ws"
 
@@ -36,7 +35,7 @@ type echoSession struct {
 
 func (s echoSession) Message(op wsserver.Op, data []byte) { s.p.Reply(op, data) }
 
-type build func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error)
+type build = lifecycletest.Build
 
 // on builds an echo on one library's constructor.
 func on(newTarget func(config.Config, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)) build {
@@ -75,26 +74,11 @@ func forEach(t *testing.T, f func(t *testing.T, name string, b build)) {
 	}
 }
 
-// target is an echo target serving on 127.0.0.1 in the test process.
-type target struct{ *lifecycletest.Target }
-
 // start runs a target and shuts it down when the test ends.
-func start(t *testing.T, name string, b build, tweak func(*config.Config)) *target {
+func start(t *testing.T, name string, b build, tweak func(*config.Config)) *lifecycletest.Target {
 	t.Helper()
-	return startOn(t, name, b, tweak, nil, nil)
+	return lifecycletest.Start(t, name, b, lifecycletest.Options{Tweak: tweak})
 }
-
-// startOn is start with the target's log going to logTo, and its listener
-// wrapped by wrap (TLS) if not nil.
-func startOn(t *testing.T, name string, b build, tweak func(*config.Config), logTo io.Writer, wrap func(net.Listener) net.Listener) *target {
-	t.Helper()
-	return &target{lifecycletest.Start(t, name, lifecycletest.Build(b), lifecycletest.Options{Tweak: tweak, Log: logTo, Wrap: wrap})}
-}
-
-func (tg *target) shutdown(timeout time.Duration) error { return tg.Shutdown(timeout) }
-func (tg *target) url() string                          { return tg.URL() }
-func (tg *target) stats() protocol.Stats                { return tg.Stats() }
-func (tg *target) settled(t *testing.T) protocol.Stats  { return tg.Settled(t) }
 
 func waitFor(t *testing.T, what string, cond func() bool) { lifecycletest.WaitFor(t, what, cond) }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -31,7 +32,7 @@ func TestTLS(t *testing.T) {
 	for _, tgt := range libraries { // gnet through its TLS bridge
 		t.Run(tgt.name, func(t *testing.T) {
 			t.Parallel()
-			tg := startOn(t, tgt.name, tgt.build, nil, io.Discard, wrap)
+			tg := lifecycletest.Start(t, tgt.name, tgt.build, lifecycletest.Options{Log: io.Discard, Wrap: wrap})
 			dialer := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 5 * time.Second}
 			conn, _, err := dialer.Dial("wss://"+tg.Addr+"/", nil)
 			if err != nil {
@@ -45,7 +46,7 @@ func TestTLS(t *testing.T) {
 			if _, got, err := conn.ReadMessage(); err != nil || string(got) != "over TLS" {
 				t.Fatalf("%q, %v", got, err)
 			}
-			if st := tg.stats(); st.Handshakes[protocol.ResultOK] != 1 || st.HandshakeLatency.Count != 1 {
+			if st := tg.Stats(); st.Handshakes[protocol.ResultOK] != 1 || st.HandshakeLatency.Count != 1 {
 				t.Errorf("handshakes %v, latency count %d; want 1 ok, timed", st.Handshakes, st.HandshakeLatency.Count)
 			}
 		})

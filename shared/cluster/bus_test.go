@@ -2,17 +2,15 @@ package cluster_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/knowngood/knowngood/shared/cluster"
 	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
@@ -23,12 +21,7 @@ import (
 func TestBusBounded(t *testing.T) {
 	t.Parallel() // a Redis of its own
 	srv := clustertest.StartRedis(t)
-	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
-	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, m := dial(t, srv)
 	bus := cluster.NewBus(r, m, func([]byte) int { return 1 })
 	defer bus.Close()
 
@@ -37,17 +30,10 @@ func TestBusBounded(t *testing.T) {
 	defer silent.Close()
 	ps := silent.Subscribe(context.Background(), cluster.BusChannel)
 	defer ps.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	lifecycletest.WaitUpTo(t, 10*time.Second, "2 subscribers", func() bool {
 		n, err := silent.PubSubNumSub(context.Background(), cluster.BusChannel).Result()
-		if err == nil && n[cluster.BusChannel] == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("subscribers %v after 10s, want 2", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && n[cluster.BusChannel] == 2
+	})
 
 	const total = cluster.MaxPending + 500
 	var done, wrong atomic.Int64
@@ -83,12 +69,7 @@ func TestBusBounded(t *testing.T) {
 func TestBusMissed(t *testing.T) {
 	t.Parallel() // a Redis of its own
 	srv := clustertest.StartRedis(t)
-	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
-	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, m := dial(t, srv)
 	bus := cluster.NewBus(r, m, func([]byte) int { return 1 })
 	defer bus.Close()
 
@@ -98,17 +79,10 @@ func TestBusMissed(t *testing.T) {
 	if err := rc.ZAdd(context.Background(), "knowngood#replicas", redis.Z{Score: ghost, Member: "ghost"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	lifecycletest.WaitUpTo(t, 10*time.Second, "1 subscriber and 2 live replicas", func() bool {
 		n, err := rc.PubSubNumSub(context.Background(), cluster.BusChannel).Result()
-		if err == nil && n[cluster.BusChannel] == 1 && bus.Live() == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("subscribers %v, live %d after 10s; want 1 and 2", n, bus.Live())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && n[cluster.BusChannel] == 1 && bus.Live() == 2
+	})
 	got := make(chan int, 1)
 	bus.Broadcast([]byte(`{"type":"broadcast","payload":1}`), func(remote int) { got <- remote })
 	select {

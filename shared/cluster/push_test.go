@@ -3,8 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -12,12 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/knowngood/knowngood/shared/cluster"
 	"github.com/knowngood/knowngood/shared/cluster/clustertest"
 	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
-	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -59,11 +54,7 @@ func TestPushInOrderThroughStalls(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var pushers sync.WaitGroup
 	for i := range replicas {
-		m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
-		r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, m := dial(t, srv)
 		replicas[i] = new(pushed)
 		bus := cluster.NewBus(r, m, replicas[i].deliver)
 		stalls := rand.New(rand.NewPCG(uint64(i), 1))
@@ -78,7 +69,7 @@ func TestPushInOrderThroughStalls(t *testing.T) {
 			return protocol.PushHead, string(protocol.AppendPushTail(nil, time.Now().UnixNano(), "r"+strconv.Itoa(i)))
 		}
 		pushers.Go(func() { bus.Push(ctx, interval, frame) })
-		t.Cleanup(func() { bus.Close(); _ = r.Close() })
+		t.Cleanup(bus.Close)
 	}
 	t.Cleanup(func() { stop(); pushers.Wait() })
 

@@ -11,21 +11,29 @@ import (
 
 	"github.com/knowngood/knowngood/shared/cluster"
 	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// dial joins a replica, with metrics of its own, to srv until the test
+// ends.
+func dial(t *testing.T, srv *clustertest.Redis) (*cluster.Redis, *metrics.Metrics) {
+	t.Helper()
+	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
+	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r, m
+}
+
 // waitState waits for the replica's view of Redis to become want.
 func waitState(t *testing.T, r *cluster.Redis, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for r.RedisState() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis state %s after 10s; want %s", r.RedisState(), want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	lifecycletest.WaitUpTo(t, 10*time.Second, "redis state "+want, func() bool { return r.RedisState() == want })
 }
 
 // TestRedisStateFollowsServer: the state is up while redis-server runs,
@@ -34,12 +42,7 @@ func waitState(t *testing.T, r *cluster.Redis, want string) {
 func TestRedisStateFollowsServer(t *testing.T) {
 	t.Parallel() // a Redis of its own
 	srv := clustertest.StartRedis(t)
-	m := metrics.New(prometheus.NewRegistry(), "broadcast-gorilla")
-	r, err := cluster.Dial(srv.URL, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, m := dial(t, srv)
 	waitState(t, r, "up")
 	srv.Stop()
 	waitState(t, r, "down")

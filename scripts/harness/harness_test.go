@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/knowngood/knowngood/shared/cluster/redisserver"
 )
 
 func TestMain(m *testing.M) { Main(m, RemoveBuilds) }
@@ -149,5 +152,27 @@ func TestPrebuilt(t *testing.T) {
 	}
 	if bin, ok := prebuilt("./scripts/bench/floors/sioserver", "sio-bare"); ok {
 		t.Errorf("prebuilt %q for a name that is not its package's", bin)
+	}
+}
+
+// TestStartRedis: the redis-server StartRedis starts answers PING at its
+// URL's address until Stop.
+func TestStartRedis(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip(redisserver.Missing)
+	}
+	p, url, err := StartRedis(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "redis://"), "/0")
+	if !redisserver.Answers(addr) {
+		t.Errorf("no PONG from %s", url)
+	}
+	if err := p.Stop(); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if redisserver.Answers(addr) {
+		t.Errorf("%s still answers after Stop", url)
 	}
 }

@@ -1,14 +1,14 @@
 package harness
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/knowngood/knowngood/shared/cluster/redisserver"
 )
 
 // StartRedis runs redis-server on a free loopback port, with nothing saved
@@ -18,7 +18,7 @@ import (
 // failed start, never as a wrong result.
 func StartRedis(ctx context.Context) (*Process, string, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		return nil, "", fmt.Errorf("redis-server not installed (make deps, or apt-get install -y redis-server)")
+		return nil, "", errors.New(redisserver.Missing)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -26,19 +26,21 @@ func StartRedis(ctx context.Context) (*Process, string, error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port := ln.Addr().(*net.TCPAddr).Port
 	// redis-server prints no "listening" line of its own: the shell prints
 	// one and execs it, so that the PID is redis-server's; PING below says
 	// when it really listens.
 	line := fmt.Sprintf(`{"msg":"listening","addr":"%s"}`, addr)
-	script := "echo '" + line + "'; exec redis-server --port " + port +
-		" --bind 127.0.0.1 --save '' --appendonly no --daemonize no --loglevel warning"
+	script := "echo '" + line + "'; exec redis-server"
+	for _, arg := range redisserver.Args(port) {
+		script += " '" + arg + "'" // none has a quote of its own
+	}
 	p, err := StartProcess(ctx, "redis-server", []string{"sh", "-c", script})
 	if err != nil {
 		return nil, "", err
 	}
 	deadline := time.Now().Add(StartTimeout)
-	for !pong(addr) {
+	for !redisserver.Answers(addr) {
 		select {
 		case <-p.Exited():
 			return nil, "", fmt.Errorf("redis-server on %s exited: %s", addr, p.Tail())
@@ -53,19 +55,4 @@ func StartRedis(ctx context.Context) (*Process, string, error) {
 		}
 	}
 	return p, "redis://" + addr + "/0", nil
-}
-
-// pong sends PING to the Redis at addr and wants +PONG.
-func pong(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return false
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
 }

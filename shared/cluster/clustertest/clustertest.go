@@ -4,14 +4,14 @@
 package clustertest
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/knowngood/knowngood/shared/cluster/redisserver"
 )
 
 // Redis is one redis-server process.
@@ -28,7 +28,7 @@ type Redis struct {
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed (make deps, or apt-get install -y redis-server)")
+		t.Skip(redisserver.Missing)
 	}
 	r := &Redis{t: t, Port: freePort(t)}
 	r.URL = fmt.Sprintf("redis://127.0.0.1:%d/0", r.Port)
@@ -47,13 +47,12 @@ func (r *Redis) Start() {
 	if r.cmd != nil {
 		r.t.Fatal("clustertest: redis-server already running")
 	}
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+	r.cmd = exec.Command("redis-server", redisserver.Args(r.Port)...)
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !r.answers() {
+	for !redisserver.Answers(r.Addr()) {
 		if time.Now().After(deadline) {
 			r.Stop()
 			r.t.Fatalf("clustertest: redis-server on %s did not answer PING within 10s", r.Addr())
@@ -71,21 +70,6 @@ func (r *Redis) Stop() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	r.cmd = nil
-}
-
-// answers sends PING and reads +PONG.
-func (r *Redis) answers() bool {
-	c, err := net.DialTimeout("tcp", r.Addr(), 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return false
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
 }
 
 // freePort asks the kernel for a free loopback port. Another process may

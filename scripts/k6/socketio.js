@@ -20,6 +20,7 @@
 import ws from "k6/ws";
 import { check, fail } from "k6";
 import { Counter, Trend } from "k6/metrics";
+import { counters, runOptions } from "./knowngood.js";
 
 const target = (__ENV.TARGET || "http://127.0.0.1:8080").replace(/^http/, "ws").replace(/\/$/, "");
 const url = `${target}/socket.io/?EIO=4&transport=websocket`;
@@ -29,25 +30,9 @@ const timeoutMs = parseInt(__ENV.TIMEOUT_MS || "15000", 10);
 const connected = new Counter("sio_connected");
 const acked = new Counter("sio_acks_matched");
 const connectTime = new Trend("sio_connect_duration", true);
-const attempts = new Counter("knowngood_attempts");
-const ok = new Counter("knowngood_ok");
-const sent = new Counter("knowngood_sent");
-const received = new Counter("knowngood_received");
+const { attempts, ok, sent, received } = counters();
 
-export const options = {
-  scenarios: {
-    socketio: {
-      executor: "shared-iterations",
-      vus: parseInt(__ENV.VUS || "10", 10),
-      iterations: parseInt(__ENV.ITERATIONS || "50", 10),
-      maxDuration: __ENV.MAX_DURATION || "60s",
-    },
-  },
-  thresholds: {
-    checks: ["rate==1"],
-    sio_connect_duration: ["p(99)<15000"],
-  },
-};
+export const options = runOptions("socketio", { sio_connect_duration: ["p(99)<15000"] });
 
 export default function () {
   const start = Date.now();

@@ -13,6 +13,7 @@
 import ws from "k6/ws";
 import { check, fail } from "k6";
 import { Counter } from "k6/metrics";
+import { counters, runOptions } from "./knowngood.js";
 
 const target = __ENV.TARGET || "ws://127.0.0.1:8083/";
 const messages = parseInt(__ENV.MESSAGES || "20", 10);
@@ -20,25 +21,9 @@ const timeoutMs = parseInt(__ENV.TIMEOUT_MS || "10000", 10);
 
 const echoed = new Counter("echoes_matched");
 const finished = new Counter("sessions_finished");
-const attempts = new Counter("knowngood_attempts");
-const ok = new Counter("knowngood_ok");
-const sentCount = new Counter("knowngood_sent");
-const receivedCount = new Counter("knowngood_received");
+const { attempts, ok, sent: sentCount, received: receivedCount } = counters();
 
-export const options = {
-  scenarios: {
-    echo: {
-      executor: "shared-iterations",
-      vus: parseInt(__ENV.VUS || "10", 10),
-      iterations: parseInt(__ENV.ITERATIONS || "50", 10),
-      maxDuration: __ENV.MAX_DURATION || "60s",
-    },
-  },
-  thresholds: {
-    checks: ["rate==1"],
-    ws_connecting: ["p(99)<5000"],
-  },
-};
+export const options = runOptions("echo", { ws_connecting: ["p(99)<5000"] });
 
 export default function () {
   let sent = 0;

@@ -158,7 +158,8 @@ func (b *Bus) Broadcast(frame []byte, done func(remote int)) {
 
 // header is the first line of a message on BusChannel: kind (b
 // broadcast, p push), origin replica, and the request id (0: send no
-// answer) or the push's seq.
+// answer) or the push's seq. A push's is written by leaseScript, in
+// Redis, where its seq is known.
 func header(kind byte, origin string, n uint64) string {
 	return string(kind) + " " + origin + " " + strconv.FormatUint(n, 10) + "\n"
 }

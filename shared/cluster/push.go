@@ -21,7 +21,8 @@ import (
 //
 // KEYS: lease, seq. ARGV: replica id, lease in ms, the highest seq this
 // replica has handed out, the bus channel, the push's head and tail (its
-// seq goes between them). The counter is first raised to that seq, so
+// seq goes between them); it publishes header('p', id, seq) and the
+// push, written out in Lua. The counter is first raised to that seq, so
 // that after a Redis restart (which loses it) or an outage during which
 // the holder went on alone, seq still only goes up. Returns the new seq,
 // or 0 when another replica holds the lease.

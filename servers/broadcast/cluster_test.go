@@ -276,11 +276,10 @@ func awaitClients(groups [][]*client, ok func(replica int, cl *client) bool) {
 
 // TestClusterPusherKilled: three replicas as real processes; the one that
 // pushes is killed (SIGKILL: no goodbye, its lease simply runs out).
-// Another takes the push over, seq still only goes up, and loadgen's push
-// mode on a surviving replica, its window spanning the kill, counts as
-// lost exactly the seqs the cluster numbered but never sent (0, or 1 when
-// the kill fell between numbering a push and publishing it), as a client
-// of our own on the same replica sees them.
+// Another takes the push over, seq still only goes up by one, and
+// loadgen's push mode on a surviving replica, its window spanning the
+// kill, counts no push lost: the script that numbers a push publishes it
+// in the same step, so a kill cannot fall between the two.
 func TestClusterPusherKilled(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	const subscribers = 50
@@ -346,7 +345,7 @@ func TestClusterPusherKilled(t *testing.T) {
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
-		err = harness.LoadgenRan(err, out) // the pushes lost in the take-over fail the run: read the report all the same
+		err = harness.LoadgenRan(err, out) // a run that failed its verdicts still has a report: the checks below say what went wrong
 		if err == nil {
 			err = json.Unmarshal(bytes.TrimSpace(out), &rep)
 		}
@@ -390,24 +389,11 @@ func TestClusterPusherKilled(t *testing.T) {
 		t.Fatal("loadgen did not finish")
 	}
 
-	// Every reference client: seq only goes up; the seqs missing are the
-	// same for all (numbered, never published); the longest silence is
-	// the take-over.
-	var missing []uint64
+	// Every reference client: seq only goes up, and none is missing; the
+	// longest silence is the take-over.
 	for i, cl := range refs {
 		cl.view(func(cl *client) {
-			increasing(t, fmt.Sprintf("survivor %d", i), cl.pushes)
-			var miss []uint64
-			for j := 1; j < len(cl.pushes); j++ {
-				for s := cl.pushes[j-1] + 1; s < cl.pushes[j]; s++ {
-					miss = append(miss, s)
-				}
-			}
-			if i == 0 {
-				missing = miss
-			} else if fmt.Sprint(miss) != fmt.Sprint(missing) {
-				t.Errorf("survivor %d missed seqs %v, survivor 0 %v", i, miss, missing)
-			}
+			consecutive(t, fmt.Sprintf("survivor %d", i), cl.pushes)
 			var silence time.Duration
 			for j := 1; j < len(cl.pushAt); j++ {
 				silence = max(silence, cl.pushAt[j].Sub(cl.pushAt[j-1]))
@@ -421,11 +407,8 @@ func TestClusterPusherKilled(t *testing.T) {
 			}
 		})
 	}
-	if len(missing) > 1 {
-		t.Errorf("seqs %v missing; at most one push can be numbered and not published", missing)
+	if rep.Duplicates != 0 || rep.Pushes < 10 || rep.Lost != 0 || rep.Expected != uint64(subscribers)*rep.Pushes {
+		t.Errorf("loadgen: %+v; want none lost, no duplicates", rep)
 	}
-	if rep.Duplicates != 0 || rep.Pushes < 10 || rep.Lost != uint64(subscribers*len(missing)) || rep.Expected != uint64(subscribers)*rep.Pushes {
-		t.Errorf("loadgen: %+v; want %d lost (%d subscribers x %d seqs missing), no duplicates", rep, subscribers*len(missing), subscribers, len(missing))
-	}
-	t.Logf("loadgen: %+v; seqs missing %v", rep, missing)
+	t.Logf("loadgen: %+v", rep)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/cluster/clustertest"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -177,14 +177,15 @@ func alive(pid int) bool {
 	return len(state) > 0 && state[0] != "Z" && state[0] != "X"
 }
 
+// freePort is a port for nginx: see clustertest.FreePort for why not one
+// that a bind to port 0 gives.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := clustertest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // TestClusterScript: up starts every replica healthy on its admin port,

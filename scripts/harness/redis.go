@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"strconv"
 	"time"
 
+	"github.com/knowngood/knowngood/shared/cluster/clustertest"
 	"github.com/knowngood/knowngood/shared/cluster/redisserver"
 )
 
-// StartRedis runs redis-server on a free loopback port, with nothing saved
-// to disk, and returns once it answers PING; URL gives redis://HOST:PORT/0.
+// StartRedis runs redis-server on a free loopback port (chosen as
+// clustertest.FreePort says), with nothing saved to disk, and returns once it answers PING; URL gives redis://HOST:PORT/0.
 // The caller stops it with Stop, like any Process. Another process may take
 // the port between the probe and redis-server's bind: that shows as a
 // failed start, never as a wrong result.
@@ -20,13 +22,11 @@ func StartRedis(ctx context.Context) (*Process, string, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, "", errors.New(redisserver.Missing)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := clustertest.FreePort()
 	if err != nil {
 		return nil, "", err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	// redis-server prints no "listening" line of its own: the shell prints
 	// one and execs it, so that the PID is redis-server's; PING below says
 	// when it really listens.

@@ -200,3 +200,26 @@ func SysctlInt(name string) (int, error) {
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
+
+// LocalPortRange is net.ipv4.ip_local_port_range: the ports the kernel
+// gives outgoing connections and binds to port 0, from lo to hi.
+func LocalPortRange() (lo, hi int, err error) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parsePortRange(string(b))
+}
+
+func parsePortRange(s string) (lo, hi int, err error) {
+	f := strings.Fields(s)
+	if len(f) != 2 {
+		return 0, 0, fmt.Errorf("ip_local_port_range %q: want two ports", s)
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	if err := errors.Join(err1, err2); err != nil || lo > hi {
+		return 0, 0, fmt.Errorf("ip_local_port_range %q: want two ports, the lower first", s)
+	}
+	return lo, hi, nil
+}

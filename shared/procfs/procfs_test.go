@@ -150,3 +150,30 @@ func TestSysctlInt(t *testing.T) {
 		t.Error("no.such.sysctl: no error")
 	}
 }
+
+func TestParsePortRange(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		lo, hi int
+		ok     bool
+	}{
+		{"32768\t60999\n", 32768, 60999, true},
+		{"1024 65535", 1024, 65535, true},
+		{"60999 32768", 0, 0, false},
+		{"32768", 0, 0, false},
+		{"a b", 0, 0, false},
+	} {
+		lo, hi, err := parsePortRange(c.in)
+		if (err == nil) != c.ok || lo != c.lo || hi != c.hi {
+			t.Errorf("parsePortRange(%q) = %d, %d, %v; want %d, %d, ok %v", c.in, lo, hi, err, c.lo, c.hi, c.ok)
+		}
+	}
+}
+
+func TestLocalPortRange(t *testing.T) {
+	needProc(t)
+	lo, hi, err := LocalPortRange()
+	if err != nil || lo < 1 || hi > 65535 || lo > hi {
+		t.Fatalf("LocalPortRange() = %d, %d, %v", lo, hi, err)
+	}
+}

@@ -3,11 +3,10 @@ package main
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/knowngood/knowngood/shared/procfs"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -172,14 +171,8 @@ func sumReplicaCPU(s stepRow) float64 {
 
 // portRange is the size of the ephemeral port range; 0 when unknown.
 func portRange() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	f := strings.Fields(string(b))
-	if err != nil || len(f) != 2 {
-		return 0
-	}
-	lo, err1 := strconv.Atoi(f[0])
-	hi, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil {
+	lo, hi, err := procfs.LocalPortRange()
+	if err != nil {
 		return 0
 	}
 	return hi - lo + 1

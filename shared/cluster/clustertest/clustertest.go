@@ -1,10 +1,12 @@
 // Package clustertest starts a real redis-server for tests, on a free
 // loopback port, and stops it (or restarts it on the same port, for the
-// tests of a replica riding out a Redis that went away).
+// tests of a replica riding out a Redis that went away). FreePort serves
+// the other servers a cluster's tests start, nginx in front of replicas.
 package clustertest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os/exec"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/shared/cluster/redisserver"
+	"github.com/knowngood/knowngood/shared/procfs"
 )
 
 // Redis is one redis-server process.
@@ -30,7 +33,11 @@ func StartRedis(t testing.TB) *Redis {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip(redisserver.Missing)
 	}
-	r := &Redis{t: t, Port: freePort(t)}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Redis{t: t, Port: port}
 	r.URL = fmt.Sprintf("redis://127.0.0.1:%d/0", r.Port)
 	r.Start()
 	t.Cleanup(r.Stop)
@@ -72,15 +79,28 @@ func (r *Redis) Stop() {
 	r.cmd = nil
 }
 
-// freePort asks the kernel for a free loopback port. Another process may
-// take it before redis-server binds it; on a test machine that is rare and
-// shows as a failed start, not a wrong result.
-func freePort(t testing.TB) int {
-	t.Helper()
+// FreePort is a loopback port that nothing listens on, for a server that
+// another process binds a moment later (redis-server, nginx). It is chosen
+// below the kernel's ephemeral range where there is room (from port 20000
+// up, above the compose files' fixed ports): a port of that range, as a
+// bind to port 0 gives, may meanwhile become the local port of any
+// outgoing connection, and the server's bind then fails. It falls back to
+// a port of the range when the range starts too low or /proc cannot say.
+func FreePort() (int, error) {
+	const floor = 20000
+	if lo, _, err := procfs.LocalPortRange(); err == nil && lo > floor {
+		for range 50 {
+			port := floor + rand.IntN(lo-floor)
+			if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+				ln.Close()
+				return port, nil
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }

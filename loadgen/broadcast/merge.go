@@ -22,7 +22,7 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		return nil, err
 	}
 	first := reps[0]
-	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Duration: first.Duration, Batches: []target.Batch{}}
+	out := &Report{Heading: first.Heading, Mode: first.Mode, Duration: first.Duration, Batches: []target.Batch{}}
 	rtt := protocol.NewHistogram()
 	for _, r := range reps {
 		out.Subscribers += r.Subscribers

@@ -16,7 +16,6 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/sidebyside"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
-	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -24,9 +23,7 @@ import (
 // Report is the result of a run; the table and the JSON object carry the
 // same figures. Deliveries count one message reaching one connection.
 type Report struct {
-	Client      string `json:"client"`
-	Version     string `json:"version"`
-	URL         string `json:"url"`
+	scenario.Heading
 	Mode        string `json:"mode"` // broadcast or push
 	Subscribers int    `json:"subscribers"`
 	Senders     int    `json:"senders"`
@@ -78,18 +75,13 @@ type Report struct {
 	ClientCPUSeconds float64                `json:"client_cpu_seconds"`
 	Errors           map[string]tally.Count `json:"errors"`
 
-	Server      *ServerView `json:"server,omitempty"`
-	ServerError string      `json:"server_error,omitempty"`
-	// Verdicts say whose the problems were, client's or server's.
-	Verdicts []verdict.Verdict `json:"verdicts"`
 	// A sharded run (-shard) also carries, for 'loadgen merge', the
 	// latency and the result round trips as the HdrHistograms' non-empty
-	// buckets (merging them is exact), and the counts the verdicts read.
-	LatencyHistogram   []protocol.Bucket   `json:"latency_histogram,omitempty"`
-	ResultRTTHistogram []protocol.Bucket   `json:"result_rtt_histogram,omitempty"`
-	Shard              *scenario.ShardPart `json:"shard,omitempty"`
-	// Thresholds: each -threshold and whether it held.
-	scenario.Checks
+	// buckets (merging them is exact), and the counts the verdicts read
+	// (Shard).
+	LatencyHistogram   []protocol.Bucket `json:"latency_histogram,omitempty"`
+	ResultRTTHistogram []protocol.Bucket `json:"result_rtt_histogram,omitempty"`
+	scenario.Judgment[ServerView]
 }
 
 // ServerView is the target's /stats over the window.
@@ -111,7 +103,7 @@ type ServerView struct {
 }
 
 func newReport(cfg Config) *Report {
-	r := &Report{URL: cfg.URL, Mode: "broadcast", Subscribers: cfg.Subscribers, Senders: cfg.Senders, Rate: cfg.Rate,
+	r := &Report{Heading: scenario.Heading{URL: cfg.URL}, Mode: "broadcast", Subscribers: cfg.Subscribers, Senders: cfg.Senders, Rate: cfg.Rate,
 		Duration: cfg.Duration.String(), Batches: []target.Batch{}, Errors: map[string]tally.Count{}}
 	if cfg.Push {
 		r.Mode = "push"

@@ -15,7 +15,7 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		return nil, err
 	}
 	first := reps[0]
-	out := &Report{Client: first.Client, Version: first.Version, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold, Namespace: first.Namespace,
+	out := &Report{Heading: first.Heading, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold, Namespace: first.Namespace,
 		OpenFiles: first.OpenFiles, Batches: []Batch{}}
 	for _, r := range reps {
 		out.N += r.N

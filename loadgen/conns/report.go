@@ -16,16 +16,13 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/sidebyside"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
-	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 )
 
 // Report is the result of a run: the table and the JSON object carry the
 // same figures.
 type Report struct {
-	Client  string   `json:"client"`
-	Version string   `json:"version"`
-	URL     string   `json:"url"`
+	scenario.Heading
 	N       int      `json:"n"`
 	Batch   int      `json:"batch"`
 	Sources []string `json:"sources"` // empty: the kernel's choice
@@ -58,16 +55,8 @@ type Report struct {
 	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
 
 	// Server is the target's view: its resident memory before the first
-	// dial and at the end of the hold; nil when neither /stats nor -pid
-	// gave it, and ServerError says why.
-	Server      *ServerView `json:"server,omitempty"`
-	ServerError string      `json:"server_error,omitempty"`
-	// Verdicts say whose the problems were, client's or server's.
-	Verdicts []verdict.Verdict `json:"verdicts"`
-	// Shard: a sharded run's part for 'loadgen merge'.
-	Shard *scenario.ShardPart `json:"shard,omitempty"`
-	// Thresholds: each -threshold and whether it held.
-	scenario.Checks
+	// dial and at the end of the hold, from /stats or -pid.
+	scenario.Judgment[ServerView]
 }
 
 // Batch is one batch of connections dialled at once.
@@ -103,7 +92,7 @@ type ServerView struct {
 }
 
 func newReport(cfg Config, u target.URL, socketIO bool) *Report {
-	r := &Report{URL: cfg.URL, N: cfg.N, Batch: cfg.Batch, Hold: cfg.Hold.String(), Sources: []string{}, Errors: map[string]tally.Count{}}
+	r := &Report{Heading: scenario.Heading{URL: cfg.URL}, N: cfg.N, Batch: cfg.Batch, Hold: cfg.Hold.String(), Sources: []string{}, Errors: map[string]tally.Count{}}
 	r.Client, r.Version = target.Client(u, target.Gorilla)
 	if socketIO {
 		r.Namespace = cfg.Namespace

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
@@ -12,7 +13,7 @@ func sampleReport() *Report {
 	f := func(v float64) *float64 { return &v }
 	active, opened := int64(18990), uint64(19000)
 	return &Report{
-		Client: "gorilla/websocket", Version: "v1.5.3", URL: "ws://127.0.0.1:8080/", N: 19000, Batch: 1000,
+		Heading: scenario.Heading{Client: "gorilla/websocket", Version: "v1.5.3", URL: "ws://127.0.0.1:8080/"}, N: 19000, Batch: 1000,
 		Sources: []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}, Hold: "10s",
 		OpenFiles:      "open-files limit 20000 (hard 20000), 9 open: room for 19959 connections",
 		OpenFilesAllow: 19959,
@@ -23,8 +24,8 @@ func sampleReport() *Report {
 			"timeout":            {Count: 5, First: "dial tcp 127.0.0.3:0->127.0.0.1:8080: i/o timeout"},
 			"dropped while held": {Count: 5, First: "websocket: close 1001 (going away)"},
 		},
-		Server: &ServerView{Admin: "http://127.0.0.1:9100", Variant: "echo-gorilla", RSSBefore: f(20 << 20), RSSAfter: f(20<<20 + 18990*17*1024), RSSSource: "stats",
-			BytesPerConnection: f(17 * 1024), ConnectionsActive: &active, ConnectionsOpened: &opened},
+		Judgment: scenario.Judgment[ServerView]{Server: &ServerView{Admin: "http://127.0.0.1:9100", Variant: "echo-gorilla", RSSBefore: f(20 << 20), RSSAfter: f(20<<20 + 18990*17*1024), RSSSource: "stats",
+			BytesPerConnection: f(17 * 1024), ConnectionsActive: &active, ConnectionsOpened: &opened}},
 	}
 }
 

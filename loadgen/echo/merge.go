@@ -22,7 +22,7 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		return nil, err
 	}
 	first := reps[0]
-	out := &Report{Client: first.Client, Version: first.Version, Mode: first.Mode, Size: first.Size, Inflight: first.Inflight,
+	out := &Report{Heading: first.Heading, Mode: first.Mode, Size: first.Size, Inflight: first.Inflight,
 		Duration: first.Duration, Warmup: first.Warmup}
 	late := protocol.NewHistogram()
 	var windows [][]replicas.Replica

@@ -16,7 +16,6 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/sidebyside"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
-	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -26,9 +25,7 @@ import (
 // messages sent (due, in rate mode) from its start to its end, and the CPU
 // time of both sides over the same interval.
 type Report struct {
-	Client   string `json:"client"`
-	Version  string `json:"version"`
-	URL      string `json:"url"`
+	scenario.Heading
 	Mode     string `json:"mode"`
 	Conns    int    `json:"connections"`
 	Size     int    `json:"size"`
@@ -84,23 +81,15 @@ type Report struct {
 	// and lost count messages.
 	Errors map[string]tally.Count `json:"errors"`
 
-	// Server is the target's view of the window: its /stats at the start
-	// and at the end, and its CPU from /proc with -pid; nil with neither,
-	// and ServerError says why when one failed.
-	Server      *ServerView `json:"server,omitempty"`
-	ServerError string      `json:"server_error,omitempty"`
-	// Verdicts say whose the problems were, client's or server's.
-	Verdicts []verdict.Verdict `json:"verdicts"`
-
 	// A sharded run (-shard) also carries, for 'loadgen merge', the
 	// window's latency and send lateness as the HdrHistogram's non-empty
 	// buckets (merging them is exact, unlike merging percentiles), and
-	// the counts the verdicts read.
-	LatencyHistogram  []protocol.Bucket   `json:"latency_histogram,omitempty"`
-	SendLateHistogram []protocol.Bucket   `json:"send_late_histogram,omitempty"`
-	Shard             *scenario.ShardPart `json:"shard,omitempty"`
-	// Thresholds: each -threshold and whether it held.
-	scenario.Checks
+	// the counts the verdicts read (Shard).
+	LatencyHistogram  []protocol.Bucket `json:"latency_histogram,omitempty"`
+	SendLateHistogram []protocol.Bucket `json:"send_late_histogram,omitempty"`
+	// Server is the target's view of the window: its /stats at the start
+	// and at the end, and its CPU from /proc with -pid.
+	scenario.Judgment[ServerView]
 }
 
 // ServerView is what the target reported about the window.
@@ -131,7 +120,7 @@ type ServerView struct {
 
 func newReport(cfg Config) *Report {
 	r := &Report{
-		URL: cfg.URL, Mode: cfg.Mode, Conns: cfg.Conns, Size: cfg.Size,
+		Heading: scenario.Heading{URL: cfg.URL}, Mode: cfg.Mode, Conns: cfg.Conns, Size: cfg.Size,
 		Duration: cfg.Duration.String(), Warmup: cfg.Warmup.String(), Errors: map[string]tally.Count{},
 	}
 	u, _ := target.ParseURL(cfg.URL)

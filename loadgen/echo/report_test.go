@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
@@ -13,7 +14,7 @@ func sampleReport() *Report {
 	u := func(v uint64) *uint64 { return &v }
 	active := int64(100)
 	return &Report{
-		Client: "gorilla/websocket", Version: "v1.5.3", URL: "ws://127.0.0.1:8080/", Mode: Pipelined,
+		Heading: scenario.Heading{Client: "gorilla/websocket", Version: "v1.5.3", URL: "ws://127.0.0.1:8080/"}, Mode: Pipelined,
 		Conns: 100, Size: 128, Inflight: 32, Duration: "10s", Warmup: "2s",
 		Connected: 99, Messages: 1234567, WindowSeconds: 10, MessagesPerSecond: 123456.7, Sent: 1500000,
 		P50ms: f(0.512), P90ms: f(1.5), P99ms: f(3.25), P999ms: f(7), MaxMs: f(12.125),
@@ -22,12 +23,12 @@ func sampleReport() *Report {
 			"dial":     {Count: 1, First: "dial tcp 127.0.0.1:8080: connect: connection refused"},
 			"mismatch": {Count: 3, First: "connection 7, message 12: echo differs from the message sent: byte 9 is 0x0, want 0x6a"},
 		},
-		Server: &ServerView{
+		Judgment: scenario.Judgment[ServerView]{Server: &ServerView{
 			Admin: "http://127.0.0.1:9100", Variant: "echo-gorilla",
 			CPUSeconds: f(9.5), CPUSource: "stats",
 			MessagesReceived: u(1234600), MessagesSent: u(1234599), BytesReceived: u(1), BytesSent: u(1),
 			ConnectionsActive: &active,
-		},
+		}},
 	}
 }
 
@@ -55,9 +56,9 @@ errors:
 func TestWriteTableRateWithoutServer(t *testing.T) {
 	t.Parallel()
 	f := func(v float64) *float64 { return &v }
-	r := &Report{Client: "net (raw TCP)", Version: "go1.26", URL: "tcp://127.0.0.1:7000", Mode: Rate, Rate: 5000, Conns: 10, Size: 64,
+	r := &Report{Heading: scenario.Heading{Client: "net (raw TCP)", Version: "go1.26", URL: "tcp://127.0.0.1:7000"}, Mode: Rate, Rate: 5000, Conns: 10, Size: 64,
 		Duration: "1s", Warmup: "0s", Connected: 10, BehindSchedule: 17, Interrupted: true, WindowSeconds: 0.25, SendLateP50ms: f(0.25), SendLateP99ms: f(1), SendLateMaxMs: f(2),
-		Errors: map[string]tally.Count{}, ServerError: "no /stats from http://127.0.0.1:9100: connection refused"}
+		Errors: map[string]tally.Count{}, Judgment: scenario.Judgment[ServerView]{ServerError: "no /stats from http://127.0.0.1:9100: connection refused"}}
 	got := scenariotest.Text(t, r.WriteTable)
 	scenariotest.HasAll(t, got, "interrupted: the figures cover 0.2s of the window\n", "rate (5000 msg/s in total, latency from each message's due time)", "behind schedule        17",
 		"sent late p50/p99/max  0.250ms / 1.000ms / 2.000ms", "p50                    -", "server: no /stats from")

@@ -19,7 +19,7 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		return nil, err
 	}
 	first := reps[0]
-	out := &Report{Client: first.Client, Version: first.Version, Transport: first.Transport, Namespace: first.Namespace,
+	out := &Report{Heading: first.Heading, Transport: first.Transport, Namespace: first.Namespace,
 		Deadline: first.Deadline, Errors: map[string]int{}}
 	for _, r := range reps {
 		out.Attempts += r.Attempts

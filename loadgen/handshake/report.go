@@ -24,9 +24,7 @@ import (
 // same figures. Its JSON field names match those of the script clients
 // (scripts/clients/sio-connect.mjs, sio_connect.py) where they overlap.
 type Report struct {
-	Client    string `json:"client"`
-	Version   string `json:"version"`
-	URL       string `json:"url"`
+	scenario.Heading
 	Transport string `json:"transport"`
 	Namespace string `json:"namespace"`
 	Deadline  string `json:"deadline"`
@@ -61,20 +59,14 @@ type Report struct {
 	// Distribution is the handshake latency histogram, on a 1-2-5 scale.
 	Distribution []protocol.Bucket `json:"latency_distribution"`
 
-	// Server is the server's own view of the run (its /stats after minus
-	// before); nil without an admin listener, and ServerError says why.
-	Server      *ServerView `json:"server,omitempty"`
-	ServerError string      `json:"server_error,omitempty"`
-	// Verdicts say whose the failures were, client's or server's.
-	Verdicts []verdict.Verdict `json:"verdicts"`
 	// A sharded run (-shard) also carries, for 'loadgen merge', the
 	// handshake latency as the HdrHistogram's non-empty buckets (merging
 	// them is exact, unlike merging percentiles), and the counts the
-	// verdicts read.
-	LatencyHistogram []protocol.Bucket   `json:"latency_histogram,omitempty"`
-	Shard            *scenario.ShardPart `json:"shard,omitempty"`
-	// Thresholds: each -threshold and whether it held.
-	scenario.Checks
+	// verdicts read (Shard).
+	LatencyHistogram []protocol.Bucket `json:"latency_histogram,omitempty"`
+	// Server is the server's own view of the run (its /stats after minus
+	// before).
+	scenario.Judgment[ServerView]
 }
 
 // ServerView is what the server reported about the run.

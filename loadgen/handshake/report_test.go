@@ -11,19 +11,19 @@ import (
 func sampleReport() *Report {
 	f := func(v float64) *float64 { return &v }
 	return &Report{
-		Client: clientName, Version: "v3.0.6",
-		URL: "http://127.0.0.1:8080", Transport: "websocket", Namespace: "/", Deadline: "15s",
+		Heading:   scenario.Heading{Client: clientName, Version: "v3.0.6", URL: "http://127.0.0.1:8080"},
+		Transport: "websocket", Namespace: "/", Deadline: "15s",
 		Attempts: 500, Connected: 497, Echoed: 496, Failed: 3,
 		Errors:     map[string]int{"deadline exceeded": 2, "HTTP 503 (server at -max-conns)": 1},
 		EchoErrors: map[string]int{"deadline exceeded": 1},
 		P50ms:      f(12.345), P95ms: f(20), P99ms: f(25.5), MaxMs: f(31.25),
 		TotalMs: 250.5, HandshakesPerSecond: 1984.03, ClientCPUSeconds: 0.4213,
-		Server: &ServerView{
+		Judgment: scenario.Judgment[ServerView]{Server: &ServerView{
 			Admin: "http://127.0.0.1:9100", Variant: "empty",
 			Handshakes: map[string]uint64{"ok": 497, "rejected": 0, "failed": 0, "abandoned": 3},
 			P50ms:      f(1.5), P99ms: f(9.25), CPUSeconds: f(0.31), ResidentBytes: f(50 << 20),
 			MessagesReceived: 496, MessagesSent: 496, Disconnects: map[string]uint64{"client namespace disconnect": 497},
-		},
+		}},
 	}
 }
 
@@ -54,8 +54,8 @@ echo errors:
 }
 
 func TestWriteTableNoServer(t *testing.T) {
-	r := &Report{Client: clientName, Version: "v3.0.6", URL: "http://127.0.0.1:3000", Transport: "polling", Namespace: "/", Deadline: "1s",
-		Attempts: 2, Failed: 2, Errors: map[string]int{"deadline exceeded": 2}, ServerError: "no /stats"}
+	r := &Report{Heading: scenario.Heading{Client: clientName, Version: "v3.0.6", URL: "http://127.0.0.1:3000"}, Transport: "polling", Namespace: "/", Deadline: "1s",
+		Attempts: 2, Failed: 2, Errors: map[string]int{"deadline exceeded": 2}, Judgment: scenario.Judgment[ServerView]{ServerError: "no /stats"}}
 	got := scenariotest.Text(t, r.WriteTable)
 	scenariotest.HasAll(t, got, "connected     0 (0.0%)", "p50           -", "handshakes/s  0", "       2  deadline exceeded")
 	if strings.Contains(got, "server (") || strings.Contains(got, "resident") {
@@ -80,7 +80,7 @@ func TestWriteJSON(t *testing.T) {
 	}
 
 	// No connection: null percentiles, no server, the reason why.
-	r := &Report{Attempts: 1, Failed: 1, Errors: map[string]int{"x": 1}, ServerError: "no /stats"}
+	r := &Report{Attempts: 1, Failed: 1, Errors: map[string]int{"x": 1}, Judgment: scenario.Judgment[ServerView]{ServerError: "no /stats"}}
 	var b strings.Builder
 	if err := scenario.WriteJSON(&b, r); err != nil {
 		t.Fatal(err)

@@ -58,8 +58,8 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		}
 	}
 	rep := &Report{
-		Client: clientName, Version: clientVersion(),
-		URL: cfg.URL, Transport: cfg.Transport, Namespace: cfg.Namespace, Deadline: cfg.Deadline.String(),
+		Heading:   scenario.Heading{Client: clientName, Version: clientVersion(), URL: cfg.URL},
+		Transport: cfg.Transport, Namespace: cfg.Namespace, Deadline: cfg.Deadline.String(),
 		Attempts: cfg.N, Errors: map[string]int{},
 	}
 	return scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Settle: settleWait, Scenario: "handshake", Shard: cfg.Shard}, &run{cfg: cfg, opts: opts, rep: rep, notes: notes})

@@ -27,8 +27,9 @@ func TestParseFlags(t *testing.T) {
 func TestTables(t *testing.T) {
 	rep := func(perConn float64) *conns.Report {
 		before, after := 10.0*(1<<20), 10.0*(1<<20)+100*perConn
-		return &conns.Report{Held: 100, Established: 100, EstablishSeconds: 2,
-			Server: &conns.ServerView{RSSBefore: &before, RSSAfter: &after, BytesPerConnection: &perConn}}
+		r := &conns.Report{Held: 100, Established: 100, EstablishSeconds: 2}
+		r.Server = &conns.ServerView{RSSBefore: &before, RSSAfter: &after, BytesPerConnection: &perConn}
+		return r
 	}
 	rows := []row{
 		{variant: benchrun.GnetFloor, n: 100, limit: "-n", rep: rep(512)},

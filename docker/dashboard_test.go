@@ -9,47 +9,18 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/knowngood/knowngood/shared/metrics"
-	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/metrics/metricstest"
 )
 
 // registryNames is every metric name a knowngood target of any family
 // exposes, with each histogram's _bucket, _sum and _count series: the
 // dashboard shows every variant.
 func registryNames(t *testing.T) map[string]bool {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.New(reg, "empty")
-	// A vector shows up only once it has a child: record one of each.
-	m.Opened()
-	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
-	m.Received(1, 1)
-	m.Sent(1, 1)
-	m.Closed("1000")
-	m.EnableBroadcast() // what a broadcast target adds
-	m.Fanout(time.Millisecond)
-	m.Dropped(1)
-	m.Fault("drop")
-	m.AcceptError("EMFILE")
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, f := range families {
-		names[f.GetName()] = true
-		if f.GetType().String() == "HISTOGRAM" {
-			for _, s := range []string{"_bucket", "_sum", "_count"} {
-				names[f.GetName()+s] = true
-			}
-		}
-	}
-	return names
+	reg := metrics.NewRegistry()
+	metricstest.RecordAll(metrics.New(reg, "empty"))
+	return metricstest.Names(t, reg)
 }
 
 // metricName finds the metric names in a PromQL expression: the

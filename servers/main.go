@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/knowngood/knowngood/servers/targets"
 	"github.com/knowngood/knowngood/servers/variants"
@@ -89,9 +88,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		m   *metrics.Metrics
 	)
 	if cfg.Metrics {
-		// The process's own registry, never the global one.
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg = metrics.NewRegistry()
 		m = metrics.New(reg, cfg.Variant)
 	}
 	target, err := build(cfg, m, log)

@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
 // only a broadcast target registers (EnableBroadcast). Dashboards, alerts
 // and scripts read these names, so a change here is a change users see.
 func TestGolden(t *testing.T) {
-	reg := processRegistry()
+	reg := metrics.NewRegistry()
 	m := metrics.New(reg, "empty")
 	// A vector shows up only once it has a child: record one of each.
 	m.Opened()

@@ -65,10 +65,17 @@ type Metrics struct {
 	handshakeHist *hdrhistogram.Histogram
 }
 
+// NewRegistry is a target process's own registry, never the global one:
+// the Go and process collectors, for New to add the knowngood metrics to.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
 // New registers the knowngood metrics every variant records on reg (the
 // broadcast family's come with EnableBroadcast); variant becomes a constant
-// label. The caller owns reg: a target's is prometheus.NewRegistry() with
-// the Go and process collectors, never the global one.
+// label. The caller owns reg: a target's comes from NewRegistry.
 func New(reg prometheus.Registerer, variant string) *Metrics {
 	stats := prometheus.NewRegistry()
 	stats.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

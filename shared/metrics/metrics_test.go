@@ -6,17 +6,17 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/metrics/metricstest"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // TestLint runs the Prometheus linter over every metric: names, units,
 // suffixes, help text.
 func TestLint(t *testing.T) {
-	reg := processRegistry()
+	reg := metrics.NewRegistry()
 	m := metrics.New(reg, "empty")
 	m.Opened()
 	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
@@ -37,26 +37,14 @@ func TestLint(t *testing.T) {
 
 // TestNames pins the metric names that servers/README.md and the dashboards promise.
 func TestNames(t *testing.T) {
-	reg := processRegistry()
-	m := metrics.New(reg, "empty")
-	m.Opened()
-	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
-	m.Received(1, 10)
-	m.Sent(1, 20)
-	m.Closed("1000")
-	m.EnableBroadcast()
-	m.Fanout(time.Millisecond)
-	m.Dropped(1)
-	m.Fault("delay")
-	m.Invalid("malformed_json")
-	m.AcceptError("EMFILE")
+	reg := metrics.NewRegistry()
+	metricstest.RecordAll(metrics.New(reg, "empty"))
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	have := map[string]bool{}
+	have := metricstest.Names(t, reg)
 	for _, f := range families {
-		have[f.GetName()] = true
 		if strings.HasPrefix(f.GetName(), "knowngood_") {
 			for _, metric := range f.GetMetric() {
 				if !hasLabel(metric.GetLabel(), "variant", "empty") && f.GetName() != "knowngood_build_info" {
@@ -173,32 +161,15 @@ func TestNil(t *testing.T) {
 	m.AcceptError("x")
 }
 
-// processRegistry is the registry servers/main.go builds for a target.
-func processRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
-}
-
 // TestBroadcastSeries: the broadcast series are registered by
 // EnableBroadcast alone; before it Fanout and Dropped record nothing and
 // /stats shows no drops, after it they count from zero.
 func TestBroadcastSeries(t *testing.T) {
-	reg := processRegistry()
+	reg := metrics.NewRegistry()
 	m := metrics.New(reg, "echo-tcp")
 	m.Fanout(time.Millisecond)
 	m.Dropped(3)
-	names := func() map[string]bool {
-		families, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		have := map[string]bool{}
-		for _, f := range families {
-			have[f.GetName()] = true
-		}
-		return have
-	}
+	names := func() map[string]bool { return metricstest.Names(t, reg) }
 	for _, name := range []string{"knowngood_broadcast_fanout_seconds", "knowngood_broadcast_dropped_total"} {
 		if names()[name] {
 			t.Errorf("%s is exposed before EnableBroadcast", name)

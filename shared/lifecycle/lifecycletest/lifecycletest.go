@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/knowngood/knowngood/shared/admin"
 	"github.com/knowngood/knowngood/shared/config"
@@ -57,9 +56,7 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 		m   *metrics.Metrics
 	)
 	if cfg.Metrics {
-		// As servers/main.go builds it.
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg = metrics.NewRegistry()
 		m = metrics.New(reg, name)
 	}
 	logTo := o.Log

@@ -1,0 +1,51 @@
+// Package metricstest gives the tests that pin a target's metric names (and
+// the dashboard's queries against them) a registry where every series
+// shows: a vector shows up in a scrape only once it has a child.
+package metricstest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
+)
+
+// RecordAll records one of each series on m, the broadcast ones
+// included (it enables them).
+func RecordAll(m *metrics.Metrics) {
+	m.Opened()
+	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
+	m.Received(1, 1)
+	m.Sent(1, 1)
+	m.Closed("1000")
+	m.EnableBroadcast()
+	m.Fanout(time.Millisecond)
+	m.Dropped(1)
+	m.Fault("drop")
+	m.Invalid("unknown_type")
+	m.AcceptError("EMFILE")
+	m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
+}
+
+// Names is every name in reg that a PromQL query can use: each family's,
+// and a histogram's _bucket, _sum and _count series.
+func Names(t testing.TB, reg prometheus.Gatherer) map[string]bool {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range families {
+		names[f.GetName()] = true
+		if f.GetType().String() == "HISTOGRAM" {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				names[f.GetName()+s] = true
+			}
+		}
+	}
+	return names
+}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/knowngood/knowngood/shared/config"
@@ -29,10 +28,8 @@ type tcpTarget struct {
 	faults *faults.Injector
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	ln       net.Listener
-	closing  atomic.Bool
-	accepted chan struct{} // closed when Serve's accept loop is over
+	listening conns.Listening
+	accepted  chan struct{} // closed when Serve's accept loop is over
 }
 
 // tcpBuffer is each connection's read buffer: enough for a pipelining
@@ -61,11 +58,7 @@ func newTCPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) *tcpT
 // Serve accepts until Shutdown closes ln.
 func (t *tcpTarget) Serve(ln net.Listener) error {
 	defer close(t.accepted)
-	t.mu.Lock()
-	t.ln = ln
-	closing := t.closing.Load()
-	t.mu.Unlock()
-	if closing {
+	if !t.listening.Start(ln) {
 		return ln.Close()
 	}
 	var backoff time.Duration
@@ -159,7 +152,7 @@ func (t *tcpTarget) serve(c net.Conn) {
 
 func (t *tcpTarget) ended(err error) string {
 	switch {
-	case t.closing.Load():
+	case t.listening.Closing():
 		return reasonShutdown
 	case conns.ClientLeft(err):
 		return reasonEOF
@@ -173,11 +166,7 @@ func (t *tcpTarget) ended(err error) string {
 // Shutdown stops accepting and closes every connection: with no protocol
 // to say goodbye in, the client sees EOF.
 func (t *tcpTarget) Shutdown(ctx context.Context) error {
-	t.mu.Lock()
-	t.closing.Store(true)
-	ln := t.ln
-	t.mu.Unlock()
-	if ln != nil {
+	if ln := t.listening.Stop(); ln != nil {
 		_ = ln.Close()
 		<-t.accepted // no connection is added to wg after this
 	}

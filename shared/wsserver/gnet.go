@@ -53,9 +53,7 @@ type gnetTarget struct {
 	readyOnce sync.Once
 	startErr  error // why the engine did not start; read after ready
 
-	mu      sync.Mutex
-	ln      net.Listener
-	closing atomic.Bool
+	listening conns.Listening
 
 	regMu sync.Mutex // one Register at a time
 	// registering has a place for each registration under way (register);
@@ -103,11 +101,7 @@ func (g *gnetTarget) options() []gnet.Option {
 // Serve runs the engine and accepts connections from ln for it until
 // Shutdown.
 func (g *gnetTarget) Serve(ln net.Listener) error {
-	g.mu.Lock()
-	g.ln = ln
-	closing := g.closing.Load()
-	g.mu.Unlock()
-	if closing {
+	if !g.listening.Start(ln) {
 		return ln.Close()
 	}
 	runErr := make(chan error, 1)
@@ -127,7 +121,7 @@ func (g *gnetTarget) Serve(ln net.Listener) error {
 	go func() {
 		err := <-runErr
 		g.stop()
-		if !g.closing.Load() {
+		if !g.listening.Closing() {
 			// The engine stopped on its own (gnet logged why): stop
 			// accepting, and let the process say so.
 			_ = ln.Close()
@@ -268,7 +262,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	case phaseHandshake, phaseLinger:
 		if !st.counted && st.hs.started() {
 			result := protocol.ResultAbandoned
-			if g.closing.Load() {
+			if g.listening.Closing() {
 				result = protocol.ResultFailed
 			}
 			g.m.Handshake(result, transport, 0)
@@ -323,10 +317,7 @@ func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
 // go (dropping the rest when half the time is up), then stops the engine,
 // which closes the connections whose upgrade had not completed.
 func (g *gnetTarget) Shutdown(ctx context.Context) error {
-	g.mu.Lock()
-	g.closing.Store(true)
-	ln := g.ln
-	g.mu.Unlock()
+	ln := g.listening.Stop()
 	g.stop()
 	if ln == nil {
 		return nil

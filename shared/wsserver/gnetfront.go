@@ -159,7 +159,7 @@ func (w *frontWriter) Write(b []byte) (int, error) {
 // UpgradeOnLoop: see LoopUpgrader.
 func (w *frontWriter) UpgradeOnLoop(open func(LoopPeer) Session) bool {
 	g, st := w.g, w.st
-	if rf := admitHead(g.closing.Load(), (*httpHead)(w.req), g.cfg, g.gate, g.faults); rf != nil {
+	if rf := admitHead(g.listening.Closing(), (*httpHead)(w.req), g.cfg, g.gate, g.faults); rf != nil {
 		w.refusal = rf
 		return false
 	}

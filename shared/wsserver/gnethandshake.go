@@ -77,7 +77,7 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	defer rr.put()
 	req, rf := readHead(fr, rr, buf[:n])
 	if rf == nil {
-		rf = admitHead(g.closing.Load(), req, g.cfg, g.gate, g.faults)
+		rf = admitHead(g.listening.Closing(), req, g.cfg, g.gate, g.faults)
 	}
 	if rf != nil {
 		return g.refuse(c, st, rf), false

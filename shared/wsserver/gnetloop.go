@@ -70,7 +70,7 @@ func (g *gnetTarget) loopOf(el gnet.EventLoop) *gloop {
 // enter puts an upgraded connection in its loop's list, unless Shutdown
 // has begun (false). On the connection's loop.
 func (g *gnetTarget) enter(st *gconn) bool {
-	if g.closing.Load() {
+	if g.listening.Closing() {
 		return false
 	}
 	st.loop.add(st)

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/knowngood/knowngood/shared/config"
@@ -54,9 +53,7 @@ type httpTarget struct {
 	faults  *faults.Injector
 	closers sync.WaitGroup // Peer.Close and Shutdown's goodbyes
 
-	mu      sync.Mutex
-	ln      net.Listener
-	closing atomic.Bool
+	listening conns.Listening
 }
 
 type connKey struct{}
@@ -75,15 +72,11 @@ func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Op
 // Serve serves until Shutdown.
 func (t *httpTarget) Serve(ln net.Listener) error {
 	tl := &trackingListener{Listener: ln}
-	t.mu.Lock()
-	t.ln = tl
-	closing := t.closing.Load()
-	t.mu.Unlock()
-	if closing {
+	if !t.listening.Start(tl) {
 		return tl.Close()
 	}
 	err := lifecycle.ServeHTTP(t.srv, tl, t.cfg.BodyTimeout, t.m, metrics.ListenerTarget)
-	if t.closing.Load() || errors.Is(err, http.ErrServerClosed) {
+	if t.listening.Closing() || errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
@@ -108,7 +101,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	raw.handled.Store(true)
-	if rf := admit(t.closing.Load(), r, t.cfg, t.gate, t.faults); rf != nil {
+	if rf := admit(t.listening.Closing(), r, t.cfg, t.gate, t.faults); rf != nil {
 		rf.write(w)
 		rf.record(t.m)
 		return
@@ -204,11 +197,7 @@ func (t *httpTarget) closeAsync(ws wsConn, code int) {
 // Shutdown stops accepting, sends every client 1001, and returns once they
 // have gone or ctx is done; the connections left then are dropped.
 func (t *httpTarget) Shutdown(ctx context.Context) error {
-	t.mu.Lock()
-	t.closing.Store(true)
-	ln := t.ln
-	t.mu.Unlock()
-	if ln != nil {
+	if ln := t.listening.Stop(); ln != nil {
 		_ = ln.Close()
 	}
 	goAway := func(p *httpPeer) { t.closeAsync(p.ws, CloseGoingAway) }

@@ -41,16 +41,7 @@ func writePayload(w http.ResponseWriter, frames []*frame, eio3 bool) {
 func (c *Conn) servePoll(w http.ResponseWriter, r *http.Request) {
 	c.waitUpgrade()
 	c.mu.Lock()
-	switch {
-	case c.transport != Polling:
-		c.mu.Unlock()
-		refuse(w, r, codeBadRequest, "")
-		return
-	case c.poll != nil:
-		// Node: "overlap from client", the session ends.
-		c.mu.Unlock()
-		refuse(w, r, codeBadRequest, "")
-		c.terminate("transport error")
+	if !c.admitLocked(w, r, c.poll != nil) {
 		return
 	}
 	if len(c.queue) == 0 && c.state == stateOpen && !c.probed {
@@ -115,18 +106,28 @@ func (c *Conn) waitUpgrade() {
 	}
 }
 
+// admitLocked, called with c.mu held, says whether a polling request may
+// go on. It refuses with 400, releasing c.mu, a request on a session no
+// longer on polling, and one that overlaps another of its kind in flight
+// (busy), which also ends the session, as Node's "overlap from client"
+// does.
+func (c *Conn) admitLocked(w http.ResponseWriter, r *http.Request, busy bool) bool {
+	if c.transport == Polling && !busy {
+		return true
+	}
+	overlap := c.transport == Polling
+	c.mu.Unlock()
+	refuse(w, r, codeBadRequest, "")
+	if overlap {
+		c.terminate("transport error")
+	}
+	return false
+}
+
 // servePost reads a POST's packets.
 func (c *Conn) servePost(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
-	switch {
-	case c.transport != Polling:
-		c.mu.Unlock()
-		refuse(w, r, codeBadRequest, "")
-		return
-	case c.posting:
-		c.mu.Unlock()
-		refuse(w, r, codeBadRequest, "")
-		c.terminate("transport error")
+	if !c.admitLocked(w, r, c.posting) {
 		return
 	}
 	c.posting = true

@@ -13,19 +13,15 @@ import (
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// The subscribers' gnet loops share gnet's package-level worker
-		// pool, whose idle workers stay 10 s.
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
-		goleak.IgnoreCurrent(),
-		goleak.Cleanup(func(code int) {
-			harness.RemoveBuilds()
-			os.Exit(code)
-		}),
-	)
+	// The subscribers' gnet loops share gnet's package-level worker pool.
+	leaktest.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		harness.RemoveBuilds()
+		os.Exit(code)
+	}))
 }
 
 // startTarget runs the knowngood binary as the broadcast variant with the

@@ -13,18 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/knowngood/knowngood/loadgen/internal/echotest"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
 )
 
 func TestMain(m *testing.M) {
-	// Pipelined mode's gnet loops share gnet's package-level worker
-	// pool: its own goroutines, started with the package, and its idle
-	// workers, which stay 10 s.
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"))
+	// Pipelined mode's gnet loops share gnet's package-level worker pool.
+	leaktest.VerifyTestMain(m)
 }
 
 // testConfig is a short run against url, without /stats.

@@ -19,21 +19,16 @@ import (
 	"github.com/knowngood/knowngood/servers/targets"
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
 	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// gnet's package-level worker pool (Engine.Register runs on it)
-		// keeps idle workers for 10 s and its janitors for good.
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
-		goleak.IgnoreCurrent(),
-		goleak.Cleanup(func(code int) {
-			harness.RemoveBuilds()
-			os.Exit(code)
-		}),
-	)
+	leaktest.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		harness.RemoveBuilds()
+		os.Exit(code)
+	}))
 }
 
 // broadcastTarget is a broadcast variant of the catalog with its

@@ -27,7 +27,7 @@ func TestAllocations(t *testing.T) {
 		}
 		tg := start(t, name, b, nil)
 		conn, br := wstest.Upgraded(t, tg.Addr)
-		frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(payload(128))))
+		frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(wstest.Payload(128))))
 		if err != nil {
 			t.Fatal(err)
 		}

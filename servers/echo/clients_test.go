@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // tally counts what a test sent, to compare with the server's figures.
@@ -83,8 +84,8 @@ func TestGorillaClient(t *testing.T) {
 		echo("empty text", websocket.TextMessage, nil)
 		echo("empty binary", websocket.BinaryMessage, nil)
 		echo("multi-byte UTF-8", websocket.TextMessage, []byte(strings.Repeat("héllo wörld ✓ ", 100)))
-		echo("1 MiB", websocket.BinaryMessage, payload(1<<20))
-		frag := payload(5000)
+		echo("1 MiB", websocket.BinaryMessage, wstest.Payload(1<<20))
+		frag := wstest.Payload(5000)
 		roundTrip("fragmented", websocket.TextMessage, frag, func() error {
 			w, err := conn.NextWriter(websocket.TextMessage)
 			if err != nil {
@@ -122,7 +123,7 @@ func TestGorillaClient(t *testing.T) {
 			t.Fatalf("after the client's close 4000: %v; want the server's close 4000", err)
 		}
 		conn.Close()
-		checkStats(t, diff(before, tg.Settled(t)), tl, "4000")
+		checkStats(t, protocol.Diff(before, tg.Settled(t)), tl, "4000")
 	})
 }
 
@@ -163,8 +164,8 @@ func TestCoderClient(t *testing.T) {
 		echo("binary", coder.MessageBinary, []byte{0, 1, 0xfe, 0xff})
 		echo("empty text", coder.MessageText, nil)
 		echo("empty binary", coder.MessageBinary, nil)
-		echo("1 MiB", coder.MessageText, payload(1<<20))
-		frag := payload(3000)
+		echo("1 MiB", coder.MessageText, wstest.Payload(1<<20))
+		frag := wstest.Payload(3000)
 		roundTrip("fragmented", coder.MessageBinary, frag, func() error {
 			w, err := c.Writer(ctx, coder.MessageBinary)
 			if err != nil {
@@ -205,6 +206,6 @@ func TestCoderClient(t *testing.T) {
 		if err := c.Close(coder.StatusNormalClosure, ""); err != nil {
 			t.Fatalf("close: %v", err)
 		}
-		checkStats(t, diff(before, tg.Settled(t)), tl, "1000")
+		checkStats(t, protocol.Diff(before, tg.Settled(t)), tl, "1000")
 	})
 }

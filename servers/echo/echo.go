@@ -44,18 +44,4 @@ func NewTCP(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.
 }
 
 // options: replies only, no send queue; the reader is the one writer.
-var options = wsserver.Options{Handler: echoHandler{}}
-
-// echoHandler sends every message back as it came. It holds no state, so
-// one session serves every connection.
-type echoHandler struct{}
-
-func (echoHandler) Open(p wsserver.Peer) wsserver.Session { return echoSession{p: p} }
-
-// echoSession writes each message back from the reader that read it.
-type echoSession struct {
-	wsserver.NopSession
-	p wsserver.Peer
-}
-
-func (s echoSession) Message(op wsserver.Op, data []byte) { s.p.Reply(op, data) }
+var options = wsserver.Options{Handler: wsserver.Echo{}}

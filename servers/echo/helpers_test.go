@@ -3,22 +3,15 @@ package echo_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/knowngood/knowngood/servers/targets"
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
 	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
-	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// gnet's package-level worker pool (Engine.Register runs on it)
-		// keeps idle workers for 10 s and its janitors for good.
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
-		goleak.IgnoreCurrent(),
-	)
+	leaktest.VerifyTestMain(m)
 }
 
 type build = lifecycletest.Build
@@ -60,20 +53,9 @@ func start(t *testing.T, name string, b build, tweak func(*config.Config)) *life
 	return lifecycletest.Start(t, name, b, lifecycletest.Options{Tweak: tweak})
 }
 
-// diff returns the stats change since before.
-func diff(before, after protocol.Stats) protocol.Stats { return protocol.Diff(before, after) }
-
 func check(t *testing.T, what string, got, want uint64) {
 	t.Helper()
 	if got != want {
 		t.Errorf("%s: got %d, want %d", what, got, want)
 	}
-}
-
-func payload(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte('a' + i%26)
-	}
-	return b
 }

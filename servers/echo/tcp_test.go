@@ -10,6 +10,7 @@ import (
 	"github.com/knowngood/knowngood/servers/echo"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // TestTCP: echo-tcp sends every byte back, counts reads as messages, caps
@@ -24,7 +25,7 @@ func TestTCP(t *testing.T) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	sent := append([]byte("hello"), payload(256<<10)...)
+	sent := append([]byte("hello"), wstest.Payload(256<<10)...)
 	go func() { _, _ = c.Write(sent) }() // the echo comes back while this writes
 	got := make([]byte, len(sent))
 	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, sent) {
@@ -41,7 +42,7 @@ func TestTCP(t *testing.T) {
 		t.Errorf("over -max-conns: read %d, %v; want the connection closed", n, err)
 	}
 
-	d := diff(before, tg.Stats())
+	d := protocol.Diff(before, tg.Stats())
 	check(t, "bytes_received", d.BytesReceived, uint64(len(sent)))
 	check(t, "bytes_sent", d.BytesSent, uint64(len(sent)))
 	if d.MessagesReceived == 0 || d.MessagesReceived != d.MessagesSent {
@@ -56,5 +57,5 @@ func TestTCP(t *testing.T) {
 	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
 		t.Errorf("after Shutdown: read %d, %v; want EOF", n, err)
 	}
-	check(t, "disconnects shutdown", diff(before, tg.Stats()).Disconnects["shutdown"], 1)
+	check(t, "disconnects shutdown", protocol.Diff(before, tg.Stats()).Disconnects["shutdown"], 1)
 }

@@ -14,29 +14,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	csocket "github.com/zishang520/socket.io/clients/socket/v3"
-	"go.uber.org/goleak"
 
 	"github.com/knowngood/knowngood/loadgen/sioclient"
 	"github.com/knowngood/knowngood/servers/socketio"
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestMain(m *testing.M) {
 	// The zishang520 client starts a network monitor at init that it never
-	// stops; IgnoreCurrent leaves it out. And the library (client and
-	// server) runs every one-shot timer on a goroutine of its own
-	// (utils.SetTimeout) that lives until the timer fires or is cleared:
-	// some are left to fire after a session ends (the polling transport's
-	// 30 s orderly close, the client's open timeout), so they end by
-	// themselves. They are left out too; a periodic timer (SetInterval)
-	// never ends, and goleak still reports any.
-	// gnet's package-level worker pool (the -native-lib gnet target's
-	// Engine.Register runs on it) keeps idle workers for 10 s.
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"),
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"))
+	// stops (running before the tests, so left out), and the library, client
+	// and server, leaves one-shot timers to fire after a session ends.
+	leaktest.VerifyTestMain(m, leaktest.ZishangTimers)
 }
 
 // target is a Socket.IO target running in the test process.
@@ -62,14 +53,17 @@ var webSocketEngines = append(slices.Clone(engines), nativeGnet)
 
 // forWebSocket runs a test of WebSocket sessions once on each engine and
 // once on the native engine's gnet transport, side by side: each run has a
-// target of its own on a port of its own.
+// target of its own on a port of its own. The test itself runs in
+// parallel with the package's others.
 func forWebSocket(t *testing.T, test func(t *testing.T, engine string)) {
+	t.Parallel()
 	forEach(t, webSocketEngines, test)
 }
 
 // forEngines runs test once on each engine, as parallel subtests named
-// after it.
+// after it; the test itself runs in parallel with the package's others.
 func forEngines(t *testing.T, test func(t *testing.T, engine string)) {
+	t.Parallel()
 	forEach(t, engines, test)
 }
 
@@ -248,10 +242,7 @@ func transportsOn(engine string) map[string][]string {
 	return transportSets
 }
 
-func TestEvents(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testEvents)
-}
+func TestEvents(t *testing.T) { forWebSocket(t, testEvents) }
 
 func testEvents(t *testing.T, engine string) {
 	for name, transports := range transportsOn(engine) {

@@ -12,17 +12,13 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"go.uber.org/goleak"
+
+	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
 )
 
 func TestMain(m *testing.M) {
-	// The zishang520 client starts a network monitor at init that it never
-	// stops, and runs each one-shot timer on a goroutine of its own that
-	// ends when the timer fires.
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"),
-		// gnet's package-level worker pool keeps idle workers for a while.
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"))
+	// The tests' zishang520 client starts its network monitor at init.
+	leaktest.VerifyTestMain(m, leaktest.ZishangTimers)
 }
 
 // testOptions: Node's defaults, quick timers, an application that acks

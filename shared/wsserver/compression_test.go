@@ -244,7 +244,7 @@ func TestCompression(t *testing.T) {
 			{websocket.TextMessage, []byte("hi")},
 			{websocket.TextMessage, nil},
 			{websocket.TextMessage, bytes.Repeat([]byte("compressible "), 3000)},
-			{websocket.BinaryMessage, payload(64 << 10)},
+			{websocket.BinaryMessage, wstest.Payload(64 << 10)},
 		} {
 			if err := conn.WriteMessage(m.op, m.p); err != nil {
 				t.Fatal(err)

@@ -43,13 +43,10 @@ func TestHalfOpen(t *testing.T) {
 		}()
 
 		dead := dialTCP(t, tg.Addr)
-		dead.write([]byte(wstest.UpgradeRequest()))
-		if resp := dead.response(); resp.StatusCode != 101 {
-			t.Fatal(resp.Status)
-		}
+		dead.upgrade()
 		began := time.Now()
 		waitFor(t, "the silent client dropped", func() bool {
-			return diff(before, tg.Stats()).Disconnects["ping_timeout"] == 1
+			return protocol.Diff(before, tg.Stats()).Disconnects["ping_timeout"] == 1
 		})
 		if took := time.Since(began); took < interval+timeout*8/10 {
 			t.Errorf("dropped after %v, want no sooner than -ping-interval + -ping-timeout (%v)", took, interval+timeout)
@@ -87,11 +84,8 @@ func TestBrokenClients(t *testing.T) {
 		const each = 5
 		for i := range 2 * each {
 			rc := dialTCP(t, tg.Addr)
-			rc.write([]byte(wstest.UpgradeRequest()))
-			if resp := rc.response(); resp.StatusCode != 101 {
-				t.Fatal(resp.Status)
-			}
-			frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(payload(64 << 10))))
+			rc.upgrade()
+			frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(wstest.Payload(64 << 10))))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +96,7 @@ func TestBrokenClients(t *testing.T) {
 			rc.c.Close()
 		}
 		st := tg.Settled(t)
-		d := diff(before, st)
+		d := protocol.Diff(before, st)
 		check(t, "disconnects 1006", d.Disconnects["1006"], 2*each)
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 2*each)
 		echoOnce(t, dialWS(t, tg.URL()), "after the broken ones")
@@ -147,7 +141,7 @@ func TestShutdown(t *testing.T) {
 			t.Errorf("the deaf client got %v %v, want close 1001", h.OpCode, p)
 		}
 		deaf.expectEOF()
-		d := diff(before, tg.Stats())
+		d := protocol.Diff(before, tg.Stats())
 		check(t, "disconnects 1001", d.Disconnects["1001"], 2)
 		check(t, "connections_active", uint64(d.ConnectionsActive), 0)
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/protocol"
 	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
@@ -121,11 +122,8 @@ func TestGnetSlowReader(t *testing.T) {
 	before := tg.Stats()
 	rc := dialTCP(t, tg.Addr)
 	_ = rc.c.(*net.TCPConn).SetReadBuffer(64 << 10)
-	rc.write([]byte(wstest.UpgradeRequest()))
-	if resp := rc.response(); resp.StatusCode != 101 {
-		t.Fatal(resp.Status)
-	}
-	frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(payload(64 << 10))))
+	rc.upgrade()
+	frame, err := ws.CompileFrame(ws.MaskFrame(ws.NewBinaryFrame(wstest.Payload(64 << 10))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,5 +139,5 @@ func TestGnetSlowReader(t *testing.T) {
 		t.Fatalf("the server stopped reading: %v", err)
 	}
 	rc.expectClose(1008)
-	check(t, "disconnects 1008", diff(before, tg.Settled(t)).Disconnects["1008"], 1)
+	check(t, "disconnects 1008", protocol.Diff(before, tg.Settled(t)).Disconnects["1008"], 1)
 }

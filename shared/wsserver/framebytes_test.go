@@ -79,23 +79,23 @@ func frameCases() []frameCase {
 	}
 	cases := []frameCase{
 		{name: "overflowing continuation 2^63-1",
-			send: append(text(false, payload(10)), wstest.Header(0x80, math.MaxInt64)...),
+			send: append(text(false, wstest.Payload(10)), wstest.Header(0x80, math.MaxInt64)...),
 			want: serverClose(1009)},
 		{name: "overflowing continuation 2^63-10",
-			send: append(text(false, payload(10)), wstest.Header(0x80, math.MaxInt64-9)...),
+			send: append(text(false, wstest.Payload(10)), wstest.Header(0x80, math.MaxInt64-9)...),
 			want: serverClose(1009)},
 		{name: "overflowing continuation 2^63-11",
-			send: append(text(false, payload(10)), wstest.Header(0x80, math.MaxInt64-10)...),
+			send: append(text(false, wstest.Payload(10)), wstest.Header(0x80, math.MaxInt64-10)...),
 			want: serverClose(1009)},
 		{name: "header announcing 2^63-1", send: wstest.Header(0x82, math.MaxInt64), want: serverClose(1009)},
 		{name: "length with the top bit set", send: wstest.Header(0x82, lengthTop+5), want: serverClose(1002), quick: true},
 		{name: "close frame with 1 byte", send: wstest.Frame(0x88, []byte{3}), want: serverClose(1002), quick: true},
 		{name: "close reason not UTF-8", send: closeWith(1000, "\xce\xba\xff"), want: serverClose(1007), quick: true},
-		{name: "close frame of 126 bytes", send: wstest.Frame(0x88, closePayload(1000, string(payload(124)))), want: serverClose(1002), quick: true},
+		{name: "close frame of 126 bytes", send: wstest.Frame(0x88, closePayload(1000, string(wstest.Payload(124)))), want: serverClose(1002), quick: true},
 		{name: "fragmented close", send: wstest.Frame(0x08, closePayload(1000, "")), want: serverClose(1002), quick: true},
 		{name: "empty close", send: wstest.Frame(0x88, nil), want: serverFrame(0x88, nil), quick: true},
-		{name: "oversize message", send: wstest.Frame(0x82, payload(max+1)), want: serverClose(1009), answer: true},
-		{name: "oversize in fragments", send: append(text(false, payload(600)), wstest.Frame(0x80, payload(401))...), want: serverClose(1009), answer: true},
+		{name: "oversize message", send: wstest.Frame(0x82, wstest.Payload(max+1)), want: serverClose(1009), answer: true},
+		{name: "oversize in fragments", send: append(text(false, wstest.Payload(600)), wstest.Frame(0x80, wstest.Payload(401))...), want: serverClose(1009), answer: true},
 		{name: "a message, then a bad opcode",
 			send: append(text(true, []byte("hi")), wstest.Frame(0x83, nil)...),
 			want: append(serverFrame(0x81, []byte("hi")), serverClose(1002)...), answer: true},
@@ -128,7 +128,7 @@ func TestFrameBytes(t *testing.T) {
 		// The reference: the server's close wait, for a client that
 		// does not answer.
 		rc := rawDial(t, tg.Addr)
-		rc.write(wstest.Frame(0x82, payload(1001)))
+		rc.write(wstest.Frame(0x82, wstest.Payload(1001)))
 		if got := rc.readExactly(4); !bytes.Equal(got, serverClose(1009)) {
 			t.Fatalf("got % x, want % x", got, serverClose(1009))
 		}
@@ -175,7 +175,7 @@ func TestOverflowBounded(t *testing.T) {
 			defer weighing.Unlock() // on t.Fatal too
 			tg := start(t, name, b, nil)
 			rc := rawDial(t, tg.Addr)
-			rc.write(wstest.Frame(0x01, payload(10)))
+			rc.write(wstest.Frame(0x01, wstest.Payload(10)))
 			rc.write(wstest.Header(0x80, math.MaxInt64-9))
 			if got := rc.readExactly(4); !bytes.Equal(got, serverClose(1009)) {
 				t.Fatalf("got % x, want 1009 at once", got)

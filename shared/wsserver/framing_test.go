@@ -8,6 +8,8 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
 // TestFrames drives every target frame by frame: a fragmented message with
@@ -37,7 +39,7 @@ func TestFrames(t *testing.T) {
 		}{
 			{ws.OpBinary, []byte{0xff, 0, 0xfe}},
 			{ws.OpBinary, nil},
-			{ws.OpBinary, payload(1000)}, // exactly -max-message
+			{ws.OpBinary, wstest.Payload(1000)}, // exactly -max-message
 		} {
 			rc.send(m.op, true, m.p)
 			if h, p := rc.read(); h.OpCode != m.op || !bytes.Equal(p, m.p) {
@@ -52,10 +54,10 @@ func TestFrames(t *testing.T) {
 			send func(rc *rawConn)
 			code int
 		}{
-			{"oversize", func(rc *rawConn) { rc.send(ws.OpBinary, true, payload(1001)) }, 1009},
+			{"oversize", func(rc *rawConn) { rc.send(ws.OpBinary, true, wstest.Payload(1001)) }, 1009},
 			{"oversize in fragments", func(rc *rawConn) {
-				rc.send(ws.OpText, false, payload(600))
-				rc.send(ws.OpContinuation, true, payload(600))
+				rc.send(ws.OpText, false, wstest.Payload(600))
+				rc.send(ws.OpContinuation, true, wstest.Payload(600))
 			}, 1009},
 			{"invalid UTF-8", func(rc *rawConn) { rc.send(ws.OpText, true, []byte{'a', 0xff, 0xfe}) }, 1007},
 			{"invalid UTF-8 across fragments", func(rc *rawConn) {
@@ -82,7 +84,7 @@ func TestFrames(t *testing.T) {
 			})
 			want[strconv.Itoa(c.code)]++
 		}
-		d := diff(before, tg.Settled(t))
+		d := protocol.Diff(before, tg.Settled(t))
 		for reason, n := range want {
 			check(t, "disconnects "+reason, d.Disconnects[reason], n)
 		}

@@ -22,16 +22,6 @@ import (
 	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
 
-// echoing sends every message back: the echo target's handler.
-type echoing struct{}
-
-func (echoing) Open(p Peer) Session { return echoSession{p} }
-
-type echoSession struct{ p Peer }
-
-func (s echoSession) Message(op Op, data []byte) { s.p.Reply(op, data) }
-func (echoSession) Closed()                      {}
-
 // fuzzMax is -max-message in the fuzz targets: small, so that a bound
 // broken shows at once.
 const fuzzMax = 1000
@@ -54,7 +44,7 @@ func FuzzGnetFrames(f *testing.F) {
 	var g *gnetTarget
 	build := func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
 		var err error
-		g, err = newGnetTarget(cfg, m, log, Options{Handler: echoing{}})
+		g, err = newGnetTarget(cfg, m, log, Options{Handler: Echo{}})
 		return g, err
 	}
 	tg := lifecycletest.Start(f, "echo-gnet", build, lifecycletest.Options{Tweak: func(c *config.Config) {

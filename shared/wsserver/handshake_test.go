@@ -59,9 +59,9 @@ func TestRefusals(t *testing.T) {
 			})
 		}
 		waitFor(t, "every refusal counted", func() bool {
-			return diff(before, tg.Stats()).Handshakes[protocol.ResultFailed] == uint64(len(cases))
+			return protocol.Diff(before, tg.Stats()).Handshakes[protocol.ResultFailed] == uint64(len(cases))
 		})
-		d := diff(before, tg.Stats())
+		d := protocol.Diff(before, tg.Stats())
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 0)
 		check(t, "connections_total", d.ConnectionsTotal, 0)
 	})
@@ -104,7 +104,7 @@ func TestOriginAndCap(t *testing.T) {
 		if _, p := again.read(); string(p) != "still echoing" {
 			t.Fatalf("echo %q", p)
 		}
-		d := diff(before, tg.Stats())
+		d := protocol.Diff(before, tg.Stats())
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 2)
 		check(t, "handshakes rejected", d.Handshakes[protocol.ResultRejected], 3)
 		check(t, "rejected at the cap", d.MaxConnsRefused, 1)
@@ -155,10 +155,10 @@ func TestSlowUpgrade(t *testing.T) {
 		gone.c.Close()
 
 		waitFor(t, "the half-sent upgrades counted", func() bool {
-			d := diff(before, tg.Stats())
+			d := protocol.Diff(before, tg.Stats())
 			return d.Handshakes[protocol.ResultFailed] == 1 && d.Handshakes[protocol.ResultAbandoned] == 1
 		})
-		d := diff(before, tg.Stats())
+		d := protocol.Diff(before, tg.Stats())
 		check(t, "handshakes ok", d.Handshakes[protocol.ResultOK], 1)
 		check(t, "handshakes rejected", d.Handshakes[protocol.ResultRejected], 0)
 	})

@@ -16,31 +16,16 @@ import (
 	"github.com/knowngood/knowngood/shared/lifecycle"
 	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/metrics"
-	"github.com/knowngood/knowngood/shared/protocol"
 	"github.com/knowngood/knowngood/shared/wsserver"
 	"github.com/knowngood/knowngood/shared/wsserver/wstest"
 )
-
-// echoHandler sends every message back as it came, from the reader that
-// read it: the least a handler can do, so that what the tests here see is
-// the layer's behaviour.
-type echoHandler struct{}
-
-func (echoHandler) Open(p wsserver.Peer) wsserver.Session { return echoSession{p: p} }
-
-type echoSession struct {
-	wsserver.NopSession
-	p wsserver.Peer
-}
-
-func (s echoSession) Message(op wsserver.Op, data []byte) { s.p.Reply(op, data) }
 
 type build = lifecycletest.Build
 
 // on builds an echo on one library's constructor.
 func on(newTarget func(config.Config, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)) build {
 	return func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-		return newTarget(cfg, m, log, wsserver.Options{Handler: echoHandler{}})
+		return newTarget(cfg, m, log, wsserver.Options{Handler: wsserver.Echo{}})
 	}
 }
 
@@ -116,6 +101,15 @@ func (rc *rawConn) response() *http.Response {
 	return wstest.ReadResponse(rc.t, rc.br)
 }
 
+// upgrade sends the upgrade request and wants 101.
+func (rc *rawConn) upgrade() {
+	rc.t.Helper()
+	rc.write([]byte(wstest.UpgradeRequest()))
+	if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
+		rc.t.Fatalf("upgrade: %s", resp.Status)
+	}
+}
+
 // send writes one masked frame.
 func (rc *rawConn) send(op ws.OpCode, fin bool, payload []byte) {
 	rc.t.Helper()
@@ -185,20 +179,9 @@ func closePayload(code int, reason string) []byte {
 	return append(binary.BigEndian.AppendUint16(nil, uint16(code)), reason...)
 }
 
-// diff returns the stats change since before.
-func diff(before, after protocol.Stats) protocol.Stats { return protocol.Diff(before, after) }
-
 func check(t *testing.T, what string, got, want uint64) {
 	t.Helper()
 	if got != want {
 		t.Errorf("%s: got %d, want %d", what, got, want)
 	}
-}
-
-func payload(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte('a' + i%26)
-	}
-	return b
 }

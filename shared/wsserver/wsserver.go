@@ -59,6 +59,22 @@ func (NopSession) Message(Op, []byte) {}
 // Closed does nothing.
 func (NopSession) Closed() {}
 
+// Echo is the handler that sends every message back as it came, written
+// by the reader that read it: the least a handler can do. The echo
+// targets serve it, and this package's tests measure the layer with it.
+// It holds no state, so one session serves every connection.
+type Echo struct{}
+
+// Open returns the connection's echoing session.
+func (Echo) Open(p Peer) Session { return echoSession{p: p} }
+
+type echoSession struct {
+	NopSession
+	p Peer
+}
+
+func (s echoSession) Message(op Op, data []byte) { s.p.Reply(op, data) }
+
 // Peer is the server's side of one connection.
 type Peer interface {
 	// Reply writes a message from within Message. On a queued connection

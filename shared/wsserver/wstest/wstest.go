@@ -33,3 +33,13 @@ func Header(b0 byte, n uint64) []byte {
 	}
 	return append(b, Mask[:]...)
 }
+
+// Payload is n bytes of lowercase letters in turn: valid UTF-8 for a text
+// message, and easy to tell apart from a shifted copy.
+func Payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	return b
+}

@@ -233,22 +233,14 @@ func startDockerd(t *testing.T) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); logFile.Close(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(unix.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Error("dockerd did not stop within 30s of SIGTERM")
-		}
+	t.Cleanup(func() { // once dockerd has stopped
+		logFile.Close()
 		unmountUnder(dir) // dockerd leaves exec/netns/default mounted
 		if err := os.RemoveAll(dir); err != nil {
 			t.Error(err)
 		}
 	})
+	done := harness.StopAtCleanup(t, cmd, unix.SIGTERM, 30*time.Second)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		info := exec.Command("docker", "info", "--format", "{{.ServerVersion}}")

@@ -62,17 +62,7 @@ func TestPrometheusScrapesTarget(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	done := harness.StopAtCleanup(t, cmd, os.Interrupt, 15*time.Second)
 
 	want := []string{"knowngood_build_info", "knowngood_connections_active", "knowngood_connections_total", "process_resident_memory_bytes", "go_goroutines"}
 	deadline := time.Now().Add(60 * time.Second)

@@ -183,17 +183,8 @@ http {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // nginx's fast shutdown
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	// SIGTERM is nginx's fast shutdown.
+	exited := harness.StopAtCleanup(t, cmd, syscall.SIGTERM, 10*time.Second)
 	for range 100 { // up to 10 s
 		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
 			c.Close()

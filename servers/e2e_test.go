@@ -95,56 +95,6 @@ func havePythonSocketIO() bool {
 	return exec.Command("/usr/bin/python3", "-c", "import socketio, aiohttp").Run() == nil
 }
 
-// clientResult is the one JSON line printed by scripts/clients/sio-connect.mjs
-// and scripts/clients/sio_connect.py.
-type clientResult struct {
-	Client    string         `json:"client"`
-	Version   string         `json:"version"`
-	Attempts  int            `json:"attempts"`
-	Connected int            `json:"connected"`
-	Echoed    int            `json:"echoed"`
-	Failed    int            `json:"failed"`
-	Errors    map[string]int `json:"errors"`
-	// EchoErrors counts the echoes that did not come back, by reason.
-	EchoErrors map[string]int `json:"echo_errors"`
-	// AttemptErrors counts every connect_error by message, retries
-	// included; HTTPErrors those that carried an HTTP status, by status.
-	AttemptErrors map[string]int `json:"attempt_errors"`
-	HTTPErrors    map[string]int `json:"http_errors"`
-	P50           float64        `json:"p50_ms"`
-	Max           float64        `json:"max_ms"`
-	Total         float64        `json:"total_ms"`
-	TimesMS       []float64      `json:"times_ms"`
-	// LoopDelayMax is how long the JS client's own event loop was held up
-	// at the most during the connects: how late it can have seen one.
-	LoopDelayMax float64 `json:"loop_delay_max_ms"`
-}
-
-// runClient runs one of the client scripts and decodes its result line.
-func runClient(t *testing.T, name string, args ...string) clientResult {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var cmd *exec.Cmd
-	switch name {
-	case "js":
-		cmd = exec.CommandContext(ctx, "node", append([]string{"../scripts/clients/sio-connect.mjs"}, args...)...)
-	case "python":
-		cmd = exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"../scripts/clients/sio_connect.py"}, args...)...)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s client %v: %v\n%s", name, args, err, stderr.String())
-	}
-	var r clientResult
-	if err := json.Unmarshal(bytes.TrimSpace(out), &r); err != nil {
-		t.Fatalf("%s client printed %q: %v", name, out, err)
-	}
-	return r
-}
-
 func TestRunExitStatus(t *testing.T) {
 	t.Parallel()
 	env := func(string) string { return "" }
@@ -307,7 +257,7 @@ func testJSClient(t *testing.T, engine string) {
 		s := startServer(t, append(engineFlags(engine), "-variant", variant)...)
 		for _, transports := range transportsOn(engine, "websocket", "polling,websocket") {
 			before := s.stats(t)
-			r := runClient(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
+			r := harness.SioConnect(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
 			d := protocol.Diff(before, s.stats(t))
 			t.Logf("%s %s: %d connected, %d echoed, p50 %.1f ms, max %.1f ms; server ok %d, p99 %.1f ms, disconnects %v",
 				variant, transports, r.Connected, r.Echoed, r.P50, r.Max, d.Handshakes["ok"], d.HandshakeLatency.P99*1000, d.Disconnects)
@@ -364,7 +314,7 @@ func testPythonClient(t *testing.T, engine string) {
 	s := startServer(t, append(engineFlags(engine), "-variant", "empty")...)
 	for _, transports := range transportsOn(engine, "websocket", "polling") {
 		before := s.stats(t)
-		r := runClient(t, "python", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
+		r := harness.SioConnect(t, "python", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
 		d := protocol.Diff(before, s.stats(t))
 		t.Logf("python-socketio %s over %s: %d connected, %d echoed; server ok %d", r.Version, transports, r.Connected, r.Echoed, d.Handshakes["ok"])
 		if r.Connected != n || r.Echoed != n || d.Handshakes["ok"] != n {
@@ -382,7 +332,7 @@ func testMaxConnsWithJSClient(t *testing.T, engine string) {
 	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
 	s := startServer(t, append(engineFlags(engine), "-variant", "empty", "-max-conns", "20")...)
 	before := s.stats(t)
-	r := runClient(t, "js", "--url", s.url, "--n", "50", "--transports", "websocket", "--deadline-ms", "10000")
+	r := harness.SioConnect(t, "js", "--url", s.url, "--n", "50", "--transports", "websocket", "--deadline-ms", "10000")
 	d := protocol.Diff(before, s.stats(t))
 	if r.Connected != 20 || r.Failed != 30 {
 		t.Errorf("client: %d connected, %d failed; want 20 and 30 (errors %v)", r.Connected, r.Failed, r.Errors)
@@ -415,7 +365,7 @@ func testBlockingCurveJS(t *testing.T, engine string) {
 	const delay = 50.0 // ms
 	s := startServer(t, append(engineFlags(engine), "-variant", "blocking", "-delay", "50ms")...)
 
-	r := runClient(t, "js", "--url", s.url, "--n", "20", "--transports", "websocket", "--deadline-ms", "15000", "--times")
+	r := harness.SioConnect(t, "js", "--url", s.url, "--n", "20", "--transports", "websocket", "--deadline-ms", "15000", "--times")
 	if r.Connected != 20 || len(r.TimesMS) != 20 {
 		t.Fatalf("%d of 20 connected (%d times); errors %v", r.Connected, len(r.TimesMS), r.Errors)
 	}
@@ -429,7 +379,7 @@ func testBlockingCurveJS(t *testing.T, engine string) {
 
 	const n, deadline = 40, 1000.0
 	before := s.stats(t)
-	r = runClient(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", "websocket", "--deadline-ms", fmt.Sprint(deadline), "--times")
+	r = harness.SioConnect(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", "websocket", "--deadline-ms", fmt.Sprint(deadline), "--times")
 	predicted := int(deadline / delay)
 	least := 0
 	if len(r.TimesMS) > 0 {

@@ -80,7 +80,7 @@ func testLegacyJSClient(t *testing.T, engine string) {
 					checkLegacyRun(t, s, variant, transports, run)
 				}
 			}
-			r := runClient(t, "js", "--url", s.url, "--n", "10", "--transports", transportsOn(engine, "polling,websocket")[0],
+			r := harness.SioConnect(t, "js", "--url", s.url, "--n", "10", "--transports", transportsOn(engine, "polling,websocket")[0],
 				"--deadline-ms", "15000", "--echo", "--binary")
 			if r.Connected != 10 || r.Echoed != 10 {
 				t.Errorf("%s with -allow-eio3: socket.io-client %s: %d of 10 connected, %d echoed; errors %v", variant, r.Version, r.Connected, r.Echoed, r.Errors)
@@ -94,7 +94,7 @@ func checkLegacyRun(t *testing.T, s *server, variant, transports string, run leg
 	const n = 40
 	const delay = 0.02 // s, the connect's -delay on async and blocking
 	before := s.stats(t)
-	r := runClient(t, "js", append([]string{"--client", "v2", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports,
+	r := harness.SioConnect(t, "js", append([]string{"--client", "v2", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports,
 		"--namespace", run.namespace, "--deadline-ms", "15000", "--hold-ms", "1000"}, run.payload...)...)
 	// A polling client that exits leaves its sessions to end by ping
 	// timeout later, on every engine as on Node's: those counted when the
@@ -149,7 +149,7 @@ func testLegacyJSClientRefused(t *testing.T, engine string) {
 	}
 	for _, transports := range transportsOn(engine, legacyTransports...) {
 		before := s.stats(t)
-		r := runClient(t, "js", "--client", "v2", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports,
+		r := harness.SioConnect(t, "js", "--client", "v2", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports,
 			"--deadline-ms", fmt.Sprint(deadline), "--reconnect", fmt.Sprint(attempts-1))
 		d := s.Settled(t, before)
 		t.Logf("over %s: errors %v, attempts %v, http %v, in %.0f ms; server %v", transports, r.Errors, r.AttemptErrors, r.HTTPErrors, r.Total, d.Handshakes)
@@ -162,7 +162,7 @@ func testLegacyJSClientRefused(t *testing.T, engine string) {
 		if d.Handshakes["failed"] != n*attempts || d.Handshakes["ok"] != 0 {
 			t.Errorf("over %s: server counted %v, want %d failed", transports, d.Handshakes, n*attempts)
 		}
-		fromNode := runClient(t, "js", "--client", "v2", "--url", node.url, "--n", "1", "--transports", transports, "--deadline-ms", fmt.Sprint(deadline))
+		fromNode := harness.SioConnect(t, "js", "--client", "v2", "--url", node.url, "--n", "1", "--transports", transports, "--deadline-ms", fmt.Sprint(deadline))
 		for msg := range fromNode.Errors {
 			if r.Errors[msg] != n {
 				t.Errorf("over %s: the client reports %v, and %q against Node", transports, r.Errors, msg)
@@ -231,7 +231,7 @@ func TestPythonClientWithEIO3(t *testing.T) {
 	s := startServer(t, "-variant", "empty", "-allow-eio3")
 	for _, transports := range []string{"websocket", "polling"} {
 		before := s.stats(t)
-		r := runClient(t, "python", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
+		r := harness.SioConnect(t, "python", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
 		d := protocol.Diff(before, s.stats(t))
 		if r.Connected != n || r.Echoed != n || d.Handshakes["ok"] != n {
 			t.Errorf("over %s: %d of %d connected, %d echoed, server ok %d; errors %v", transports, r.Connected, n, r.Echoed, d.Handshakes["ok"], r.Errors)

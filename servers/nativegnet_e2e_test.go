@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -54,7 +55,7 @@ func TestGnetRefusesPolling(t *testing.T) {
 	s := startServer(t, append(engineFlags(nativeGnet), "-variant", "empty")...)
 	before := s.stats(t)
 	const n = 5
-	r := runClient(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", "polling", "--deadline-ms", "5000")
+	r := harness.SioConnect(t, "js", "--url", s.url, "--n", fmt.Sprint(n), "--transports", "polling", "--deadline-ms", "5000")
 	if r.Connected != 0 || r.Failed != n {
 		t.Errorf("%d connected, %d failed; want 0 and %d (errors %v)", r.Connected, r.Failed, n, r.Errors)
 	}

@@ -57,17 +57,27 @@ const (
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
 )
 
+// dialWriting dials addr and writes data on the new connection.
+func dialWriting(addr, data string) (net.Conn, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(c, data); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // sends writes data, then reads until the server closes the connection.
 func sends(data string) func(addr string) error {
 	return func(addr string) error {
-		c, err := net.Dial("tcp", addr)
+		c, err := dialWriting(addr, data)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		if _, err := c.Write([]byte(data)); err != nil {
-			return err
-		}
 		return untilClosed(c, bufio.NewReader(c))
 	}
 }
@@ -87,14 +97,11 @@ func untilClosed(c net.Conn, r *bufio.Reader) error {
 // open, then stays quiet.
 func keepAlive(request string) func(addr string) error {
 	return func(addr string) error {
-		c, err := net.Dial("tcp", addr)
+		c, err := dialWriting(addr, request)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		if _, err := c.Write([]byte(request)); err != nil {
-			return err
-		}
 		r := bufio.NewReader(c)
 		_ = c.SetReadDeadline(time.Now().Add(outlives))
 		resp, err := http.ReadResponse(r, nil)
@@ -113,14 +120,11 @@ func keepAlive(request string) func(addr string) error {
 // quietWebSocket upgrades on path and then reads only: it answers no ping.
 func quietWebSocket(path string) func(addr string) error {
 	return func(addr string) error {
-		c, err := net.Dial("tcp", addr)
+		c, err := dialWriting(addr, fmt.Sprintf(wsUpgrade, path))
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		if _, err := fmt.Fprintf(c, wsUpgrade, path); err != nil {
-			return err
-		}
 		r := bufio.NewReader(c)
 		_ = c.SetReadDeadline(time.Now().Add(outlives))
 		if line, err := r.ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 101") {

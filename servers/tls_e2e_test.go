@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knowngood/knowngood/scripts/harness"
 )
 
 // testCert makes a self-signed pair with scripts/gen-cert.sh and returns
@@ -82,7 +84,7 @@ func TestTLSExternalClients(t *testing.T) {
 		https := "https://" + strings.TrimPrefix(sio.url, "http://")
 		for _, c := range []struct{ client, transports string }{{"js", "polling"}, {"js", "polling,websocket"}, {"python", "websocket"}} {
 			args := []string{"--url", https, "--n", "20", "--transports", c.transports, "--deadline-ms", "15000", "--echo", "--insecure"}
-			r := runClient(t, c.client, args...)
+			r := harness.SioConnect(t, c.client, args...)
 			if r.Connected != 20 || r.Echoed != 20 {
 				t.Errorf("%s: %s over %s (TLS): %d connected, %d echoed; errors %v", engine, c.client, c.transports, r.Connected, r.Echoed, r.Errors)
 			}

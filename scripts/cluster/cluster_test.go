@@ -17,6 +17,7 @@ import (
 
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/procfs"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -93,18 +94,8 @@ func (c *cluster) script(verb string) ([]byte, error) {
 
 // pids are the processes the cluster started, from its pid files.
 func (c *cluster) pids() []int {
-	var out []int
 	files, _ := filepath.Glob(filepath.Join(c.dir, "*.pid"))
-	files = append(files, filepath.Join(c.dir, "nginx-workers"))
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		for _, w := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(w); err == nil {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
+	return procfs.PIDFiles(append(files, filepath.Join(c.dir, "nginx-workers"))...)
 }
 
 // down stops the cluster and checks that none of its processes is left.

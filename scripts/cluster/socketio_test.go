@@ -1,14 +1,11 @@
 package cluster
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -19,37 +16,15 @@ import (
 // targets).
 const sessionUnknown = `400 {"code":1,"message":"Session ID unknown"}`
 
-// sioResult is the JSON line of scripts/clients/sio-connect.mjs.
-type sioResult struct {
-	Attempts      int               `json:"attempts"`
-	Connected     int               `json:"connected"`
-	Echoed        int               `json:"echoed"`
-	Failed        int               `json:"failed"`
-	Errors        map[string]int    `json:"errors"`
-	AttemptErrors map[string]int    `json:"attempt_errors"`
-	HTTPErrors    map[string]uint64 `json:"http_errors"`
-}
-
 // sioConnect runs the official socket.io-client (sio-connect.mjs) with args
 // against url.
-func sioConnect(t *testing.T, url string, args ...string) sioResult {
+func sioConnect(t *testing.T, url string, args ...string) harness.SioResult {
 	t.Helper()
 	_, err := exec.LookPath("node")
 	harness.Need(t, "node", err)
 	_, err = os.Stat("../node_modules/socket.io-client/package.json")
 	harness.Need(t, "socket.io-client (make deps)", err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"../clients/sio-connect.mjs", "--url", url}, args...)...)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("sio-connect: %v\n%s", err, out)
-	}
-	var r sioResult
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("sio-connect printed %q: %v", out, err)
-	}
-	return r
+	return harness.SioConnect(t, "js", append([]string{"--url", url}, args...)...)
 }
 
 // unknownSid sums refused_requests{unknown_sid} over the replicas.
@@ -120,12 +95,12 @@ func TestRoundRobinSocketIO(t *testing.T) {
 		}
 	}
 	seen := r.HTTPErrors[sessionUnknown]
-	if len(r.HTTPErrors) != 1 || seen != uint64(r.Failed) {
+	if len(r.HTTPErrors) != 1 || seen != r.Failed {
 		t.Errorf("HTTP errors %v: want each of the %d failures to be %s", r.HTTPErrors, r.Failed, sessionUnknown)
 	}
 	counted := unknownSid(c.stats(t))
 	t.Logf("the replicas counted %d unknown_sid refusals; the client saw %d", counted, seen)
-	if counted < seen || seen == 0 {
+	if counted < uint64(seen) || seen == 0 {
 		t.Errorf("the replicas counted %d unknown_sid refusals, the client saw %d", counted, seen)
 	}
 
@@ -144,7 +119,7 @@ func TestRoundRobinSocketIO(t *testing.T) {
 	if attempts <= m || r.HTTPErrors[sessionUnknown] == 0 {
 		t.Errorf("%d clients with reconnection made %d failed attempts (HTTP errors %v): want more than one each", m, attempts, r.HTTPErrors)
 	}
-	if after := unknownSid(c.stats(t)); after-before < r.HTTPErrors[sessionUnknown] {
+	if after := unknownSid(c.stats(t)); after-before < uint64(r.HTTPErrors[sessionUnknown]) {
 		t.Errorf("the replicas counted %d more refusals, the reconnecting clients saw %d", after-before, r.HTTPErrors[sessionUnknown])
 	}
 }

@@ -32,7 +32,7 @@ type Process struct {
 	AdminAddr string // HOST:PORT of knowngood's admin listener; "" for others
 
 	cmd      *exec.Cmd
-	out      *output
+	out      *Output
 	done     chan struct{} // closed once the process has exited
 	exitErr  error         // Wait's answer, set before done is closed
 	stopOnce sync.Once
@@ -46,7 +46,7 @@ type Process struct {
 // been stopped. The caller stops it with Stop.
 func StartProcess(ctx context.Context, name string, argv []string) (*Process, error) {
 	p := &Process{Name: name, cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
-	p.out = newOutput()
+	p.out = NewOutput()
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	// A child that outlives the process (a wrapper's) may hold the output
 	// open: Wait returns this long after the exit all the same.
@@ -125,24 +125,31 @@ func (p *Process) Stop() error {
 	return p.stopErr
 }
 
-// output keeps what a process writes and finds its "listening" line.
-type output struct {
+// Output keeps what a server process writes, its stdout and stderr, and
+// finds the JSON "listening" line that knowngood (and every server the
+// harness starts) prints once it accepts connections.
+type Output struct {
 	mu        sync.Mutex
 	all       bytes.Buffer
 	scanned   int // bytes of all already split into lines
-	listening chan listening
+	listening chan Listening
 }
 
-// listening is the line a server prints once it accepts connections.
-type listening struct {
+// Listening is the line a server prints once it accepts connections.
+type Listening struct {
 	Msg       string `json:"msg"`
-	Addr      string `json:"addr"`
-	AdminAddr string `json:"admin_addr"`
+	Addr      string `json:"addr"`       // HOST:PORT of the target
+	AdminAddr string `json:"admin_addr"` // of its admin listener, if any
 }
 
-func newOutput() *output { return &output{listening: make(chan listening, 1)} }
+// NewOutput is an empty Output.
+func NewOutput() *Output { return &Output{listening: make(chan Listening, 1)} }
 
-func (o *output) Write(b []byte) (int, error) {
+// Listening delivers the first "listening" line, once it is written.
+func (o *Output) Listening() <-chan Listening { return o.listening }
+
+// Write keeps b and looks for the "listening" line in its whole lines.
+func (o *Output) Write(b []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.all.Write(b)
@@ -153,7 +160,7 @@ func (o *output) Write(b []byte) (int, error) {
 			return len(b), nil
 		}
 		o.scanned += i + 1
-		var l listening
+		var l Listening
 		if json.Unmarshal(rest[:i], &l) == nil && l.Msg == "listening" && l.Addr != "" {
 			select {
 			case o.listening <- l:
@@ -163,13 +170,14 @@ func (o *output) Write(b []byte) (int, error) {
 	}
 }
 
-func (o *output) String() string {
+// String is everything written so far.
+func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.all.String()
 }
 
-func (o *output) tail(n int) string {
+func (o *Output) tail(n int) string {
 	lines := strings.Split(strings.TrimSpace(o.String()), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }

@@ -3,7 +3,6 @@ package readme
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -450,45 +448,9 @@ func needs(t *testing.T, ws []string, path string) {
 // its own (make, go run and the target), on free loopback ports.
 type server struct {
 	cmd         *exec.Cmd
-	out         *listenWriter
+	out         *harness.Output
 	done        chan struct{}
 	addr, admin string
-}
-
-// listenWriter keeps the output and finds knowngood's JSON "listening"
-// line.
-type listenWriter struct {
-	mu        sync.Mutex
-	buf       bytes.Buffer
-	scanned   int
-	listening chan [2]string
-}
-
-func (w *listenWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(b)
-	for {
-		rest := w.buf.Bytes()[w.scanned:]
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		w.scanned += i + 1
-		var l struct{ Msg, Addr, Admin_addr string }
-		if json.Unmarshal(rest[:i], &l) == nil && l.Msg == "listening" && l.Addr != "" {
-			select {
-			case w.listening <- [2]string{l.Addr, l.Admin_addr}:
-			default:
-			}
-		}
-	}
-}
-
-func (w *listenWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
 
 // startServer runs cmd with the target and its admin listener on free
@@ -497,7 +459,7 @@ func (w *listenWriter) String() string {
 // listeners answer. The server is stopped when the test ends.
 func startServer(t *testing.T, cmd string) *server {
 	t.Helper()
-	s := &server{done: make(chan struct{}), out: &listenWriter{listening: make(chan [2]string, 1)}}
+	s := &server{done: make(chan struct{}), out: harness.NewOutput()}
 	s.cmd = exec.Command("bash", "-c", cmd)
 	s.cmd.Dir = root
 	s.cmd.Env = append(os.Environ(), "KG_ADDR=127.0.0.1:0", "KG_ADMIN_ADDR=127.0.0.1:0", "KG_LOG_FORMAT=json")
@@ -515,8 +477,8 @@ func startServer(t *testing.T, cmd string) *server {
 	timer := time.NewTimer(3 * time.Minute)
 	defer timer.Stop()
 	select {
-	case l := <-s.out.listening:
-		s.addr, s.admin = l[0], l[1]
+	case l := <-s.out.Listening():
+		s.addr, s.admin = l.Addr, l.AdminAddr
 	case <-s.done:
 		t.Fatalf("%s exited before it listened:\n%s", cmd, s.out)
 	case <-timer.C:

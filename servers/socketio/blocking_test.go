@@ -70,7 +70,7 @@ func testBlockingRepeatedConnects(t *testing.T, engine string) {
 // theirs. Not parallel with the other tests, as
 // TestBlockingRepeatedConnects.
 func TestBlockingLeaversGiveUpTheirTurn(t *testing.T) {
-	forWebSocket(t, testBlockingLeaversGiveUpTheirTurn)
+	forEach(t, webSocketEngines, testBlockingLeaversGiveUpTheirTurn)
 }
 
 func testBlockingLeaversGiveUpTheirTurn(t *testing.T, engine string) {

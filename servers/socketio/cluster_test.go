@@ -364,10 +364,7 @@ func testClusterBroadcast(t *testing.T, engines [2]string) {
 // own sockets, answers a broadcast's ack with its own count, and counts
 // the broadcast that could not cross; once Redis is back, every server
 // subscribes again by itself and broadcasts cross again.
-func TestClusterRedisDown(t *testing.T) {
-	t.Parallel()
-	forEngines(t, testClusterRedisDown)
-}
+func TestClusterRedisDown(t *testing.T) { forEngines(t, testClusterRedisDown) }
 
 func testClusterRedisDown(t *testing.T, engine string) {
 	c := startCluster(t, [2]string{engine, engine})

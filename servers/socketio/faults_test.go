@@ -16,10 +16,7 @@ import (
 // TestFaultModes: each known-bad mode on a Socket.IO target against the Go
 // client (through loadgen/sioclient), the client's count beside the
 // server's faults_total.
-func TestFaultModes(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testFaultModes)
-}
+func TestFaultModes(t *testing.T) { forWebSocket(t, testFaultModes) }
 
 func testFaultModes(t *testing.T, engine string) {
 	t.Run("reject", func(t *testing.T) {

@@ -13,10 +13,7 @@ import (
 // TestSlowHeaders: a client that sends its request a byte at a time and
 // never finishes is dropped at -handshake-timeout and counted as a failed
 // handshake (transport "unknown": the request never said).
-func TestSlowHeaders(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testSlowHeaders)
-}
+func TestSlowHeaders(t *testing.T) { forWebSocket(t, testSlowHeaders) }
 
 func testSlowHeaders(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.HandshakeTimeout = 500 * time.Millisecond })

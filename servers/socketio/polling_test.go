@@ -53,10 +53,7 @@ func httpDo(t *testing.T, method, url, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func TestPollingHeartbeat(t *testing.T) {
-	t.Parallel()
-	forEngines(t, testPollingHeartbeat)
-}
+func TestPollingHeartbeat(t *testing.T) { forEngines(t, testPollingHeartbeat) }
 
 func testPollingHeartbeat(t *testing.T, engine string) {
 	// A longer connect timeout than the suite's: the Engine.IO session here never joins
@@ -107,10 +104,7 @@ func TestPollingPingTimeout(t *testing.T) {
 	waitFor(t, "disconnects{ping timeout} = 5", func() bool { return tg.metrics.Snapshot().Disconnects["ping timeout"] == 5 })
 }
 
-func TestPollingUpgrade(t *testing.T) {
-	t.Parallel()
-	forEngines(t, testPollingUpgrade)
-}
+func TestPollingUpgrade(t *testing.T) { forEngines(t, testPollingUpgrade) }
 
 func testPollingUpgrade(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -156,10 +150,7 @@ func testPollingUpgrade(t *testing.T, engine string) {
 // polling with a GET pending at once (it gets the close packet), and over
 // polling with none pending when the close can go out, here by ping
 // timeout since the client never polls again (as in Node).
-func TestConnectTimeoutAnyTransport(t *testing.T) {
-	t.Parallel()
-	forEngines(t, testConnectTimeoutAnyTransport)
-}
+func TestConnectTimeoutAnyTransport(t *testing.T) { forEngines(t, testConnectTimeoutAnyTransport) }
 
 func testConnectTimeoutAnyTransport(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, func(c *config.Config) {
@@ -189,10 +180,7 @@ func testConnectTimeoutAnyTransport(t *testing.T, engine string) {
 // TestPollingMalformedPacket: a POST with a packet that is not Socket.IO
 // closes the session (as over WebSocket) and is answered 400, not the
 // library's 429 Too Many Requests.
-func TestPollingMalformedPacket(t *testing.T) {
-	t.Parallel()
-	forEngines(t, testPollingMalformedPacket)
-}
+func TestPollingMalformedPacket(t *testing.T) { forEngines(t, testPollingMalformedPacket) }
 
 func testPollingMalformedPacket(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)

@@ -139,10 +139,7 @@ func testUpgradeRace(t *testing.T, engine string) {
 // (Node's ws sends one without a status code: 1005 at the client). A pong
 // the server handled before arming its ping timeout used to close the
 // session with "ping timeout" a ping later.
-func TestHeartbeatRace(t *testing.T) {
-	t.Parallel()
-	forEngines(t, testHeartbeatRace)
-}
+func TestHeartbeatRace(t *testing.T) { forEngines(t, testHeartbeatRace) }
 
 func testHeartbeatRace(t *testing.T, engine string) {
 	const sessions = 10

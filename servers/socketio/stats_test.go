@@ -17,10 +17,7 @@ import (
 
 // TestStatsDiff checks that two /stats snapshots differ by exactly what a
 // run did: sessions, handshakes, events and payload bytes both ways.
-func TestStatsDiff(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testStatsDiff)
-}
+func TestStatsDiff(t *testing.T) { forWebSocket(t, testStatsDiff) }
 
 func testStatsDiff(t *testing.T, engine string) {
 	cfg := config.Default()
@@ -98,10 +95,7 @@ func getStats(t *testing.T, adminURL string) protocol.Stats {
 // TestShutdown checks that every connected client is told (a Socket.IO
 // disconnect from the server) and that Shutdown returns well within its
 // timeout; TestMain's goleak check then finds no goroutine left.
-func TestShutdown(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testShutdown)
-}
+func TestShutdown(t *testing.T) { forWebSocket(t, testShutdown) }
 
 func testShutdown(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Blocking, nil)

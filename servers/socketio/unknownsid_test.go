@@ -16,10 +16,7 @@ import (
 // without sticky sessions) get Node's engine.io answers, and each is counted
 // once in refused_requests{reason="unknown_sid"}; the requests of a live
 // session are not.
-func TestUnknownSid(t *testing.T) {
-	t.Parallel()
-	forEngines(t, testUnknownSid)
-}
+func TestUnknownSid(t *testing.T) { forEngines(t, testUnknownSid) }
 
 func testUnknownSid(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, nil)

@@ -91,10 +91,7 @@ func waitClosed(t *testing.T, conn *websocket.Conn) {
 	}
 }
 
-func TestWireHandshake(t *testing.T) {
-	t.Parallel()
-	forEngines(t, testWireHandshake)
-}
+func TestWireHandshake(t *testing.T) { forEngines(t, testWireHandshake) }
 
 func testWireHandshake(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -138,10 +135,7 @@ func testWireHandshake(t *testing.T, engine string) {
 	}
 }
 
-func TestWireNamespaces(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testWireNamespaces)
-}
+func TestWireNamespaces(t *testing.T) { forWebSocket(t, testWireNamespaces) }
 
 func testWireNamespaces(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -188,10 +182,7 @@ func socketIOConn(t *testing.T, tg *target) *websocket.Conn {
 	return conn
 }
 
-func TestWireMessages(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testWireMessages)
-}
+func TestWireMessages(t *testing.T) { forWebSocket(t, testWireMessages) }
 
 func testWireMessages(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -241,10 +232,7 @@ func testWireMessages(t *testing.T, engine string) {
 	}
 }
 
-func TestWireHeartbeat(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testWireHeartbeat)
-}
+func TestWireHeartbeat(t *testing.T) { forWebSocket(t, testWireHeartbeat) }
 
 func testWireHeartbeat(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, suiteConfig)
@@ -261,10 +249,7 @@ func testWireHeartbeat(t *testing.T, engine string) {
 
 // TestHandshakeResults makes each handshake result happen and checks that
 // the server counts it as such.
-func TestHandshakeResults(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testHandshakeResults)
-}
+func TestHandshakeResults(t *testing.T) { forWebSocket(t, testHandshakeResults) }
 
 func testHandshakeResults(t *testing.T, engine string) {
 	strict := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.ConnectTimeout = 200 * time.Millisecond })
@@ -325,7 +310,6 @@ func testHandshakeResults(t *testing.T, engine string) {
 // the blocking variant a connect that waits in the loop longer than that is
 // closed by the server and counted as failed.
 func TestConnectTimeoutCoversTheQueue(t *testing.T) {
-	t.Parallel()
 	forWebSocket(t, testConnectTimeoutCoversTheQueue)
 }
 
@@ -363,10 +347,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // TestOrigin: with -origin, an open request from another Origin gets 403
 // (the Engine.IO FORBIDDEN answer) and counts as failed; a listed one opens.
-func TestOrigin(t *testing.T) {
-	t.Parallel()
-	forEngines(t, testOrigin)
-}
+func TestOrigin(t *testing.T) { forEngines(t, testOrigin) }
 
 func testOrigin(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.Origins = []string{"http://good.example"} })
@@ -390,10 +371,7 @@ func testOrigin(t *testing.T, engine string) {
 
 // TestTransportsAndCompression: -transports refuses the others with 400;
 // -compression negotiates permessage-deflate on the WebSocket transport.
-func TestTransportsAndCompression(t *testing.T) {
-	t.Parallel()
-	forWebSocket(t, testTransportsAndCompression)
-}
+func TestTransportsAndCompression(t *testing.T) { forWebSocket(t, testTransportsAndCompression) }
 
 func testTransportsAndCompression(t *testing.T, engine string) {
 	tg := start(t, engine, socketio.Empty, func(c *config.Config) {

@@ -223,3 +223,20 @@ func parsePortRange(s string) (lo, hi int, err error) {
 	}
 	return lo, hi, nil
 }
+
+// PIDFiles reads the process ids listed in pid files (a daemon's -pidfile,
+// or a list of its workers), any number a file, separated by white space.
+// A file that cannot be read, as one whose daemon has not written it yet,
+// and a word that is not a number are passed over.
+func PIDFiles(files ...string) []int {
+	var pids []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, w := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(w); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}

@@ -177,3 +177,17 @@ func TestLocalPortRange(t *testing.T) {
 		t.Fatalf("LocalPortRange() = %d, %d, %v", lo, hi, err)
 	}
 }
+
+func TestPIDFiles(t *testing.T) {
+	dir := t.TempDir()
+	one, workers := dir+"/nginx.pid", dir+"/workers"
+	if err := os.WriteFile(one, []byte("12\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(workers, []byte("13 14\n15\nnot-a-pid\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := PIDFiles(one, dir+"/missing.pid", workers); !slices.Equal(got, []int{12, 13, 14, 15}) {
+		t.Errorf("PIDFiles: %v, want [12 13 14 15]", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/shared/procfs"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -146,7 +147,7 @@ func (c *cluster) startNginx(ctx context.Context, o options, sz sizing, bins *be
 		return fmt.Errorf("scripts/cluster.sh front: %v: %s", err, benchrun.LastLine(string(out)))
 	}
 	fmt.Fprint(stderr, string(out))
-	c.nginxPIDs = readPIDs(filepath.Join(c.dir, "nginx.pid"), filepath.Join(c.dir, "nginx-workers"))
+	c.nginxPIDs = procfs.PIDFiles(filepath.Join(c.dir, "nginx.pid"), filepath.Join(c.dir, "nginx-workers"))
 	for _, pid := range c.nginxPIDs {
 		c.record("nginx", pid)
 	}
@@ -162,20 +163,6 @@ func (c *cluster) record(name string, pid int) {
 	}
 	fmt.Fprintf(f, "%s %d\n", name, pid)
 	f.Close()
-}
-
-// readPIDs reads the pids listed in files, one a line.
-func readPIDs(files ...string) []int {
-	var pids []int
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		for _, w := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(w); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
 }
 
 // kill kills the first replica with SIGKILL, as a crash would, its

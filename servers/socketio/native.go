@@ -2,7 +2,6 @@ package socketio
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -118,19 +117,11 @@ func (n *native) track(w http.ResponseWriter, r *http.Request) {
 	if !slices.Contains(n.cfg.SocketIO.Transports, transport) {
 		transport = "invalid"
 	}
-	switch {
-	case n.closed.Load():
+	if n.closed.Load() {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
-	case n.faults.Reject():
-		n.m.Handshake(protocol.ResultRejected, transport, 0)
-		http.Error(w, "fault injected (-fault-reject)", http.StatusServiceUnavailable)
-		return
-	case !n.gate.TryAcquire():
-		n.m.Handshake(protocol.ResultRejected, transport, 0)
-		n.m.CapRefused()
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, fmt.Sprintf("connection cap reached (-max-conns %d)", n.cfg.MaxConns), http.StatusServiceUnavailable)
+	}
+	if !admitOpen(w, transport, n.faults, n.gate, n.m, n.cfg.MaxConns) {
 		return
 	}
 	sess := &nativeSession{start: time.Now(), transport: transport}

@@ -244,16 +244,7 @@ func (s *Server) track(eio http.Handler) http.Handler {
 			s.refuseEIO3(w, r, transport)
 			return
 		}
-		if s.faults.Reject() {
-			s.m.Handshake(protocol.ResultRejected, transport, 0)
-			http.Error(w, "fault injected (-fault-reject)", http.StatusServiceUnavailable)
-			return
-		}
-		if !s.gate.TryAcquire() {
-			s.m.Handshake(protocol.ResultRejected, transport, 0)
-			s.m.CapRefused()
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, fmt.Sprintf("connection cap reached (-max-conns %d)", s.cfg.MaxConns), http.StatusServiceUnavailable)
+		if !admitOpen(w, transport, s.faults, s.gate, s.m, s.cfg.MaxConns) {
 			return
 		}
 		sess := &session{start: time.Now(), transport: transport}
@@ -375,6 +366,26 @@ func messageData(args []any) (data []byte, text bool) {
 		return buf.Bytes(), text
 	}
 	return nil, false
+}
+
+// admitOpen refuses with 503, counting a rejected handshake, a request
+// that opens a session when -fault-reject picks it or -max-conns is
+// reached. Otherwise it takes a place under -max-conns, which the caller
+// gives back if no session opens; transport is the one the request names.
+func admitOpen(w http.ResponseWriter, transport string, f *faults.Injector, gate *conns.Gate, m *metrics.Metrics, maxConns int) bool {
+	switch {
+	case f.Reject():
+		m.Handshake(protocol.ResultRejected, transport, 0)
+		http.Error(w, "fault injected (-fault-reject)", http.StatusServiceUnavailable)
+		return false
+	case !gate.TryAcquire():
+		m.Handshake(protocol.ResultRejected, transport, 0)
+		m.CapRefused()
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("connection cap reached (-max-conns %d)", maxConns), http.StatusServiceUnavailable)
+		return false
+	}
+	return true
 }
 
 // Serve serves until Shutdown.

@@ -14,16 +14,25 @@ import (
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
+// startBus starts a Redis of the test's own and a bus on it, whose
+// replica counts one listener a broadcast; the bus closes when the test
+// ends.
+func startBus(t *testing.T) (*clustertest.Redis, *cluster.Bus, *metrics.Metrics) {
+	t.Helper()
+	srv := clustertest.StartRedis(t)
+	r, m := dial(t, srv)
+	bus := cluster.NewBus(r, m, func([]byte) int { return 1 })
+	t.Cleanup(bus.Close)
+	return srv, bus, m
+}
+
 // TestBusBounded: a client that broadcasts in a loop while another
 // replica never answers cannot make a replica hold more than MaxPending
 // results, nor any for longer than AnswerWait; every result still goes
 // out once, and every one is counted as partial, with its reason.
 func TestBusBounded(t *testing.T) {
 	t.Parallel() // a Redis of its own
-	srv := clustertest.StartRedis(t)
-	r, m := dial(t, srv)
-	bus := cluster.NewBus(r, m, func([]byte) int { return 1 })
-	defer bus.Close()
+	srv, bus, m := startBus(t)
 
 	// A "replica" that takes every broadcast and never answers.
 	silent := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -68,10 +77,7 @@ func TestBusBounded(t *testing.T) {
 // fewer replicas than are live, and the result is counted as missed.
 func TestBusMissed(t *testing.T) {
 	t.Parallel() // a Redis of its own
-	srv := clustertest.StartRedis(t)
-	r, m := dial(t, srv)
-	bus := cluster.NewBus(r, m, func([]byte) int { return 1 })
-	defer bus.Close()
+	srv, bus, m := startBus(t)
 
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rc.Close()

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/knowngood/knowngood/shared/metrics"
-	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/metrics/metricstest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
@@ -25,17 +25,9 @@ func TestGolden(t *testing.T) {
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, "empty")
 	// A vector shows up only once it has a child: record one of each.
-	m.Opened()
-	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
-	m.Received(1, 1)
-	m.Sent(1, 1)
-	m.Closed("1000")
+	metricstest.RecordEvery(m)
 	m.Fanout(time.Millisecond) // not registered yet: records nothing
 	m.Dropped(1)
-	m.Invalid("unknown_type")
-	m.Fault("drop")
-	m.AcceptError("EMFILE")
-	m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
 	every := describe(t, reg)
 	if strings.Contains(every, "broadcast_") {
 		t.Errorf("a target that is not a broadcast one exposes broadcast series:\n%s", every)

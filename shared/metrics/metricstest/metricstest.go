@@ -13,21 +13,29 @@ import (
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
-// RecordAll records one of each series on m, the broadcast ones
-// included (it enables them).
-func RecordAll(m *metrics.Metrics) {
+// RecordEvery records one of each series that every variant has on m.
+func RecordEvery(m *metrics.Metrics) {
 	m.Opened()
 	m.Handshake(protocol.ResultOK, "websocket", time.Millisecond)
 	m.Received(1, 1)
 	m.Sent(1, 1)
 	m.Closed("1000")
-	m.EnableBroadcast()
-	m.Fanout(time.Millisecond)
-	m.Dropped(1)
 	m.Fault("drop")
 	m.Invalid("unknown_type")
 	m.AcceptError("EMFILE")
 	m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
+	m.Refused("unknown_sid")
+	m.RedisError(metrics.RedisPublish)
+	m.Cluster(metrics.ClusterOut, metrics.ClusterOK, 1)
+	m.ClusterPartial(metrics.PartialUnpublished)
+}
+
+// RecordAll is RecordEvery, then the broadcast series, which it enables.
+func RecordAll(m *metrics.Metrics) {
+	RecordEvery(m)
+	m.EnableBroadcast()
+	m.Fanout(time.Millisecond)
+	m.Dropped(1)
 }
 
 // Names is every name in reg that a PromQL query can use: each family's,

@@ -130,8 +130,9 @@ func build(pkg, name string) (string, error) {
 }
 
 // moduleRoot is the directory of the go.mod of the working directory's
-// module, so that a test in any package builds the same binary.
-func moduleRoot() (string, error) {
+// module, so that a test in any package builds the same binary and runs
+// the same scripts; asked of go once a process.
+var moduleRoot = sync.OnceValues(func() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
@@ -141,4 +142,4 @@ func moduleRoot() (string, error) {
 		return "", fmt.Errorf("not inside the knowngood module")
 	}
 	return filepath.Dir(mod), nil
-}
+})

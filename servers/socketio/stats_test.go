@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/servers/socketio"
 	"github.com/knowngood/knowngood/shared/admin"
 	"github.com/knowngood/knowngood/shared/config"
@@ -80,12 +81,7 @@ func writePacket(t *testing.T, conn *websocket.Conn, packet string) int {
 
 func getStats(t *testing.T, adminURL string) protocol.Stats {
 	t.Helper()
-	resp, err := http.Get(adminURL + "/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	s, err := protocol.DecodeStats(resp.Body)
+	s, err := harness.ReadStats(nil, adminURL)
 	if err != nil {
 		t.Fatal(err)
 	}

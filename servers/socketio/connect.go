@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
+
+	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // connectMiddleware returns the namespace middleware of a connect model
@@ -29,12 +31,24 @@ func (s *Server) connectMiddleware(mode Mode) (socket.NamespaceMiddleware, error
 	case Blocking:
 		// Each connect takes its turn on the one loop and holds it for the
 		// delay, as a synchronous call in an asyncio or Node handler holds
-		// the event loop. The library's reader goroutine only queues.
+		// the event loop; everything else the loop serves waits meanwhile
+		// (freeze.go). The library's reader goroutine only queues.
 		return func(sock *socket.Socket, next func(*socket.ExtendedError)) {
 			s.takeTurn(sock, next)
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown connect model %q", mode)
+}
+
+// holdLoop is one connect handler's synchronous call: it sleeps on the
+// loop for delay, whether or not its client is still there (present).
+func holdLoop(delay time.Duration, m *metrics.Metrics, present bool) {
+	client := metrics.HoldPresent
+	if !present {
+		client = metrics.HoldGone
+	}
+	m.LoopHold(client)
+	time.Sleep(delay)
 }
 
 // maxRepeatedConnects bounds the CONNECTs for one namespace that a session
@@ -49,11 +63,12 @@ type connectTurns[E any] struct {
 	repeated map[string][]func(E) // by namespace, while its turn is queued
 }
 
-// take queues nsp's connect on l: hold runs as its turn (-delay unless the
-// session has gone), then next and every repeat that came meanwhile are
-// answered. It queues nothing and reports false when maxRepeatedConnects
-// repeats already wait: the caller closes the session.
-func (t *connectTurns[E]) take(l *loop, nsp string, next func(E), hold func()) bool {
+// take runs nsp's connect on l (in the turn of slot's read or request
+// while it lasts, else in a turn of its own): hold, then next and every
+// repeat that came meanwhile are answered. It runs nothing and reports
+// false when maxRepeatedConnects repeats already wait: the caller closes
+// the session.
+func (t *connectTurns[E]) take(l *loop, slot *turnSlot, nsp string, next func(E), hold func()) bool {
 	t.mu.Lock()
 	if waiting, queued := t.repeated[nsp]; queued {
 		ok := len(waiting) < maxRepeatedConnects
@@ -68,7 +83,7 @@ func (t *connectTurns[E]) take(l *loop, nsp string, next func(E), hold func()) b
 	}
 	t.repeated[nsp] = nil
 	t.mu.Unlock()
-	l.enqueue(func() {
+	l.hold(slot, func() {
 		hold()
 		var accept E
 		next(accept)
@@ -91,82 +106,18 @@ func (t *connectTurns[E]) take(l *loop, nsp string, next func(E), hold func()) b
 // repeated CONNECT is answered with the first, after the same turn, and
 // more than maxRepeatedConnects of them close the session, as Node closes
 // one that repeats a CONNECT once joined. A connect whose session has
-// closed meanwhile leaves the loop without holding it (the session counted
-// its handshake when it closed).
+// closed meanwhile still holds the loop when its turn comes, as in both
+// real servers, and is counted as a hold whose client had gone.
 func (s *Server) takeTurn(sock *socket.Socket, next func(*socket.ExtendedError)) {
 	conn := sock.Conn()
-	hold := func() {
-		if conn.ReadyState() == "open" {
-			time.Sleep(s.cfg.SocketIO.Delay)
-		}
-	}
+	hold := func() { holdLoop(s.cfg.SocketIO.Delay, s.m, conn.ReadyState() == "open") }
 	v, ok := s.sessions.Load(conn.Id())
 	if !ok {
-		s.loop.enqueue(func() { hold(); next(nil) })
+		s.loop.hold(nil, func() { hold(); next(nil) })
 		return
 	}
-	if !v.(*session).turns.take(s.loop, sock.Nsp().Name(), next, hold) {
+	sess := v.(*session)
+	if !sess.turns.take(s.loop, sess.slot, sock.Nsp().Name(), next, hold) {
 		conn.Close(false)
 	}
-}
-
-// loop is a single-threaded event loop: one goroutine runs queued tasks in
-// FIFO order, one at a time. The queue is unbounded so that enqueue never
-// blocks the caller, whatever the number of waiting connects.
-type loop struct {
-	mu      sync.Mutex
-	wake    *sync.Cond
-	tasks   []func()
-	stopped bool
-	done    chan struct{}
-}
-
-func newLoop() *loop {
-	l := &loop{done: make(chan struct{})}
-	l.wake = sync.NewCond(&l.mu)
-	go l.run()
-	return l
-}
-
-func (l *loop) enqueue(task func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped {
-		return
-	}
-	l.tasks = append(l.tasks, task)
-	l.wake.Signal()
-}
-
-func (l *loop) run() {
-	defer close(l.done)
-	for {
-		l.mu.Lock()
-		for len(l.tasks) == 0 && !l.stopped {
-			l.wake.Wait()
-		}
-		if l.stopped {
-			l.tasks = nil
-			l.mu.Unlock()
-			return
-		}
-		task := l.tasks[0]
-		l.tasks[0] = nil
-		l.tasks = l.tasks[1:]
-		l.mu.Unlock()
-		task()
-	}
-}
-
-// stop drops the tasks still queued, waits for the running one, and ends
-// the loop. A nil loop (the other models) does nothing.
-func (l *loop) stop() {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	l.stopped = true
-	l.wake.Signal()
-	l.mu.Unlock()
-	<-l.done
 }

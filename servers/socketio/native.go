@@ -2,6 +2,7 @@ package socketio
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,6 +35,7 @@ type native struct {
 	gate   *conns.Gate
 	faults *faults.Injector
 	loop   *loop
+	freeze *freezer
 	closed atomic.Bool
 	// redis and adapters join the replica to a cluster (-redis); nil
 	// without. counts tracks the cluster-wide counts acks wait for.
@@ -55,16 +57,23 @@ type nativeSession struct {
 	refused   atomic.Bool         // answered a CONNECT_ERROR
 	events    atomic.Int64        // counted for the known-bad modes
 	turns     connectTurns[error] // the blocking model's pending connects
+	slot      *turnSlot           // the turn its read or request holds on the loop
 }
 
 func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+	if mode == Blocking && cfg.SocketIO.NativeLib == config.NativeLibGnet {
+		// The blocking model freezes one loop of its own; gnet's event
+		// loops serve many connections each and must never block.
+		return nil, errors.New("-native-lib gnet cannot serve the blocking variant, whose connects freeze the server's one loop: use -native-lib nethttp")
+	}
 	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	connecting, err := n.connectHook(mode)
 	if err != nil {
 		return nil, err
 	}
 	if mode == Blocking {
-		n.loop = newLoop()
+		n.loop = newLoop(cfg.SocketIO.BlockingModel)
+		n.freeze = newFreezer(n.loop, cfg.SocketIO.MaxPayload)
 	}
 	n.eng = sioengine.New(sioengine.Options{
 		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, ConnectTimeout: cfg.SocketIO.ConnectTimeout,
@@ -93,7 +102,7 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/socket.io/", http.HandlerFunc(n.track))
+	mux.Handle("/socket.io/", interop(cfg.Faults.DropChunkedPost, cfg.SocketIO.MaxPayload, m, n.freeze.handler(http.HandlerFunc(n.track))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
 	})
@@ -139,12 +148,14 @@ func (n *native) opened(c *sioengine.Conn, r *http.Request) {
 		n.gate.TryAcquire()
 	}
 	sess.claimed.Store(true)
+	sess.slot = n.freeze.bind(c.ID(), r)
 	c.Data = sess
 	n.m.Opened()
 }
 
 func (n *native) closedSession(c *sioengine.Conn, reason string) {
 	sess := c.Data.(*nativeSession)
+	n.freeze.unbind(c.ID())
 	sess.release.Do(n.gate.Release)
 	if sess.settled.CompareAndSwap(false, true) {
 		result := unfinishedResult(reason)

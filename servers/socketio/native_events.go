@@ -29,15 +29,13 @@ func (n *native) connectHook(mode Mode) (func(*sioengine.Socket, func(error)), e
 // takeTurn queues a connect on the blocking model's one loop, with the
 // bounds of the zishang520 target's takeTurn: one place per session and
 // namespace, repeats answered after the same turn, more than
-// maxRepeatedConnects of them close the session.
+// maxRepeatedConnects of them close the session; a connect whose client
+// has gone still holds the loop.
 func (n *native) takeTurn(sock *sioengine.Socket, next func(error)) {
 	conn := sock.Conn()
-	hold := func() {
-		if conn.Open() {
-			time.Sleep(n.cfg.SocketIO.Delay)
-		}
-	}
-	if !conn.Data.(*nativeSession).turns.take(n.loop, sock.Namespace().Name(), next, hold) {
+	hold := func() { holdLoop(n.cfg.SocketIO.Delay, n.m, conn.Open()) }
+	sess := conn.Data.(*nativeSession)
+	if !sess.turns.take(n.loop, sess.slot, sock.Namespace().Name(), next, hold) {
 		conn.Close()
 	}
 }

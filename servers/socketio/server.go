@@ -68,6 +68,7 @@ type Server struct {
 	gate   *conns.Gate
 	faults *faults.Injector
 	loop   *loop // the blocking model's one shared loop; nil otherwise
+	freeze *freezer
 	closed atomic.Bool
 	// sessions maps an Engine.IO session id to its *session.
 	sessions sync.Map
@@ -118,8 +119,10 @@ type session struct {
 	serverClosed atomic.Bool
 	// mu guards registered.
 	mu sync.Mutex
-	// turns holds the blocking model's pending connects.
+	// turns holds the blocking model's pending connects, and slot the
+	// turn its read or request holds on the loop.
 	turns connectTurns[*socket.ExtendedError]
+	slot  *turnSlot
 }
 
 type sessionKey struct{}
@@ -131,7 +134,8 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	}
 	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	if mode == Blocking {
-		s.loop = newLoop()
+		s.loop = newLoop(cfg.SocketIO.BlockingModel)
+		s.freeze = newFreezer(s.loop, cfg.SocketIO.MaxPayload)
 	}
 	middleware, err := s.connectMiddleware(mode)
 	if err != nil {
@@ -184,7 +188,7 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/socket.io/", s.track(eio))
+	mux.Handle("/socket.io/", interop(cfg.Faults.DropChunkedPost, cfg.SocketIO.MaxPayload, m, s.freeze.handler(s.track(eio))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
 	})
@@ -273,6 +277,7 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	// counts can be created.
 	sess.conn = conn
 	id := conn.Id()
+	sess.slot = s.freeze.bind(string(id), conn.Request().Request())
 	s.sessions.Store(id, sess)
 	conn.On("packet", func(args ...any) {
 		if p, ok := args[0].(*packet.Packet); ok && p.Type == packet.PONG {
@@ -301,6 +306,7 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 	})
 	conn.Once("close", func(args ...any) {
 		s.sessions.Delete(id)
+		s.freeze.unbind(string(id))
 		reason, _ := args[0].(string)
 		sess.release.Do(s.gate.Release)
 		if sess.settled.CompareAndSwap(false, true) {

@@ -20,7 +20,6 @@ import (
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
 	"github.com/knowngood/knowngood/shared/metrics"
-	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestMain(m *testing.M) {
@@ -41,6 +40,15 @@ type target struct {
 // engines are the engines every test here runs on: the two must behave
 // the same.
 var engines = []string{config.EngineZishang520, config.EngineNative}
+
+// waiting is a connect model whose connects wait -delay on an engine:
+// blocking, but on gnet, which refuses it, async.
+func waiting(engine string) socketio.Mode {
+	if engine == nativeGnet {
+		return socketio.Async
+	}
+	return socketio.Blocking
+}
 
 // nativeGnet names the native engine on gnet's event loops
 // (-native-lib gnet) in the tests' tables: it serves WebSocket sessions
@@ -315,69 +323,4 @@ func roomOfOne(t *testing.T, from, member *client, room, payload string) {
 		t.Errorf("a socket outside %s got %v", room, e)
 	default:
 	}
-}
-
-// TestBlockingContract checks the curve servers/README.md promises: with N
-// simultaneous connects on the blocking variant, the k-th completes after
-// k x delay at the earliest, while on async they all complete within a few
-// delays. Only bounds that a slow machine cannot break are used.
-//
-// The bound: the loop holds every connect for a whole delay before it acks
-// it, one at a time, and the client sees an ack after the server wrote it,
-// so the k-th ack the client sees comes k x delay or more after the connects
-// began, however late the client reads. (Gaps between acks, as the client
-// sees them, shrink when the client reads one ack late: 1 in 35 runs here.)
-//
-// Not parallel, neither with the other tests nor across engines: the async
-// target's longest handshake must stay a third of the blocking loop's,
-// and other targets' work on the same cores would only lengthen it.
-func TestBlockingContract(t *testing.T) { inTurn(t, webSocketEngines, testBlockingContract) }
-
-func testBlockingContract(t *testing.T, engine string) {
-	const n, delay = 20, 50 * time.Millisecond
-	blocking, blockingMax := completions(t, engine, socketio.Blocking, n, delay)
-	async, asyncMax := completions(t, engine, socketio.Async, n, delay)
-	t.Logf("blocking: first %v, last %v, longest on the server %v; async: first %v, last %v, longest %v",
-		blocking[0], blocking[n-1], blockingMax, async[0], async[n-1], asyncMax)
-
-	for k := 1; k <= n; k++ {
-		if got, want := blocking[k-1], time.Duration(k)*delay; got < want {
-			t.Errorf("blocking: connect %d completed %v after the connects began, want >= %v", k, got, want)
-		}
-	}
-	// On async nothing waits for anything else: the longest handshake the
-	// server saw is a fraction of the blocking loop's.
-	if ratio := float64(blockingMax) / float64(asyncMax); ratio < 3 {
-		t.Errorf("longest handshake %v on blocking, %v on async: ratio %.1f, want >= 3", blockingMax, asyncMax, ratio)
-	}
-}
-
-// completions opens n connects at once and returns, sorted, when each
-// completed, measured from the moment they all started, and the longest
-// handshake the server recorded.
-func completions(t *testing.T, engine string, mode socketio.Mode, n int, delay time.Duration) ([]time.Duration, time.Duration) {
-	t.Helper()
-	tg := start(t, engine, mode, func(c *config.Config) { c.SocketIO.Delay = delay })
-	begin := time.Now()
-	done := make([]time.Duration, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			c, err := connect(t, tg.url, "/", []string{"websocket"}, nil)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			done[i] = c.connectedAt.Sub(begin)
-		})
-	}
-	wg.Wait()
-	// The server counts a handshake just after it writes the ack, so it
-	// may lag the client's connect event by a little.
-	waitFor(t, fmt.Sprintf("%s: %d ok handshakes", mode, n), func() bool {
-		return tg.metrics.Snapshot().Handshakes[protocol.ResultOK] == uint64(n)
-	})
-	stats := tg.metrics.Snapshot()
-	slices.Sort(done)
-	return done, time.Duration(stats.HandshakeLatency.Max * float64(time.Second))
 }

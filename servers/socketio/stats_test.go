@@ -94,7 +94,7 @@ func getStats(t *testing.T, adminURL string) protocol.Stats {
 func TestShutdown(t *testing.T) { forWebSocket(t, testShutdown) }
 
 func testShutdown(t *testing.T, engine string) {
-	tg := start(t, engine, socketio.Blocking, nil)
+	tg := start(t, engine, waiting(engine), nil)
 	var clients []*client
 	for _, transports := range transportsOn(engine) {
 		clients = append(clients, dial(t, tg.url, "/", transports, nil))

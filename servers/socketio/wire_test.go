@@ -272,7 +272,7 @@ func testHandshakeResults(t *testing.T, engine string) {
 	want := map[string]uint64{protocol.ResultFailed: 2, protocol.ResultRejected: 1, protocol.ResultOK: 0}
 	waitFor(t, fmt.Sprintf("handshakes %v", want), func() bool { return equalCounts(strict.metrics.Snapshot().Handshakes, want) })
 
-	tg := start(t, engine, socketio.Blocking, func(c *config.Config) {
+	tg := start(t, engine, waiting(engine), func(c *config.Config) {
 		c.SocketIO.Delay = 300 * time.Millisecond
 		c.MaxConns = 2
 		c.SocketIO.EmitAuth = true // socketIOConn reads the auth packet
@@ -314,7 +314,7 @@ func TestConnectTimeoutCoversTheQueue(t *testing.T) {
 }
 
 func testConnectTimeoutCoversTheQueue(t *testing.T, engine string) {
-	tg := start(t, engine, socketio.Blocking, func(c *config.Config) {
+	tg := start(t, engine, waiting(engine), func(c *config.Config) {
 		c.SocketIO.Delay = 300 * time.Millisecond
 		c.SocketIO.ConnectTimeout = 200 * time.Millisecond
 	})

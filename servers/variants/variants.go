@@ -99,7 +99,7 @@ var Common = []string{
 
 // The flags a group of variants reads, composed into each row's Flags.
 var (
-	socketIOFlags  = []string{"compression", "origin", "transports", "max-payload", "connect-timeout", "emit-auth", "allow-eio3", "engine", "native-lib", "fault-leak-timers"}
+	socketIOFlags  = []string{"compression", "origin", "transports", "max-payload", "connect-timeout", "emit-auth", "allow-eio3", "engine", "native-lib", "fault-leak-timers", "fault-drop-chunked-post"}
 	webSocketFlags = []string{"max-message", "compression", "origin"}
 	broadcastFlags = []string{"push-interval", "push-size", "send-queue", "slow"}
 	gnetFlags      = []string{"loops"}
@@ -115,8 +115,8 @@ var catalog = []Variant{
 		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, clusterFlags), AtOnce},
 	{"async", "Socket.IO, each connect waits -delay on its own timer; nothing else waits",
 		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags), OwnTimer},
-	{"blocking", "Socket.IO, each connect holds the one shared loop for -delay: the k-th of N completes at about k x delay",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags), SharedLoop},
+	{"blocking", "Socket.IO, each connect freezes the one shared loop for -delay: opens, events, pings and writes wait too (-blocking-model asyncio|node)",
+		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, []string{"blocking-model"}, clusterFlags), SharedLoop},
 	{"echo-gorilla", "WebSocket echo on gorilla/websocket: every message back as it came",
 		Echo, Gorilla, WebSocket, flags(webSocketFlags), NoConnect},
 	{"echo-coder", "WebSocket echo on coder/websocket: every message back as it came",

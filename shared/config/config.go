@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Config holds every setting of a target, grouped by the part of the code
@@ -79,11 +81,17 @@ type Faults struct {
 	// LeakTimers: every Socket.IO connection starts an interval timer of
 	// this period that is never stopped (0 = off).
 	LeakTimers time.Duration
+	// DropChunkedPost: a polling POST without Content-Length is answered
+	// as python-engineio 4 answers it, 200 OK with its packets dropped.
+	DropChunkedPost bool
 }
 
 // SocketIO holds what only the Socket.IO targets read.
 type SocketIO struct {
-	Delay          time.Duration
+	Delay time.Duration
+	// BlockingModel is when the blocking variant's answers leave its one
+	// loop: BlockingAsyncio or BlockingNode.
+	BlockingModel  string
 	Transports     []string
 	MaxPayload     int64
 	ConnectTimeout time.Duration
@@ -99,6 +107,15 @@ type SocketIO struct {
 	// loops; WebSocket sessions only).
 	NativeLib string
 }
+
+// When the blocking variant's answers leave its loop (-blocking-model).
+const (
+	// BlockingAsyncio: only when the loop has no ready work left, as
+	// python-socketio's queued writers on uvicorn's asyncio loop.
+	BlockingAsyncio = protocol.BlockingAsyncio
+	// BlockingNode: in the handler's own turn, as Node's socket.io.
+	BlockingNode = protocol.BlockingNode
+)
 
 // What the native engine serves on (-native-lib).
 const (
@@ -171,6 +188,7 @@ func Default() Config {
 
 		SocketIO: SocketIO{
 			Delay:          50 * time.Millisecond,
+			BlockingModel:  BlockingAsyncio,
 			Transports:     []string{"polling", "websocket"},
 			MaxPayload:     1_000_000,
 			ConnectTimeout: 45 * time.Second,
@@ -289,7 +307,10 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	frac(&c.Faults.Drop, "fault-drop", "known-bad: fraction of messages silently dropped (0 to 1)")
 	dur(&c.Faults.LeakTimers, "fault-leak-timers", "known-bad (Socket.IO): every connection starts an interval timer of this period, holding its socket and 64 KiB, that is never stopped when it disconnects, as a setInterval not cleared (0 = off)")
 
+	boolean(&c.Faults.DropChunkedPost, "fault-drop-chunked-post", "known-bad (Socket.IO): answer a polling POST sent without Content-Length (Transfer-Encoding: chunked, as the zishang520 Go client sends) as python-engineio 4 does: 200 OK, its packets dropped")
+
 	dur(&c.SocketIO.Delay, "delay", "Socket.IO: time the connect middleware takes (async, blocking)")
+	str(&c.SocketIO.BlockingModel, "blocking-model", "Socket.IO blocking: when an answer leaves the frozen loop: asyncio (once the loop has no work left, as python-socketio on uvicorn) or node (in the handler's own turn, as Node's socket.io)")
 	list(&c.SocketIO.Transports, "transports", "Socket.IO: allowed transports, comma-separated: polling, websocket")
 	dur(&c.PingInterval, "ping-interval", "Socket.IO: Engine.IO ping interval; WebSocket targets: quiet time before the server pings; echo-tcp: a connection quiet for -ping-interval plus -ping-timeout is closed")
 	dur(&c.PingTimeout, "ping-timeout", "Socket.IO: Engine.IO ping timeout; WebSocket targets: time to answer a ping before the connection is dropped (ping_timeout)")
@@ -352,6 +373,8 @@ func (c Config) Validate() error {
 		return bad("fault-close-after", "%d; want 0 (off) or more", c.Faults.CloseAfter)
 	case c.SocketIO.Delay < 0:
 		return bad("delay", "%s; want 0 or a positive duration such as 50ms", c.SocketIO.Delay)
+	case c.SocketIO.BlockingModel != BlockingAsyncio && c.SocketIO.BlockingModel != BlockingNode:
+		return bad("blocking-model", "%q; want asyncio or node", c.SocketIO.BlockingModel)
 	case len(c.SocketIO.Transports) == 0:
 		return bad("transports", "empty; want polling, websocket or polling,websocket")
 	case c.PingInterval <= 0:

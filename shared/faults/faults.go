@@ -21,6 +21,9 @@ const (
 	KindCloseAfter = "close_after" // a connection closed (1011) after -fault-close-after messages
 	KindDrop       = "drop"        // a message silently dropped
 	KindLeakTimer  = "leak_timer"  // a connection's interval timer, never stopped (-fault-leak-timers)
+	// KindDropChunkedPost: a polling POST without Content-Length answered
+	// 200 OK with its packets dropped (-fault-drop-chunked-post).
+	KindDropChunkedPost = "drop_chunked_post"
 )
 
 // leakBytes is what each leaked timer holds besides its socket: the state

@@ -58,6 +58,8 @@ type Metrics struct {
 	redisErrors       *prometheus.CounterVec
 	cluster           *prometheus.CounterVec
 	clusterPartial    *prometheus.CounterVec
+	loopHolds         *prometheus.CounterVec
+	interop           *prometheus.CounterVec
 
 	// handshakeHist keeps exact percentiles for /stats, which the
 	// Prometheus histogram's buckets cannot give.
@@ -125,6 +127,12 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 				"unpublished (Redis refused or the publish queue was full: this replica's clients only), missed (a live replica was not subscribed), "+
 				"timeout (a replica that got it did not answer within the wait), overflow (too many broadcasts waiting: this replica's clients only).",
 			"reason"),
+		loopHolds: f.counterVec("loop_holds_total",
+			"Connect handlers that froze the blocking target's one loop for -delay, by whether their client was still there (present) or had gone (gone): "+
+				"python-socketio and Node's socket.io run the handler of a client that left, so this target does too.", "client"),
+		interop: f.counterVec("interop_requests_total",
+			"Requests this target served that a known server mishandles, by kind: chunked_post, a polling POST without Content-Length "+
+				"(Transfer-Encoding: chunked, as the zishang520 Go client sends), which python-engineio 4 reads as empty: it answers 200 OK and drops the packets.", "kind"),
 
 		handshakeHist: protocol.NewHistogram(),
 	}
@@ -396,5 +404,29 @@ const (
 func (m *Metrics) ClusterPartial(reason string) {
 	if m != nil {
 		m.clusterPartial.WithLabelValues(reason).Inc()
+	}
+}
+
+// Clients of LoopHold.
+const (
+	HoldPresent = "present"
+	HoldGone    = "gone"
+)
+
+// LoopHold records a connect handler that froze the blocking target's
+// loop; client says whether its client was still there.
+func (m *Metrics) LoopHold(client string) {
+	if m != nil {
+		m.loopHolds.WithLabelValues(client).Inc()
+	}
+}
+
+// Kinds of Interop.
+const InteropChunkedPost = "chunked_post"
+
+// Interop records a request that a known server mishandles.
+func (m *Metrics) Interop(kind string) {
+	if m != nil {
+		m.interop.WithLabelValues(kind).Inc()
 	}
 }

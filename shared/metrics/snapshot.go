@@ -63,6 +63,8 @@ func (m *Metrics) emptyStats(active int64) protocol.Stats {
 		RedisErrors:           map[string]uint64{},
 		Cluster:               map[string]map[string]uint64{},
 		ClusterPartial:        map[string]uint64{},
+		LoopHolds:             map[string]uint64{},
+		InteropRequests:       map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
@@ -86,6 +88,8 @@ func byLabel(s *protocol.Stats) map[string]labelled {
 		"knowngood_refused_requests_total":        {s.RefusedRequests, "reason"},
 		"knowngood_cluster_partial_results_total": {s.ClusterPartial, "reason"},
 		"knowngood_redis_errors_total":            {s.RedisErrors, "op"},
+		"knowngood_loop_holds_total":              {s.LoopHolds, "client"},
+		"knowngood_interop_requests_total":        {s.InteropRequests, "kind"},
 	}
 }
 

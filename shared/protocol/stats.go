@@ -73,6 +73,13 @@ type Stats struct {
 	// ClusterPartial counts broadcasts whose listenerCount left out a
 	// replica, by reason (unpublished, missed, timeout, overflow).
 	ClusterPartial map[string]uint64 `json:"cluster_partial_results"`
+	// LoopHolds counts the blocking variant's connect handlers that froze
+	// its loop, by whether their client was still there (present, gone).
+	LoopHolds map[string]uint64 `json:"loop_holds"`
+	// InteropRequests counts requests this target served that a known
+	// server mishandles, by kind (chunked_post: a polling POST without
+	// Content-Length, whose packets python-engineio 4 drops).
+	InteropRequests map[string]uint64 `json:"interop_requests"`
 
 	// CPUSeconds is the process's user+system CPU time; ResidentBytes its
 	// resident memory. A diff gives the CPU the run cost the server.
@@ -192,6 +199,8 @@ func Diff(before, after Stats) Stats {
 	d.RedisErrors = diffMap(before.RedisErrors, after.RedisErrors)
 	d.Cluster = diffNested(before.Cluster, after.Cluster)
 	d.ClusterPartial = diffMap(before.ClusterPartial, after.ClusterPartial)
+	d.LoopHolds = diffMap(before.LoopHolds, after.LoopHolds)
+	d.InteropRequests = diffMap(before.InteropRequests, after.InteropRequests)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	return d
 }

@@ -279,18 +279,7 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 	}
 	serverSide(r, s, n, add)
 	if sharedLoop(r) {
-		if d, err := time.ParseDuration(r.Config["delay"]); err == nil && d > 0 {
-			need := time.Duration(n) * d
-			if r.Deadline > 0 && need > r.Deadline {
-				expect := int(min(1, float64(r.Deadline)/float64(need)) * float64(n))
-				counted := strconv.Itoa(r.Connected)
-				if r.Connected < 0 {
-					counted = "unknown"
-				}
-				add(Queued, "the server held each connect %s in one queue: %d connects need %s, the client's deadline was %s, so about %d (min(1, T / (N x delay))) can succeed; the client counted %s",
-					d, n, round(need), r.Deadline, expect, counted)
-			}
-		}
+		queued(r, n, add)
 	}
 	if abandoned > 0 {
 		deadline := "its deadline"
@@ -557,4 +546,32 @@ func Write(w io.Writer, vs []Verdict) {
 		}
 		fmt.Fprintf(w, "%s%s\n", lead, v.Text)
 	}
+}
+
+// queued predicts, for a blocking target, how many of n connects sent at
+// once its frozen loop lets finish within the client's deadline, by the
+// write model the target reports (-blocking-model; a target that reports
+// none answers in each handler's turn, as node does).
+func queued(r Run, n uint64, add func(string, string, ...any)) {
+	d, err := time.ParseDuration(r.Config["delay"])
+	if err != nil || d <= 0 {
+		return
+	}
+	need := time.Duration(n) * d
+	if r.Deadline <= 0 || need <= r.Deadline {
+		return
+	}
+	model := r.Config["blocking-model"]
+	expect := int(protocol.BlockingSuccess(model, int(n), d, r.Deadline) * float64(n))
+	counted := strconv.Itoa(r.Connected)
+	if r.Connected < 0 {
+		counted = "unknown"
+	}
+	if model == protocol.BlockingAsyncio {
+		add(Queued, "the server froze its one loop %s for each connect and let an answer leave only after the connects queued with it (-blocking-model asyncio, as python-socketio on uvicorn): %d connects need %s, the client's deadline was %s, and every ack of the burst leaves after the last, so about %d (only those done before the burst filled the loop) can succeed; the client counted %s",
+			d, n, round(need), r.Deadline, expect, counted)
+		return
+	}
+	add(Queued, "the server froze its one loop %s for each connect, answering each in its own turn (-blocking-model node, as Node's socket.io): %d connects need %s, the client's deadline was %s, so about %d (min(1, T / (N x delay))) can succeed; the client counted %s",
+		d, n, round(need), r.Deadline, expect, counted)
 }

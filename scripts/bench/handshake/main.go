@@ -36,6 +36,7 @@ import (
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/procfs"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 type options struct {
@@ -313,10 +314,11 @@ func writeTable(w io.Writer, o options, rows []row) {
 			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | |\n", name, r.n, r.err)
 			continue
 		}
-		// The blocking curve servers/README.md promises: min(1, T / (N x delay)).
+		// The blocking curve servers/README.md promises for the default
+		// model (asyncio: the whole burst within the deadline, or none).
 		predicted := "100.0"
 		if r.variant == benchrun.SharedLoop {
-			predicted = fmt.Sprintf("%.1f", 100*min(1, o.deadline.Seconds()/(float64(r.n)*o.delayOrDefault().Seconds())))
+			predicted = fmt.Sprintf("%.1f", 100*protocol.BlockingSuccess(protocol.BlockingAsyncio, r.n, o.delayOrDefault(), o.deadline))
 		}
 		rep := r.rep
 		var sp50, sp99 *float64

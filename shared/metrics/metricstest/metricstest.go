@@ -28,6 +28,8 @@ func RecordEvery(m *metrics.Metrics) {
 	m.RedisError(metrics.RedisPublish)
 	m.Cluster(metrics.ClusterOut, metrics.ClusterOK, 1)
 	m.ClusterPartial(metrics.PartialUnpublished)
+	m.LoopHold(metrics.HoldGone)
+	m.Interop(metrics.InteropChunkedPost)
 }
 
 // RecordAll is RecordEvery, then the broadcast series, which it enables.

@@ -1,0 +1,300 @@
+package socketio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/knowngood/knowngood/shared/config"
+)
+
+// freezer puts every request and WebSocket read of the blocking model
+// through its loop, on either engine and every transport, so that a
+// connect handler holding the loop freezes what the real single-threaded
+// servers freeze:
+//   - a request (an Engine.IO open, a polling GET or POST, an upgrade)
+//     waits for its turn before the engine sees it; a POST's body is read
+//     first, as the real servers read it without holding their loop, and
+//     its packets are handled in the turn;
+//   - bytes read from a WebSocket wait for a turn, held until the engine
+//     comes back for more: other sockets' events, acks and pongs, and the
+//     CONNECTs whose handlers then hold that same turn;
+//   - what the engine writes (the 101 and the open packet, acks, pings,
+//     polling responses) leaves as the model says: asyncio once the loop
+//     is idle, node at once.
+type freezer struct {
+	l       *loop
+	maxBody int64 // the engine's own limit, +1 so that it still sees a body too big
+	// slots maps an Engine.IO session id to its *turnSlot (bind).
+	slots sync.Map
+}
+
+type slotKey struct{}
+
+// newFreezer freezes on l; nil (the other models) freezes nothing.
+func newFreezer(l *loop, maxPayload int64) *freezer {
+	if l == nil {
+		return nil
+	}
+	return &freezer{l: l, maxBody: maxPayload + 1}
+}
+
+// handler serves next through the loop.
+func (f *freezer) handler(next http.Handler) http.Handler {
+	if f == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slot, _ := f.slots.Load(r.URL.Query().Get("sid"))
+		if slot == nil {
+			slot = &turnSlot{}
+		}
+		ts := slot.(*turnSlot)
+		if r.Method == http.MethodPost {
+			bufferBody(r, f.maxBody)
+		}
+		fw := &frozenWriter{ResponseWriter: w, f: f, slot: ts}
+		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, ts))
+		t := f.l.acquire()
+		if r.Method != http.MethodPost {
+			// A GET waits for its turn, then for data without holding the
+			// loop, as a long-poll or an upgrade does on the real servers.
+			t.done()
+			next.ServeHTTP(fw, r)
+		} else {
+			ts.current.Store(t)
+			next.ServeHTTP(fw, r)
+			ts.current.CompareAndSwap(t, nil)
+			t.done()
+		}
+		fw.finish()
+	})
+}
+
+// bind ties an Engine.IO session to the turn slot of its open request (r),
+// so that its later requests find it; the slot, nil without a freezer.
+func (f *freezer) bind(sid string, r *http.Request) *turnSlot {
+	if f == nil {
+		return nil
+	}
+	slot, _ := r.Context().Value(slotKey{}).(*turnSlot)
+	if slot == nil {
+		slot = &turnSlot{}
+	}
+	f.slots.Store(sid, slot)
+	return slot
+}
+
+// unbind forgets a closed session.
+func (f *freezer) unbind(sid string) {
+	if f != nil {
+		f.slots.Delete(sid)
+	}
+}
+
+// frozenWriter holds a response until the loop lets it leave: the status
+// and body are kept until the engine's handler returns, then written once
+// the model allows, whole, as Node's engine.io ends a polling response in
+// one write. A connection the engine hijacks (a WebSocket) is frozen as a
+// frozenConn instead.
+type frozenWriter struct {
+	http.ResponseWriter
+	f        *freezer
+	slot     *turnSlot
+	status   int
+	body     bytes.Buffer
+	hijacked bool
+}
+
+func (w *frozenWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *frozenWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.body.Write(p)
+}
+
+// Flush keeps the response: it leaves whole when the handler returns.
+func (w *frozenWriter) Flush() {}
+
+func (w *frozenWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.hijacked = true
+	// Bytes the client sent right behind its request, which the HTTP
+	// server has read already, wait for their turn too.
+	var src io.Reader = conn
+	if n := brw.Reader.Buffered(); n > 0 {
+		ahead, _ := brw.Reader.Peek(n)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), conn)
+	}
+	fc := &frozenConn{Conn: conn, src: src, l: w.f.l, slot: w.slot, maxOutbox: 4*w.f.maxBody + 64<<10}
+	brw.Reader.Reset(fc)
+	brw.Writer.Reset(fc)
+	return fc, brw, nil
+}
+
+// finish writes the response the handler left, once the loop allows.
+func (w *frozenWriter) finish() {
+	if w.hijacked || w.status == 0 {
+		return
+	}
+	<-w.f.l.writable()
+	w.ResponseWriter.WriteHeader(w.status)
+	_, _ = w.ResponseWriter.Write(w.body.Bytes())
+}
+
+// flushWait bounds one write of a frozen connection's outbox: a client
+// that reads nothing for that long is dropped.
+const flushWait = 10 * time.Second
+
+var errOutboxFull = errors.New("blocking: a client that does not read has more queued than the bound")
+
+// frozenConn is a hijacked connection (a WebSocket) on the loop. A read's
+// bytes wait for a turn, which lasts until the engine reads again (it has
+// handled them, and any connect handler they started has ended). Under
+// asyncio, writes go to an outbox that a writer of its own sends as the
+// loop allows, so that no write ever waits inside the engine (a reader
+// holding its turn may write).
+type frozenConn struct {
+	net.Conn
+	src       io.Reader
+	l         *loop
+	slot      *turnSlot
+	maxOutbox int64
+
+	held atomic.Pointer[turn] // the turn of the bytes last read
+
+	mu       sync.Mutex
+	outbox   []pending
+	queued   int64 // bytes in outbox
+	flushing bool
+	closing  bool
+	err      error
+}
+
+// pending is a write in the outbox and when it may leave.
+type pending struct {
+	data     []byte
+	writable <-chan struct{}
+}
+
+func (c *frozenConn) Read(p []byte) (int, error) {
+	c.endTurn()
+	n, err := c.src.Read(p)
+	if n > 0 {
+		t := c.l.acquire()
+		c.held.Store(t)
+		c.slot.current.Store(t)
+	}
+	return n, err
+}
+
+// endTurn ends the turn of the bytes last read, once.
+func (c *frozenConn) endTurn() {
+	if t := c.held.Swap(nil); t != nil {
+		c.slot.current.CompareAndSwap(t, nil)
+		t.done()
+	}
+}
+
+func (c *frozenConn) Write(p []byte) (int, error) {
+	if c.l.model != config.BlockingAsyncio {
+		return c.Conn.Write(p)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.err != nil:
+		return 0, c.err
+	case c.closing:
+		return 0, net.ErrClosed
+	case c.queued+int64(len(p)) > c.maxOutbox:
+		return 0, errOutboxFull
+	}
+	c.outbox = append(c.outbox, pending{data: bytes.Clone(p), writable: c.l.writable()})
+	c.queued += int64(len(p))
+	if !c.flushing {
+		c.flushing = true
+		go c.flush()
+	}
+	return len(p), nil
+}
+
+// flush sends the outbox in order, each write once it may leave, until
+// the outbox is empty; a Close that came meanwhile closes after it.
+func (c *frozenConn) flush() {
+	for {
+		c.mu.Lock()
+		if len(c.outbox) == 0 || c.err != nil {
+			c.flushing = false
+			closing := c.closing
+			c.mu.Unlock()
+			if closing {
+				_ = c.Conn.Close()
+			}
+			return
+		}
+		next := c.outbox[0]
+		c.outbox[0] = pending{}
+		c.outbox = c.outbox[1:]
+		c.mu.Unlock()
+		<-next.writable
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(flushWait))
+		_, err := c.Conn.Write(next.data)
+		c.mu.Lock()
+		c.queued -= int64(len(next.data))
+		if err != nil {
+			c.err = err
+		}
+		c.mu.Unlock()
+		if err != nil {
+			_ = c.Conn.Close()
+		}
+	}
+}
+
+// Close ends the reader's turn and closes the connection; under asyncio,
+// after what the outbox holds has been sent.
+func (c *frozenConn) Close() error {
+	c.endTurn()
+	c.mu.Lock()
+	if c.flushing {
+		c.closing = true
+		c.mu.Unlock()
+		return nil
+	}
+	c.closing = true
+	c.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// The outbox's writer sets its own write deadline (flushWait); the
+// engine's apply to reads only under asyncio.
+func (c *frozenConn) SetDeadline(t time.Time) error {
+	if c.l.model != config.BlockingAsyncio {
+		return c.Conn.SetDeadline(t)
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *frozenConn) SetWriteDeadline(t time.Time) error {
+	if c.l.model != config.BlockingAsyncio {
+		return c.Conn.SetWriteDeadline(t)
+	}
+	return nil
+}

@@ -3,21 +3,51 @@
 // -variant empty` that the benchmarks' clients send (echo, message,
 // message-with-ack; join and broadcast-room for the room broadcast, acked
 // as `empty` without -redis does: the room's name, this server's count).
-// Usage: node scripts/node/sio-server.mjs [port=3000] [host=127.0.0.1]
+// With --connect, the founding report's three connect handlers, in
+// namespace middleware (io.use) as a Node service writes them: empty
+// (nothing), async (a setTimeout of --delay-ms before next()) and blocking
+// (a busy-wait of --delay-ms: the one thread, and every socket on it,
+// stops meanwhile).
+// Usage: node scripts/node/sio-server.mjs [port=3000] [host=127.0.0.1] [--connect empty|async|blocking] [--delay-ms 50]
 // Prints one JSON line {"msg":"listening","addr":"HOST:PORT"} when ready.
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { Server } from "socket.io";
 
-const port = Number(process.argv[2] ?? 3000);
-const host = process.argv[3] ?? "127.0.0.1";
+const positional = [];
+const opts = { connect: "empty", delayMs: 50 };
+for (let i = 2; i < process.argv.length; i++) {
+  const a = process.argv[i];
+  if (a === "--connect") opts.connect = process.argv[++i];
+  else if (a === "--delay-ms") opts.delayMs = Number(process.argv[++i]);
+  else positional.push(a);
+}
+const port = Number(positional[0] ?? 3000);
+const host = positional[1] ?? "127.0.0.1";
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  console.error(`sio-server: bad port ${JSON.stringify(process.argv[2])}: want 0-65535`);
+  console.error(`sio-server: bad port ${JSON.stringify(positional[0])}: want 0-65535`);
+  process.exit(2);
+}
+if (!["empty", "async", "blocking"].includes(opts.connect)) {
+  console.error(`sio-server: bad --connect ${JSON.stringify(opts.connect)}: want empty, async or blocking`);
+  process.exit(2);
+}
+if (!Number.isInteger(opts.delayMs) || opts.delayMs < 0) {
+  console.error(`sio-server: bad --delay-ms ${JSON.stringify(opts.delayMs)}: want 0 or more`);
   process.exit(2);
 }
 
 const httpServer = createServer();
 const io = new Server(httpServer);
+if (opts.connect === "async") {
+  io.use((_socket, next) => setTimeout(next, opts.delayMs));
+} else if (opts.connect === "blocking") {
+  io.use((_socket, next) => {
+    const until = Date.now() + opts.delayMs;
+    while (Date.now() < until); // the synchronous call: nothing else runs
+    next();
+  });
+}
 io.on("connection", (socket) => {
   socket.on("echo", (...args) => typeof args.at(-1) === "function" && args.pop()(...args));
   socket.on("message", (...args) => socket.emit("message-back", ...args));
@@ -42,6 +72,6 @@ httpServer.on("error", (err) => {
 });
 httpServer.listen(port, host, () => {
   const { address, port } = httpServer.address();
-  console.log(JSON.stringify({ msg: "listening", addr: `${address}:${port}`, socketio: createRequire(import.meta.url)("socket.io/package.json").version }));
+  console.log(JSON.stringify({ msg: "listening", addr: `${address}:${port}`, socketio: createRequire(import.meta.url)("socket.io/package.json").version, connect: opts.connect }));
 });
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => io.close(() => process.exit(0)));

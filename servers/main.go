@@ -176,7 +176,8 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 
 // nativeLibConflict is why -native-lib cannot be used as given, or "":
 // it chooses what the native engine serves on, so it needs -engine
-// native, and gnet serves WebSocket sessions only.
+// native; gnet serves WebSocket sessions only, and its event loops, which
+// must never block, cannot be the one loop a blocking variant freezes.
 func nativeLibConflict(cfg config.Config, v variants.Variant) string {
 	if !slices.Contains(cfg.Given, "native-lib") || !v.Reads("engine") {
 		return ""
@@ -186,6 +187,8 @@ func nativeLibConflict(cfg config.Config, v variants.Variant) string {
 		return fmt.Sprintf("%s is for -engine native; -engine %s serves on net/http", cfg.SocketIO.NativeLib, cfg.SocketIO.Engine)
 	case cfg.SocketIO.NativeLib == config.NativeLibGnet && !slices.Contains(cfg.SocketIO.Transports, "websocket"):
 		return "gnet serves WebSocket sessions only; -transports must include websocket"
+	case cfg.SocketIO.NativeLib == config.NativeLibGnet && v.Connect == variants.SharedLoop:
+		return fmt.Sprintf("gnet cannot serve %s, whose connects freeze the server's one loop; use -native-lib nethttp", v.Name)
 	}
 	return ""
 }

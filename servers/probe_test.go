@@ -56,6 +56,9 @@ func runsOf(v string) []variantRun {
 	}
 	var runs []variantRun
 	for _, e := range append(slices.Clone(sioEngines), nativeGnet) {
+		if e == nativeGnet && row(v).Connect == variants.SharedLoop {
+			continue // gnet refuses blocking: its loops must never block
+		}
 		runs = append(runs, variantRun{v + "/" + e, append(variantArgs(v), engineFlags(e)...)})
 	}
 	return runs

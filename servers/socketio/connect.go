@@ -3,11 +3,13 @@ package socketio
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
 	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // connectMiddleware returns the namespace middleware of a connect model
@@ -49,6 +51,19 @@ func holdLoop(delay time.Duration, m *metrics.Metrics, present bool) {
 	}
 	m.LoopHold(client)
 	time.Sleep(delay)
+}
+
+// settleHandshake counts a session's first CONNECT ack, once: ok, or
+// abandoned when its client had gone before the ack left.
+func settleHandshake(m *metrics.Metrics, settled *atomic.Bool, transport string, start time.Time, gone bool) {
+	if !settled.CompareAndSwap(false, true) {
+		return
+	}
+	if gone {
+		m.Handshake(protocol.ResultAbandoned, transport, 0)
+		return
+	}
+	m.Handshake(protocol.ResultOK, transport, time.Since(start))
 }
 
 // maxRepeatedConnects bounds the CONNECTs for one namespace that a session
@@ -110,7 +125,9 @@ func (t *connectTurns[E]) take(l *loop, slot *turnSlot, nsp string, next func(E)
 // real servers, and is counted as a hold whose client had gone.
 func (s *Server) takeTurn(sock *socket.Socket, next func(*socket.ExtendedError)) {
 	conn := sock.Conn()
-	hold := func() { holdLoop(s.cfg.SocketIO.Delay, s.m, conn.ReadyState() == "open") }
+	hold := func() {
+		holdLoop(s.cfg.SocketIO.Delay, s.m, conn.ReadyState() == "open" && !s.slotOf(conn.Id()).gone())
+	}
 	v, ok := s.sessions.Load(conn.Id())
 	if !ok {
 		s.loop.hold(nil, func() { hold(); next(nil) })
@@ -120,4 +137,12 @@ func (s *Server) takeTurn(sock *socket.Socket, next func(*socket.ExtendedError))
 	if !sess.turns.take(s.loop, sess.slot, sock.Nsp().Name(), next, hold) {
 		conn.Close(false)
 	}
+}
+
+// slotOf is the turn slot of a session, nil if it has none (closed).
+func (s *Server) slotOf(id string) *turnSlot {
+	if v, ok := s.sessions.Load(id); ok {
+		return v.(*session).slot
+	}
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
 	"github.com/knowngood/knowngood/shared/cluster/sioredis"
-	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // onConnect runs after the CONNECT ack was written for a namespace: the
@@ -17,9 +16,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 	if v, ok := s.sessions.Load(sock.Conn().Id()); ok {
 		sess := v.(*session)
 		sess.registeredOne()
-		if sess.settled.CompareAndSwap(false, true) {
-			s.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
-		}
+		s.freeze.settle(sess.slot, func(gone bool) { settleHandshake(s.m, &sess.settled, sess.transport, sess.start, gone) })
 	}
 	s.faults.LeakTimer(sock)
 	if s.cfg.SocketIO.EmitAuth {

@@ -20,7 +20,9 @@ import (
 // connect handler holding the loop freezes what the real single-threaded
 // servers freeze:
 //   - a request (an Engine.IO open, a polling GET or POST, an upgrade)
-//     waits for its turn before the engine sees it; a POST's body is read
+//     waits for its turn before the engine sees it, an open for two (the
+//     real servers accept a connection and read its request in turns of
+//     their own); a POST's body is read
 //     first, as the real servers read it without holding their loop, and
 //     its packets are handled in the turn;
 //   - bytes read from a WebSocket wait for a turn, held until the engine
@@ -62,6 +64,12 @@ func (f *freezer) handler(next http.Handler) http.Handler {
 		}
 		fw := &frozenWriter{ResponseWriter: w, f: f, slot: ts}
 		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, ts))
+		if r.URL.Query().Get("sid") == "" {
+			// An open comes on a new connection: the real servers accept
+			// it in one turn of their loop and read its request in a later
+			// one, each behind the work already waiting.
+			f.l.acquire().done()
+		}
 		t := f.l.acquire()
 		if r.Method != http.MethodPost {
 			// A GET waits for its turn, then for data without holding the
@@ -90,6 +98,28 @@ func (f *freezer) bind(sid string, r *http.Request) *turnSlot {
 	}
 	f.slots.Store(sid, slot)
 	return slot
+}
+
+// settle calls done once an answer made now has left under the loop's
+// model, with whether the session's client has gone meanwhile: a
+// handshake is done when its CONNECT ack leaves, and one whose client
+// left first was abandoned, though the engine, frozen, had not read it
+// go. Without a freezer, at once.
+func (f *freezer) settle(slot *turnSlot, done func(gone bool)) {
+	if f == nil {
+		done(false)
+		return
+	}
+	ready := f.l.writable()
+	select {
+	case <-ready:
+		done(slot.gone())
+	default:
+		go func() {
+			<-ready
+			done(slot.gone())
+		}()
+	}
 }
 
 // unbind forgets a closed session.
@@ -142,7 +172,9 @@ func (w *frozenWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		ahead, _ := brw.Reader.Peek(n)
 		src = io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), conn)
 	}
-	fc := &frozenConn{Conn: conn, src: src, l: w.f.l, slot: w.slot, maxOutbox: 4*w.f.maxBody + 64<<10}
+	fc := &frozenConn{Conn: conn, src: src, l: w.f.l, slot: w.slot, maxOutbox: 4*w.f.maxBody + 64<<10,
+		chunks: make(chan chunk, 1), closed: make(chan struct{})}
+	go fc.pump()
 	brw.Reader.Reset(fc)
 	brw.Writer.Reset(fc)
 	return fc, brw, nil
@@ -166,9 +198,12 @@ var errOutboxFull = errors.New("blocking: a client that does not read has more q
 
 // frozenConn is a hijacked connection (a WebSocket) on the loop. A read's
 // bytes wait for a turn, which lasts until the engine reads again (it has
-// handled them, and any connect handler they started has ended). Under
-// asyncio, writes go to an outbox that a writer of its own sends as the
-// loop allows, so that no write ever waits inside the engine (a reader
+// handled them, and any connect handler they started has ended). The
+// socket itself is read ahead by a chunk (pump), as the kernel buffers
+// what a frozen server has not read: a client that has left is known at
+// once (turnSlot.left), while its last bytes still wait for their turn.
+// Under asyncio, writes go to an outbox that a writer of its own sends as
+// the loop allows, so that no write ever waits inside the engine (a reader
 // holding its turn may write).
 type frozenConn struct {
 	net.Conn
@@ -177,7 +212,14 @@ type frozenConn struct {
 	slot      *turnSlot
 	maxOutbox int64
 
-	held atomic.Pointer[turn] // the turn of the bytes last read
+	chunks chan chunk    // from pump: one chunk read ahead at most
+	closed chan struct{} // closed by Close: pump and Read stop
+	once   sync.Once
+	// rest and readErr are the reader's: what is left of the chunk it
+	// took, and the error that ended the stream.
+	rest    []byte
+	readErr error
+	held    atomic.Pointer[turn] // the turn of the bytes last read
 
 	mu       sync.Mutex
 	outbox   []pending
@@ -187,21 +229,61 @@ type frozenConn struct {
 	err      error
 }
 
+// chunk is one read of the socket: bytes, or the error that ended it.
+type chunk struct {
+	data []byte
+	err  error
+}
+
 // pending is a write in the outbox and when it may leave.
 type pending struct {
 	data     []byte
 	writable <-chan struct{}
 }
 
+// readAhead is the size of one read of the socket.
+const readAhead = 4096
+
+// pump reads the socket into chunks until it ends.
+func (c *frozenConn) pump() {
+	for {
+		buf := make([]byte, readAhead)
+		n, err := c.src.Read(buf)
+		if err != nil {
+			c.slot.left.Store(true)
+		}
+		if n > 0 || err != nil {
+			select {
+			case c.chunks <- chunk{buf[:n], err}:
+			case <-c.closed:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 func (c *frozenConn) Read(p []byte) (int, error) {
 	c.endTurn()
-	n, err := c.src.Read(p)
-	if n > 0 {
-		t := c.l.acquire()
-		c.held.Store(t)
-		c.slot.current.Store(t)
+	if len(c.rest) == 0 && c.readErr == nil {
+		select {
+		case ch := <-c.chunks:
+			c.rest, c.readErr = ch.data, ch.err
+		case <-c.closed:
+			c.readErr = net.ErrClosed
+		}
 	}
-	return n, err
+	if len(c.rest) == 0 {
+		return 0, c.readErr
+	}
+	t := c.l.acquire()
+	c.held.Store(t)
+	c.slot.current.Store(t)
+	n := copy(p, c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
 }
 
 // endTurn ends the turn of the bytes last read, once.
@@ -272,13 +354,13 @@ func (c *frozenConn) flush() {
 // after what the outbox holds has been sent.
 func (c *frozenConn) Close() error {
 	c.endTurn()
+	c.once.Do(func() { close(c.closed) })
 	c.mu.Lock()
+	c.closing = true
 	if c.flushing {
-		c.closing = true
 		c.mu.Unlock()
 		return nil
 	}
-	c.closing = true
 	c.mu.Unlock()
 	return c.Conn.Close()
 }

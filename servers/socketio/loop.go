@@ -173,8 +173,16 @@ func (l *loop) stop() {
 
 // turnSlot is the turn a session's reader or request holds now, if any:
 // a connect handler that its packet starts runs in that turn, as the
-// real servers run the middleware in the same pass as the read.
-type turnSlot struct{ current atomic.Pointer[turn] }
+// real servers run the middleware in the same pass as the read. left is
+// set once the session's WebSocket has ended on the client's side, which
+// the engine, frozen, may not have read yet.
+type turnSlot struct {
+	current atomic.Pointer[turn]
+	left    atomic.Bool
+}
+
+// gone reports whether the slot's client has left (false for no slot).
+func (s *turnSlot) gone() bool { return s != nil && s.left.Load() }
 
 // hold runs task (a connect handler: sleep, then answer) holding the
 // loop: in the turn of the session's read or request if it is still

@@ -174,9 +174,7 @@ func (n *native) closedSession(c *sioengine.Conn, reason string) {
 // handshake.
 func (n *native) connected(s *sioengine.Socket) {
 	sess := s.Conn().Data.(*nativeSession)
-	if sess.settled.CompareAndSwap(false, true) {
-		n.m.Handshake(protocol.ResultOK, sess.transport, time.Since(sess.start))
-	}
+	n.freeze.settle(sess.slot, func(gone bool) { settleHandshake(n.m, &sess.settled, sess.transport, sess.start, gone) })
 	n.faults.LeakTimer(s)
 	if n.cfg.SocketIO.EmitAuth {
 		n.emit(s, "auth", s.Auth())

@@ -33,8 +33,8 @@ func (n *native) connectHook(mode Mode) (func(*sioengine.Socket, func(error)), e
 // has gone still holds the loop.
 func (n *native) takeTurn(sock *sioengine.Socket, next func(error)) {
 	conn := sock.Conn()
-	hold := func() { holdLoop(n.cfg.SocketIO.Delay, n.m, conn.Open()) }
 	sess := conn.Data.(*nativeSession)
+	hold := func() { holdLoop(n.cfg.SocketIO.Delay, n.m, conn.Open() && !sess.slot.gone()) }
 	if !sess.turns.take(n.loop, sess.slot, sock.Namespace().Name(), next, hold) {
 		conn.Close()
 	}

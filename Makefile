@@ -184,9 +184,9 @@ bench-broadcast: deps
 bench-cluster: deps
 	go run ./scripts/bench/cluster
 
-## experiment-handshake: the handshake experiment: empty, async, blocking x N = 50..500 x loadgen, JS, python-socketio, the zishang520 Go client (not a test)
+## experiment-handshake: the founding report rerun: knowngood's empty, async, blocking (both models) beside python-socketio on uvicorn and Node's socket.io, N = 50..500, the report's client and the others (ARGS="-servers ... -clients ... -reps 3"; not a test)
 experiment-handshake: deps
-	go run ./scripts/experiments/handshake -out experiment-handshake.md -html experiment-handshake.html
+	flock /tmp/knowngood-bench.lock go run ./scripts/experiments/handshake -out experiment-handshake.md -html experiment-handshake.html $(ARGS)
 
 ## experiment-cluster: the 100,000-connection Socket.IO cluster run on this machine: replicas on Redis behind nginx, loadgen shards ramping in steps, faults on demand (ARGS="-conns 20000 -replicas 4 -fault emfile|leak-timers -redis-shards 2 -kill-replica 60s -json FILE -html FILE"; scripts/experiments/README.md; not a test)
 experiment-cluster: deps
@@ -196,7 +196,7 @@ experiment-cluster: deps
 experiment-echo: deps
 	go run ./scripts/bench/echo -reps 1 -metrics-off=false
 
-## bench-blocking: the blocking curve, measured against min(1, T / (N x delay)) (not a test)
+## bench-blocking: the blocking curve of the default model (asyncio), measured against its prediction (not a test)
 bench-blocking:
 	go run ./scripts/bench/handshake -variants blocking -node=false -bare=false -sustained 0 -n 20,50,100,200 -deadline 2500ms
 

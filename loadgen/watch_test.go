@@ -326,3 +326,20 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("no counts: exit %d; want 2", code)
 	}
 }
+
+// TestWatchInterop: the zishang520 Go client over polling sends every POST
+// chunked, without Content-Length; the target serves it and counts it,
+// and the verdict warns that python-socketio would drop those POSTs.
+func TestWatchInterop(t *testing.T) {
+	t.Parallel()
+	bin, err := harness.Build("./scripts/clients/sio-connect-go", "sio-connect-go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := startTarget(t, "empty")
+	r, code := watched(t, "watch", "-admin", tg.admin, "--", bin, "--url", tg.url, "--n", "5", "--transports", "polling", "--deadline-ms", "10000")
+	if code != 0 || r.OK != 5 {
+		t.Fatalf("exit %d, client %+v, server %v: want all 5 connected", code, r.Figures, r.Server.Handshakes)
+	}
+	has(t, r.Verdicts, verdict.Interop, "polling POSTs without Content-Length (Transfer-Encoding: chunked), which python-engineio 4")
+}

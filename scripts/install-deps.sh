@@ -11,8 +11,10 @@
 # - npm ci under scripts/: socket.io-client (4, and 2 as socket.io-client-v2),
 #   socket.io, ws and @socket.io/redis-adapter with its redis client, pinned: the real JS
 #   clients and the Node reference servers the tests run.
-# - Debian's python3-socketio, python3-aiohttp and python3-websockets for
-#   /usr/bin/python3: the real Python clients.
+# - Debian's python3-socketio, python3-aiohttp, python3-websockets and
+#   python3-uvicorn for /usr/bin/python3: the real Python clients, and the
+#   real python-socketio server on uvicorn that the blocking variant is
+#   set beside.
 # - Debian's docker.io, prometheus (with promtool), tsung, redis-server,
 #   nginx and chromium: the image and compose tests, make observe and the
 #   scrape-config tests, the tsung recipe, the cluster, and the browser
@@ -83,9 +85,9 @@ npm_step . "socket.io-client (4, and 2 for -allow-eio3), socket.io, ws, @socket.
 # apt-get for all of them, in the background.
 apt_missing=()
 apt_why=()
-if ! /usr/bin/python3 -c 'import socketio, aiohttp, websockets' 2>/dev/null; then
-	apt_missing+=(python3-socketio python3-aiohttp python3-websockets)
-	apt_why+=("python3-socketio python3-aiohttp python3-websockets: the Python clients (/usr/bin/python3)")
+if ! /usr/bin/python3 -c 'import socketio, aiohttp, websockets, uvicorn' 2>/dev/null; then
+	apt_missing+=(python3-socketio python3-aiohttp python3-websockets python3-uvicorn)
+	apt_why+=("python3-socketio python3-aiohttp python3-websockets python3-uvicorn: the Python clients, and python-socketio's server on uvicorn (/usr/bin/python3)")
 fi
 if [ "$mode" = all ]; then
 	while IFS='|' read -r cmds pkg why; do
@@ -127,7 +129,7 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
 	apt_pid=$!
 	installed=$((installed + 1))
 else
-	say "have Debian's python3-socketio, python3-aiohttp, python3-websockets$([ "$mode" = all ] && echo ", docker.io, prometheus, tsung, redis-server, nginx, chromium")"
+	say "have Debian's python3-socketio, python3-aiohttp, python3-websockets, python3-uvicorn$([ "$mode" = all ] && echo ", docker.io, prometheus, tsung, redis-server, nginx, chromium")"
 fi
 
 # apt_wait waits for the apt-get started above, if any; its failure stops

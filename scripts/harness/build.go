@@ -38,6 +38,14 @@ func Loadgen() (string, error) { return build("./loadgen", "loadgen") }
 // deleted by RemoveBuilds with the others.
 func Build(pkg, name string) (string, error) { return build(pkg, name) }
 
+// BuildModfile is Build against another go.mod file of the module (go
+// build -modfile, with its .sum beside it): the same package at other
+// versions of its dependencies, such as a client library at the version
+// a report used.
+func BuildModfile(pkg, name, modfile string) (string, error) {
+	return build(pkg, name, "-modfile="+modfile)
+}
+
 // GnetFloor is the path of the minimal gnet WebSocket echo server that
 // the gnet targets are measured against, built from
 // ./scripts/bench/floors/gnetecho on the first call.
@@ -95,17 +103,18 @@ func prebuilt(pkg, name string) (string, bool) {
 
 // build compiles pkg of the module into the temporary directory, once.
 // CGO_ENABLED=0 makes the static binary that the Docker image also runs.
-func build(pkg, name string) (string, error) {
+func build(pkg, name string, flags ...string) (string, error) {
 	builds.mu.Lock()
 	defer builds.mu.Unlock()
-	if p, ok := builds.paths[pkg]; ok {
+	key := strings.Join(append([]string{pkg}, flags...), " ")
+	if p, ok := builds.paths[key]; ok {
 		return p, nil
 	}
-	if bin, ok := prebuilt(pkg, name); ok {
+	if bin, ok := prebuilt(pkg, name); ok && len(flags) == 0 {
 		if builds.paths == nil {
 			builds.paths = map[string]string{}
 		}
-		builds.paths[pkg] = bin
+		builds.paths[key] = bin
 		return bin, nil
 	}
 	root, err := moduleRoot()
@@ -119,13 +128,13 @@ func build(pkg, name string) (string, error) {
 		builds.paths = map[string]string{}
 	}
 	bin := filepath.Join(builds.dir, name)
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		return "", fmt.Errorf("go build %s %s: %v\n%s", strings.Join(flags, " "), pkg, err, out)
 	}
-	builds.paths[pkg] = bin
+	builds.paths[key] = bin
 	return bin, nil
 }
 

@@ -140,6 +140,7 @@ const (
 	Unfinished    = "handshakes-unfinished"
 	Incomparable  = "units-differ"
 	Outside       = "answered-outside-handshakes"
+	Interop       = "mishandled-elsewhere"
 )
 
 // Unknowing reports whether the verdicts say that the client's figures
@@ -184,6 +185,7 @@ func Judge(r Run) []Verdict {
 			// the server's side.
 			out[len(out)-1].Loss = s.Faults["drop"] > 0
 		}
+		interop(s, add)
 	}
 	saturation(r, add)
 	if len(out) == 0 && s != nil && r.ExitStatus == 0 {
@@ -574,4 +576,25 @@ func queued(r Run, n uint64, add func(string, string, ...any)) {
 	}
 	add(Queued, "the server froze its one loop %s for each connect, answering each in its own turn (-blocking-model node, as Node's socket.io): %d connects need %s, the client's deadline was %s, so about %d (min(1, T / (N x delay))) can succeed; the client counted %s",
 		d, n, round(need), r.Deadline, expect, counted)
+}
+
+// interopWhy says, for each kind of request the targets count in
+// interop_requests, what a known server does with it.
+var interopWhy = map[string]string{
+	"chunked_post": "polling POSTs without Content-Length (Transfer-Encoding: chunked), which python-engineio 4 (python-socketio 5 on uvicorn) reads as empty: it answers 200 OK and drops their packets, so a CONNECT in one is never acknowledged",
+}
+
+// interop warns of requests the target served that a known server
+// mishandles: the client works here and may not against that server.
+func interop(s *protocol.Stats, add func(string, string, ...any)) {
+	for kind, n := range s.InteropRequests {
+		if n == 0 {
+			continue
+		}
+		why, ok := interopWhy[kind]
+		if !ok {
+			why = kind + " requests, which a known server mishandles (servers/README.md)"
+		}
+		add(Interop, "the client sent %d %s; this target served them (-fault-drop-chunked-post answers as that server does)", n, why)
+	}
 }

@@ -44,6 +44,11 @@ func TestRules(t *testing.T) {
 		// The connect model the target publishes on /health, whatever its name.
 		{"queued by connect model", verdict.Run{Attempts: 100, Connected: 20, Deadline: time.Second, Server: stats(20, 0, 0, 80), Config: map[string]string{"variant": "my-loop", "connect": "shared-loop", "delay": "50ms"}},
 			verdict.Queued, "froze its one loop 50ms for each connect, answering each in its own turn (-blocking-model node, as Node's socket.io): 100 connects need 5s, the client's deadline was 1s, so about 20"},
+		{"mishandled elsewhere", verdict.Run{Attempts: 10, Connected: 10, Server: func() *protocol.Stats {
+			s := stats(10, 0, 0, 0)
+			s.InteropRequests = map[string]uint64{"chunked_post": 20}
+			return s
+		}()}, verdict.Interop, "the client sent 20 polling POSTs without Content-Length (Transfer-Encoding: chunked), which python-engineio 4"},
 		{"abandoned", verdict.Run{Attempts: 10, Connected: 5, Deadline: time.Second, Server: stats(5, 0, 0, 5)},
 			verdict.Abandoned, "the client left 5 handshakes before the server had finished them (its deadline of 1s"},
 		{"replies lost", verdict.Run{Sent: 100, Received: 50, Server: &protocol.Stats{MessagesReceived: 100, MessagesSent: 100}},

@@ -1,19 +1,28 @@
 // Command handshake is the handshake experiment (make
-// experiment-handshake): N Socket.IO connects at once, each with a 15 s
-// deadline, against empty, async and blocking (a 50 ms connect on one
-// shared loop), measured with four clients side by side (loadgen, the
-// official JS socket.io-client, python-socketio's AsyncClient, and the
-// zishang520 Go client used as its README shows: default transports, its
-// own connect timeout; scripts/clients/sio-connect-go), with the server's
-// own count of each run beside them. It prints one Markdown table (and
-// writes it to -out) with the success rate, p50/p95/max, total time, the
-// server's completed handshakes, the success that the blocking contract
-// predicts: min(1, T / (N x delay)), and which side lost what the client
-// did not count, from the server's counts (lostBy); with -html, one
-// self-contained HTML report with the success rate against N for every
-// variant and client, and loadgen's runs in full.
+// experiment-handshake): the founding report's story rerun beside the real
+// servers it stands in for. N Socket.IO connects at once against each
+// server, knowngood's (empty, async, and blocking under each
+// -blocking-model) and the real ones (python-socketio's AsyncServer on
+// uvicorn and Node's socket.io, each with the report's empty, async and
+// blocking connect handlers), under the same clients: the report's own
+// (python-socketio's AsyncClient waiting its default second from the
+// Engine.IO open), python-socketio, socket.io-client and loadgen waiting
+// the whole -deadline, and the zishang520 Go client at today's version
+// and the report's v3.0.0, with its default transports and with WebSocket
+// alone. A few clients connected before each burst echo every 100 ms
+// during it; their worst round trip shows the frozen loop too.
 //
-//	go run ./scripts/experiments/handshake [-n 50,100,200,500] [-clients loadgen,js,python,go] [-deadline 15s] [-out FILE] [-html FILE]
+// It prints one Markdown table (and writes it to -out): per server, N and
+// client the success (the range over -reps runs), the report's own figure
+// where it has one, the success the target's model predicts, p50, max,
+// the echoers' worst round trip, knowngood's own count and which side lost
+// what the client did not count, and, for every knowngood row, whether it
+// agrees with its real peer: success within 5 points of the peer's range,
+// p50 and max within 15 %. Then a summary of the agreements. With -html,
+// an HTML report with the success rate against N for every server and
+// client.
+//
+//	go run ./scripts/experiments/handshake [-n 50,100,200,500] [-servers ...] [-clients ...] [-engine zishang520|native] [-reps 1] [-echoers 3] [-delay 50ms] [-deadline 15s] [-out FILE] [-html FILE]
 //
 // Run it from the repository root, after make deps. Everything listens on
 // 127.0.0.1; every run has a fresh server, and every process it starts is
@@ -30,7 +39,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,26 +46,18 @@ import (
 	"github.com/knowngood/knowngood/loadgen/htmlreport"
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
-	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
-var (
-	allVariants = variants.NamesOf(variants.ByFamily(variants.SocketIO))
-	allClients  = []string{"loadgen", "js", "python", "go"}
-)
-
-// goClientPkg is the Go client's command.
-const goClientPkg = "./scripts/clients/sio-connect-go"
-
-// delay is the servers' -delay: the cost of one connect on async and
-// blocking.
-const delay = 50 * time.Millisecond
-
 type options struct {
 	ns       []int
-	variants []string
+	servers  []server
 	clients  []string
+	engine   string
+	reps     int
+	echoers  int
+	delay    time.Duration
 	deadline time.Duration
 	out      string
 	html     string
@@ -68,26 +68,43 @@ func main() { benchrun.Main("experiment-handshake", parseFlags, run) }
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("experiment-handshake", flag.ContinueOnError)
 	ns := fs.String("n", "50,100,200,500", "comma-separated `list` of connection counts")
-	variants := fs.String("variants", strings.Join(allVariants, ","), "comma-separated `list` of variants")
-	clients := fs.String("clients", strings.Join(allClients, ","), "comma-separated `list` of clients: loadgen, js, python, go (the zishang520 Go client with its default transports)")
+	servers := fs.String("servers", strings.Join(serverNames(allServers), ","), "comma-separated `list` of servers: knowngood's variants (blocking as blocking-asyncio and blocking-node) and the real ones, python-* and node-*")
+	clients := fs.String("clients", strings.Join(allClients, ","), "comma-separated `list` of clients: report (python-socketio waiting its default 1 s from the open), python, js, loadgen, go, go-v3.0.0 (the zishang520 Go client, default transports), go-ws (WebSocket only)")
+	engine := fs.String("engine", config.EngineZishang520, "knowngood's Socket.IO engine: zishang520 or native")
+	reps := fs.Int("reps", 1, "runs of each server, N and client")
+	echoers := fs.Int("echoers", 3, "clients connected before each burst that echo every 100 ms during it (0: none)")
+	delay := fs.Duration("delay", 50*time.Millisecond, "what a connect costs on async and blocking, on every server")
 	deadline := fs.Duration("deadline", 15*time.Second, "each connect's deadline, on every client")
 	out := fs.String("out", "", "also write the table to `FILE`")
 	htmlOut := fs.String("html", "", "also write an HTML report with charts to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
-	o := options{deadline: *deadline, out: *out, html: *htmlOut}
+	o := options{engine: *engine, reps: *reps, echoers: *echoers, delay: *delay, deadline: *deadline, out: *out, html: *htmlOut}
 	var err error
 	if o.ns, err = benchrun.Counts("n", *ns); err != nil {
 		return options{}, err
 	}
-	if o.variants, err = benchrun.Pick("variants", *variants, allVariants); err != nil {
+	names, err := benchrun.Pick("servers", *servers, serverNames(allServers))
+	if err != nil {
 		return options{}, err
+	}
+	for _, name := range names {
+		o.servers = append(o.servers, serverNamed(name))
 	}
 	if o.clients, err = benchrun.Pick("clients", *clients, allClients); err != nil {
 		return options{}, err
 	}
-	if o.deadline <= 0 {
+	switch {
+	case o.engine != config.EngineZishang520 && o.engine != config.EngineNative:
+		return options{}, fmt.Errorf("invalid value %q for flag -engine: want zishang520 or native", o.engine)
+	case o.reps < 1 || o.reps > 100:
+		return options{}, fmt.Errorf("invalid value %d for flag -reps: want 1 to 100", o.reps)
+	case o.echoers < 0 || o.echoers > 100:
+		return options{}, fmt.Errorf("invalid value %d for flag -echoers: want 0 to 100", o.echoers)
+	case o.delay <= 0:
+		return options{}, errors.New("invalid value for flag -delay: want a positive duration")
+	case o.deadline <= 0:
 		return options{}, errors.New("invalid value for flag -deadline: want a positive duration")
 	}
 	return o, nil
@@ -112,28 +129,32 @@ type result struct {
 
 // row is one run: a client against a fresh server.
 type row struct {
-	variant, client string
-	n               int
-	res             *result
-	server          *protocol.Stats   // the /stats difference over the run
-	loadgen         *handshake.Report // loadgen's whole report, for the HTML
-	err             error
+	server  server
+	client  string
+	n       int
+	res     *result
+	stats   *protocol.Stats   // knowngood's /stats difference over the run
+	echo    *echoResult       // the echoers', with -echoers
+	loadgen *handshake.Report // loadgen's whole report, for the HTML
+	err     error
 }
 
 func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr io.Writer) error {
 	var rows []row
-	for _, v := range o.variants {
+	for _, s := range o.servers {
 		for _, n := range o.ns {
 			for _, c := range o.clients {
-				rows = append(rows, measure(ctx, stderr, o, bins, v, c, n))
-				if ctx.Err() != nil {
-					return ctx.Err()
+				for range o.reps {
+					rows = append(rows, measure(ctx, stderr, o, bins, s, c, n))
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
 				}
 			}
 		}
 	}
 	var table bytes.Buffer
-	writeTable(&table, o, rows)
+	writeTable(&table, o, cellsOf(rows))
 	_, _ = stdout.Write(table.Bytes())
 	if o.out != "" {
 		if err := os.WriteFile(o.out, table.Bytes(), 0o644); err != nil {
@@ -147,14 +168,13 @@ func run(ctx context.Context, o options, bins *benchrun.Binaries, stdout, stderr
 }
 
 // writeHTML is the report with charts: the success rate against N for
-// every variant and client, then each run.
+// every server and client, then each run.
 func writeHTML(o options, rows []row) error {
 	var runs []htmlreport.Run
 	for _, r := range rows {
 		if r.res == nil {
 			continue
 		}
-		name := fmt.Sprintf("%s, %s, N=%d", r.variant, r.client, r.n)
 		run := htmlreport.Run{Concurrency: r.n, Attempts: r.res.Attempts, Succeeded: r.res.Connected}
 		if r.loadgen != nil {
 			var err error
@@ -163,11 +183,11 @@ func writeHTML(o options, rows []row) error {
 			}
 		}
 		var ok *float64
-		if r.server != nil {
-			v := float64(r.server.Handshakes[protocol.ResultOK])
+		if r.stats != nil {
+			v := float64(r.stats.Handshakes[protocol.ResultOK])
 			ok = &v
 		}
-		run.Name, run.Group = name, r.variant+", "+r.client
+		run.Name, run.Group = fmt.Sprintf("%s, %s, N=%d", r.server.name, r.client, r.n), r.server.name+", "+r.client
 		run.Counts = []htmlreport.Count{{Name: "connected (server: ok)", Client: float64(r.res.Connected), Server: ok}}
 		runs = append(runs, run)
 	}
@@ -175,7 +195,7 @@ func writeHTML(o options, rows []row) error {
 	if err != nil {
 		return err
 	}
-	title := fmt.Sprintf("experiment-handshake: N Socket.IO connects at once, deadline %s, connect cost %s", o.deadline, delay)
+	title := fmt.Sprintf("experiment-handshake: N Socket.IO connects at once, deadline %s, connect cost %s, knowngood beside python-socketio and Node's socket.io", o.deadline, o.delay)
 	if err := htmlreport.WriteHTML(f, title, runs); err != nil {
 		f.Close()
 		return err
@@ -183,40 +203,53 @@ func writeHTML(o options, rows []row) error {
 	return f.Close()
 }
 
-// measure starts a fresh server (on blocking, the connects a short deadline
-// gave up on would still hold the loop after a run) and runs one client.
-func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Binaries, variant, client string, n int) row {
-	r := row{variant: variant, client: client, n: n}
-	fmt.Fprintf(stderr, "%s, N=%d, %s\n", variant, n, client)
-	p, err := benchrun.Start(ctx, stderr, nil, "-variant", variant, "-delay", delay.String())
+// measure starts a fresh server (on blocking, the connects a short
+// deadline gave up on would still hold the loop after a run), connects
+// the echoers, runs one client, and reads what each saw.
+func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Binaries, s server, client string, n int) row {
+	r := row{server: s, client: client, n: n}
+	fmt.Fprintf(stderr, "%s, N=%d, %s\n", s.name, n, client)
+	p, admin, err := s.start(ctx, stderr, o)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	defer p.Stop()
-	url, admin := "http://"+p.Addr, p.AdminURL()
-	before, err := harness.ReadStats(nil, admin)
-	if err != nil {
-		r.err = err
-		return r
+	url := "http://" + p.Addr
+	var ech *echoers
+	if o.echoers > 0 {
+		if ech, err = startEchoers(ctx, url, o.echoers); err != nil {
+			r.err = err
+			return r
+		}
 	}
-	deadlineMs := strconv.FormatInt(o.deadline.Milliseconds(), 10)
-	var cmd []string
-	switch client {
-	case "loadgen":
-		cmd = []string{bins.Loadgen, "handshake", "-url", url, "-n", strconv.Itoa(n), "-deadline", o.deadline.String(), "-transport", "websocket", "-echo=false", "-admin", admin, "-json", "-"}
-	case "js":
-		cmd = []string{"node", "scripts/clients/sio-connect.mjs", "--url", url, "--n", strconv.Itoa(n), "--transports", "websocket", "--deadline-ms", deadlineMs}
-	case "python":
-		cmd = []string{"/usr/bin/python3", "scripts/clients/sio_connect.py", "--url", url, "--n", strconv.Itoa(n), "--transports", "websocket", "--deadline-ms", deadlineMs}
-	case "go":
-		// No --transports: the library's default set, as its README uses it.
-		bin, err := harness.Build(goClientPkg, "sio-connect-go")
+	var before *protocol.Stats
+	if admin != "" {
+		st, err := harness.ReadStats(nil, admin)
 		if err != nil {
 			r.err = err
 			return r
 		}
-		cmd = []string{bin, "--url", url, "--n", strconv.Itoa(n), "--deadline-ms", deadlineMs}
+		before = &st
+	}
+	r.res, r.loadgen, r.err = runClient(ctx, o, bins, client, url, admin, n)
+	if before != nil && r.err == nil {
+		r.stats = serverView(admin, before)
+	}
+	if ech != nil {
+		echo, err := ech.stop()
+		if r.err == nil {
+			r.echo, r.err = echo, err
+		}
+	}
+	return r
+}
+
+// runClient runs one client and reads its JSON line.
+func runClient(ctx context.Context, o options, bins *benchrun.Binaries, client, url, admin string, n int) (*result, *handshake.Report, error) {
+	cmd, err := command(client, o, bins, url, admin, n)
+	if err != nil {
+		return nil, nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*o.deadline+time.Minute)
 	defer cancel()
@@ -224,57 +257,34 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	if err := harness.LoadgenRan(c.Run(), out.Bytes()); err != nil {
-		r.err = fmt.Errorf("%s: %v: %s", client, err, benchrun.LastLine(errOut.String()))
-		return r
+		return nil, nil, fmt.Errorf("%s: %v: %s", client, err, benchrun.LastLine(errOut.String()))
 	}
 	var res result
 	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &res); err != nil {
-		r.err = fmt.Errorf("%s printed %q: %v", client, out.String(), err)
-		return r
+		return nil, nil, fmt.Errorf("%s printed %q: %v", client, out.String(), err)
 	}
-	r.res = &res
-	if client == "loadgen" {
-		var rep handshake.Report
-		if json.Unmarshal(bytes.TrimSpace(out.Bytes()), &rep) == nil {
-			r.loadgen = &rep
+	var rep *handshake.Report
+	if client == clientLoadgen {
+		rep = &handshake.Report{}
+		if json.Unmarshal(bytes.TrimSpace(out.Bytes()), rep) != nil {
+			rep = nil
 		}
 	}
-	// The server's count, once the client's connections have gone (or
-	// after 5 s): its last handshakes and disconnects are counted then.
+	return &res, rep, nil
+}
+
+// serverView is knowngood's count over the run, once the client's
+// connections have gone (or after 5 s): its last handshakes and
+// disconnects are counted then. The echoers, connected before, stay.
+func serverView(admin string, before *protocol.Stats) *protocol.Stats {
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		after, err := harness.ReadStats(nil, admin)
 		if err == nil && (after.ConnectionsActive <= before.ConnectionsActive || time.Now().After(end)) {
-			d := protocol.Diff(before, after)
-			r.server = &d
-			break
+			d := protocol.Diff(*before, after)
+			return &d
 		}
 		if err != nil && time.Now().After(end) {
-			break
+			return nil
 		}
-	}
-	return r
-}
-
-func writeTable(w io.Writer, o options, rows []row) {
-	fmt.Fprintf(w, "\nN Socket.IO connects at once, deadline %s each, a fresh server per run, connect cost %s (async: on its own timer; blocking: on the one shared loop). Over WebSocket, but go: the zishang520 Go client with its default transports. Success is the client's count; server ok is the server's own; lost by says, from the server's counts, which side lost what the client did not count.\n\n", o.deadline, delay)
-	fmt.Fprintln(w, "| variant | N | client | success % | predicted % | p50 ms | p95 ms | max ms | total s | server ok | server p99 ms | lost by |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-	for _, r := range rows {
-		predicted := 100.0
-		if r.variant == benchrun.SharedLoop {
-			predicted = 100 * min(1, o.deadline.Seconds()/(float64(r.n)*delay.Seconds()))
-		}
-		if r.res == nil {
-			fmt.Fprintf(w, "| %s | %d | %s | error: %v | %.1f | | | | | | | |\n", r.variant, r.n, r.client, r.err, predicted)
-			continue
-		}
-		ok, p99 := "-", "-"
-		if r.server != nil {
-			ok = strconv.FormatUint(r.server.Handshakes[protocol.ResultOK], 10)
-			p99 = strconv.FormatFloat(r.server.HandshakeLatency.P99*1000, 'f', 1, 64)
-		}
-		fmt.Fprintf(w, "| %s | %d | %s | %.1f | %.1f | %s | %s | %s | %.2f | %s | %s | %s |\n",
-			r.variant, r.n, r.client, 100*float64(r.res.Connected)/float64(max(r.res.Attempts, 1)), predicted,
-			benchrun.Num(r.res.P50ms, 1), benchrun.Num(r.res.P95ms, 1), benchrun.Num(r.res.MaxMs, 1), r.res.TotalMs/1000, ok, p99, lostBy(r))
 	}
 }

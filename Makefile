@@ -142,7 +142,8 @@ fuzz:
 STRESSN ?= 20
 STRESS_RACES := ./servers/socketio:'^(TestPollingCloseRace|TestUpgradeRace|TestHeartbeatRace)$$'
 STRESS_TESTS ?= $(STRESS_RACES) \
-	./servers/socketio:'^(TestBlockingContract|TestBlockingRepeatedConnects|TestBlockingLeaversGiveUpTheirTurn|TestFaultModes|TestPolling(Heartbeat|Upgrade|MalformedPacket))$$' \
+	./servers/socketio:'^(TestBlocking(Contract|FreezesTheLoop|RepeatedConnects|LeaversStillHold)|TestChunkedPost|TestFaultModes|TestPolling(Heartbeat|Upgrade|MalformedPacket))$$' \
+	./scripts/experiments/handshake:'^TestSideBySide$$' \
 	./servers/broadcast:'^(TestMemberOnceUpgraded|TestSlowCloseFindsTheNonReader|TestBacklogGoesOutTogether|TestReaderOutlivesStuckWriter|TestClusterFanOut|TestClusterRedisRestart|TestClusterPusherKilled)$$' \
 	./shared/cluster:'^TestBusBounded$$' \
 	./shared/wsserver:'^(TestFrameBytes|TestOverflowBounded)$$' \
@@ -196,9 +197,9 @@ experiment-cluster: deps
 experiment-echo: deps
 	go run ./scripts/bench/echo -reps 1 -metrics-off=false
 
-## bench-blocking: the blocking curve of the default model (asyncio), measured against its prediction (not a test)
+## bench-blocking: the blocking curve of each -blocking-model, measured against its prediction (not a test)
 bench-blocking:
-	go run ./scripts/bench/handshake -variants blocking -node=false -bare=false -sustained 0 -n 20,50,100,200 -deadline 2500ms
+	for m in asyncio node; do go run ./scripts/bench/handshake -variants blocking -blocking-model $$m -node=false -bare=false -sustained 0 -n 20,50,100,200 -deadline 2500ms || exit 1; done
 
 ## docker: the static Linux binaries for the engine's CPU, then the image knowngood:dev FROM scratch (needs a Docker engine, no registry)
 # The image runs Linux whatever the host (a Mac, say): the binaries are

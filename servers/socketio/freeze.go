@@ -19,18 +19,16 @@ import (
 // through its loop, on either engine and every transport, so that a
 // connect handler holding the loop freezes what the real single-threaded
 // servers freeze:
-//   - a request (an Engine.IO open, a polling GET or POST, an upgrade)
-//     waits for its turn before the engine sees it, an open for two (the
-//     real servers accept a connection and read its request in turns of
-//     their own); a POST's body is read
-//     first, as the real servers read it without holding their loop, and
-//     its packets are handled in the turn;
+//   - a request (a polling GET or POST, an upgrade) waits for its turn
+//     before the engine sees it, and under node an open for two: Node
+//     accepts a connection in one pass and reads its request in a later
+//     one. A POST's body is read first, as the real servers read it
+//     without holding the loop, and its packets are handled in its turn;
 //   - bytes read from a WebSocket wait for a turn, held until the engine
 //     comes back for more: other sockets' events, acks and pongs, and the
-//     CONNECTs whose handlers then hold that same turn;
+//     CONNECTs, whose handlers then hold that same turn;
 //   - what the engine writes (the 101 and the open packet, acks, pings,
-//     polling responses) leaves as the model says: asyncio once the loop
-//     is idle, node at once.
+//     polling responses) leaves as the model says (loop.writable).
 type freezer struct {
 	l       *loop
 	maxBody int64 // the engine's own limit, +1 so that it still sees a body too big
@@ -64,10 +62,13 @@ func (f *freezer) handler(next http.Handler) http.Handler {
 		}
 		fw := &frozenWriter{ResponseWriter: w, f: f, slot: ts}
 		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, ts))
-		if r.URL.Query().Get("sid") == "" {
-			// An open comes on a new connection: the real servers accept
-			// it in one turn of their loop and read its request in a later
-			// one, each behind the work already waiting.
+		if r.URL.Query().Get("sid") == "" && f.l.model == config.BlockingNode {
+			// An open comes on a new connection, which Node accepts in one
+			// pass of its loop and reads in a later one, each behind the
+			// work already waiting: an open that arrives during a burst
+			// waits for it twice (measured beside Node's socket.io; under
+			// asyncio, whose answers wait anyway, one turn is what
+			// python-socketio on uvicorn was measured to do).
 			f.l.acquire().done()
 		}
 		t := f.l.acquire()
@@ -103,8 +104,8 @@ func (f *freezer) bind(sid string, r *http.Request) *turnSlot {
 // settle calls done once an answer made now has left under the loop's
 // model, with whether the session's client has gone meanwhile: a
 // handshake is done when its CONNECT ack leaves, and one whose client
-// left first was abandoned, though the engine, frozen, had not read it
-// go. Without a freezer, at once.
+// left first was abandoned, though the engine, frozen, had not yet read
+// that it left. Without a freezer, at once.
 func (f *freezer) settle(slot *turnSlot, done func(gone bool)) {
 	if f == nil {
 		done(false)

@@ -45,6 +45,7 @@ type options struct {
 	deadline  time.Duration
 	transport string
 	delay     string // the servers' -delay, "" for their default
+	model     string // blocking's -blocking-model
 	node      bool
 	bare      bool
 	burst     bool
@@ -77,6 +78,7 @@ func parseFlags(args []string) (options, error) {
 	deadline := fs.Duration("deadline", 15*time.Second, "loadgen -deadline")
 	transport := fs.String("transport", "websocket", "loadgen -transport")
 	delay := fs.String("delay", "", "the servers' -delay, a duration (default: theirs, 50ms)")
+	model := fs.String("blocking-model", protocol.BlockingAsyncio, "blocking's -blocking-model: asyncio or node")
 	node := fs.Bool("node", true, "also measure the Node socket.io server (empty only)")
 	bare := fs.Bool("bare", true, "also measure the bare zishang520 server (empty only)")
 	burst := fs.Bool("burst", true, "measure N handshakes at once with loadgen, for each -n")
@@ -89,7 +91,7 @@ func parseFlags(args []string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
-	o := options{deadline: *deadline, transport: *transport, delay: *delay, node: *node, bare: *bare, burst: *burst,
+	o := options{deadline: *deadline, transport: *transport, delay: *delay, model: *model, node: *node, bare: *bare, burst: *burst,
 		burstReps: *burstReps, compare: *compare,
 		sustained: *sustained, workers: *workers, reps: *reps, profileDir: *profile}
 	switch {
@@ -101,6 +103,8 @@ func parseFlags(args []string) (options, error) {
 		return options{}, fmt.Errorf("invalid value %d for flag -reps: want 1 to 100", o.reps)
 	case o.burstReps < 1 || o.burstReps > 100:
 		return options{}, fmt.Errorf("invalid value %d for flag -burst-reps: want 1 to 100", o.burstReps)
+	case o.model != protocol.BlockingAsyncio && o.model != protocol.BlockingNode:
+		return options{}, fmt.Errorf("invalid value %q for flag -blocking-model: want asyncio or node", o.model)
 	}
 	if _, err := time.ParseDuration(o.delay); o.delay != "" && err != nil {
 		return options{}, fmt.Errorf("invalid value %q for flag -delay: want a duration such as 50ms", o.delay)
@@ -163,6 +167,9 @@ func runBurst(ctx context.Context, o options, loadgen string, stdout, stderr io.
 			for range o.burstReps {
 				for _, client := range clients {
 					args := []string{"-variant", variant}
+					if variant == benchrun.SharedLoop {
+						args = append(args, "-blocking-model", o.model)
+					}
 					if o.delay != "" {
 						args = append(args, "-delay", o.delay)
 					}
@@ -314,11 +321,10 @@ func writeTable(w io.Writer, o options, rows []row) {
 			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | |\n", name, r.n, r.err)
 			continue
 		}
-		// The blocking curve servers/README.md promises for the default
-		// model (asyncio: the whole burst within the deadline, or none).
+		// The blocking curve servers/README.md promises for the model run.
 		predicted := "100.0"
 		if r.variant == benchrun.SharedLoop {
-			predicted = fmt.Sprintf("%.1f", 100*protocol.BlockingSuccess(protocol.BlockingAsyncio, r.n, o.delayOrDefault(), o.deadline))
+			predicted = fmt.Sprintf("%.1f", 100*protocol.BlockingSuccess(o.model, r.n, o.delayOrDefault(), o.deadline))
 		}
 		rep := r.rep
 		var sp50, sp99 *float64

@@ -234,7 +234,9 @@ func measure(ctx context.Context, stderr io.Writer, o options, bins *benchrun.Bi
 	}
 	r.res, r.loadgen, r.err = runClient(ctx, o, bins, client, url, admin, n)
 	if before != nil && r.err == nil {
-		r.stats = serverView(admin, before)
+		// A frozen loop may still be working through the burst after the
+		// client gave up: wait for it as long as it can take.
+		r.stats = serverView(admin, before, 5*time.Second+time.Duration(n)*o.delay)
 	}
 	if ech != nil {
 		echo, err := ech.stop()
@@ -274,10 +276,10 @@ func runClient(ctx context.Context, o options, bins *benchrun.Binaries, client, 
 }
 
 // serverView is knowngood's count over the run, once the client's
-// connections have gone (or after 5 s): its last handshakes and
+// connections have gone (or after wait): its last handshakes and
 // disconnects are counted then. The echoers, connected before, stay.
-func serverView(admin string, before *protocol.Stats) *protocol.Stats {
-	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+func serverView(admin string, before *protocol.Stats, wait time.Duration) *protocol.Stats {
+	for end := time.Now().Add(wait); ; time.Sleep(50 * time.Millisecond) {
 		after, err := harness.ReadStats(nil, admin)
 		if err == nil && (after.ConnectionsActive <= before.ConnectionsActive || time.Now().After(end)) {
 			d := protocol.Diff(*before, after)

@@ -115,9 +115,12 @@ func (c *cell) predicted(o options) string {
 	return strconv.FormatFloat(100*protocol.BlockingSuccess(c.server.model, c.n, o.delay, o.deadline), 'f', 0, 64)
 }
 
-// Agreement: success within successPoints of the peer's range; p50 and
-// max within timeShare of the peer's, where both connected at least
-// timedShare of their attempts (fewer make no distribution).
+// Agreement: success within successPoints of the peer's range; on
+// blocking, whose times are its behaviour, p50 and max within timeShare
+// of the peer's too, where both connected at least timedShare of their
+// attempts (fewer make no distribution). How fast an empty or async
+// connect is is the machine's and the library's, which the benchmarks
+// measure, not a behaviour the target copies.
 const (
 	successPoints = 5
 	timeShare     = 0.15
@@ -135,7 +138,7 @@ func agrees(c, peer *cell) (ok bool, why string) {
 	if lo > phi+successPoints || hi < plo-successPoints {
 		off = append(off, fmt.Sprintf("success %s vs %s", span(lo, hi), span(plo, phi)))
 	}
-	if lo >= 100*timedShare && plo >= 100*timedShare {
+	if c.server.handler == handlerBlocking && lo >= 100*timedShare && plo >= 100*timedShare {
 		for _, f := range []struct {
 			name     string
 			got, per *float64
@@ -184,7 +187,7 @@ func agreement(cells []*cell, c *cell) string {
 }
 
 func writeTable(w io.Writer, o options, cells []*cell) {
-	fmt.Fprintf(w, "\nN Socket.IO connects at once, a fresh server per run (knowngood on %s), connect cost %s (async: on its own timer; blocking: holding the one loop). Clients over WebSocket: report waits python-socketio's default %s from the Engine.IO open, the others %s from the start; go and go-v3.0.0 use the zishang520 client's default transports. %d run(s) each; success is the client's count (a range over the runs), p50 and max medians. Report: the founding report's figure. Echo max: the worst round trip of %d clients connected before the burst, echoing every 100 ms. Server ok and lost by: knowngood's own count. Agrees: success within %d points of the real peer's range, p50 and max within %.0f %%.\n\n",
+	fmt.Fprintf(w, "\nN Socket.IO connects at once, a fresh server per run (knowngood on %s), connect cost %s (async: on its own timer; blocking: holding the one loop). Clients over WebSocket: report waits python-socketio's default %s from the Engine.IO open, the others %s from the start; go and go-v3.0.0 use the zishang520 client's default transports. %d run(s) each; success is the client's count (a range over the runs), p50 and max medians. Report: the founding report's figure. Echo max: the worst round trip of %d clients connected before the burst, echoing every 100 ms. Server ok and lost by: knowngood's own count. Agrees: success within %d points of the real peer's range, and on blocking p50 and max within %.0f %%.\n\n",
 		o.engine, o.delay, reportWait, o.deadline, o.reps, o.echoers, successPoints, 100*timeShare)
 	fmt.Fprintln(w, "| server | N | client | success % | report % | predicted % | p50 ms | max ms | echo max ms | server ok | lost by | agrees with the real server |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|")

@@ -125,24 +125,14 @@ func (t *connectTurns[E]) take(l *loop, slot *turnSlot, nsp string, next func(E)
 // real servers, and is counted as a hold whose client had gone.
 func (s *Server) takeTurn(sock *socket.Socket, next func(*socket.ExtendedError)) {
 	conn := sock.Conn()
-	hold := func() {
-		holdLoop(s.cfg.SocketIO.Delay, s.m, conn.ReadyState() == "open" && !s.slotOf(conn.Id()).gone())
-	}
 	v, ok := s.sessions.Load(conn.Id())
 	if !ok {
-		s.loop.hold(nil, func() { hold(); next(nil) })
+		s.loop.hold(nil, func() { holdLoop(s.cfg.SocketIO.Delay, s.m, false); next(nil) })
 		return
 	}
 	sess := v.(*session)
+	hold := func() { holdLoop(s.cfg.SocketIO.Delay, s.m, conn.ReadyState() == "open" && !sess.slot.gone()) }
 	if !sess.turns.take(s.loop, sess.slot, sock.Nsp().Name(), next, hold) {
 		conn.Close(false)
 	}
-}
-
-// slotOf is the turn slot of a session, nil if it has none (closed).
-func (s *Server) slotOf(id string) *turnSlot {
-	if v, ok := s.sessions.Load(id); ok {
-		return v.(*session).slot
-	}
-	return nil
 }

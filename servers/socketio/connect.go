@@ -2,12 +2,15 @@ package socketio
 
 import (
 	"fmt"
+	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
+	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -64,6 +67,16 @@ func settleHandshake(m *metrics.Metrics, settled *atomic.Bool, transport string,
 		return
 	}
 	m.Handshake(protocol.ResultOK, transport, time.Since(start))
+}
+
+// openLeft counts an open request whose client left before the frozen
+// loop got to it: an abandoned handshake, by the transport it named.
+func openLeft(m *metrics.Metrics, cfg config.Config, r *http.Request) {
+	transport := r.URL.Query().Get("transport")
+	if !slices.Contains(cfg.SocketIO.Transports, transport) {
+		transport = "invalid"
+	}
+	m.Handshake(protocol.ResultAbandoned, transport, 0)
 }
 
 // maxRepeatedConnects bounds the CONNECTs for one namespace that a session

@@ -32,18 +32,21 @@ import (
 type freezer struct {
 	l       *loop
 	maxBody int64 // the engine's own limit, +1 so that it still sees a body too big
+	// left counts an open whose client went before its turn came.
+	left func(*http.Request)
 	// slots maps an Engine.IO session id to its *turnSlot (bind).
 	slots sync.Map
 }
 
 type slotKey struct{}
 
-// newFreezer freezes on l; nil (the other models) freezes nothing.
-func newFreezer(l *loop, maxPayload int64) *freezer {
+// newFreezer freezes on l; nil (the other models) freezes nothing. left
+// counts an open whose client left while it waited for its turns.
+func newFreezer(l *loop, maxPayload int64, left func(*http.Request)) *freezer {
 	if l == nil {
 		return nil
 	}
-	return &freezer{l: l, maxBody: maxPayload + 1}
+	return &freezer{l: l, maxBody: maxPayload + 1, left: left}
 }
 
 // handler serves next through the loop.
@@ -72,6 +75,13 @@ func (f *freezer) handler(next http.Handler) http.Handler {
 			f.l.acquire().done()
 		}
 		t := f.l.acquire()
+		if r.URL.Query().Get("sid") == "" && r.Context().Err() != nil {
+			// The client left while its open waited: the engine would
+			// count a failed upgrade; it is an abandoned handshake.
+			t.done()
+			f.left(r)
+			return
+		}
 		if r.Method != http.MethodPost {
 			// A GET waits for its turn, then for data without holding the
 			// loop, as a long-poll or an upgrade does on the real servers.

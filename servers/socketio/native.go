@@ -73,7 +73,7 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 	}
 	if mode == Blocking {
 		n.loop = newLoop(cfg.SocketIO.BlockingModel)
-		n.freeze = newFreezer(n.loop, cfg.SocketIO.MaxPayload)
+		n.freeze = newFreezer(n.loop, cfg.SocketIO.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
 	}
 	n.eng = sioengine.New(sioengine.Options{
 		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, ConnectTimeout: cfg.SocketIO.ConnectTimeout,

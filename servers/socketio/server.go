@@ -135,7 +135,7 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	if mode == Blocking {
 		s.loop = newLoop(cfg.SocketIO.BlockingModel)
-		s.freeze = newFreezer(s.loop, cfg.SocketIO.MaxPayload)
+		s.freeze = newFreezer(s.loop, cfg.SocketIO.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
 	}
 	middleware, err := s.connectMiddleware(mode)
 	if err != nil {

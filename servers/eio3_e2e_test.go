@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -43,6 +44,19 @@ var legacyRuns = []legacyRun{
 	{"/custom", []string{"--echo", "--binary"}},
 }
 
+// legacyDelay is the connect's -delay of a model in these tests. The v3
+// client pings the server, which on blocking answers only in its turn on
+// the frozen loop, after a burst of 80 holds (40 clients, two namespaces
+// each), and the engines' ping timers are not frozen: 2 ms each keeps the
+// burst well inside the ping timeout, as a service with such a handler
+// would need to.
+func legacyDelay(variant string) time.Duration {
+	if variant == "blocking" {
+		return 2 * time.Millisecond
+	}
+	return 20 * time.Millisecond
+}
+
 // legacyRunsOf is the runs for a connect model. The connect model decides
 // how "/" and /custom are joined, not how an echo is coded, so the models
 // that hold the connect (async, blocking) each join both namespaces, and
@@ -61,8 +75,8 @@ func legacyRunsOf(variant string) []legacyRun {
 // engine offers: all connect, on / and on /custom, a string and a binary
 // echo (see legacyRunsOf) come back in the ack after the connections were held through four
 // ping intervals (the v3 client pings, the server answers; each side gives
-// the other five seconds over the interval, the margin for a machine busy
-// with the other tests beside it, and blocking ten),
+// the other two seconds over the interval, the margin for a machine busy
+// with the other tests beside it),
 // and the server counts each connect as one ok handshake whose time
 // includes the connect's -delay. A v4 client on the same target still
 // connects.
@@ -76,17 +90,8 @@ func testLegacyJSClient(t *testing.T, engine string) {
 		}
 		t.Run(variant, func(t *testing.T) {
 			t.Parallel()
-			// The v3 client pings the server; blocking's frozen loop
-			// answers a ping only in its turn, after a burst of 80 holds
-			// (40 clients, two namespaces each, 20 ms each) and whatever
-			// the machine adds, so it gets a longer ping timeout, as a
-			// service with such a handler would need.
-			pingTimeout := "5s"
-			if variant == "blocking" {
-				pingTimeout = "10s"
-			}
-			s := startServer(t, append(engineFlags(engine), "-variant", variant, "-allow-eio3", "-delay", "20ms",
-				"-ping-interval", "250ms", "-ping-timeout", pingTimeout)...)
+			s := startServer(t, append(engineFlags(engine), "-variant", variant, "-allow-eio3", "-delay", legacyDelay(variant).String(),
+				"-ping-interval", "250ms", "-ping-timeout", "2s")...)
 			for _, transports := range transportsOn(engine, legacyTransports...) {
 				for _, run := range legacyRunsOf(variant) {
 					checkLegacyRun(t, s, variant, transports, run)
@@ -104,7 +109,7 @@ func testLegacyJSClient(t *testing.T, engine string) {
 func checkLegacyRun(t *testing.T, s *server, variant, transports string, run legacyRun) {
 	t.Helper()
 	const n = 40
-	const delay = 0.02 // s, the connect's -delay on async and blocking
+	delay := legacyDelay(variant).Seconds()
 	before := s.stats(t)
 	r := harness.SioConnect(t, "js", append([]string{"--client", "v2", "--url", s.url, "--n", fmt.Sprint(n), "--transports", transports,
 		"--namespace", run.namespace, "--deadline-ms", "15000", "--hold-ms", "1000"}, run.payload...)...)

@@ -157,9 +157,9 @@ func testBlockingFreezesTheLoop(t *testing.T, engine, model string) {
 // CONNECTs. Lower bounds only, which a slow machine cannot break, but
 // for node's first ack, which has N/2 delays of margin.
 //
-// Not parallel with the other tests: the async target's longest handshake
-// must stay a third of the blocking loop's, and other targets' work on the
-// same cores would only lengthen it.
+// Not parallel with the other tests: their work on the same cores would
+// only lengthen async's longest handshake, which must stay below the
+// blocking loop's n delays.
 func TestBlockingContract(t *testing.T) {
 	for _, engine := range engines {
 		for _, model := range blockingModels {
@@ -224,8 +224,12 @@ func testBlockingContract(t *testing.T, engine, model string) {
 	awg.Wait()
 	waitFor(t, "async handshakes", func() bool { return async.metrics.Snapshot().Handshakes[protocol.ResultOK] == n })
 	asyncMax := async.metrics.Snapshot().HandshakeLatency.Max
-	if ratio := blockingMax / asyncMax; ratio < 3 {
-		t.Errorf("longest handshake %.3fs on blocking, %.3fs on async: ratio %.1f, want >= 3", blockingMax, asyncMax, ratio)
+	// The bounds: the loop held n delays before the last ack, however
+	// fast the machine; async's connects overlap, so its longest is far
+	// below that (a delay or two on an idle machine; the margin of
+	// n - 1 delays is for a loaded one).
+	if whole := (n * delay).Seconds(); blockingMax < whole || asyncMax >= whole {
+		t.Errorf("longest handshake %.3fs on blocking, %.3fs on async; want >= %.3fs on blocking and below it on async", blockingMax, asyncMax, whole)
 	}
 }
 

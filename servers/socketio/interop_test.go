@@ -69,7 +69,7 @@ func TestChunkedPost(t *testing.T) { forEngines(t, testChunkedPost) }
 
 func testChunkedPost(t *testing.T, engine string) {
 	served := start(t, engine, socketio.Empty, nil)
-	if !pollingOnly(t, served.url, 10*time.Second) {
+	if !pollingOnly(t, served.url, 20*time.Second) {
 		t.Fatal("the Go client over polling did not connect")
 	}
 	if got := served.metrics.Snapshot().InteropRequests[metrics.InteropChunkedPost]; got == 0 {

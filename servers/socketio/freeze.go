@@ -55,7 +55,8 @@ func (f *freezer) handler(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		slot, _ := f.slots.Load(r.URL.Query().Get("sid"))
+		sid := r.URL.Query().Get("sid")
+		slot, _ := f.slots.Load(sid)
 		if slot == nil {
 			slot = &turnSlot{}
 		}
@@ -65,7 +66,7 @@ func (f *freezer) handler(next http.Handler) http.Handler {
 		}
 		fw := &frozenWriter{ResponseWriter: w, f: f, slot: ts}
 		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, ts))
-		if r.URL.Query().Get("sid") == "" && f.l.model == config.BlockingNode {
+		if sid == "" && f.l.model == config.BlockingNode {
 			// An open comes on a new connection, which Node accepts in one
 			// pass of its loop and reads in a later one, each behind the
 			// work already waiting: an open that arrives during a burst
@@ -75,7 +76,7 @@ func (f *freezer) handler(next http.Handler) http.Handler {
 			f.l.acquire().done()
 		}
 		t := f.l.acquire()
-		if r.URL.Query().Get("sid") == "" && r.Context().Err() != nil {
+		if sid == "" && r.Context().Err() != nil {
 			// The client left while its open waited: the engine would
 			// count a failed upgrade; it is an abandoned handshake.
 			t.done()

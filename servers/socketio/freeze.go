@@ -279,6 +279,12 @@ func (c *frozenConn) pump() {
 
 func (c *frozenConn) Read(p []byte) (int, error) {
 	c.endTurn()
+	if c.isClosed() {
+		// Bytes left from a chunk are never handed on once the engine
+		// closed the connection: a reader that then stops reading would
+		// hold their turn, and the loop, for ever.
+		return 0, net.ErrClosed
+	}
 	if len(c.rest) == 0 && c.readErr == nil {
 		select {
 		case ch := <-c.chunks:
@@ -293,9 +299,25 @@ func (c *frozenConn) Read(p []byte) (int, error) {
 	t := c.l.acquire()
 	c.held.Store(t)
 	c.slot.current.Store(t)
+	if c.isClosed() {
+		// Closed while this read waited for its turn: Close has ended
+		// whatever turn it found, so this one ends here.
+		c.endTurn()
+		return 0, net.ErrClosed
+	}
 	n := copy(p, c.rest)
 	c.rest = c.rest[n:]
 	return n, nil
+}
+
+// isClosed reports whether Close has been called.
+func (c *frozenConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // endTurn ends the turn of the bytes last read, once.
@@ -365,8 +387,10 @@ func (c *frozenConn) flush() {
 // Close ends the reader's turn and closes the connection; under asyncio,
 // after what the outbox holds has been sent.
 func (c *frozenConn) Close() error {
-	c.endTurn()
+	// closed first, then the turn: a Read that takes a turn after this
+	// sees closed and ends it itself (endTurn's swap ends each turn once).
 	c.once.Do(func() { close(c.closed) })
+	c.endTurn()
 	c.mu.Lock()
 	c.closing = true
 	if c.flushing {

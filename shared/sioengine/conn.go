@@ -53,6 +53,7 @@ type Conn struct {
 	upgrading   bool
 	probed      bool
 	upgradeDone chan struct{} // closed when an upgrade ends, either way
+	probe       wsConn        // the WebSocket of an upgrade under way
 
 	timers    timerSource // runtime timers, or its gnet loop's wheel
 	heartbeat sessionTimer
@@ -127,10 +128,17 @@ func (c *Conn) start() {
 
 // beat is the heartbeat timer: a ping every pingInterval, and a session
 // whose pong has not come pingTimeout after it is closed. A closing
-// session sends no ping but still times out, as in Node. A session past
-// its connect timeout without a namespace is closed instead, as that
-// timer, due first, would have done: on a loaded process the two timers'
-// functions may run in either order, where Node's run in due order.
+// session sends no ping but still times out, as in Node: a polling
+// session whose client never comes back for the close packet ends
+// within pingInterval + pingTimeout of its close.
+//
+// A session past its connect timeout without a namespace is closed first,
+// as that timer, due first, would have done: on a loaded process the two
+// timers' functions may run in either order, where Node's run in due
+// order. The heartbeat goes on after it unless the close is delivered now
+// (a WebSocket, a long-poll pending): with the two due together (the
+// defaults: 25 s + 20 s and 45 s), stopping here would leave a polling
+// session whose client has gone closing for ever.
 func (c *Conn) beat() {
 	c.mu.Lock()
 	if c.state == stateClosed {
@@ -138,9 +146,12 @@ func (c *Conn) beat() {
 		return
 	}
 	if c.state == stateOpen && !c.joined && !time.Now().Before(c.connectBy) {
-		c.mu.Unlock()
-		c.Close()
-		return
+		delivered := c.transport == WebSocket || c.poll != nil
+		c.beginCloseLocked("forced close", true)
+		if delivered {
+			c.mu.Unlock()
+			return
+		}
 	}
 	if c.awaitPong {
 		c.mu.Unlock()
@@ -286,6 +297,21 @@ func (c *Conn) Close() {
 	c.beginCloseLocked("forced close", true)
 }
 
+// discard closes the session for a shutdown: as Close, but a polling
+// session with nothing left to write and no long-poll to write it to ends
+// at once (an upgrade under way with it), as Node's engine.io discards it
+// when it closes: its client has read everything, and may never poll
+// again.
+func (c *Conn) discard() {
+	c.mu.Lock()
+	c.beginCloseLocked("forced close", true)
+	idle := c.state == stateClosing && c.transport == Polling && c.poll == nil && len(c.queue) == 0 && !c.posting
+	c.mu.Unlock()
+	if idle {
+		c.terminate("forced close")
+	}
+}
+
 // beginCloseLocked starts an orderly close: the writer finishes it after
 // the queue (a WebSocket), or the next long-poll does (polling), which
 // gets the close packet.
@@ -324,12 +350,19 @@ func (c *Conn) terminate(reason string) {
 		c.upgrading = false
 		close(c.upgradeDone)
 	}
+	// An upgrade under way ends with the session, as on Node, whose
+	// socket closes the probing transport when it closes.
+	probe := c.probe
+	c.probe = nil
 	c.mu.Unlock()
 	for _, f := range queue {
 		f.release()
 	}
 	if ws != nil {
 		ws.closeQuietly()
+	}
+	if probe != nil {
+		probe.closeQuietly()
 	}
 	c.srv.conns.Delete(c.id)
 	for _, s := range sockets {

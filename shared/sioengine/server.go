@@ -237,6 +237,15 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request, sid, trans
 	}
 }
 
+// TransportError ends session sid as a failed request of its transport
+// ends it ("transport error"): its POST's body was cut or timed out. An
+// unknown sid is ignored.
+func (s *Server) TransportError(sid string) {
+	if v, ok := s.conns.Load(sid); ok {
+		v.(*Conn).terminate("transport error")
+	}
+}
+
 // cors writes the CORS headers Node's socket.io gives with
 // {origin: "*" or the list, credentials: true}, and answers a preflight.
 func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
@@ -305,15 +314,16 @@ const closeLinger = 100 * time.Millisecond
 
 // Close tells every socket (a Socket.IO DISCONNECT), lets the clients
 // leave for up to closeLinger, then closes every session left once what it
-// has queued is written, and waits for them until ctx is done; then the
-// rest are dropped.
+// has queued is written (a polling session with nothing queued and no
+// long-poll at once), and waits for them until ctx is done; then the rest
+// are dropped.
 func (s *Server) Close(ctx context.Context) {
 	s.closed.Store(true)
 	s.Conns(func(c *Conn) { c.disconnectSockets() })
 	linger, cancel := context.WithTimeout(ctx, closeLinger)
 	s.wait(linger)
 	cancel()
-	s.Conns(func(c *Conn) { c.Close() })
+	s.Conns(func(c *Conn) { c.discard() })
 	s.wait(ctx)
 	s.Conns(func(c *Conn) { c.terminate("forced close") })
 }

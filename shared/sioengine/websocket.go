@@ -81,8 +81,16 @@ func (c *Conn) upgradeTo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws := &gorillaWS{conn}
+	if ok {
+		c.mu.Lock()
+		if ok = c.upgrading && c.state != stateClosed; ok {
+			c.probe = ws
+		}
+		c.mu.Unlock()
+	}
 	if !ok {
-		// Node accepts the WebSocket and closes it.
+		// Node accepts the WebSocket and closes it (also when the session
+		// ended while the 101 went out).
 		ws.closeQuietly()
 		return
 	}
@@ -101,7 +109,7 @@ func (c *Conn) abandonUpgrade(ws wsConn) {
 		c.mu.Unlock()
 		return
 	}
-	c.upgrading, c.probed = false, false
+	c.upgrading, c.probed, c.probe = false, false, nil
 	close(c.upgradeDone)
 	c.mu.Unlock()
 	if ws != nil {
@@ -133,7 +141,7 @@ func (c *Conn) onUpgradePacket(ws wsConn, p inPacket) bool {
 			c.mu.Unlock()
 			return false
 		}
-		c.upgrading, c.probed = false, false
+		c.upgrading, c.probed, c.probe = false, false, nil
 		c.transport, c.ws = WebSocket, ws
 		close(c.upgradeDone)
 		if c.poll != nil {
@@ -173,6 +181,8 @@ func readWebSocket(c *Conn, gws *gorillaWS, upgrading bool) {
 		more := c.onWebSocketMessage(gws, upgrading, op == websocket.TextMessage, *buf)
 		wsframe.PutBuffer(buf)
 		if !more {
+			// An upgrade that failed: nothing reads this WebSocket again.
+			gws.closeQuietly()
 			return
 		}
 	}

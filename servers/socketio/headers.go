@@ -60,3 +60,31 @@ func (u *unfinished) install(srv *http.Server, h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// engineHeaders are the request headers the default engine (zishang520)
+// and its WebSocket upgrade read: CORS, the upgrade's own, a POST's
+// body, compression, and what a load balancer adds.
+var engineHeaders = []string{
+	"Origin", "Connection", "Upgrade",
+	"Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol",
+	"Content-Type", "Content-Length", "Accept-Encoding",
+	"Access-Control-Request-Method", "Access-Control-Request-Headers",
+	"Cookie", "User-Agent", "X-Forwarded-For", "X-Forwarded-Proto",
+}
+
+// leanHeader is r with only the headers the engine reads. The default
+// engine keeps its open request for the session's life (a socket's
+// handshake headers, copied again for each namespace it joins), so that
+// anything else a client sends, up to -max-header-bytes, would be held
+// as long as the session.
+func leanHeader(r *http.Request) *http.Request {
+	kept := make(http.Header, len(engineHeaders))
+	for _, name := range engineHeaders {
+		if v, ok := r.Header[name]; ok {
+			kept[name] = v
+		}
+	}
+	lean := r.WithContext(r.Context())
+	lean.Header = kept
+	return lean
+}

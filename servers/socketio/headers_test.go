@@ -1,7 +1,10 @@
 package socketio_test
 
 import (
+	"bufio"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +54,47 @@ func testSlowHeaders(t *testing.T, engine string) {
 	}
 	if st := tg.metrics.Snapshot(); st.Handshakes[protocol.ResultFailed] != 1 || st.HandshakesByTransport["unknown"][protocol.ResultFailed] != 1 {
 		t.Errorf("handshakes %v by transport %v, want one failed (unknown)", st.Handshakes, st.HandshakesByTransport)
+	}
+}
+
+// TestHeaderLimit: a request header over -max-header-bytes gets 431, on
+// every engine, whether it ends or not (a header bomb is answered once
+// the limit and net/http's 4096 bytes more are in, not held until the
+// -handshake-timeout); one under it is served.
+func TestHeaderLimit(t *testing.T) { forWebSocket(t, testHeaderLimit) }
+
+func testHeaderLimit(t *testing.T, engine string) {
+	const limit = 4 << 10
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.MaxHeaderBytes = limit })
+	addr := strings.TrimPrefix(tg.url, "http://")
+	head := "GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	for _, c := range []struct {
+		name string
+		pad  int
+		end  string
+		want int
+	}{
+		{"under the limit", limit / 2, "\r\n\r\n", http.StatusSwitchingProtocols},
+		{"over it", limit + 8<<10, "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		{"over it, unfinished", limit + 8<<10, "", http.StatusRequestHeaderFieldsTooLarge},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Under the kernel's socket buffers: written whole before the
+		// target answers, so that its answer is never cut by a reset.
+		_, _ = conn.Write([]byte(head + "X-Pad: " + strings.Repeat("a", c.pad) + c.end))
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		conn.Close()
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: %d, want %d", c.name, resp.StatusCode, c.want)
+		}
 	}
 }

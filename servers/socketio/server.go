@@ -224,9 +224,11 @@ func corsOrigin(origins []string) any {
 
 // track wraps the Engine.IO handler. A request without a sid opens a new
 // session: it takes a -max-conns place (or gets 503 before any upgrade) and
-// starts the handshake clock.
+// starts the handshake clock. The engine sees only the headers it reads
+// (leanHeader).
 func (s *Server) track(eio http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = leanHeader(r)
 		query := r.URL.Query()
 		if sid := query.Get("sid"); sid != "" {
 			s.serveInOrder(eio, w, r, sid, query.Get("transport"))

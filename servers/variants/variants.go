@@ -92,7 +92,7 @@ func (v Variant) Reads(name string) bool {
 var Common = []string{
 	"variant", "list", "version", "addr", "admin-addr", "log-format", "log-level",
 	"backlog", "max-conns", "shutdown-timeout", "tls-cert", "tls-key",
-	"handshake-timeout", "idle-timeout", "body-timeout", "metrics", "pprof",
+	"handshake-timeout", "max-header-bytes", "idle-timeout", "body-timeout", "metrics", "pprof",
 	"fault-reject", "fault-delay", "fault-close-after", "fault-drop",
 	"ping-interval", "ping-timeout", "dashboard-replicas",
 }

@@ -43,6 +43,7 @@ type Config struct {
 	Compression      bool
 	Origins          []string
 	HandshakeTimeout time.Duration
+	MaxHeaderBytes   int64
 	IdleTimeout      time.Duration
 	BodyTimeout      time.Duration
 	Metrics          bool
@@ -158,6 +159,16 @@ type Dashboard struct {
 // every replica, so the list is a cost each open page multiplies.
 const MaxDashboardReplicas = 32
 
+// -max-header-bytes: its default, as nginx's and Node's own header limits
+// are of that order (Node: 16 KiB), and its range. net/http's default,
+// 1 MiB, is the top: 200 clients each sending that much unfinished header
+// hold about 500 MiB of a target until -handshake-timeout.
+const (
+	DefaultMaxHeaderBytes = 16 << 10
+	MinMaxHeaderBytes     = 1 << 10
+	MaxMaxHeaderBytes     = 1 << 20
+)
+
 // Gnet holds what only the gnet targets read.
 type Gnet struct {
 	Loops int
@@ -177,6 +188,7 @@ func Default() Config {
 		MaxMessage:       1 << 20,
 		Origins:          nil,
 		HandshakeTimeout: 10 * time.Second,
+		MaxHeaderBytes:   DefaultMaxHeaderBytes,
 		// Node's http server: keepAliveTimeout 5 s; requestTimeout 300 s
 		// for the header and the body together.
 		IdleTimeout: 5 * time.Second,
@@ -297,6 +309,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	str(&c.TLS.Cert, "tls-cert", "TLS certificate file (with -tls-key)")
 	str(&c.TLS.Key, "tls-key", "TLS key file (with -tls-cert)")
 	dur(&c.HandshakeTimeout, "handshake-timeout", "time a client has to send an HTTP request's header (its upgrade/open request), on the target and admin listeners")
+	size(&c.MaxHeaderBytes, "max-header-bytes", "largest HTTP request header in bytes, on the target and admin listeners (net/http's rule: 4096 bytes more are read before the 431)")
 	dur(&c.IdleTimeout, "idle-timeout", "HTTP keep-alive: time a connection may wait for its next request before it is closed (target and admin listeners)")
 	dur(&c.BodyTimeout, "body-timeout", "time a client has to send an HTTP request's body once its header is in (target and admin listeners)")
 	boolean(&c.Metrics, "metrics", "instrument the target (false measures the cost of instrumentation)")
@@ -361,6 +374,8 @@ func (c Config) Validate() error {
 		return bad("tls-cert", "-tls-cert and -tls-key go together; give both or neither")
 	case c.HandshakeTimeout <= 0:
 		return bad("handshake-timeout", "%s; want a positive duration such as 10s", c.HandshakeTimeout)
+	case c.MaxHeaderBytes < MinMaxHeaderBytes || c.MaxHeaderBytes > MaxMaxHeaderBytes:
+		return bad("max-header-bytes", "%d; want %d (1KiB) to %d (1MiB) bytes", c.MaxHeaderBytes, MinMaxHeaderBytes, MaxMaxHeaderBytes)
 	case c.IdleTimeout <= 0:
 		return bad("idle-timeout", "%s; want a positive duration such as 5s", c.IdleTimeout)
 	case c.BodyTimeout <= 0:

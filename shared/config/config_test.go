@@ -78,6 +78,8 @@ func TestBadValues(t *testing.T) {
 		{[]string{"-idle-timeout", "forever"}, nil, `-idle-timeout: want a duration`},
 		{[]string{"-body-timeout", "-1s"}, nil, `-body-timeout: -1s; want a positive duration`},
 		{nil, map[string]string{"KG_BODY_TIMEOUT": "slow"}, `KG_BODY_TIMEOUT (flag -body-timeout): want a duration`},
+		{[]string{"-max-header-bytes", "512"}, nil, `-max-header-bytes: 512; want 1024 (1KiB) to 1048576 (1MiB) bytes`},
+		{nil, map[string]string{"KG_MAX_HEADER_BYTES": "2MiB"}, `-max-header-bytes: 2097152; want 1024 (1KiB)`},
 	}
 	for _, c := range cases {
 		_, err := config.Parse(c.args, env(c.env), nil)

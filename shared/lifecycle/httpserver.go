@@ -25,6 +25,8 @@ import (
 //     (ServeHTTP);
 //   - between requests: -idle-timeout.
 //
+// and in size: a request header over -max-header-bytes gets 431.
+//
 // None of them runs while a handler holds its response (an Engine.IO
 // long-polling GET waits up to the ping interval), nor on a hijacked
 // connection (WebSocket), which its target bounds with pings. Hence no
@@ -35,6 +37,7 @@ func HTTPServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Serve
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: cfg.HandshakeTimeout,
+		MaxHeaderBytes:    int(cfg.MaxHeaderBytes),
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}

@@ -185,6 +185,41 @@ func TestHTTPServerBounds(t *testing.T) {
 	}
 }
 
+// TestHTTPServerHeaderLimit: every HTTP listener (the targets on
+// net/http and the admin listener) answers a header over
+// -max-header-bytes with 431, finished or not, without waiting for the
+// -handshake-timeout; one under it is served.
+func TestHTTPServerHeaderLimit(t *testing.T) {
+	t.Parallel()
+	s := newBoundedServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	limit := config.Default().MaxHeaderBytes
+	for _, c := range []struct {
+		name, send, want string
+	}{
+		{"under the limit", "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("a", int(limit)/2) + "\r\n\r\n", "HTTP/1.1 200"},
+		{"over it", "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("a", int(limit)+8<<10) + "\r\n\r\n", "HTTP/1.1 431"},
+		{"over it, unfinished", "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("a", int(limit)+8<<10), "HTTP/1.1 431"},
+	} {
+		conn, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write([]byte(c.send))
+		_ = conn.SetReadDeadline(time.Now().Add(closedWithin))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if !strings.HasPrefix(line, c.want) {
+			t.Errorf("%s: answer %q (%v), want %s", c.name, line, err, c.want)
+		}
+		// net/http lingers after a 431 before it closes: wait for it.
+		select {
+		case <-s.closed:
+		case <-time.After(closedWithin):
+			t.Fatalf("%s: the server did not close the connection", c.name)
+		}
+	}
+}
+
 // TestHTTPServerHeldResponse: no bound cuts a response that a handler
 // holds (a long-polling GET) or a hijacked connection, even one whose
 // request came with a body.

@@ -147,11 +147,11 @@ func (w *frontWriter) WriteHeader(status int) {
 }
 
 // Write gathers the body; Front's answers are small (a JSON error, a
-// plain-text refusal), and maxHeaderBytes bounds what is kept.
+// plain-text refusal), and maxAnswerBytes bounds what is kept.
 func (w *frontWriter) Write(b []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
-	if w.body.Len()+len(b) > maxHeaderBytes {
-		return 0, fmt.Errorf("answer over %d bytes", maxHeaderBytes)
+	if w.body.Len()+len(b) > maxAnswerBytes {
+		return 0, fmt.Errorf("answer over %d bytes", maxAnswerBytes)
 	}
 	return w.body.Write(b)
 }

@@ -62,12 +62,16 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	}
 	end := bytes.Index(buf, headerEnd)
 	if end < 0 {
-		if rf := hs.partial(buf); rf != nil {
+		if rf := hs.partial(buf, g.cfg.MaxHeaderBytes); rf != nil {
 			return g.refuse(c, st, rf), false
 		}
 		return gnet.None, false
 	}
 	n := end + len(headerEnd)
+	if int64(n) > headerRoom(g.cfg.MaxHeaderBytes) {
+		// Whole, but too large: it came in one read.
+		return g.refuse(c, st, tooLarge()), false
+	}
 	if g.opts.Front != nil {
 		return g.front(c, st, buf[:n], n)
 	}
@@ -88,8 +92,8 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 
 // partial checks an upgrade request whose header has not ended yet. As
 // net/http: a bad request line is answered as soon as it is in, a header
-// that never ends once it is too large.
-func (hs *handshakeState) partial(buf []byte) *refusal {
+// that never ends once it is too large (over limit, -max-header-bytes).
+func (hs *handshakeState) partial(buf []byte, limit int64) *refusal {
 	if !hs.lineOK {
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 			if !validRequestLine(buf[:i]) {
@@ -98,10 +102,18 @@ func (hs *handshakeState) partial(buf []byte) *refusal {
 			hs.lineOK = true
 		}
 	}
-	if len(buf) > maxHeaderBytes+4096 {
-		return &refusal{status: http.StatusRequestHeaderFieldsTooLarge, msg: "request header too large", result: protocol.ResultFailed}
+	if int64(len(buf)) > headerRoom(limit) {
+		return tooLarge()
 	}
 	return nil
+}
+
+// headerRoom is how much of a request head is read before a 431: the
+// limit and 4096 bytes more, as net/http reads (its request line too).
+func headerRoom(limit int64) int64 { return limit + 4096 }
+
+func tooLarge() *refusal {
+	return &refusal{status: http.StatusRequestHeaderFieldsTooLarge, msg: "request header too large", result: protocol.ResultFailed}
 }
 
 // readHead reads a whole request head: in place when it has the plain

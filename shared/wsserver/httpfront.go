@@ -61,7 +61,6 @@ type connKey struct{}
 func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options, up upgrader) *httpTarget {
 	t := &httpTarget{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), opts: o, upgrade: up, conns: conns.NewRegistry[*httpPeer](), faults: faults.New(cfg, m)}
 	t.srv = lifecycle.HTTPServer(cfg, t, log)
-	t.srv.MaxHeaderBytes = maxHeaderBytes
 	t.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, connKey{}, c)
 	}

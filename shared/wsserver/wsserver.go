@@ -180,9 +180,9 @@ const (
 	// waits for the client's answer before the TCP connection is dropped.
 	closeWait = 2 * time.Second
 
-	// maxHeaderBytes caps an upgrade request's header, as net/http's
-	// MaxHeaderBytes does (net/http allows 4096 bytes more: so does gnet).
-	maxHeaderBytes = 16 << 10
+	// maxAnswerBytes caps an answer the gnet front gathers from its
+	// handler (a JSON error, a plain-text refusal).
+	maxAnswerBytes = 16 << 10
 )
 
 // Disconnect reasons (knowngood_disconnects_total{reason}) are close codes:

@@ -22,16 +22,17 @@ import (
 //   - a request (a polling GET or POST, an upgrade) waits for its turn
 //     before the engine sees it, and under node an open for two: Node
 //     accepts a connection in one pass and reads its request in a later
-//     one. A POST's body is read first, as the real servers read it
-//     without holding the loop, and its packets are handled in its turn;
+//     one. A POST's body has been read before (wholeBody), as the real
+//     servers read it without holding the loop; its packets are handled
+//     in its turn;
 //   - bytes read from a WebSocket wait for a turn, held until the engine
 //     comes back for more: other sockets' events, acks and pongs, and the
 //     CONNECTs, whose handlers then hold that same turn;
 //   - what the engine writes (the 101 and the open packet, acks, pings,
 //     polling responses) leaves as the model says (loop.writable).
 type freezer struct {
-	l       *loop
-	maxBody int64 // the engine's own limit, +1 so that it still sees a body too big
+	l          *loop
+	maxPayload int64 // the engine's limit (-max-payload), which bounds an outbox
 	// left counts an open whose client went before its turn came.
 	left func(*http.Request)
 	// slots maps an Engine.IO session id to its *turnSlot (bind).
@@ -46,7 +47,7 @@ func newFreezer(l *loop, maxPayload int64, left func(*http.Request)) *freezer {
 	if l == nil {
 		return nil
 	}
-	return &freezer{l: l, maxBody: maxPayload + 1, left: left}
+	return &freezer{l: l, maxPayload: maxPayload, left: left}
 }
 
 // handler serves next through the loop.
@@ -61,9 +62,6 @@ func (f *freezer) handler(next http.Handler) http.Handler {
 			slot = &turnSlot{}
 		}
 		ts := slot.(*turnSlot)
-		if r.Method == http.MethodPost {
-			bufferBody(r, f.maxBody)
-		}
 		fw := &frozenWriter{ResponseWriter: w, f: f, slot: ts}
 		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, ts))
 		if sid == "" && f.l.model == config.BlockingNode {
@@ -184,7 +182,7 @@ func (w *frozenWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		ahead, _ := brw.Reader.Peek(n)
 		src = io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), conn)
 	}
-	fc := &frozenConn{Conn: conn, src: src, l: w.f.l, slot: w.slot, maxOutbox: 4*w.f.maxBody + 64<<10,
+	fc := &frozenConn{Conn: conn, src: src, l: w.f.l, slot: w.slot, maxOutbox: 4*w.f.maxPayload + 64<<10,
 		chunks: make(chan chunk, 1), closed: make(chan struct{})}
 	go fc.pump()
 	brw.Reader.Reset(fc)

@@ -32,7 +32,7 @@ func interop(dropChunked bool, maxPayload int64, m *metrics.Metrics, next http.H
 		}
 		// An empty chunked body loses nothing anywhere: count only one
 		// that carries packets.
-		if bufferBody(r, maxPayload+1) == 0 {
+		if n, _ := bufferBody(r, maxPayload+1); n == 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -57,10 +57,11 @@ func interop(dropChunked bool, maxPayload int64, m *metrics.Metrics, next http.H
 // bufferBody reads up to limit bytes of r's body into memory and puts
 // them back as its body, with the error the read ended on (a cut or
 // timed-out body) still to come after them, so that the handler sees the
-// same body; it returns how many bytes it read.
-func bufferBody(r *http.Request, limit int64) int {
+// same body; it returns how many bytes it read, and that error. A body
+// read already reads again from memory.
+func bufferBody(r *http.Request, limit int64) (int, error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return 0
+		return 0, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit))
 	var rest io.Reader = bytes.NewReader(body)
@@ -72,7 +73,7 @@ func bufferBody(r *http.Request, limit int64) int {
 		rest = io.MultiReader(rest, r.Body)
 	}
 	r.Body = readCloser{rest, r.Body}
-	return len(body)
+	return len(body), err
 }
 
 // readCloser reads from the buffered body and closes the original.

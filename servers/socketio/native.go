@@ -102,7 +102,8 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/socket.io/", interop(cfg.Faults.DropChunkedPost, cfg.SocketIO.MaxPayload, m, n.freeze.handler(http.HandlerFunc(n.track))))
+	mux.Handle("/socket.io/", wholeBody(cfg.SocketIO.MaxPayload, n.eng.TransportError,
+		interop(cfg.Faults.DropChunkedPost, cfg.SocketIO.MaxPayload, m, n.freeze.handler(http.HandlerFunc(n.track)))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
 	})

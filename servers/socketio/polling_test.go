@@ -193,3 +193,28 @@ func testPollingMalformedPacket(t *testing.T, engine string) {
 		t.Errorf("GET after the malformed packet: %d, want 400", code)
 	}
 }
+
+// TestVanishedPollingClients: polling clients that leave right after the
+// handshake, and never send another request, are all closed and counted
+// (connections_active back to 0, a disconnect each), with the connect
+// timeout due together with the ping timeout, as the defaults are
+// (25 s + 20 s and 45 s), where the two timers run in either order.
+func TestVanishedPollingClients(t *testing.T) { forEngines(t, testVanishedPollingClients) }
+
+func testVanishedPollingClients(t *testing.T, engine string) {
+	const sessions = 30
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) {
+		c.PingInterval, c.PingTimeout, c.SocketIO.ConnectTimeout = 100*time.Millisecond, 100*time.Millisecond, 200*time.Millisecond
+	})
+	for range sessions {
+		pollingSession(t, tg)
+	}
+	waitFor(t, "every session closed and counted", func() bool {
+		s := tg.metrics.Snapshot()
+		var gone uint64
+		for _, n := range s.Disconnects {
+			gone += n
+		}
+		return s.ConnectionsActive == 0 && gone == sessions
+	})
+}

@@ -70,12 +70,28 @@ type Bus struct {
 	wg   sync.WaitGroup
 }
 
-// outMsg is one PUBLISH waiting in the queue.
+// outMsg is one PUBLISH waiting in the queue. A broadcast's payload is
+// its header and frame; the header's last field, its expiry, is written
+// when it is published (stamp).
 type outMsg struct {
 	channel, payload string
+	frame            string    // a broadcast's frame, after its header
 	counted          bool      // a broadcast or a push: cluster_messages_total{out}
 	req              *pending  // a broadcast whose result waits for answers
 	at               time.Time // when it was queued
+}
+
+// stamp is what msg publishes when its publish is given up at deadline:
+// a broadcast's header ends with that deadline (unix ms), past which a
+// replica that gets it drops it. Redis may yet run a PUBLISH that this
+// replica gave up on (a stalled Redis keeps the command in its socket
+// buffer and runs it when it resumes, seconds later): it is counted
+// failed here, and so it must never reach a client there.
+func (msg outMsg) stamp(deadline time.Time) string {
+	if msg.channel != BusChannel {
+		return msg.payload // an answer: late, it finds its request gone
+	}
+	return msg.payload + " " + strconv.FormatInt(deadline.UnixMilli(), 10) + "\n" + msg.frame
 }
 
 // pending is a broadcast whose result waits for the other replicas.
@@ -140,7 +156,7 @@ func (b *Bus) Broadcast(frame []byte, done func(remote int)) {
 	if p != nil {
 		req = p.id
 	}
-	msg := outMsg{channel: BusChannel, payload: header('b', b.r.ID, req) + string(frame), counted: true, req: p, at: time.Now()}
+	msg := outMsg{channel: BusChannel, payload: header('b', b.r.ID, req), frame: string(frame), counted: true, req: p, at: time.Now()}
 	select {
 	case b.out <- msg:
 	default:
@@ -156,12 +172,24 @@ func (b *Bus) Broadcast(frame []byte, done func(remote int)) {
 	}
 }
 
-// header is the first line of a message on BusChannel: kind (b
-// broadcast, p push), origin replica, and the request id (0: send no
-// answer) or the push's seq. A push's is written by leaseScript, in
+// header is the first line of a message on BusChannel, but its last
+// field: kind (b broadcast, p push), origin replica, the request id (0:
+// send no answer) or the push's seq, and the expiry (unix ms; stamp),
+// past which a replica drops it. A push's is written by leaseScript, in
 // Redis, where its seq is known.
 func header(kind byte, origin string, n uint64) string {
-	return string(kind) + " " + origin + " " + strconv.FormatUint(n, 10) + "\n"
+	return string(kind) + " " + origin + " " + strconv.FormatUint(n, 10)
+}
+
+// expired reports whether a message whose header carries expiry (unix ms,
+// "" for none) has come too late to deliver. The expiry is its sender's
+// clock: replicas' clocks must agree to well under AnswerWait.
+func expired(expiry string) bool {
+	if expiry == "" {
+		return false
+	}
+	ms, err := strconv.ParseInt(expiry, 10, 64)
+	return err == nil && time.Now().UnixMilli() > ms
 }
 
 // register puts a broadcast in the table of results waiting, or answers
@@ -275,12 +303,13 @@ func (b *Bus) publish() {
 				oldest = msg.at
 			}
 		}
-		ctx, cancel := context.WithDeadline(b.ctx, oldest.Add(AnswerWait))
+		deadline := oldest.Add(AnswerWait)
+		ctx, cancel := context.WithDeadline(b.ctx, deadline)
 		pipe := b.r.Client.Pipeline()
 		for _, msg := range batch {
 			var cmd *redis.IntCmd
 			if now.Sub(msg.at) < AnswerWait {
-				cmd = pipe.Publish(ctx, msg.channel, msg.payload)
+				cmd = pipe.Publish(ctx, msg.channel, msg.stamp(deadline))
 			} else {
 				cmd = redis.NewIntCmd(ctx)
 				cmd.SetErr(context.DeadlineExceeded)
@@ -349,10 +378,19 @@ func (b *Bus) receive() {
 func (b *Bus) onBus(payload string) {
 	head, frame, ok := strings.Cut(payload, "\n")
 	kind, rest, ok1 := strings.Cut(head, " ")
-	origin, num, ok2 := strings.Cut(rest, " ")
+	origin, rest, ok2 := strings.Cut(rest, " ")
+	num, expiry, _ := strings.Cut(rest, " ")
 	n, err := strconv.ParseUint(num, 10, 64)
 	if !ok || !ok1 || !ok2 || err != nil || (kind != "b" && kind != "p") {
 		b.m.Cluster(metrics.ClusterIn, metrics.ClusterFailed, 1)
+		return
+	}
+	if expired(expiry) {
+		// Its sender gave it up (a broadcast: its result went out
+		// without this replica) or Redis held it past the bound.
+		if origin != b.r.ID {
+			b.m.Cluster(metrics.ClusterIn, metrics.ClusterExpired, 1)
+		}
 		return
 	}
 	if kind == "p" {

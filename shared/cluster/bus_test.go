@@ -103,3 +103,56 @@ func TestBusMissed(t *testing.T) {
 		t.Errorf("partial results %v, want missed: 1", p)
 	}
 }
+
+// TestBusStallNeverLate: broadcasts made while Redis is stalled (paused,
+// not gone: what a replica writes waits in Redis's socket buffer and is
+// run when it resumes) are counted failed by their sender once the wait
+// ends, and when Redis runs them late, the other replica drops them as
+// expired: no client gets a broadcast that its sender counted as not
+// crossed, seconds after it was made.
+func TestBusStallNeverLate(t *testing.T) {
+	t.Parallel() // a Redis of its own
+	srv, sender, sent := startBus(t)
+	r, got := dial(t, srv)
+	var delivered atomic.Int64
+	receiver := cluster.NewBus(r, got, func([]byte) int { delivered.Add(1); return 1 })
+	t.Cleanup(receiver.Close)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rc.Close()
+	lifecycletest.WaitUpTo(t, 10*time.Second, "2 subscribers", func() bool {
+		n, err := rc.PubSubNumSub(context.Background(), cluster.BusChannel).Result()
+		return err == nil && n[cluster.BusChannel] == 2
+	})
+
+	// One that crosses first: the sender's connection is up, so that the
+	// stalled ones are written to Redis rather than stuck in a dial.
+	sender.Broadcast([]byte(`{"type":"broadcast","payload":0}`), func(int) {})
+	lifecycletest.WaitUpTo(t, 10*time.Second, "a first broadcast delivered", func() bool { return delivered.Load() == 1 })
+	failedBefore := sent.Snapshot().Cluster[metrics.ClusterOut][metrics.ClusterFailed]
+
+	const stalled = 5
+	srv.Pause()
+	results := make(chan int, stalled)
+	for range stalled {
+		sender.Broadcast([]byte(`{"type":"broadcast","payload":1}`), func(remote int) { results <- remote })
+	}
+	lifecycletest.WaitUpTo(t, 10*cluster.AnswerWait, "the stalled broadcasts counted failed", func() bool {
+		return sent.Snapshot().Cluster[metrics.ClusterOut][metrics.ClusterFailed] == failedBefore+stalled
+	})
+	srv.Resume()
+	// Redis runs what waited in its buffers when it resumes, before a
+	// broadcast made now: once that one is delivered, any late one has
+	// come (a publish that was still dialing never reaches Redis).
+	sender.Broadcast([]byte(`{"type":"broadcast","payload":2}`), func(int) {})
+	lifecycletest.WaitUpTo(t, 10*time.Second, "a broadcast after the stall delivered", func() bool { return delivered.Load() >= 2 })
+	for range stalled {
+		if n := <-results; n != 0 {
+			t.Errorf("a stalled broadcast's result counted %d remote clients, want 0", n)
+		}
+	}
+	st := got.Snapshot().Cluster[metrics.ClusterIn]
+	if n := delivered.Load(); n != 2 || st[metrics.ClusterOK] != 2 {
+		t.Errorf("%d broadcasts delivered (in/ok %d), want 2: those before and after the stall, none of those during it", n, st[metrics.ClusterOK])
+	}
+	t.Logf("of %d broadcasts during the stall, Redis ran %d late, dropped as expired", stalled, st[metrics.ClusterExpired])
+}

@@ -120,7 +120,8 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 			"Redis operations that failed (-redis), by op: publish, receive, count, lease, heartbeat, request. The replica goes on serving its own clients.", "op"),
 		cluster: f.counterVec("cluster_messages_total",
 			"Messages between replicas through Redis (-redis), by direction and result: out/ok published, out/failed could not be published "+
-				"(a broadcast that reached only this replica's clients), in/ok received from another replica, in/failed received but not understood.",
+				"(a broadcast that reached only this replica's clients), in/ok received from another replica, in/failed received but not understood, "+
+				"in/expired received after its sender's bound (Redis stalled; dropped, never delivered late).",
 			"direction", "result"),
 		clusterPartial: f.counterVec("cluster_partial_results_total",
 			"Broadcasts (-redis) whose broadcastResult.listenerCount counts fewer replicas than were live, by reason: "+
@@ -382,6 +383,9 @@ const (
 	ClusterIn     = "in"
 	ClusterOK     = "ok"
 	ClusterFailed = "failed"
+	// ClusterExpired is a message that arrived after the bound its
+	// sender stamped on it: dropped, not delivered late.
+	ClusterExpired = "expired"
 )
 
 // Cluster records n messages between replicas.

@@ -265,3 +265,45 @@ func TestShards(t *testing.T) {
 		t.Errorf("%d rooms: %v on each shard; want both used", rooms, on)
 	}
 }
+
+// TestStallNeverLate: a broadcast made while Redis is stalled (paused:
+// what the adapter writes waits in Redis's socket buffer and runs when it
+// resumes) is counted out/failed once publishWait has passed, and the
+// message Redis publishes late carries its expiry, so that a server that
+// gets it drops it as expired instead of delivering it seconds late.
+func TestStallNeverLate(t *testing.T) {
+	t.Parallel() // a Redis of its own
+	f := newFixture(t)
+	msgs := f.subscribe(t, f.chans.broadcast)
+	// One that crosses first: the publisher's connection is up, so that
+	// the stalled one is written to Redis rather than stuck in a dial.
+	_ = f.io.Emit("warm")
+	next(t, msgs)
+	f.srv.Pause()
+	_ = f.io.Emit("late")
+	waitCount(t, f.m, "out", "failed", 1)
+	f.srv.Resume()
+	m := next(t, msgs)
+	late, err := decodeBroadcast([]byte(m.Payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !expiredFlag(late.Opts.Flags) {
+		t.Errorf("the broadcast Redis ran late carries flags %v: a server would deliver it", late.Opts.Flags)
+	}
+
+	// The same from another server, to this one: dropped, counted.
+	late.UID = "peer00"
+	late.Opts.Flags = map[string]any{expiresFlag: time.Now().Add(-time.Second).UnixMilli()}
+	b, err := encodeBroadcast(late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.peer.Publish(context.Background(), f.chans.broadcast, b).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, f.m, "in", "expired", 1)
+	if n := f.m.Snapshot().Cluster["in"]["ok"]; n != 0 {
+		t.Errorf("in/ok %d, want 0", n)
+	}
+}

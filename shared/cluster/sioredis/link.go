@@ -35,6 +35,12 @@ const (
 	maxPending = 1024
 	// opTimeout bounds one Redis command of the adapter.
 	opTimeout = 2 * time.Second
+	// publishWait bounds how long a broadcast may take to be published:
+	// one not published by then (Redis gone or stalled) is given up,
+	// counted as out/failed, and stamped so that, were a stalled Redis to
+	// run it later, every server drops it (expiresFlag) rather than
+	// deliver it seconds late.
+	publishWait = time.Second
 )
 
 // Options are what every namespace's adapter shares, on either engine.
@@ -92,12 +98,31 @@ type link struct {
 
 // outMsg is one message to publish; broadcast ones are counted in
 // knowngood_cluster_messages_total, the others (requests, responses) only
-// when they fail, as op "request".
+// when they fail, as op "request". A broadcast's payload is its head
+// (encodeHead); its options are appended when it is published, with its
+// expiry.
 type outMsg struct {
 	shard     int // index in shards()
 	channel   string
 	payload   []byte
 	broadcast bool
+	opts      wireOpts  // a broadcast's
+	at        time.Time // when a broadcast was made
+}
+
+// stamped is what m publishes when its publish is given up at deadline.
+func (m outMsg) stamped(deadline time.Time) ([]byte, error) {
+	if !m.broadcast {
+		return m.payload, nil
+	}
+	flags := make(map[string]any, len(m.opts.Flags)+1)
+	for k, v := range m.opts.Flags {
+		flags[k] = v
+	}
+	flags[expiresFlag] = deadline.UnixMilli()
+	o := m.opts
+	o.Flags = flags
+	return appendOpts(m.payload, o)
 }
 
 // countReq gathers the answers to one count request.
@@ -173,15 +198,14 @@ func (k *link) serverCount() int64 {
 // it on the channel and shard of its rooms.
 func (k *link) publishBroadcast(p wirePacket, rooms, except []string, flags map[string]any) {
 	p.Nsp = k.nsp
-	msg := broadcastMsg{UID: k.uid, Packet: p,
-		Opts: wireOpts{Rooms: anyRooms(rooms), Except: anyRooms(except), Flags: flags}}
-	b, err := encodeBroadcast(msg)
+	head, err := encodeHead(k.uid, p)
 	if err != nil {
 		k.opts.Log.Debug("sioredis: broadcast not encodable", "err", err)
 		k.opts.Metrics.Cluster(metrics.ClusterOut, metrics.ClusterFailed, 1)
 		return
 	}
-	k.enqueue(outMsg{shard: k.shardOf(rooms), channel: k.ch.broadcastChannel(rooms), payload: b, broadcast: true})
+	k.enqueue(outMsg{shard: k.shardOf(rooms), channel: k.ch.broadcastChannel(rooms), payload: head, broadcast: true,
+		opts: wireOpts{Rooms: anyRooms(rooms), Except: anyRooms(except), Flags: flags}, at: time.Now()})
 }
 
 // shards are the Redis servers the broadcasts are spread over: Shards, or
@@ -255,17 +279,37 @@ func (k *link) publisher() {
 	}
 }
 
+// publish sends a batch, within opTimeout, and each broadcast within
+// publishWait of when it was made: one that waited that long in the
+// queue is not sent, and those sent are stamped with the batch's
+// deadline.
 func (k *link) publish(batch []outMsg) {
-	ctx, cancel := context.WithTimeout(k.ctx, opTimeout)
+	now := time.Now()
+	deadline := now.Add(opTimeout)
+	for _, m := range batch {
+		if due := m.at.Add(publishWait); m.broadcast && due.After(now) && due.Before(deadline) {
+			deadline = due
+		}
+	}
+	ctx, cancel := context.WithDeadline(k.ctx, deadline)
 	defer cancel()
 	shards := k.shards()
 	pipes := make([]redis.Pipeliner, len(shards))
 	cmds := make([]*redis.IntCmd, len(batch))
 	for i, m := range batch {
+		payload, err := m.stamped(deadline)
+		if err == nil && m.broadcast && !now.Before(m.at.Add(publishWait)) {
+			err = context.DeadlineExceeded
+		}
+		if err != nil {
+			cmds[i] = redis.NewIntCmd(ctx)
+			cmds[i].SetErr(err)
+			continue
+		}
 		if pipes[m.shard] == nil {
 			pipes[m.shard] = shards[m.shard].Client.Pipeline()
 		}
-		cmds[i] = pipes[m.shard].Publish(ctx, m.channel, m.payload)
+		cmds[i] = pipes[m.shard].Publish(ctx, m.channel, payload)
 	}
 	for _, p := range pipes {
 		if p != nil {
@@ -319,6 +363,12 @@ func (k *link) onBroadcast(channel string, payload []byte) {
 		return
 	}
 	if msg.UID == k.uid || msg.Packet.Nsp != k.nsp {
+		return
+	}
+	if expiredFlag(msg.Opts.Flags) {
+		// Its sender gave it up (counted out/failed there), and a
+		// stalled Redis ran it late.
+		k.opts.Metrics.Cluster(metrics.ClusterIn, metrics.ClusterExpired, 1)
 		return
 	}
 	k.opts.Metrics.Cluster(metrics.ClusterIn, metrics.ClusterOK, 1)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/zishang520/socket.io/v3/pkg/types"
@@ -104,34 +106,87 @@ type broadcastMsg struct {
 // does: integral numbers as the smallest integer, others as float64,
 // Buffers as bin, empty arrays as arrays.
 func encodeBroadcast(m broadcastMsg) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
+	head, err := encodeHead(m.UID, m.Packet)
+	if err != nil {
+		return nil, err
+	}
+	return appendOpts(head, m.Opts)
+}
+
+// notepack is an encoder that writes as notepack.io does.
+func notepack(buf *bytes.Buffer) *msgpack.Encoder {
+	enc := msgpack.NewEncoder(buf)
 	enc.UseCompactInts(true)
 	enc.UseCompactFloats(true)
 	enc.SetSortMapKeys(true)
-	if m.Opts.Rooms == nil {
-		m.Opts.Rooms = []any{}
-	}
-	if m.Opts.Except == nil {
-		m.Opts.Except = []any{}
-	}
-	if m.Opts.Flags == nil {
-		m.Opts.Flags = map[string]any{}
-	}
-	m.Packet.Data = normalize(m.Packet.Data).([]any)
+	return enc
+}
+
+// encodeHead encodes a broadcast's first two elements, [uid, packet, ...:
+// the part made once; the options follow when it is published
+// (appendOpts), with its expiry.
+func encodeHead(uid string, p wirePacket) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := notepack(&buf)
+	p.Data = normalize(p.Data).([]any)
 	if err := enc.EncodeArrayLen(3); err != nil {
 		return nil, err
 	}
-	if err := enc.EncodeString(m.UID); err != nil {
+	if err := enc.EncodeString(uid); err != nil {
 		return nil, err
 	}
-	if err := enc.Encode(&m.Packet); err != nil {
-		return nil, err
-	}
-	if err := enc.Encode(&m.Opts); err != nil {
+	if err := enc.Encode(&p); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// appendOpts appends a broadcast's options, its last element, to head.
+func appendOpts(head []byte, o wireOpts) ([]byte, error) {
+	if o.Rooms == nil {
+		o.Rooms = []any{}
+	}
+	if o.Except == nil {
+		o.Except = []any{}
+	}
+	if o.Flags == nil {
+		o.Flags = map[string]any{}
+	}
+	buf := bytes.NewBuffer(head[:len(head):len(head)])
+	if err := notepack(buf).Encode(&o); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// expiresFlag is the flag a knowngood replica adds to a broadcast's
+// options: when its publish was given up (unix ms), past which a replica
+// that gets it drops it. Node's adapter passes flags it does not know
+// over; a Node server's broadcasts carry none and are never dropped.
+const expiresFlag = "knowngoodExpires"
+
+// expiredFlag reports whether flags say that the broadcast came too late,
+// and takes the flag out. The expiry is the sender's clock: servers'
+// clocks must agree to well under the publish wait.
+func expiredFlag(flags map[string]any) bool {
+	v, ok := flags[expiresFlag]
+	if !ok {
+		return false
+	}
+	delete(flags, expiresFlag)
+	// A unix time in ms decodes as the integer type that holds it.
+	var ms int64
+	switch n := v.(type) {
+	case int64:
+		ms = n
+	case uint64:
+		ms = int64(min(n, math.MaxInt64))
+	case uint32:
+		ms = int64(n)
+	default:
+		return false
+	}
+	return time.Now().UnixMilli() > ms
 }
 
 // errNotBroadcast is a message of the broadcast channels that is not

@@ -433,3 +433,55 @@ func testOriginWebSocket(t *testing.T, engine string) {
 	}
 	waitFor(t, "one failed handshake", func() bool { return tg.metrics.Snapshot().Handshakes[protocol.ResultFailed] == 1 })
 }
+
+// TestAttachmentLimit: a binary packet may announce 10 attachments, as on
+// Node (socket.io-parser's maxAttachments); one that announces 11 closes
+// the session, on both engines.
+func TestAttachmentLimit(t *testing.T) { forWebSocket(t, testAttachmentLimit) }
+
+func testAttachmentLimit(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, suiteConfig)
+	placeholders := func(n int) string {
+		p := make([]string, n)
+		for i := range p {
+			p[i] = fmt.Sprintf(`{"_placeholder":true,"num":%d}`, i)
+		}
+		return strings.Join(p, ",")
+	}
+	conn := socketIOConn(t, tg)
+	send(t, conn, fmt.Sprintf(`4510-["message",%s]`, placeholders(10)))
+	for i := range 10 {
+		_ = conn.WriteMessage(websocket.BinaryMessage, []byte{byte(i)})
+	}
+	if got, want := readText(t, conn), fmt.Sprintf(`4510-["message-back",%s]`, placeholders(10)); got != want {
+		t.Errorf("10 attachments: %q, want %q", got, want)
+	}
+	for i := range 10 {
+		if got := readText(t, conn); got != string([]byte{byte(i)}) {
+			t.Errorf("attachment %d: %q", i, got)
+		}
+	}
+
+	conn = socketIOConn(t, tg)
+	send(t, conn, fmt.Sprintf(`4511-["message",%s]`, placeholders(11)))
+	for i := range 11 {
+		if conn.WriteMessage(websocket.BinaryMessage, []byte{byte(i)}) != nil {
+			return // closed already
+		}
+	}
+	// Pings are answered, so that only the packet can end the session.
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, data, err := conn.ReadMessage()
+		switch {
+		case err != nil && strings.Contains(err.Error(), "timeout"):
+			t.Fatal("11 attachments: the session was not closed within 5 s")
+		case err != nil:
+			return
+		case string(data) == "2":
+			_ = conn.WriteMessage(websocket.TextMessage, []byte("3"))
+		default:
+			t.Fatalf("11 attachments: answered %q, want the session closed", data)
+		}
+	}
+}

@@ -47,8 +47,10 @@ type Options struct {
 }
 
 // DefaultMaxAttachments is the attachment count a binary packet may
-// announce unless Options say otherwise.
-const DefaultMaxAttachments = 16
+// announce unless Options say otherwise: Node's, whose socket.io-parser
+// (4.2.7, maxAttachments) refuses a packet that announces more, and
+// socket.io closes its session.
+const DefaultMaxAttachments = 10
 
 // Hooks are what the application does with sessions and sockets. Each may
 // be nil. None may block: they run on the session's reader (a WebSocket's
@@ -306,21 +308,23 @@ func (s *Server) Conns(fn func(*Conn)) {
 	})
 }
 
-// closeLinger is how long Close lets clients that were sent a DISCONNECT
-// leave on their own (socket.io-client closes its session as soon as it
-// reads one) before it closes the sessions left: a client that reads the
-// DISCONNECT and the end of its transport together may report the latter.
-const closeLinger = 100 * time.Millisecond
+// CloseLinger is how long a shutdown lets clients that were sent a
+// DISCONNECT leave on their own (socket.io-client closes its session as
+// soon as it reads one) before it closes the sessions left: a client that
+// reads the DISCONNECT and the end of its transport together may report
+// the latter ("transport close"), and one on a loaded machine (a load
+// test's) can take hundreds of milliseconds to read it.
+const CloseLinger = time.Second
 
 // Close tells every socket (a Socket.IO DISCONNECT), lets the clients
-// leave for up to closeLinger, then closes every session left once what it
+// leave for up to CloseLinger, then closes every session left once what it
 // has queued is written (a polling session with nothing queued and no
 // long-poll at once), and waits for them until ctx is done; then the rest
 // are dropped.
 func (s *Server) Close(ctx context.Context) {
 	s.closed.Store(true)
 	s.Conns(func(c *Conn) { c.disconnectSockets() })
-	linger, cancel := context.WithTimeout(ctx, closeLinger)
+	linger, cancel := context.WithTimeout(ctx, CloseLinger)
 	s.wait(linger)
 	cancel()
 	s.Conns(func(c *Conn) { c.discard() })

@@ -45,6 +45,7 @@ import (
 	"github.com/knowngood/knowngood/shared/lifecycle"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/sioengine"
 )
 
 // Mode is a connect model: how the namespace middleware spends -delay.
@@ -288,7 +289,11 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		}
 		data, text := messageData(args)
 		s.m.Received(0, len(data))
-		if len(data) > 0 && !(text && data[0] == socketIOConnect) {
+		switch {
+		case len(data) == 0:
+		case text && data[0] == socketIOConnect:
+			sess.writtenBeforeConnect()
+		default:
 			sess.holdUntilRegistered()
 		}
 	})
@@ -416,8 +421,9 @@ func serveHTTP(h *http.Server, ln net.Listener, cfg config.Config, m *metrics.Me
 // Shutdown refuses new sessions and tells every client: each namespace
 // socket gets a Socket.IO DISCONNECT, and once every session has handed what
 // it had to its transport and the WebSocket writes are done (or half of the
-// time left has passed), every session is closed. The library's own close
-// would drop what a WebSocket still has queued, hence the wait.
+// time left has passed), and the clients have had sioengine.CloseLinger to
+// leave on their own, every session left is closed. The library's own
+// close would drop what a WebSocket still has queued, hence the wait.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.native != nil {
 		return s.native.Shutdown(ctx)
@@ -434,7 +440,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			return true
 		})
 	}
+	began := time.Now()
 	waitUntil(grace, s.delivered)
+	waitUntil(min(sioengine.CloseLinger, grace-time.Since(began)), s.noSession)
 	s.io.Close(nil) // closes the namespaces' adapters too
 	s.counts.Wait() // ended by the adapters' close, if not before
 	closeRedis(s.redis)
@@ -511,6 +519,16 @@ func (s *Server) delivered() bool {
 		return done
 	})
 	return done
+}
+
+// noSession reports whether every session has ended.
+func (s *Server) noSession() bool {
+	none := true
+	s.sessions.Range(func(any, any) bool {
+		none = false
+		return false
+	})
+	return none
 }
 
 // waitUntil polls cond every 10 ms for at most d.

@@ -23,6 +23,8 @@ import (
 //
 //   - holdUntilRegistered: an event sent right after a namespace CONNECT
 //     could close the whole session.
+//   - writtenBeforeConnect: a CONNECT repeated right after its ack (which
+//     closes the session) could close it before the ack was written.
 //   - closeAfterPoll: a long-poll GET sent before a POSTed close packet
 //     could be answered 400 instead of a noop.
 //   - pollAfterUpgrade: a long-poll GET sent after the upgrade packet could
@@ -247,6 +249,28 @@ func (sess *session) holdUntilRegistered() {
 	case <-registered:
 	case <-t.C:
 	}
+}
+
+// writtenBeforeConnect works around an ordering of zishang520/socket.io
+// v3.0.6: a CONNECT the library refuses by closing the session (one for
+// a namespace already joined: "invalid state") closes the WebSocket at
+// once, dropping what the transport's writer has not written yet, as the
+// ack of the CONNECT before it, which Node writes first (its close waits
+// for the buffer to drain). A CONNECT waits here, on the reader
+// goroutine, until what the session has queued is written: at once for
+// a first CONNECT, whose open packet is out; at most raceWait otherwise.
+func (sess *session) writtenBeforeConnect() {
+	written := func() bool {
+		if sess.queued.Load() > 0 {
+			return false
+		}
+		transport := sess.conn.Transport()
+		return transport.Name() == transports.POLLING || transport.Writable()
+	}
+	if written() {
+		return
+	}
+	waitUntil(raceWait, written)
 }
 
 // registeredOne is onConnect's: a namespace socket whose CONNECT ack was

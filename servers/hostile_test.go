@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -58,9 +59,9 @@ func hostiles(variant string) []hostile {
 	if isRawTCP(variant) {
 		return all[:1] // raw TCP has no headers and no messages to cut
 	}
-	all = append(all, hostile{"oversize", oversize}, hostile{"invalid UTF-8", invalidUTF8})
+	all = append(all, hostile{"oversize", oversize}, hostile{"invalid UTF-8", invalidUTF8}, hostile{"header bomb", headerBomb})
 	if isSocketIO(variant) {
-		all = append(all, hostile{"malformed Socket.IO packet", malformedPacket})
+		all = append(all, hostile{"malformed Socket.IO packet", malformedPacket}, hostile{"cut polling body", cutBody})
 	}
 	return all
 }
@@ -128,6 +129,9 @@ func TestHostileMix(t *testing.T) {
 				t.Logf("%v; healthy echo p99 %v without the mix, %v with it (%.1fx)", tried, base, during, float64(during)/float64(base))
 				if during > mixFactor*base && during > mixFloor {
 					t.Errorf("healthy echo p99 %v during the mix, %v without: more than %dx and over %v", during, base, mixFactor, mixFloor)
+				}
+				if err := sendHeaderBomb(strings.TrimPrefix(s.admin, "http://"), "/"); err != nil {
+					t.Errorf("admin listener: %v", err)
 				}
 				if resp, err := http.Get(s.admin + "/health"); err != nil || resp.StatusCode != http.StatusOK {
 					t.Errorf("/health after the mix: %v %v", resp, err)
@@ -314,4 +318,78 @@ func resetMidMessage(variant, addr string) error {
 		_ = tc.SetLinger(0) // close sends RST
 	}
 	return raw.Close()
+}
+
+// headerBomb sends a request header over the default -max-header-bytes
+// (16 KiB) that never ends: every HTTP listener answers 431 at once.
+func headerBomb(variant, addr string) error {
+	path := "/"
+	if isSocketIO(variant) {
+		path = "/socket.io/?EIO=4&transport=websocket"
+	}
+	return sendHeaderBomb(addr, path)
+}
+
+func sendHeaderBomb(addr, path string) error {
+	c, err := net.DialTimeout("tcp", addr, answerLimit)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// Under the kernel's socket buffers: written whole before the answer,
+	// so that no reset cuts it.
+	bomb := "GET " + path + " HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nX-Bomb: " + strings.Repeat("a", 24<<10)
+	if _, err := c.Write([]byte(bomb)); err != nil {
+		return err
+	}
+	_ = c.SetReadDeadline(time.Now().Add(answerLimit))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if !strings.HasPrefix(line, "HTTP/1.1 431") {
+		return fmt.Errorf("answer %q (%v), want HTTP/1.1 431", line, err)
+	}
+	return nil
+}
+
+// cutBody opens a polling session and POSTs a body it cuts short (it
+// closes its side mid-body): 400, and the session ends. A target that
+// serves no polling (-native-lib gnet) refuses the open: that is its
+// answer.
+func cutBody(_, addr string) error {
+	client := http.Client{Timeout: answerLimit}
+	resp, err := client.Get("http://" + addr + "/socket.io/?EIO=4&transport=polling")
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	_, rest, ok := strings.Cut(string(body), `"sid":"`)
+	sid, _, ok2 := strings.Cut(rest, `"`)
+	if !ok || !ok2 {
+		return fmt.Errorf("open packet %q", body)
+	}
+	c, err := net.DialTimeout("tcp", addr, answerLimit)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("POST /socket.io/?EIO=4&transport=polling&sid=" + sid + " HTTP/1.1\r\nHost: x\r\n" +
+		"Content-Type: text/plain;charset=UTF-8\r\nContent-Length: 10\r\n\r\n40"))
+	_ = c.(*net.TCPConn).CloseWrite()
+	_ = c.SetReadDeadline(time.Now().Add(answerLimit))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if !strings.HasPrefix(line, "HTTP/1.1 400") {
+		return fmt.Errorf("a cut body answered %q (%v), want HTTP/1.1 400", line, err)
+	}
+	resp, err = client.Get("http://" + addr + "/socket.io/?EIO=4&transport=polling&sid=" + sid)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		return fmt.Errorf("a GET after the cut body: %d, want 400, the session ended", resp.StatusCode)
+	}
+	return nil
 }

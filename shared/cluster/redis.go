@@ -45,7 +45,11 @@
 // So while a replica is down, listenerCount counts the replicas that
 // answered, and the partial counter says how often that was not all.
 // A publish that waited AnswerWait in the queue (Redis gone) is dropped,
-// not sent late, and counted as cluster_messages_total{out,failed}.
+// not sent late, and counted as cluster_messages_total{out,failed}. One
+// sent carries the deadline its publish is given up at: a stalled Redis
+// that runs it after that (it waited in Redis's socket buffer) publishes
+// a message every replica drops, counting cluster_messages_total{in,
+// expired}.
 //
 // Live replicas are a sorted set, knowngood#replicas, of id -> expiry
 // (unix ms, this host's clock): each replica adds itself every second with

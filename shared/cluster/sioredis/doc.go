@@ -99,9 +99,16 @@
 // knowngood_cluster_messages_total{direction="out",result="failed"} and
 // knowngood_redis_errors_total{op="publish"}; a count is this replica's
 // own (op="count"); a failed request or answer is op="request". Nothing
-// is kept for later: what did not cross while Redis was away is lost
-// (a Node server's redis client, unlike this one, queues its commands
-// while offline and publishes them late). go-redis reconnects by itself and subscribes
-// again to every channel and pattern, so delivery resumes without
-// anything else; until then the replica is alone.
+// is kept for later: what did not cross while Redis was away is lost (a
+// Node server's redis client, unlike this one, queues its commands while
+// offline and publishes them late). go-redis reconnects by itself and
+// subscribes again to every channel and pattern, so delivery resumes
+// without anything else; until then the replica is alone.
+//
+// A broadcast not published within a second is given up (out/failed),
+// and each one sent carries that deadline (the options' flag
+// knowngoodExpires, unix ms, which a Node server passes over): a stalled
+// Redis that runs it later, from its socket buffer, has every knowngood
+// server drop it, counted {direction="in",result="expired"}, so that no
+// socket gets a broadcast its sender counted as not crossed.
 package sioredis

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -72,19 +73,21 @@ var engineHeaders = []string{
 	"Cookie", "User-Agent", "X-Forwarded-For", "X-Forwarded-Proto",
 }
 
-// leanHeader is r with only the headers the engine reads. The default
-// engine keeps its open request for the session's life (a socket's
-// handshake headers, copied again for each namespace it joins), so that
-// anything else a client sends, up to -max-header-bytes, would be held
-// as long as the session.
-func leanHeader(r *http.Request) *http.Request {
-	kept := make(http.Header, len(engineHeaders))
-	for _, name := range engineHeaders {
-		if v, ok := r.Header[name]; ok {
-			kept[name] = v
+// leanHeader drops from r every header the engine does not read. The
+// default engine keeps its open request for the session's life (a
+// socket's handshake headers, copied again for each namespace it joins),
+// and its WebSocket handler runs as long as the session, holding the
+// request net/http parsed: anything else a client sends, up to
+// -max-header-bytes, would be held as long as the session. The header is
+// changed in place, as no one reads it after the engine, and the values
+// kept are copied: net/http parses every value of a header into one
+// array, which a value kept would keep whole.
+func leanHeader(r *http.Request) {
+	for name, values := range r.Header {
+		if slices.Contains(engineHeaders, name) {
+			r.Header[name] = slices.Clone(values)
+		} else {
+			delete(r.Header, name)
 		}
 	}
-	lean := r.WithContext(r.Context())
-	lean.Header = kept
-	return lean
 }

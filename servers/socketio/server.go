@@ -230,7 +230,7 @@ func corsOrigin(origins []string) any {
 // (leanHeader).
 func (s *Server) track(eio http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = leanHeader(r)
+		leanHeader(r)
 		query := r.URL.Query()
 		if sid := query.Get("sid"); sid != "" {
 			s.serveInOrder(eio, w, r, sid, query.Get("transport"))

@@ -293,17 +293,17 @@ func (b *Bus) publish() {
 		// dropped, not sent late: its result has gone out without it, and
 		// a broadcast or a push arriving seconds after it was made would
 		// pass for a delivery. It counts as not crossed. The round trip
-		// ends when the wait of the oldest message sent does: go-redis
-		// retries on a new connection, and a retry that reached a Redis
-		// come back after that would still deliver it late.
+		// is given AnswerWait, and each message sent carries its end
+		// (stamp): one that Redis has not answered by then counts as not
+		// crossed, and a replica that gets it after then drops it. So a
+		// broadcast is delivered within 2 x AnswerWait of being made, or
+		// never. (The end is counted from now, not from the oldest
+		// message's making: one that waited most of AnswerWait would give
+		// its whole batch an end a few milliseconds away, and a replica a
+		// few milliseconds slower than the answer would drop what this
+		// one counted as crossed.)
 		now := time.Now()
-		var oldest time.Time
-		for _, msg := range batch {
-			if now.Sub(msg.at) < AnswerWait && (oldest.IsZero() || msg.at.Before(oldest)) {
-				oldest = msg.at
-			}
-		}
-		deadline := oldest.Add(AnswerWait)
+		deadline := now.Add(AnswerWait)
 		ctx, cancel := context.WithDeadline(b.ctx, deadline)
 		pipe := b.r.Client.Pipeline()
 		for _, msg := range batch {

@@ -279,16 +279,17 @@ func (k *link) publisher() {
 	}
 }
 
-// publish sends a batch, within opTimeout, and each broadcast within
-// publishWait of when it was made: one that waited that long in the
-// queue is not sent, and those sent are stamped with the batch's
-// deadline.
+// publish sends a batch within opTimeout, publishWait when it holds a
+// broadcast: a broadcast that waited publishWait in the queue is not
+// sent, and those sent are stamped with the batch's deadline. So one is
+// delivered within 2 x publishWait of being made, or never.
 func (k *link) publish(batch []outMsg) {
 	now := time.Now()
 	deadline := now.Add(opTimeout)
 	for _, m := range batch {
-		if due := m.at.Add(publishWait); m.broadcast && due.After(now) && due.Before(deadline) {
-			deadline = due
+		if m.broadcast {
+			deadline = now.Add(publishWait)
+			break
 		}
 	}
 	ctx, cancel := context.WithDeadline(k.ctx, deadline)

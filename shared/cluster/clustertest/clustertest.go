@@ -10,7 +10,6 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,24 +77,6 @@ func (r *Redis) Stop() {
 	_ = r.cmd.Process.Kill() // a paused server dies too
 	_ = r.cmd.Wait()
 	r.cmd = nil
-}
-
-// Pause stops the server where it is (SIGSTOP), as a Redis stalled by
-// its host or a long fork would be: connections stay open, and what
-// clients write waits in its socket buffers, to be run once it resumes.
-func (r *Redis) Pause() { r.signal(syscall.SIGSTOP) }
-
-// Resume lets a paused server go on (SIGCONT).
-func (r *Redis) Resume() { r.signal(syscall.SIGCONT) }
-
-func (r *Redis) signal(sig syscall.Signal) {
-	r.t.Helper()
-	if r.cmd == nil {
-		r.t.Fatal("clustertest: redis-server not running")
-	}
-	if err := r.cmd.Process.Signal(sig); err != nil {
-		r.t.Fatal(err)
-	}
 }
 
 // FreePort is a loopback port that nothing listens on, for a server that

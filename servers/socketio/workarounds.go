@@ -256,16 +256,16 @@ func (sess *session) holdUntilRegistered() {
 // a namespace already joined: "invalid state") closes the WebSocket at
 // once, dropping what the transport's writer has not written yet, as the
 // ack of the CONNECT before it, which Node writes first (its close waits
-// for the buffer to drain). A CONNECT waits here, on the reader
-// goroutine, until what the session has queued is written: at once for
-// a first CONNECT, whose open packet is out; at most raceWait otherwise.
+// for the buffer to drain). A CONNECT over WebSocket waits here, on the
+// reader goroutine, until what the session has queued is written: at once
+// for a first CONNECT, whose open packet is out; at most raceWait
+// otherwise. Over polling nothing is dropped (what waits for a GET stays
+// in the session's buffer, which the close drains), and a POST must not
+// wait: on blocking it holds the loop.
 func (sess *session) writtenBeforeConnect() {
 	written := func() bool {
-		if sess.queued.Load() > 0 {
-			return false
-		}
 		transport := sess.conn.Transport()
-		return transport.Name() == transports.POLLING || transport.Writable()
+		return transport.Name() == transports.POLLING || (sess.queued.Load() <= 0 && transport.Writable())
 	}
 	if written() {
 		return

@@ -671,36 +671,39 @@ func TestWords(t *testing.T) {
 	}
 }
 
-// TestVariantsTable checks README.md's variants table against the
-// catalog: every variant named once, none that does not exist.
+// TestVariantsTable checks the variants tables of README.md and
+// servers/README.md against the catalog: every variant named once, none
+// that does not exist.
 func TestVariantsTable(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(raw), "\n## Variants\n")
-	if !ok {
-		t.Fatal(`README.md has no "## Variants" section`)
-	}
-	rest, _, _ = strings.Cut(rest, "\n## ")
-	seen := map[string]int{}
-	for _, l := range strings.Split(rest, "\n") {
-		if !strings.HasPrefix(l, "| `") {
-			continue
+	for _, doc := range []string{"README.md", "servers/README.md"} {
+		raw, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
 		}
-		first := strings.Split(l, "|")[1]
-		for _, m := range codeSpan.FindAllStringSubmatch(first, -1) {
-			seen[m[1]]++
+		_, rest, ok := strings.Cut(string(raw), "\n## Variants\n")
+		if !ok {
+			t.Fatalf(`%s has no "## Variants" section`, doc)
 		}
-	}
-	for _, name := range variants.Names() {
-		if seen[name] != 1 {
-			t.Errorf("README.md's variants table names %s %d times; want once", name, seen[name])
+		rest, _, _ = strings.Cut(rest, "\n## ")
+		seen := map[string]int{}
+		for _, l := range strings.Split(rest, "\n") {
+			if !strings.HasPrefix(l, "| `") {
+				continue
+			}
+			first := strings.Split(l, "|")[1]
+			for _, m := range codeSpan.FindAllStringSubmatch(first, -1) {
+				seen[m[1]]++
+			}
 		}
-		delete(seen, name)
-	}
-	for name := range seen {
-		t.Errorf("README.md's variants table names %s, which is not in servers/variants", name)
+		for _, name := range variants.Names() {
+			if seen[name] != 1 {
+				t.Errorf("%s's variants table names %s %d times; want once", doc, name, seen[name])
+			}
+			delete(seen, name)
+		}
+		for name := range seen {
+			t.Errorf("%s's variants table names %s, which is not in servers/variants", doc, name)
+		}
 	}
 }

@@ -194,8 +194,9 @@ func (k *link) serverCount() int64 {
 	return max(n[k.ch.request], 1)
 }
 
-// publishBroadcast encodes a broadcast of this replica's once and queues
-// it on the channel and shard of its rooms.
+// publishBroadcast encodes a broadcast of this replica's packet once and
+// queues it on the channel and shard of its rooms; its options follow when
+// it is published (stamped).
 func (k *link) publishBroadcast(p wirePacket, rooms, except []string, flags map[string]any) {
 	p.Nsp = k.nsp
 	head, err := encodeHead(k.uid, p)

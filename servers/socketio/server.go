@@ -513,9 +513,7 @@ func closeRedis(servers []*cluster.Redis) {
 func (s *Server) delivered() bool {
 	done := true
 	s.sessions.Range(func(_, v any) bool {
-		sess := v.(*session)
-		transport := sess.conn.Transport()
-		done = sess.queued.Load() <= 0 && (transport.Name() == transports.POLLING || transport.Writable())
+		done = v.(*session).written()
 		return done
 	})
 	return done

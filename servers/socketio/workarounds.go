@@ -263,14 +263,16 @@ func (sess *session) holdUntilRegistered() {
 // in the session's buffer, which the close drains), and a POST must not
 // wait: on blocking it holds the loop.
 func (sess *session) writtenBeforeConnect() {
-	written := func() bool {
-		transport := sess.conn.Transport()
-		return transport.Name() == transports.POLLING || (sess.queued.Load() <= 0 && transport.Writable())
+	if sess.conn.Transport().Name() != transports.POLLING {
+		waitUntil(raceWait, sess.written)
 	}
-	if written() {
-		return
-	}
-	waitUntil(raceWait, written)
+}
+
+// written reports whether every packet the session has made has been
+// handed to its transport and, on a WebSocket, written.
+func (sess *session) written() bool {
+	transport := sess.conn.Transport()
+	return sess.queued.Load() <= 0 && (transport.Name() == transports.POLLING || transport.Writable())
 }
 
 // registeredOne is onConnect's: a namespace socket whose CONNECT ack was

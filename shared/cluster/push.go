@@ -21,11 +21,8 @@ import (
 //
 // KEYS: lease, seq. ARGV: replica id, lease in ms, the highest seq this
 // replica has handed out, the bus channel, the push's head and tail (its
-// seq goes between them), and the push's expiry; it publishes
-// header('p', id, seq), the expiry and the push, written out in Lua. The
-// expiry is when the replica stops waiting for the script: a script a
-// stalled Redis runs later than that publishes a push every replica
-// drops, as the holder has pushed that seq to its own clients alone. The counter is first raised to that seq, so
+// seq goes between them); it publishes header('p', id, seq) and the
+// push, written out in Lua. The counter is first raised to that seq, so
 // that after a Redis restart (which loses it) or an outage during which
 // the holder went on alone, seq still only goes up. Returns the new seq,
 // or 0 when another replica holds the lease.
@@ -40,7 +37,7 @@ if holder and holder ~= ARGV[1] then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local seq = string.format('%d', redis.call('INCR', KEYS[2]))
-redis.call('PUBLISH', ARGV[4], 'p ' .. ARGV[1] .. ' ' .. seq .. ' ' .. ARGV[7] .. '\n' .. ARGV[5] .. seq .. ARGV[6])
+redis.call('PUBLISH', ARGV[4], 'p ' .. ARGV[1] .. ' ' .. seq .. '\n' .. ARGV[5] .. seq .. ARGV[6])
 return seq
 `)
 
@@ -78,10 +75,8 @@ func (b *Bus) Push(ctx context.Context, interval time.Duration, frame func() (he
 		seen := b.lastSeq
 		b.pushMu.Unlock()
 		head, tail := frame()
-		due := time.Now().Add(wait)
-		lctx, cancel := context.WithDeadline(ctx, due)
-		expiry := strconv.FormatInt(due.UnixMilli(), 10)
-		seq, err := leaseScript.Run(lctx, b.r.Client, []string{leaseKey, seqKey}, b.r.ID, lease, seen, BusChannel, head, tail, expiry).Uint64()
+		lctx, cancel := context.WithTimeout(ctx, wait)
+		seq, err := leaseScript.Run(lctx, b.r.Client, []string{leaseKey, seqKey}, b.r.ID, lease, seen, BusChannel, head, tail).Uint64()
 		cancel()
 		if ctx.Err() != nil {
 			return

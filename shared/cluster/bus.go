@@ -174,9 +174,9 @@ func (b *Bus) Broadcast(frame []byte, done func(remote int)) {
 
 // header is the first line of a message on BusChannel, but its last
 // field: kind (b broadcast, p push), origin replica, the request id (0:
-// send no answer) or the push's seq, and the expiry (unix ms; stamp),
-// past which a replica drops it. A push's is written by leaseScript, in
-// Redis, where its seq is known.
+// send no answer) or the push's seq, and a broadcast's expiry (unix ms;
+// stamp), past which a replica drops it. A push's is written by
+// leaseScript, in Redis, where its seq is known; it has no expiry.
 func header(kind byte, origin string, n uint64) string {
 	return string(kind) + " " + origin + " " + strconv.FormatUint(n, 10)
 }

@@ -68,7 +68,11 @@ func chunkedPost(t *testing.T, url, body string) (int, string, string) {
 func TestChunkedPost(t *testing.T) { forEngines(t, testChunkedPost) }
 
 func testChunkedPost(t *testing.T, engine string) {
-	served := start(t, engine, socketio.Empty, nil)
+	// The client runs its long-poll GET and its POSTs on one queue: when
+	// the GET after the OPEN is queued before the CONNECT's POST (more
+	// likely on a busy machine), the CONNECT goes out only once the next
+	// ping ends that GET. A short ping interval keeps that wait short.
+	served := start(t, engine, socketio.Empty, func(c *config.Config) { c.PingInterval = time.Second })
 	if !pollingOnly(t, served.url, 20*time.Second) {
 		t.Fatal("the Go client over polling did not connect")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
 	"github.com/knowngood/knowngood/shared/cluster/sioredis"
+	"github.com/knowngood/knowngood/shared/hops"
 )
 
 // onConnect runs after the CONNECT ack was written for a namespace: the
@@ -48,6 +49,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 			return
 		}
 		args, ack := splitAck(args[1:])
+		s.stampHops(args, hops.Received)
 		if events == nil {
 			h(s, sock, args, ack)
 			return
@@ -82,6 +84,7 @@ func eventHandler(name string) handler {
 // echo: the arguments come back in the ack (or as an "echo" event when
 // the client asked for no ack).
 func (s *Server) onEcho(sock *socket.Socket, args []any, ack socket.Ack) {
+	s.stampHops(args, hops.Sent)
 	if ack == nil {
 		s.emit(sock, "echo", args...)
 		return
@@ -92,6 +95,7 @@ func (s *Server) onEcho(sock *socket.Socket, args []any, ack socket.Ack) {
 // message: the arguments come back as a "message-back" event, and the ack,
 // if asked for, is empty.
 func (s *Server) onMessage(sock *socket.Socket, args []any, ack socket.Ack) {
+	s.stampHops(args, hops.Sent)
 	s.emit(sock, "message-back", args...)
 	if ack != nil {
 		s.ack(ack)
@@ -101,6 +105,7 @@ func (s *Server) onMessage(sock *socket.Socket, args []any, ack socket.Ack) {
 // message-with-ack: the arguments come back in the ack.
 func (s *Server) onMessageWithAck(_ *socket.Socket, args []any, ack socket.Ack) {
 	if ack != nil {
+		s.stampHops(args, hops.Sent)
 		s.ack(ack, args...)
 	}
 }
@@ -110,6 +115,7 @@ func (s *Server) onMessageWithAck(_ *socket.Socket, args []any, ack socket.Ack) 
 // (cluster-wide with -redis: see ackCount).
 func (s *Server) onBroadcast(sock *socket.Socket, args []any, ack socket.Ack) {
 	listeners := sock.Nsp().Sockets().Len()
+	s.stampHops(args, hops.Sent)
 	_ = sock.Nsp().Emit("broadcast", args...)
 	s.m.Sent(listeners, 0)
 	if ack != nil {
@@ -129,6 +135,7 @@ func (s *Server) onBroadcastRoom(sock *socket.Socket, args []any, ack socket.Ack
 		if ids, ok := sock.Nsp().Adapter().Rooms().Load(socket.Room(room)); ok {
 			listeners = ids.Len()
 		}
+		s.stampHops(args, hops.Sent)
 		_ = sock.Nsp().To(socket.Room(room)).Emit("broadcast", args...)
 		s.m.Sent(listeners, 0)
 	}
@@ -202,6 +209,15 @@ func (s *Server) withFaults(sock *socket.Socket, events *atomic.Int64, handle fu
 func (s *Server) emit(sock *socket.Socket, event string, args ...any) {
 	if err := sock.Emit(event, args...); err == nil {
 		s.m.Sent(1, 0)
+	}
+}
+
+// stampHops sets stamp in every argument that asks for hop stamps, and
+// times the hop it ends (see shared/hops).
+func (s *Server) stampHops(args []any, stamp string) {
+	now := time.Now()
+	for _, a := range args {
+		hops.Value(a, stamp, now, s.m.Hop)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/knowngood/knowngood/shared/hops"
 	"github.com/knowngood/knowngood/shared/sioengine"
 )
 
@@ -68,6 +69,7 @@ func (n *native) event(s *sioengine.Socket, e *sioengine.Event) {
 	if h == nil {
 		return
 	}
+	n.stampHops(e.Args, hops.Received)
 	if n.faults == nil {
 		h(n, s, e)
 		return
@@ -97,6 +99,7 @@ func (n *native) withFaults(s *sioengine.Socket, events *atomic.Int64, handle fu
 }
 
 func (n *native) onEcho(s *sioengine.Socket, e *sioengine.Event) {
+	n.stampHops(e.Args, hops.Sent)
 	if !e.HasAck() {
 		n.emitWith(s, "echo", e.Args, e.Attachments)
 		return
@@ -105,6 +108,7 @@ func (n *native) onEcho(s *sioengine.Socket, e *sioengine.Event) {
 }
 
 func (n *native) onMessage(s *sioengine.Socket, e *sioengine.Event) {
+	n.stampHops(e.Args, hops.Sent)
 	n.emitWith(s, "message-back", e.Args, e.Attachments)
 	if e.HasAck() {
 		n.ack(e, nil, nil)
@@ -113,11 +117,13 @@ func (n *native) onMessage(s *sioengine.Socket, e *sioengine.Event) {
 
 func (n *native) onMessageWithAck(_ *sioengine.Socket, e *sioengine.Event) {
 	if e.HasAck() {
+		n.stampHops(e.Args, hops.Sent)
 		n.ack(e, e.Args, e.Attachments)
 	}
 }
 
 func (n *native) onBroadcast(s *sioengine.Socket, e *sioengine.Event) {
+	n.stampHops(e.Args, hops.Sent)
 	listeners := s.Namespace().Broadcast("", "broadcast", e.Args, e.Attachments)
 	n.m.Sent(listeners, 0)
 	n.publish(s, "", e.Args, e.Attachments)
@@ -132,6 +138,7 @@ func (n *native) onBroadcastRoom(s *sioengine.Socket, e *sioengine.Event) {
 		room, args = roomName(args[0]), args[1:]
 	}
 	if room != "" {
+		n.stampHops(args, hops.Sent)
 		listeners = s.Namespace().Broadcast(room, "broadcast", args, e.Attachments)
 		n.m.Sent(listeners, 0)
 		n.publish(s, room, args, e.Attachments)
@@ -163,6 +170,15 @@ func roomName(arg json.RawMessage) string {
 		return ""
 	}
 	return fmt.Sprint(v)
+}
+
+// stampHops sets stamp in every argument that asks for hop stamps, and
+// times the hop it ends (see shared/hops).
+func (n *native) stampHops(args []json.RawMessage, stamp string) {
+	now := time.Now()
+	for i, a := range args {
+		args[i] = hops.JSON(a, stamp, now, n.m.Hop)
+	}
 }
 
 func (n *native) emit(s *sioengine.Socket, event string, args ...json.RawMessage) {

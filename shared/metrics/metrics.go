@@ -60,11 +60,13 @@ type Metrics struct {
 	clusterPartial    *prometheus.CounterVec
 	loopHolds         *prometheus.CounterVec
 	interop           *prometheus.CounterVec
+	hops              *prometheus.HistogramVec
 
 	// handshakeHist keeps exact percentiles for /stats, which the
 	// Prometheus histogram's buckets cannot give.
 	mu            sync.Mutex
 	handshakeHist *hdrhistogram.Histogram
+	hopHist       map[string]*hdrhistogram.Histogram // by hop, made on first sight
 }
 
 // NewRegistry is a target process's own registry, never the global one:
@@ -134,8 +136,13 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 		interop: f.counterVec("interop_requests_total",
 			"Requests this target served that a known server mishandles, by kind: chunked_post, a polling POST without Content-Length "+
 				"(Transfer-Encoding: chunked, as the zishang520 Go client sends), which python-engineio 4 reads as empty: it answers 200 OK and drops the packets.", "kind"),
+		hops: f.histogramVec("hop_seconds",
+			"Events that asked for hop stamps (a \"hops\" object in an argument), timed by hop: client_to_replica (the client's send time \"t\" to the handler), "+
+				"replica (the handler to the answer handed over), redis (handed over by one replica to read from Redis by another).",
+			prometheus.ExponentialBucketsRange(0.00005, 60, 24), "hop"),
 
 		handshakeHist: protocol.NewHistogram(),
+		hopHist:       map[string]*hdrhistogram.Histogram{},
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
@@ -288,6 +295,22 @@ func (m *Metrics) Sent(msgs, bytes int) {
 	if bytes != 0 {
 		m.sentBytes.Add(float64(bytes))
 	}
+}
+
+// Hop records one hop of a stamped event (shared/hops).
+func (m *Metrics) Hop(hop string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.hops.WithLabelValues(hop).Observe(d.Seconds())
+	m.mu.Lock()
+	h := m.hopHist[hop]
+	if h == nil {
+		h = protocol.NewHistogram()
+		m.hopHist[hop] = h
+	}
+	_ = h.RecordValue(max(d.Microseconds(), 1))
+	m.mu.Unlock()
 }
 
 // Fanout records the time one broadcast took to reach every send queue

@@ -7,6 +7,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/schedlat"
 )
 
 // Snapshot returns the /stats document: the registry's own figures, so that
@@ -37,9 +38,16 @@ func (m *Metrics) Snapshot() protocol.Stats {
 		}
 	}
 	s.Goroutines = runtime.NumGoroutine()
+	s.SchedLatency = protocol.DistributionOf(schedlat.Buckets())
 	m.mu.Lock()
 	s.HandshakeLatency = protocol.LatencyOf(m.handshakeHist)
 	s.HandshakeHistogram = protocol.Buckets(m.handshakeHist)
+	for hop, h := range m.hopHist {
+		if s.Hops == nil {
+			s.Hops = map[string]protocol.Distribution{}
+		}
+		s.Hops[hop] = protocol.DistributionOf(protocol.Buckets(h))
+	}
 	m.mu.Unlock()
 	return s
 }

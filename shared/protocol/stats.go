@@ -81,6 +81,16 @@ type Stats struct {
 	// Content-Length, whose packets python-engineio 4 drops).
 	InteropRequests map[string]uint64 `json:"interop_requests"`
 
+	// Hops times the events that asked for hop stamps (shared/hops), by
+	// hop (client_to_replica, replica, redis): each as a summary and as
+	// non-empty buckets, so that a diff gives the hops of its own window.
+	Hops map[string]Distribution `json:"hops,omitempty"`
+	// SchedLatency is how long the process's goroutines waited to run
+	// once ready (the Go runtime's /sched/latencies:seconds): high, and
+	// the process itself held what it serves, short of CPU or behind its
+	// own goroutines.
+	SchedLatency Distribution `json:"sched_latency"`
+
 	// CPUSeconds is the process's user+system CPU time; ResidentBytes its
 	// resident memory. A diff gives the CPU the run cost the server.
 	CPUSeconds    float64 `json:"cpu_seconds"`
@@ -89,6 +99,13 @@ type Stats struct {
 	// /metrics): one or two per connection on the net/http variants, so a
 	// count that keeps rising after the clients left is a leak.
 	Goroutines int `json:"goroutines"`
+}
+
+// Distribution is a latency's summary and its non-empty buckets, so that
+// the distribution between two snapshots can be computed (DiffBuckets).
+type Distribution struct {
+	Latency   Latency  `json:"latency"`
+	Histogram []Bucket `json:"histogram"`
 }
 
 // Latency is a set of percentiles, in seconds.
@@ -149,9 +166,9 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	}
 }
 
-// histogramOf rebuilds a histogram from buckets; a negative count (which a
+// HistogramOf rebuilds a histogram from buckets; a negative count (which a
 // diff of snapshots from two different processes could produce) is skipped.
-func histogramOf(buckets []Bucket) *hdrhistogram.Histogram {
+func HistogramOf(buckets []Bucket) *hdrhistogram.Histogram {
 	h := NewHistogram()
 	for _, b := range buckets {
 		if b.Count > 0 {
@@ -173,17 +190,17 @@ func Diff(before, after Stats) Stats {
 	for transport, counts := range after.HandshakesByTransport {
 		d.HandshakesByTransport[transport] = diffMap(before.HandshakesByTransport[transport], counts)
 	}
-	prev := map[int64]int64{}
-	for _, b := range before.HandshakeHistogram {
-		prev[b.UpToMicros] = b.Count
-	}
-	d.HandshakeHistogram = []Bucket{}
-	for _, b := range after.HandshakeHistogram {
-		if n := b.Count - prev[b.UpToMicros]; n > 0 {
-			d.HandshakeHistogram = append(d.HandshakeHistogram, Bucket{UpToMicros: b.UpToMicros, Count: n})
+	d.HandshakeHistogram = DiffBuckets(before.HandshakeHistogram, after.HandshakeHistogram)
+	d.HandshakeLatency = LatencyOf(HistogramOf(d.HandshakeHistogram))
+	if after.Hops != nil {
+		d.Hops = map[string]Distribution{}
+		for hop, h := range after.Hops {
+			buckets := DiffBuckets(before.Hops[hop].Histogram, h.Histogram)
+			if len(buckets) > 0 {
+				d.Hops[hop] = DistributionOf(buckets)
+			}
 		}
 	}
-	d.HandshakeLatency = LatencyOf(histogramOf(d.HandshakeHistogram))
 	d.MessagesReceived = after.MessagesReceived - before.MessagesReceived
 	d.MessagesSent = after.MessagesSent - before.MessagesSent
 	d.BytesReceived = after.BytesReceived - before.BytesReceived
@@ -202,7 +219,28 @@ func Diff(before, after Stats) Stats {
 	d.LoopHolds = diffMap(before.LoopHolds, after.LoopHolds)
 	d.InteropRequests = diffMap(before.InteropRequests, after.InteropRequests)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
+	d.SchedLatency = DistributionOf(DiffBuckets(before.SchedLatency.Histogram, after.SchedLatency.Histogram))
 	return d
+}
+
+// DistributionOf is the distribution of buckets.
+func DistributionOf(buckets []Bucket) Distribution {
+	return Distribution{Latency: LatencyOf(HistogramOf(buckets)), Histogram: buckets}
+}
+
+// DiffBuckets is the buckets of after less those of before.
+func DiffBuckets(before, after []Bucket) []Bucket {
+	prev := map[int64]int64{}
+	for _, b := range before {
+		prev[b.UpToMicros] = b.Count
+	}
+	out := []Bucket{}
+	for _, b := range after {
+		if n := b.Count - prev[b.UpToMicros]; n > 0 {
+			out = append(out, Bucket{UpToMicros: b.UpToMicros, Count: n})
+		}
+	}
+	return out
 }
 
 // diffMap subtracts before from after and leaves out the keys that did not

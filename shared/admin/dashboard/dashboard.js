@@ -34,6 +34,10 @@ const ROWS = [
   { key: "out_rate", label: "out per second", fmt: rate },
   { key: "received", label: "received", fmt: int },
   { key: "sent", label: "sent", fmt: int },
+  { group: "hops of stamped events, p99 last second (ms)" },
+  { key: "hop_client_to_replica", label: "client → replica (through nginx)", fmt: ms },
+  { key: "hop_replica", label: "inside the replica", fmt: ms },
+  { key: "hop_redis", label: "Redis, between replicas", fmt: ms },
   { group: "refused" },
   { key: "refused_emfile", label: "EMFILE (open-files limit)", fmt: int, warn: true },
   { key: "refused_accept", label: "other accept errors", fmt: int, warn: true },
@@ -58,6 +62,10 @@ const CHARTS = [
   { id: "goroutines", title: "goroutines", each: "goroutines", whole: true },
 ];
 
+// HOPS are the hops a target times for the events that ask for stamps (a
+// "hops" object in an argument): the /stats "hops" keys.
+const HOPS = ["client_to_replica", "replica", "redis"];
+
 // Bins of the latency distribution, upper bounds in microseconds.
 const BINS = [100, 300, 1e3, 3e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 3e7, Infinity];
 
@@ -77,7 +85,16 @@ function figures(cur, prev) {
   const rateOf = (f) => (prev && dt > 0 ? Math.max(0, (f(cur) - f(prev)) / dt) : null);
   const emfile = (cur.accept_errors || {}).EMFILE || 0;
   const interval = prev && dt > 0 ? bucketDiff(prev.handshake_histogram, cur.handshake_histogram) : [];
+  const hopIntervals = {};
+  const hops = {};
+  for (const hop of HOPS) {
+    const histogram = (doc) => ((doc.hops || {})[hop] || {}).histogram || [];
+    hopIntervals[hop] = prev && dt > 0 ? bucketDiff(histogram(prev), histogram(cur)) : [];
+    hops["hop_" + hop] = percentile(hopIntervals[hop], 0.99);
+  }
   return {
+    ...hops,
+    hopIntervals: hopIntervals,
     active: cur.connections_active,
     opened: cur.connections_total,
     closed: sum(cur.disconnects),
@@ -122,6 +139,9 @@ function total(cols, docs) {
   const interval = mergeBuckets(live.map((c) => c.interval));
   t.p50 = percentile(interval, 0.5);
   t.p99 = percentile(interval, 0.99);
+  for (const hop of HOPS) {
+    t["hop_" + hop] = percentile(mergeBuckets(live.map((c) => c.hopIntervals[hop])), 0.99);
+  }
   const all = mergeBuckets(docs.filter((d) => d).map((d) => d.handshake_histogram || []));
   t.p50_all = percentile(all, 0.5);
   t.p99_all = percentile(all, 0.99);

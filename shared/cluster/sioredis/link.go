@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/knowngood/knowngood/shared/cluster"
+	"github.com/knowngood/knowngood/shared/hops"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
@@ -374,6 +375,12 @@ func (k *link) onBroadcast(channel string, payload []byte) {
 		return
 	}
 	k.opts.Metrics.Cluster(metrics.ClusterIn, metrics.ClusterOK, 1)
+	if data := msg.Packet.Data; len(data) > 1 {
+		now := time.Now()
+		for _, arg := range data[1:] { // after the event's name
+			hops.Value(arg, hops.Delivered, now, k.opts.Metrics.Hop)
+		}
+	}
 	n := k.local.deliver(msg.Packet, roomNames(msg.Opts.Rooms), roomNames(msg.Opts.Except), msg.Opts.Flags)
 	if k.opts.Delivered != nil {
 		k.opts.Delivered(n)

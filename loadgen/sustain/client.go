@@ -104,12 +104,20 @@ func (c *client) emit(gen int) {
 	conn := c.conn
 	c.mu.Unlock()
 	t0 := time.Now()
+	var ask any
+	if r.cfg.Hops {
+		ask = askStamps(t0)
+	}
 	r.counts.emits.Add(1)
-	conn.emitWithAck(r.cfg.Event, payload, func(arg string, err error) {
+	conn.emitWithAck(r.cfg.Event, payload, ask, func(arg string, echoed any, err error) {
 		if err == nil && arg != payload {
 			err = errors.New("ack without the payload")
 		}
-		r.onAck(time.Since(t0), err)
+		arrival := time.Now()
+		r.onAck(arrival.Sub(t0), err)
+		if err == nil && ask != nil {
+			r.emitHops.record(stampsOf(echoed), arrival)
+		}
 	})
 	c.schedule(gen)
 }

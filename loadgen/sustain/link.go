@@ -22,9 +22,10 @@ const (
 // link is one connected client's connection, whichever library holds it.
 type link interface {
 	emit(event string, args ...any) error
-	// emitWithAck sends event with one string argument; done gets the
-	// ack's one string argument, or the error.
-	emitWithAck(event, arg string, done func(arg string, err error))
+	// emitWithAck sends event with one string argument, and ask after it
+	// unless nil; done gets the ack's string argument and what came back
+	// for ask (nil without it), or the error.
+	emitWithAck(event, arg string, ask any, done func(arg string, echoed any, err error))
 	close()
 }
 
@@ -45,13 +46,11 @@ func (r *run) dial(ctx context.Context, id int, lost func()) (link, error) {
 			if name != "broadcast" {
 				return
 			}
-			var push struct {
-				T int64 `json:"t"`
-			}
+			var st stamps
 			if len(args) > 0 {
-				_ = json.Unmarshal(args[0], &push)
+				st = stampsOf(args[0])
 			}
-			r.onPush(push.T)
+			r.onPush(st)
 		}})
 	if err != nil {
 		return nil, err
@@ -64,20 +63,28 @@ type leanLink struct{ c *siolite.Conn }
 func (l leanLink) emit(event string, args ...any) error { return l.c.Emit(event, args...) }
 func (l leanLink) close()                               { _ = l.c.Close() }
 
-func (l leanLink) emitWithAck(event, arg string, done func(string, error)) {
-	err := l.c.EmitWithAck(event, []any{arg}, func(args []json.RawMessage, err error) {
+func (l leanLink) emitWithAck(event, arg string, ask any, done func(string, any, error)) {
+	sent := []any{arg}
+	if ask != nil {
+		sent = append(sent, ask)
+	}
+	err := l.c.EmitWithAck(event, sent, func(args []json.RawMessage, err error) {
 		var got string
-		if err == nil && (len(args) != 1 || json.Unmarshal(args[0], &got) != nil) {
+		var echoed any
+		if err == nil && (len(args) != len(sent) || json.Unmarshal(args[0], &got) != nil) {
 			err = errors.New("ack without the payload")
 		}
-		done(got, err)
+		if err == nil && ask != nil {
+			echoed = args[1]
+		}
+		done(got, echoed, err)
 	})
 	// ErrClosed: the connection closed between the emit's timer and its
 	// write, and the emit never went out; a close by the server is
 	// counted as a lost connection, and one by the client (churn, the
 	// end) is no ack error.
 	if err != nil && !errors.Is(err, siolite.ErrClosed) {
-		done("", err)
+		done("", nil, err)
 	}
 }
 
@@ -86,12 +93,11 @@ func (r *run) dialZishang(ctx context.Context, lost func()) (link, error) {
 	opts := r.opts
 	opts.OnSocket = func(s *socket.Socket) {
 		s.On("broadcast", func(args ...any) {
-			var sent int64
-			if m, ok := sioclient.FirstArg[map[string]any](args); ok {
-				t, _ := m["t"].(float64)
-				sent = int64(t)
+			var st stamps
+			if len(args) > 0 {
+				st = stampsOf(args[0])
 			}
-			r.onPush(sent)
+			r.onPush(st)
 		})
 		s.On("disconnect", func(...any) { lost() })
 	}
@@ -113,12 +119,20 @@ type zishangLink struct{ c *sioclient.Conn }
 func (z zishangLink) emit(event string, args ...any) error { return z.c.Socket().Emit(event, args...) }
 func (z zishangLink) close()                               { _ = z.c.Close() }
 
-func (z zishangLink) emitWithAck(event, arg string, done func(string, error)) {
-	z.c.Socket().EmitWithAck(event, arg)(func(args []any, err error) {
+func (z zishangLink) emitWithAck(event, arg string, ask any, done func(string, any, error)) {
+	sent := []any{arg}
+	if ask != nil {
+		sent = append(sent, ask)
+	}
+	z.c.Socket().EmitWithAck(event, sent...)(func(args []any, err error) {
 		got, ok := sioclient.FirstArg[string](args)
-		if err == nil && (!ok || len(args) != 1) {
+		var echoed any
+		if err == nil && (!ok || len(args) != len(sent)) {
 			err = errors.New("ack without the payload")
 		}
-		done(got, err)
+		if err == nil && ask != nil {
+			echoed = args[1]
+		}
+		done(got, echoed, err)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/schedlat"
 )
 
 // Step is one step's figures, over its window.
@@ -49,9 +50,18 @@ type Step struct {
 	EmitBuckets []protocol.Bucket `json:"emit_buckets"`
 	PushLatency protocol.Latency  `json:"push_latency"`
 	PushBuckets []protocol.Bucket `json:"push_buckets"`
+	// The same split by hop (shared/hops), with -hops against a target
+	// that stamps.
+	EmitHops map[string]protocol.Distribution `json:"emit_hops,omitempty"`
+	PushHops map[string]protocol.Distribution `json:"push_hops,omitempty"`
 	// This process's CPU over the step and its resident memory at the end.
 	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
 	ClientRSSBytes   float64 `json:"client_rss_bytes"`
+	// How long this process's goroutines (its readers, writers and
+	// timers) waited to run once ready, over the step (the Go runtime's
+	// scheduling latency): high, and the client itself held messages.
+	ClientSchedP50S float64 `json:"client_sched_p50_s"`
+	ClientSchedP99S float64 `json:"client_sched_p99_s"`
 }
 
 // Report is a run of the scenario.
@@ -116,6 +126,10 @@ func (r *run) take(k int, start time.Time, cpu0 float64) Step {
 	s.ClientCPUSeconds, s.ClientRSSBytes = proc.SelfCPUSeconds()-cpu0, rss()
 	s.EmitLatency, s.EmitBuckets = protocol.LatencyOf(emit), protocol.Buckets(emit)
 	s.PushLatency, s.PushBuckets = protocol.LatencyOf(push), protocol.Buckets(push)
+	s.EmitHops, s.PushHops = r.emitHops.take(), r.pushHops.take()
+	var sched protocol.Distribution
+	sched, r.sched = schedlat.Since(r.sched)
+	s.ClientSchedP50S, s.ClientSchedP99S = sched.Latency.P50, sched.Latency.P99
 	return s
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/sioclient"
 	"github.com/knowngood/knowngood/loadgen/siolite"
 	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/schedlat"
 )
 
 // settleWait bounds the wait for the server to see the run's connections
@@ -64,6 +65,9 @@ type run struct {
 	latMu   sync.Mutex
 	emitLat *hdrhistogram.Histogram // this step's, µs
 	pushLat *hdrhistogram.Histogram
+	// emitHops and pushHops split this step's by hop (-hops).
+	emitHops, pushHops hopHists
+	sched              []protocol.Bucket // this process's scheduling latency at the step's start
 
 	rep *Report
 }
@@ -97,6 +101,7 @@ func (r *run) Prepare(context.Context, *scenario.Frame) error { return nil }
 func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	cfg := r.cfg
 	r.start = time.Now()
+	r.sched = schedlat.Buckets()
 	r.rep = newReport(cfg)
 	if f.Before != nil && f.Before.Err != nil {
 		r.rep.ServerError = fmt.Sprintf("no /stats from %s: %v", cfg.Admin, f.Before.Err)
@@ -243,7 +248,12 @@ func (r *run) push() (stop func()) {
 				}
 				room := "room-" + strconv.Itoa(seq%r.cfg.Rooms)
 				seq++
-				_ = conn.emit("broadcast-room", room, map[string]any{"t": time.Now().UnixMicro(), "from": c.id})
+				push := map[string]any{"t": time.Now().UnixMicro(), "from": c.id}
+				if r.cfg.Hops {
+					push = askStamps(time.Now())
+					push["from"] = c.id
+				}
+				_ = conn.emit("broadcast-room", room, push)
 				r.counts.pushesSent.Add(1)
 				break
 			}
@@ -253,16 +263,19 @@ func (r *run) push() (stop func()) {
 }
 
 // onPush counts a "broadcast" event and times it from its payload's send
-// time (µs since the epoch; 0 when it has none).
-func (r *run) onPush(sent int64) {
+// time (µs since the epoch; 0 when it has none), and by hop when it has
+// hop stamps.
+func (r *run) onPush(st stamps) {
 	r.counts.pushesReceived.Add(1)
-	if sent <= 0 {
+	if st.T <= 0 {
 		return
 	}
-	us := max(1, time.Now().UnixMicro()-sent)
+	arrival := time.Now()
+	us := max(1, arrival.UnixMicro()-st.T)
 	r.latMu.Lock()
 	_ = r.pushLat.RecordValue(us)
 	r.latMu.Unlock()
+	r.pushHops.record(st, arrival)
 }
 
 // onAck records an emit's ack.

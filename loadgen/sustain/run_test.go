@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/internal/siotest"
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/hops"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -37,7 +39,7 @@ func config(url, admin string) Config {
 	return Config{Common: scenario.Common{URL: url, Admin: admin}, N: 60, Steps: 2, StepDuration: 2 * time.Second,
 		EmitMin: 100 * time.Millisecond, EmitMax: 200 * time.Millisecond, Event: "echo", Rooms: 3, PushRate: 20,
 		Deadline: 10 * time.Second, AckTimeout: 5 * time.Second, Inflight: 20, Reconnect: true,
-		Backoff: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond, Client: ClientLean}
+		Backoff: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond, Client: ClientLean, Hops: true}
 }
 
 // clients are the -client values, each run through the same checks.
@@ -92,7 +94,21 @@ func checkRun(t *testing.T, cfg Config) {
 		t.Errorf("step 2: %d acks, %d pushes sent, %d received; in all %d emits, %d acks", s.Acks, s.PushesSent, s.PushesReceived, emits, acks)
 	}
 	if rep.Server == nil || rep.Server.Handshakes[protocol.ResultOK] != 60 {
-		t.Errorf("server view %+v; want 60 handshakes ok", rep.Server)
+		t.Fatalf("server view %+v; want 60 handshakes ok", rep.Server)
+	}
+	// -hops: the emits and pushes of the step split by hop, each hop the
+	// target timed also in its own view. One replica: no Redis hop.
+	for kind, split := range map[string]map[string]protocol.Distribution{"emit": s.EmitHops, "push": s.PushHops} {
+		for _, hop := range []string{hops.ClientToReplica, hops.Replica, hops.ReplicaToClient} {
+			if split[hop].Latency.Count == 0 {
+				t.Errorf("step 2: no %s timed by hop %s (split %v)", kind, hop, slices.Collect(maps.Keys(split)))
+			}
+		}
+	}
+	for _, hop := range []string{hops.ClientToReplica, hops.Replica} {
+		if rep.Server.Hops[hop].Latency.Count == 0 {
+			t.Errorf("the server's view times no %s hop", hop)
+		}
 	}
 	var table strings.Builder
 	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "60 clients connected at least once") ||

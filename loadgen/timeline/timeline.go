@@ -249,7 +249,9 @@ func Total(samples []Sample) (count, errors int64) {
 // HistogramOf rebuilds a protocol.NewHistogram from its non-empty buckets
 // (protocol.Buckets): the same counts in the same buckets, so that the
 // percentiles of several runs' histograms added together are exact.
-func HistogramOf(buckets []protocol.Bucket) *hdrhistogram.Histogram { return protocol.HistogramOf(buckets) }
+func HistogramOf(buckets []protocol.Bucket) *hdrhistogram.Histogram {
+	return protocol.HistogramOf(buckets)
+}
 
 // MergeSamples adds up the samples of runs that went on at the same time
 // (the shards of one run), second by second: the counts and errors add

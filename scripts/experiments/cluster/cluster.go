@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
@@ -180,6 +181,26 @@ func (c *cluster) kill(stderr io.Writer) {
 	}
 	c.killed = r
 	fmt.Fprintf(stderr, "killed %s (pid %d)\n", r.name, r.p.PID())
+}
+
+// stall stops the last replica for d (or until ctx ends) and lets it go
+// on: every descriptor and timer it holds waits, as in a loop that
+// blocks. It returns the replica, nil when it could not be stopped.
+func (c *cluster) stall(ctx context.Context, d time.Duration, stderr io.Writer) *replica {
+	r := c.replicas[len(c.replicas)-1]
+	if err := r.p.Signal(stopSignal); err != nil {
+		fmt.Fprintf(stderr, "stop %s: %v\n", r.name, err)
+		return nil
+	}
+	fmt.Fprintf(stderr, "stopped %s (pid %d) for %s\n", r.name, r.p.PID(), d)
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	if err := r.p.Signal(contSignal); err != nil {
+		fmt.Fprintf(stderr, "continue %s: %v\n", r.name, err)
+	}
+	return r
 }
 
 func (c *cluster) wasKilled(r *replica) bool {

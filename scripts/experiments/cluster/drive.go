@@ -26,6 +26,7 @@ type results struct {
 	samples []sample // [0] at the start, [k] at step k's end
 	shards  []*sustain.Report
 	killAt  time.Time // zero: no replica killed
+	stalled *replica  // -stall-replica's, once stopped and let go on
 	final   sample    // after the shards exited
 }
 
@@ -66,7 +67,8 @@ func (g procRead) cpuSince(a procRead) float64 {
 }
 
 // drive runs the loadgen shards through the steps, reading every process
-// at each step's end, and kills a replica at -kill-replica.
+// at each step's end, kills a replica at -kill-replica and stalls one at
+// -stall-replica.
 func drive(ctx context.Context, o options, sz sizing, c *cluster, bins *benchrun.Binaries, stderr io.Writer) (*results, error) {
 	res := &results{}
 	res.samples = append(res.samples, c.read(nil))
@@ -85,6 +87,15 @@ func drive(ctx context.Context, o options, sz sizing, c *cluster, bins *benchrun
 			case <-time.After(time.Until(res.start.Add(o.killAt))):
 				res.killAt = time.Now()
 				c.kill(stderr)
+			}
+		})
+	}
+	if o.stallFor > 0 {
+		killWG.Go(func() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Until(res.start.Add(o.stallAt))):
+				res.stalled = c.stall(ctx, o.stallFor, stderr)
 			}
 		})
 	}

@@ -68,6 +68,8 @@ type options struct {
 	fault        string
 	redisShards  int
 	killAt       time.Duration // 0 = no kill
+	stallAt      time.Duration // -stall-replica: when the last replica stops...
+	stallFor     time.Duration // ...and for how long (0 = no stall)
 	churn        float64
 	engine       string
 	nativeLib    string
@@ -110,6 +112,16 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.fault, "fault", "", "a failure to show: emfile (one replica under a low open-files limit) or leak-timers (every replica with -fault-leak-timers, the clients churning)")
 	fs.IntVar(&o.redisShards, "redis-shards", 1, "Redis servers the rooms are spread over by hash")
 	fs.DurationVar(&o.killAt, "kill-replica", 0, "kill one replica (SIGKILL) this long into the run (0 = none); its clients reconnect to the others")
+	fs.Func("stall-replica", "`AT:DURATION`: stop the last replica (SIGSTOP) AT into the run, and let it go on (SIGCONT) DURATION later, as a replica whose loop stalls; the hop verdict should name it", func(v string) error {
+		at, dur, ok := strings.Cut(v, ":")
+		var err1, err2 error
+		o.stallAt, err1 = time.ParseDuration(at)
+		o.stallFor, err2 = time.ParseDuration(dur)
+		if !ok || err1 != nil || err2 != nil || o.stallAt <= 0 || o.stallFor <= 0 {
+			return errors.New("want AT:DURATION, two positive durations (30s:3s)")
+		}
+		return nil
+	})
 	fs.Float64Var(&o.churn, "churn", -1, "share of the clients that disconnect and connect again at each step (default 0, and 0.5 with -fault leak-timers)")
 	fs.StringVar(&o.engine, "engine", "", "the replicas' Socket.IO `ENGINE` (knowngood -engine); empty = the target's default")
 	fs.StringVar(&o.client, "client", "lean", "loadgen sustain's Socket.IO `CLIENT`: lean (one goroutine per connection) or zishang520 (the Go client library)")
@@ -169,6 +181,8 @@ func (o options) check() error {
 		return errors.New("invalid value for flag -redis-shards: want 1 to 16")
 	case o.killAt < 0 || o.killAt >= time.Duration(o.steps)*o.stepDuration:
 		return errors.New("invalid value for flag -kill-replica: want 0 (none) or a time inside the run (-steps x -step-duration)")
+	case o.stallAt+o.stallFor >= time.Duration(o.steps)*o.stepDuration:
+		return errors.New("invalid value for flag -stall-replica: want a stall that ends inside the run (-steps x -step-duration)")
 	case o.client != sustain.ClientLean && o.client != sustain.ClientZishang520:
 		return fmt.Errorf("invalid value %q for flag -client: want %s or %s", o.client, sustain.ClientLean, sustain.ClientZishang520)
 	case o.pingInterval < 0 || (o.pingInterval > 0 && o.pingInterval < 100*time.Millisecond):

@@ -22,6 +22,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/sustain"
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/shared/hops"
 )
 
 // The experiment runs from the repository root (scripts/cluster.sh, the
@@ -135,6 +136,34 @@ func TestRun(t *testing.T) {
 	reconciled(t, rep)
 	if rep.Limit == nil || !strings.Contains(text, "closest limit: ") {
 		t.Errorf("no verdict on the closest limit:\n%s", text)
+	}
+	// Every emit and push split by hop; the pushes cross Redis.
+	for kind, want := range map[string][]string{"emit": hopOrder("emit"), "push": hopOrder("push")} {
+		for _, hop := range want {
+			if last.hops(kind)[hop].Count == 0 {
+				t.Errorf("the last step's %ss have no %s hop: %v", kind, hop, last.hops(kind))
+			}
+		}
+	}
+	if !strings.Contains(text, "Latency by hop") || rep.LargestHeld != 300 || !strings.Contains(text, "every one held at every step, up to 300") {
+		t.Errorf("largest held %d; no hop table or step-by-step thresholds:\n%s", rep.LargestHeld, text)
+	}
+}
+
+// TestStallReplica: a replica stopped for 2 s in the second step; the
+// clients' emits to it wait, the replica's own timing of the hop says
+// so, and the verdict names it (or, when the machine's cores were
+// busy, says that instead: the cores come first).
+func TestStallReplica(t *testing.T) {
+	t.Parallel()
+	rep, text := small(t, "-stall-replica", "5s:2s")
+	s := rep.Steps[1]
+	if got := s.Replicas[1].HopP99ms[hops.ClientToReplica]; got < 1500 {
+		t.Errorf("replica2's own client->replica p99 %.0f ms at the stall's step, want about the 2 s stall", got)
+	}
+	if !strings.Contains(text, "stall: replica2 stopped (SIGSTOP) 5s into the run for 2s") ||
+		!(strings.Contains(text, "replica2 read them late") || strings.Contains(text, "cores were busy")) {
+		t.Errorf("no verdict on the stall:\n%s", text)
 	}
 }
 

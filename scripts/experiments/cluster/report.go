@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/knowngood/knowngood/loadgen/passfail"
 	"github.com/knowngood/knowngood/loadgen/sustain"
@@ -40,9 +43,13 @@ type report struct {
 	Limit              *limit            `json:"limit"`
 	Verdicts           []string          `json:"verdicts"`
 	Thresholds         []passfail.Result `json:"thresholds"`
-	Machine            string            `json:"machine"`
-	heldPerSecond      []int64           // every shard's, summed
-	emitAll            *protocol.Latency // every step's emits
+	// LargestHeld: the connections of the last step up to which every
+	// step met every threshold; LargestHeldMissed, what the next missed.
+	LargestHeld       int               `json:"largest_held"`
+	LargestHeldMissed []string          `json:"largest_held_missed,omitempty"`
+	Machine           string            `json:"machine"`
+	heldPerSecond     []int64           // every shard's, summed
+	emitAll           *protocol.Latency // every step's emits
 }
 
 // stepRow is one step: the clients' figures summed over the shards, the
@@ -64,16 +71,26 @@ type stepRow struct {
 	MsgsPerSPer  float64          `json:"msgs_per_s_per_replica"`
 	Emit         protocol.Latency `json:"emit_latency"`
 	Push         protocol.Latency `json:"push_latency"`
-	ClientCPUPct float64          `json:"client_cpu_pct"`
-	ClientRSSMiB float64          `json:"client_rss_mib"`
-	NginxCPUPct  float64          `json:"nginx_cpu_pct"`
-	NginxRSSMiB  float64          `json:"nginx_rss_mib"`
-	RedisCPUPct  []float64        `json:"redis_cpu_pct"`
-	RedisRSSMiB  []float64        `json:"redis_rss_mib"`
-	MachinePct   float64          `json:"machine_cpu_pct"`
-	MemPct       float64          `json:"mem_pct"`
-	Fds          fdRow            `json:"fds"`
-	Replicas     []replicaRow     `json:"replicas"`
+	// EmitHops and PushHops split the same by hop (shared/hops), every
+	// shard's merged.
+	EmitHops map[string]protocol.Latency `json:"emit_hops,omitempty"`
+	PushHops map[string]protocol.Latency `json:"push_hops,omitempty"`
+	// ClientSchedP99ms: the longest of the shards' Go scheduling latency
+	// p99 (how long a ready reader or writer waited to run).
+	ClientSchedP99ms float64 `json:"client_sched_p99_ms"`
+	// ReplicaSchedP99ms: the same of the replicas (their /stats), the
+	// longest.
+	ReplicaSchedP99ms float64      `json:"replica_sched_p99_ms"`
+	ClientCPUPct      float64      `json:"client_cpu_pct"`
+	ClientRSSMiB      float64      `json:"client_rss_mib"`
+	NginxCPUPct       float64      `json:"nginx_cpu_pct"`
+	NginxRSSMiB       float64      `json:"nginx_rss_mib"`
+	RedisCPUPct       []float64    `json:"redis_cpu_pct"`
+	RedisRSSMiB       []float64    `json:"redis_rss_mib"`
+	MachinePct        float64      `json:"machine_cpu_pct"`
+	MemPct            float64      `json:"mem_pct"`
+	Fds               fdRow        `json:"fds"`
+	Replicas          []replicaRow `json:"replicas"`
 }
 
 // fdRow is the most descriptors one process of each kind held.
@@ -98,6 +115,11 @@ type replicaRow struct {
 	EMFILE      uint64  `json:"emfile_refusals"` // since the start
 	LeakTimers  uint64  `json:"leak_timers"`     // since the start
 	HandshakeOK uint64  `json:"handshakes_ok"`   // in the step
+	SchedP99ms  float64 `json:"sched_p99_ms"`    // its goroutines' wait to run, in the step
+	// HopP99ms: the hops it timed itself in the step (its /stats hops),
+	// p99 by hop: client_to_replica of the events it read, redis of the
+	// broadcasts it read from Redis.
+	HopP99ms map[string]float64 `json:"hop_p99_ms,omitempty"`
 }
 
 // buildReport turns the samples and the shards' reports into the report.
@@ -111,6 +133,7 @@ func buildReport(o options, sz sizing, c *cluster, res *results, machine *benchr
 	rep.totals(res)
 	rep.Reconcile = reconcile(c, res)
 	rep.Limit = closestLimit(o, sz, rep, res)
+	rep.LargestHeld, rep.LargestHeldMissed = largestHeld(o.thresholds, rep.Steps)
 	rep.Verdicts = verdicts(o, c, rep, res)
 	rep.Thresholds = passfail.Evaluate(o.thresholds, rep.values())
 	rep.Machine = machine.Summary()
@@ -125,6 +148,7 @@ func stepOf(k int, c *cluster, res *results) stepRow {
 	pct := func(cpu0, cpu1 float64) float64 { return 100 * (cpu1 - cpu0) / win }
 	row := stepRow{Step: k, ServerActive: b.active(), Errors: map[string]int{}}
 	emit, push := protocol.NewHistogram(), protocol.NewHistogram()
+	emitHops, pushHops := hopMerge{}, hopMerge{}
 	for _, sh := range res.shards {
 		if k > len(sh.Steps) {
 			continue
@@ -143,9 +167,13 @@ func stepOf(k int, c *cluster, res *results) stepRow {
 		}
 		emit.Merge(timeline.HistogramOf(s.EmitBuckets))
 		push.Merge(timeline.HistogramOf(s.PushBuckets))
+		emitHops.add(s.EmitHops)
+		pushHops.add(s.PushHops)
+		row.ClientSchedP99ms = max(row.ClientSchedP99ms, 1000*s.ClientSchedP99S)
 	}
 	row.SuccessPct = sustain.Percent(row.Connected, row.Attempts)
 	row.Emit, row.Push = protocol.LatencyOf(emit), protocol.LatencyOf(push)
+	row.EmitHops, row.PushHops = emitHops.latencies(), pushHops.latencies()
 	row.ClientCPUPct, row.ClientRSSMiB = 100*b.clients.cpuSince(a.clients)/win, b.clients.rss/(1<<20)
 	row.NginxCPUPct, row.NginxRSSMiB = 100*b.nginx.cpuSince(a.nginx)/win, b.nginx.rss/(1<<20)
 	for i := range b.redis {
@@ -166,9 +194,33 @@ func stepOf(k int, c *cluster, res *results) stepRow {
 			alive++ // the replicas whose messages the sum holds
 		}
 		row.Replicas = append(row.Replicas, rr)
+		row.ReplicaSchedP99ms = max(row.ReplicaSchedP99ms, rr.SchedP99ms)
 	}
 	row.MsgsPerSPer = row.MsgsPerS / float64(max(alive, 1))
 	return row
+}
+
+// hopMerge merges the shards' histograms of each hop.
+type hopMerge map[string]*hdrhistogram.Histogram
+
+func (m hopMerge) add(split map[string]protocol.Distribution) {
+	for hop, h := range split {
+		if m[hop] == nil {
+			m[hop] = protocol.NewHistogram()
+		}
+		m[hop].Merge(timeline.HistogramOf(h.Histogram))
+	}
+}
+
+func (m hopMerge) latencies() map[string]protocol.Latency {
+	if len(m) == 0 {
+		return nil
+	}
+	out := map[string]protocol.Latency{}
+	for hop, h := range m {
+		out[hop] = protocol.LatencyOf(h)
+	}
+	return out
 }
 
 // replicaOf is one replica's part of a step, between readings a and b;
@@ -190,6 +242,14 @@ func replicaOf(r *replica, a, b procRead, win, base float64) replicaRow {
 	if a.stats != nil {
 		rr.MsgsPerS = float64(st.MessagesReceived+st.MessagesSent-a.stats.MessagesReceived-a.stats.MessagesSent) / win
 		rr.HandshakeOK = st.Handshakes[protocol.ResultOK] - a.stats.Handshakes[protocol.ResultOK]
+		d := protocol.Diff(*a.stats, *st)
+		rr.SchedP99ms = 1000 * d.SchedLatency.Latency.P99
+		for hop, h := range d.Hops {
+			if rr.HopP99ms == nil {
+				rr.HopP99ms = map[string]float64{}
+			}
+			rr.HopP99ms[hop] = 1000 * h.Latency.P99
+		}
 	}
 	if rr.Active > 0 {
 		rr.KiBPerConn = max(0, b.rss-base) / 1024 / float64(rr.Active)
@@ -272,4 +332,39 @@ func pingIntervalOf(o options) string {
 		return ""
 	}
 	return o.pingInterval.String()
+}
+
+// values are the metrics -threshold reads, of one step alone.
+func (s stepRow) values() passfail.Values {
+	v := passfail.Values{"success": s.SuccessPct / 100, "msgs_per_s_per_replica": s.MsgsPerSPer,
+		"mem_pct_max": s.MemPct, "lost": float64(s.Lost), "cpu_pct_max": 0}
+	for _, r := range s.Replicas {
+		v["cpu_pct_max"] = max(v["cpu_pct_max"], r.CPUPct)
+	}
+	if s.Emit.Count > 0 {
+		v["p99"] = s.Emit.P99 * 1000
+	}
+	if s.Push.Count > 0 {
+		v["push_p99"] = s.Push.P99 * 1000
+	}
+	return v
+}
+
+// largestHeld is the connections of the last step up to which every step
+// met every threshold (0 when the first did not), and the thresholds the
+// step after it missed.
+func largestHeld(thresholds []passfail.Threshold, steps []stepRow) (conns int, missed []string) {
+	for _, s := range steps {
+		for _, r := range passfail.Evaluate(thresholds, s.values()) {
+			// A figure a step has none of (no emit acked yet) is no miss.
+			if !r.OK && r.Value != nil {
+				missed = append(missed, fmt.Sprintf("%s (%.4g%s)", r.Expr, *r.Value, r.Unit))
+			}
+		}
+		if len(missed) > 0 {
+			return conns, missed
+		}
+		conns = s.Target
+	}
+	return conns, nil
 }

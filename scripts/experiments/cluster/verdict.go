@@ -187,6 +187,10 @@ func verdicts(o options, c *cluster, rep *report, res *results) []string {
 			l.Resource, l.NowPct, l.Detail, o.conns/o.steps, l.NextPct))
 	}
 	out = append(out, saturation(rep)...)
+	out = append(out, hopVerdicts(rep)...)
+	if len(o.thresholds) > 0 {
+		out = append(out, heldVerdict(rep))
+	}
 	out = append(out, emfileVerdict(c, rep)...)
 	out = append(out, leakVerdict(o, rep))
 	out = append(out, redisVerdict(rep))
@@ -196,7 +200,22 @@ func verdicts(o options, c *cluster, rep *report, res *results) []string {
 	if !res.killAt.IsZero() {
 		out = append(out, killVerdict(c, rep, res))
 	}
+	if r := res.stalled; r != nil {
+		out = append(out, fmt.Sprintf("stall: %s stopped (SIGSTOP) %s into the run for %s, then went on (SIGCONT)", r.name, o.stallAt, o.stallFor))
+	}
 	return out
+}
+
+// heldVerdict: up to which step every threshold held, step by step.
+func heldVerdict(rep *report) string {
+	switch {
+	case rep.LargestHeldMissed == nil:
+		return fmt.Sprintf("thresholds, step by step: every one held at every step, up to %d connections", rep.LargestHeld)
+	case rep.LargestHeld == 0:
+		return "thresholds, step by step: the first step missed " + strings.Join(rep.LargestHeldMissed, ", ")
+	}
+	return fmt.Sprintf("thresholds, step by step: every one held up to %d connections; the next step missed %s",
+		rep.LargestHeld, strings.Join(rep.LargestHeldMissed, ", "))
 }
 
 // busyPct is the machine's CPU use from which a step counts as saturated:

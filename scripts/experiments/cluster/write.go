@@ -60,6 +60,9 @@ func (rep *report) parts() []htmlreport.Section {
 		head += "; ping interval " + rep.PingInterval
 	}
 	parts := []htmlreport.Section{{Text: head + "\n"}, rep.stepTable()}
+	if t := rep.hopTable(); len(t.Rows) > 0 {
+		parts = append(parts, htmlreport.Section{Text: "\nLatency by hop, p50/p99 ms (client -> replica through nginx, inside the replica, Redis between replicas, replica -> client through nginx):\n"}, t)
+	}
 	if n := len(rep.Steps); n > 0 {
 		parts = append(parts, htmlreport.Section{Text: fmt.Sprintf("\nEach replica at the last step (%d):\n", n)}, replicaTable(rep.Steps[n-1]))
 	}
@@ -84,6 +87,36 @@ func (rep *report) stepTable() htmlreport.Section {
 			i64(s.Lost), i64(s.Reconnected), f0(s.MsgsPerS), f0(s.MsgsPerSPer), ms(s.Emit.P50), ms(s.Emit.P99), ms(s.Emit.Max),
 			ms(s.Push.P50), ms(s.Push.P99), ms(s.Push.Max), f0(cpu), f0(rss), joinF(s.RedisCPUPct), f0(s.NginxCPUPct),
 			f0(s.ClientCPUPct), f0(s.MachinePct), f0(s.MemPct)})
+	}
+	return t
+}
+
+// hopTable is each step's emits and pushes split by hop; empty when the
+// clients asked for no stamps (-hops=false) or the target gave none.
+func (rep *report) hopTable() htmlreport.Section {
+	t := htmlreport.Section{Columns: []string{"step", "target"}}
+	for _, kind := range []string{"emit", "push"} {
+		for _, hop := range hopOrder(kind) {
+			t.Columns = append(t.Columns, kind+" "+hopNames[hop])
+		}
+	}
+	t.Columns = append(t.Columns, "client sched p99 ms", "replica sched p99 ms")
+	for _, s := range rep.Steps {
+		if len(s.EmitHops)+len(s.PushHops) == 0 {
+			continue
+		}
+		row := []string{itoa(s.Step), itoa(s.Target)}
+		for _, kind := range []string{"emit", "push"} {
+			split := s.hops(kind)
+			for _, hop := range hopOrder(kind) {
+				cell := "-"
+				if l, ok := split[hop]; ok && l.Count > 0 {
+					cell = ms(l.P50) + "/" + ms(l.P99)
+				}
+				row = append(row, cell)
+			}
+		}
+		t.Rows = append(t.Rows, append(row, f1(s.ClientSchedP99ms), f1(s.ReplicaSchedP99ms)))
 	}
 	return t
 }

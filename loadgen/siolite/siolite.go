@@ -1,8 +1,9 @@
 // Package siolite is a lean Socket.IO v5 client over WebSocket only, for
-// holding many connections from one load process: one connection is a
-// gorilla WebSocket and one reader goroutine, which answers the server's
-// pings and hands on events and acks; writes go out under a lock from
-// whichever goroutine makes them. It speaks the namespace "/" only, with
+// holding many connections from one load process. A connection is read
+// on a Loop's event loops (Options.Loop), or is a gorilla WebSocket and
+// one reader goroutine; either answers the server's pings and hands on
+// events and acks, and writes go out under a lock from whichever
+// goroutine makes them. It speaks the namespace "/" only, with
 // JSON arguments (no binary attachments), which is what loadgen sustain
 // sends.
 //
@@ -13,6 +14,7 @@
 package siolite
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -22,10 +24,15 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
 	"github.com/gorilla/websocket"
+	"github.com/panjf2000/gnet/v2"
 )
 
 // Errors a caller may group by.
@@ -63,13 +70,32 @@ type Options struct {
 	// OnClose is called once when the connection ends other than by
 	// Close (the server closed it, a read failed, no ping came in time).
 	OnClose func(err error)
+	// Loop, when set, reads the connection on its event loops instead of
+	// a goroutine of its own (http:// only: https:// stays on one).
+	Loop *Loop
 }
 
 // Conn is one connected Socket.IO client.
 type Conn struct {
 	o  Options
-	ws *websocket.Conn
+	ws *websocket.Conn // on a goroutine: gorilla's
 	id string
+
+	// On a Loop: the bare socket and its reader until the CONNECT is
+	// done (then enrolled), then the loop's connection (g, set in OnOpen),
+	// and the loop's state of it: bytes of a frame cut short, a
+	// fragmented message, when it last read, why it ended.
+	raw      net.Conn
+	br       *bufio.Reader
+	loop     *Loop
+	g        gnet.Conn
+	carry    []byte
+	frag     []byte
+	viaLoop  bool // a write did not fit: the rest, and every write after it, go through the loop
+	fdClosed bool // OnClose has come: the descriptor is the loop's to close (under wmu)
+	pingWait time.Duration
+	lastRead atomic.Int64
+	endErr   atomic.Pointer[error]
 
 	wmu sync.Mutex // one writer at a time, as gorilla requires
 
@@ -103,6 +129,9 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if o.AckTimeout <= 0 {
 		o.AckTimeout = 10 * time.Second
 	}
+	if o.Loop != nil && o.TLS == nil && strings.HasPrefix(wsURL, "ws:") {
+		return dialOnLoop(ctx, o, wsURL)
+	}
 	d := websocket.Dialer{ReadBufferSize: 512, WriteBufferSize: 512, WriteBufferPool: &writePool,
 		TLSClientConfig: o.TLS, HandshakeTimeout: 45 * time.Second, NetDialContext: o.NetDial}
 	ws, resp, err := d.DialContext(ctx, wsURL, nil)
@@ -123,6 +152,24 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	// interval and the timeout together; so does this one.
 	pingWait := time.Duration(hs.PingInterval+hs.PingTimeout) * time.Millisecond
 	go c.read(pingWait)
+	return c, nil
+}
+
+// dialOnLoop is Dial for a connection read on o.Loop.
+func dialOnLoop(ctx context.Context, o Options, wsURL string) (*Conn, error) {
+	c, err := dialLoop(ctx, o, wsURL)
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	hs, err := c.connect(ctx)
+	if err == nil {
+		_ = c.raw.SetDeadline(time.Time{})
+		err = o.Loop.enroll(c, time.Duration(hs.PingInterval+hs.PingTimeout)*time.Millisecond)
+	}
+	if err != nil {
+		_ = c.raw.Close()
+		return nil, ctxErr(ctx, err)
+	}
 	return c, nil
 }
 
@@ -158,9 +205,9 @@ func ctxErr(ctx context.Context, err error) error {
 func (c *Conn) connect(ctx context.Context) (handshake, error) {
 	var hs handshake
 	if deadline, ok := ctx.Deadline(); ok {
-		_ = c.ws.SetReadDeadline(deadline)
+		_ = c.netConn().SetReadDeadline(deadline)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.ws.SetReadDeadline(time.Now()) })
+	stop := context.AfterFunc(ctx, func() { _ = c.netConn().SetReadDeadline(time.Now()) })
 	defer stop()
 	msg, err := c.readMessage()
 	if err != nil {
@@ -201,7 +248,18 @@ func (c *Conn) connect(ctx context.Context) (handshake, error) {
 	}
 }
 
+// netConn is the socket, before a loop takes it.
+func (c *Conn) netConn() net.Conn {
+	if c.raw != nil {
+		return c.raw
+	}
+	return c.ws.NetConn()
+}
+
 func (c *Conn) readMessage() ([]byte, error) {
+	if c.raw != nil {
+		return c.readRaw()
+	}
 	typ, msg, err := c.ws.ReadMessage()
 	if err == nil && typ != websocket.TextMessage {
 		err = errors.New("binary frame: this client sends no binary attachments")
@@ -220,13 +278,19 @@ func (c *Conn) read(pingWait time.Duration) {
 			err = c.handle(msg)
 		}
 	}
+	_ = c.ws.Close()
+	c.finish(err)
+}
+
+// finish ends the connection once its reader has stopped with err: the
+// pending acks fail, and OnClose hears of it unless Close began it.
+func (c *Conn) finish(err error) {
 	c.mu.Lock()
 	ours := c.closing
 	c.closing = true
 	acks := c.acks
 	c.acks = nil
 	c.mu.Unlock()
-	_ = c.ws.Close()
 	close(c.done) // before the callbacks, which may call Close
 	for _, p := range acks {
 		if p.timer.Stop() && !ours {
@@ -318,6 +382,13 @@ func ackID(b []byte) (int64, []byte) {
 func (c *Conn) write(packet []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	switch {
+	case c.g != nil:
+		return c.writeOnLoop(clientFrame(ws.OpText, packet))
+	case c.raw != nil:
+		_ = c.raw.SetWriteDeadline(time.Now().Add(writeWait))
+		return wsutil.WriteClientText(c.raw, packet)
+	}
 	_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
 	return c.ws.WriteMessage(websocket.TextMessage, packet)
 }
@@ -387,7 +458,16 @@ func (c *Conn) Close() error {
 	already := c.closing
 	c.closing = true
 	c.mu.Unlock()
-	if !already {
+	if !already && c.loop != nil {
+		// The DISCONNECT and the close frame, then the close, in turn on
+		// the loop; a connection already ended has its done closed.
+		c.wmu.Lock()
+		bye := append(clientFrame(ws.OpText, []byte("41")), clientFrame(ws.OpClose, ws.NewCloseFrameBody(ws.StatusNormalClosure, ""))...)
+		_ = c.writeOnLoop(bye)
+		c.wmu.Unlock()
+		// After the writes above: the loop runs its tasks in order.
+		_ = c.g.Close()
+	} else if !already {
 		c.wmu.Lock()
 		_ = c.ws.SetWriteDeadline(time.Now().Add(time.Second))
 		_ = c.ws.WriteMessage(websocket.TextMessage, []byte("41"))

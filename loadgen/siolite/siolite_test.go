@@ -10,10 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
 )
 
-func TestMain(m *testing.M) { harness.Main(m, harness.RemoveBuilds) }
+func TestMain(m *testing.M) {
+	// A Loop's gnet loops share gnet's package-level worker pool.
+	leaktest.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		harness.RemoveBuilds()
+		os.Exit(code)
+	}))
+}
 
 // server is one real Socket.IO server the client is checked against.
 type server struct {
@@ -50,6 +59,20 @@ var servers = []server{
 	{"node", node},
 }
 
+// onLoop runs test with the connections read on their own goroutines
+// and on a Loop; the loop is closed once the test's connections are.
+func onLoop(t *testing.T, test func(t *testing.T, loop *Loop)) {
+	t.Run("goroutine", func(t *testing.T) { test(t, nil) })
+	t.Run("loop", func(t *testing.T) {
+		loop, err := NewLoop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = loop.Close() })
+		test(t, loop)
+	})
+}
+
 func dial(t *testing.T, o Options) *Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -65,20 +88,22 @@ func dial(t *testing.T, o Options) *Conn {
 // argument back, a room push reaches the room's members, and a server
 // that dies is reported once through OnClose, with the pending ack
 // failed rather than left waiting.
-func TestAgainstServers(t *testing.T) {
+func TestAgainstServers(t *testing.T) { onLoop(t, testAgainstServers) }
+
+func testAgainstServers(t *testing.T, loop *Loop) {
 	for _, s := range servers {
 		t.Run(s.name, func(t *testing.T) {
 			url, kill := s.start(t)
 			pushes := make(chan []json.RawMessage, 4)
 			closed := make(chan error, 2)
-			member := dial(t, Options{URL: url, OnClose: func(err error) { closed <- err },
+			member := dial(t, Options{URL: url, Loop: loop, OnClose: func(err error) { closed <- err },
 				OnEvent: func(name string, args []json.RawMessage) {
 					if name == "broadcast" {
 						pushes <- args
 					}
 				}})
 			defer member.Close()
-			sender := dial(t, Options{URL: url})
+			sender := dial(t, Options{URL: url, Loop: loop})
 			defer sender.Close()
 			if member.ID() == "" {
 				t.Error("no sid from the CONNECT")
@@ -138,9 +163,11 @@ func TestAgainstServers(t *testing.T) {
 
 // TestAckTimeout: an ack that does not come fails after AckTimeout, and
 // Close drops the acks still pending without calling them.
-func TestAckTimeout(t *testing.T) {
+func TestAckTimeout(t *testing.T) { onLoop(t, testAckTimeout) }
+
+func testAckTimeout(t *testing.T, loop *Loop) {
 	url, _ := knowngood()(t)
-	c := dial(t, Options{URL: url, AckTimeout: 100 * time.Millisecond})
+	c := dial(t, Options{URL: url, Loop: loop, AckTimeout: 100 * time.Millisecond})
 	got := make(chan error, 1)
 	if err := c.EmitWithAck("no-such-event", nil, func(_ []json.RawMessage, err error) { got <- err }); err != nil {
 		t.Fatal(err)
@@ -148,7 +175,7 @@ func TestAckTimeout(t *testing.T) {
 	if err := <-got; !errors.Is(err, ErrAckTimeout) {
 		t.Errorf("got %v; want ErrAckTimeout", err)
 	}
-	c2 := dial(t, Options{URL: url, AckTimeout: time.Hour})
+	c2 := dial(t, Options{URL: url, Loop: loop, AckTimeout: time.Hour})
 	if err := c2.EmitWithAck("no-such-event", nil, func([]json.RawMessage, error) { t.Error("ack callback after Close") }); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +188,9 @@ func TestAckTimeout(t *testing.T) {
 
 // TestDeadline: a server that accepts and never answers gives
 // ErrDeadline at the context's deadline; a refused port its own error.
-func TestDeadline(t *testing.T) {
+func TestDeadline(t *testing.T) { onLoop(t, testDeadline) }
+
+func testDeadline(t *testing.T, loop *Loop) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +204,7 @@ func TestDeadline(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := Dial(ctx, Options{URL: "http://" + l.Addr().String()}); !errors.Is(err, ErrDeadline) {
+	if _, err := Dial(ctx, Options{URL: "http://" + l.Addr().String(), Loop: loop}); !errors.Is(err, ErrDeadline) {
 		t.Errorf("silent server: %v; want ErrDeadline", err)
 	}
 	(<-accepted).Close()

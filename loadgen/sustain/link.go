@@ -15,7 +15,7 @@ import (
 
 // The Socket.IO clients -client chooses from.
 const (
-	ClientLean       = "lean"       // loadgen/siolite: one goroutine per connection
+	ClientLean       = "lean"       // loadgen/siolite: on event loops (-loop) or a goroutine per connection
 	ClientZishang520 = "zishang520" // the zishang520 Go client, through loadgen/sioclient
 )
 
@@ -40,7 +40,7 @@ func (r *run) dial(ctx context.Context, id int, lost func()) (link, error) {
 	if n := len(r.cfg.Sources); n > 0 {
 		netDial = target.NetDialer(r.cfg.Sources[id%n], 0).DialContext
 	}
-	conn, err := siolite.Dial(ctx, siolite.Options{URL: r.cfg.URL, TLS: r.cfg.TLS.Config(), AckTimeout: r.cfg.AckTimeout, NetDial: netDial,
+	conn, err := siolite.Dial(ctx, siolite.Options{URL: r.cfg.URL, TLS: r.cfg.TLS.Config(), AckTimeout: r.cfg.AckTimeout, NetDial: netDial, Loop: r.loop,
 		OnClose: func(error) { lost() },
 		OnEvent: func(name string, args []json.RawMessage) {
 			if name != "broadcast" {

@@ -68,6 +68,7 @@ type run struct {
 	// emitHops and pushHops split this step's by hop (-hops).
 	emitHops, pushHops hopHists
 	sched              []protocol.Bucket // this process's scheduling latency at the step's start
+	loop               *siolite.Loop     // -loop's, nil on goroutines
 
 	rep *Report
 }
@@ -102,6 +103,13 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	cfg := r.cfg
 	r.start = time.Now()
 	r.sched = schedlat.Buckets()
+	if cfg.Client == ClientLean && cfg.Loop {
+		loop, err := siolite.NewLoop()
+		if err != nil {
+			fmt.Fprintf(r.notes, "loadgen: %v; the connections are read on goroutines\n", err)
+		}
+		r.loop = loop
+	}
 	r.rep = newReport(cfg)
 	if f.Before != nil && f.Before.Err != nil {
 		r.rep.ServerError = fmt.Sprintf("no /stats from %s: %v", cfg.Admin, f.Before.Err)
@@ -142,6 +150,9 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	stopSampling()
 	r.rep.Ever = r.ever()
 	r.closeAll()
+	if r.loop != nil {
+		_ = r.loop.Close()
+	}
 	return ctx.Err() == nil
 }
 

@@ -39,7 +39,7 @@ func config(url, admin string) Config {
 	return Config{Common: scenario.Common{URL: url, Admin: admin}, N: 60, Steps: 2, StepDuration: 2 * time.Second,
 		EmitMin: 100 * time.Millisecond, EmitMax: 200 * time.Millisecond, Event: "echo", Rooms: 3, PushRate: 20,
 		Deadline: 10 * time.Second, AckTimeout: 5 * time.Second, Inflight: 20, Reconnect: true,
-		Backoff: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond, Client: ClientLean, Hops: true}
+		Backoff: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond, Client: ClientLean, Hops: true, Loop: true}
 }
 
 // clients are the -client values, each run through the same checks.
@@ -56,6 +56,7 @@ func TestRun(t *testing.T) {
 		args   []string
 	}{
 		{"lean", ClientLean, nil},
+		{"lean-goroutines", ClientLean, nil},
 		{"zishang520", ClientZishang520, nil},
 		{"lean-native-gnet", ClientLean, []string{"-engine", "native", "-native-lib", "gnet"}},
 	} {
@@ -64,6 +65,7 @@ func TestRun(t *testing.T) {
 			p := harness.Start(t, append([]string{"-variant", "empty"}, target.args...)...)
 			cfg := config("http://"+p.Addr, p.AdminURL())
 			cfg.Client = target.client
+			cfg.Loop = target.name != "lean-goroutines"
 			checkRun(t, cfg)
 		})
 	}

@@ -146,7 +146,7 @@ func startShards(ctx context.Context, o options, sz sizing, c *cluster, bins *be
 			"-n", strconv.Itoa(o.conns), "-shard", fmt.Sprintf("%d/%d", i+1, sz.shards), "-steps", strconv.Itoa(o.steps),
 			"-step-duration", o.stepDuration.String(), "-emit-interval", o.emitInterval, "-rooms", strconv.Itoa(o.rooms),
 			"-push-rate", strconv.FormatFloat(o.pushRate, 'f', -1, 64), "-churn", strconv.FormatFloat(o.churn, 'f', -1, 64),
-			"-client", o.client, "-json", s.json}
+			"-client", o.client, "-loop=" + strconv.FormatBool(o.clientLoop), "-json", s.json}
 		if src := sz.shardSources(i); src != "" {
 			args = append(args, "-sources", src)
 		}

@@ -74,6 +74,7 @@ type options struct {
 	engine       string
 	nativeLib    string
 	client       string
+	clientLoop   bool
 	pingInterval time.Duration
 	thresholds   []passfail.Threshold
 	jsonOut      string
@@ -124,7 +125,8 @@ func parseFlags(args []string) (options, error) {
 	})
 	fs.Float64Var(&o.churn, "churn", -1, "share of the clients that disconnect and connect again at each step (default 0, and 0.5 with -fault leak-timers)")
 	fs.StringVar(&o.engine, "engine", "", "the replicas' Socket.IO `ENGINE` (knowngood -engine); empty = the target's default")
-	fs.StringVar(&o.client, "client", "lean", "loadgen sustain's Socket.IO `CLIENT`: lean (one goroutine per connection) or zishang520 (the Go client library)")
+	fs.StringVar(&o.client, "client", "lean", "loadgen sustain's Socket.IO `CLIENT`: lean (loadgen/siolite on event loops) or zishang520 (the Go client library)")
+	fs.BoolVar(&o.clientLoop, "client-loop", true, "the lean client reads on event loops (loadgen sustain -loop); false: a goroutine per connection, as before")
 	fs.DurationVar(&o.pingInterval, "ping-interval", 0, "the replicas' Engine.IO ping interval (knowngood -ping-interval; 0 = its default, 25s): at 100,000 connections the pings are most of the messages, 4,000/s at 25s")
 	fs.StringVar(&o.nativeLib, "native-lib", "", "with -engine native: what the replicas serve on, `LIB` nethttp or gnet (knowngood -native-lib); empty = the target's default")
 	var ts []string

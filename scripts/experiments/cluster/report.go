@@ -34,6 +34,7 @@ type report struct {
 	RedisShards        int               `json:"redis_shards"`
 	Engine             string            `json:"engine,omitempty"`
 	Client             string            `json:"client,omitempty"`
+	ClientLoop         bool              `json:"client_loop"`
 	PingInterval       string            `json:"ping_interval,omitempty"`
 	StepDuration       string            `json:"step_duration"`
 	EmitInterval       string            `json:"emit_interval"`
@@ -125,7 +126,7 @@ type replicaRow struct {
 // buildReport turns the samples and the shards' reports into the report.
 func buildReport(o options, sz sizing, c *cluster, res *results, machine *benchrun.Machine) *report {
 	rep := &report{Conns: o.conns, Replicas: len(c.replicas), Shards: sz.shards, SourcesPerShard: sz.sources, NginxWorkers: sz.nginxWorkers,
-		OpenFilesLimit: sz.limit, Fault: o.fault, RedisShards: o.redisShards, Engine: o.engine, Client: o.client, PingInterval: pingIntervalOf(o),
+		OpenFilesLimit: sz.limit, Fault: o.fault, RedisShards: o.redisShards, Engine: o.engine, Client: o.client, ClientLoop: o.clientLoop, PingInterval: pingIntervalOf(o),
 		StepDuration: o.stepDuration.String(), EmitInterval: o.emitInterval, PushRate: o.pushRate}
 	for k := 1; k < len(res.samples); k++ {
 		rep.Steps = append(rep.Steps, stepOf(k, c, res))

@@ -55,6 +55,9 @@ func (rep *report) parts() []htmlreport.Section {
 	}
 	if rep.Client != "" {
 		head += "; client " + rep.Client
+		if rep.Client == "lean" && !rep.ClientLoop {
+			head += " on goroutines"
+		}
 	}
 	if rep.PingInterval != "" {
 		head += "; ping interval " + rep.PingInterval

@@ -189,7 +189,7 @@ bench-cluster: deps
 experiment-handshake: deps
 	flock /tmp/knowngood-bench.lock go run ./scripts/experiments/handshake -out experiment-handshake.md -html experiment-handshake.html $(ARGS)
 
-## experiment-cluster: the 100,000-connection Socket.IO cluster run on this machine: replicas on Redis behind nginx, loadgen shards ramping in steps, faults on demand (ARGS="-conns 20000 -replicas 4 -fault emfile|leak-timers -redis-shards 2 -kill-replica 60s -json FILE -html FILE"; scripts/experiments/README.md; not a test)
+## experiment-cluster: the 100,000-connection Socket.IO cluster run on this machine: replicas on Redis behind nginx, loadgen shards ramping in steps, faults on demand (ARGS="-conns 20000 -replicas 4 -fault emfile|leak-timers -redis-shards 2 -kill-replica 60s -stall-replica 60s:3s -engine zishang520 -json FILE -html FILE"; scripts/experiments/README.md; not a test)
 experiment-cluster: deps
 	flock /tmp/knowngood-bench.lock go run ./scripts/experiments/cluster $(ARGS)
 

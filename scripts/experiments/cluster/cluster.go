@@ -87,7 +87,7 @@ func startReplica(ctx context.Context, o options, sz sizing, redis []string, i i
 	if o.engine != "" {
 		args = append(args, "-engine", o.engine)
 	}
-	if o.nativeLib != "" {
+	if o.nativeLib != "" && o.engine == "native" {
 		args = append(args, "-native-lib", o.nativeLib)
 	}
 	if o.pingInterval > 0 {

@@ -42,6 +42,10 @@ func (s stepRow) total(kind string) protocol.Latency {
 	return s.Push
 }
 
+// nearBusyPct: a machine this busy over a step was saturated in bursts
+// within it, though not over the whole step (busyPct).
+const nearBusyPct = 85
+
 // riseMs is the p99 above which the report looks for where the time
 // went: the original run's target.
 const riseMs = 200
@@ -142,6 +146,9 @@ func holder(rep *report, s stepRow, hop string, p99ms float64) string {
 			s.MachinePct, sumReplicaCPU(s), s.ClientCPUPct, s.NginxCPUPct, s.ClientSchedP99ms, s.ReplicaSchedP99ms)
 	}
 	idle := fmt.Sprintf("no resource at its limit (cores %.0f%% busy)", s.MachinePct)
+	if s.MachinePct >= nearBusyPct {
+		idle = fmt.Sprintf("the cores nearly saturated (%.0f%% busy over the step: in its bursts every process queued for them)", s.MachinePct)
+	}
 	nginxPerWorker := s.NginxCPUPct / float64(max(rep.NginxWorkers, 1))
 	nginx := part{fmt.Sprintf("nginx (its %d workers at %.0f%% of a core each)", rep.NginxWorkers, nginxPerWorker), 0}
 	if nginxPerWorker >= nginxBusyPct {
@@ -181,5 +188,5 @@ func holder(rep *report, s stepRow, hop string, p99ms float64) string {
 		names[i] = p.name
 	}
 	return idle + "; none of the parts it crosses accounts for half of it by its own figures: " + strings.Join(names, ", ") +
-		"; what is left is the kernel's socket buffers between them"
+		"; the rest waited in a queue none of them times: a socket's buffer, or behind other work in one of them (a subscriber delivers one broadcast after another)"
 }

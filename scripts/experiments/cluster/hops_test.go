@@ -42,7 +42,7 @@ func TestHopVerdict(t *testing.T) {
 		{"one replica stalled", risen(hops.ClientToReplica, func(s *stepRow) { s.Replicas[1].HopP99ms[hops.ClientToReplica] = 790 }),
 			[]string{"replica2 read them late: its own client->replica p99 790 ms, the next replica's 10 ms"}},
 		{"none", risen(hops.ClientToReplica, nil),
-			[]string{"none of the parts it crosses accounts for half of it", "the kernel's socket buffers"}},
+			[]string{"none of the parts it crosses accounts for half of it", "a queue none of them times"}},
 	} {
 		rep := &report{NginxWorkers: 3, Steps: []stepRow{calm, c.step}}
 		got := strings.Join(hopVerdicts(rep), "\n")
@@ -75,5 +75,11 @@ func TestLargestHeld(t *testing.T) {
 	}
 	if n, missed := largestHeld(th.thresholds, []stepRow{step(1000, 100, 50)}); n != 0 || len(missed) != 1 {
 		t.Errorf("the first step failed: largest %d, missed %q", n, missed)
+	}
+	rep := &report{Steps: []stepRow{step(1000, 100, 50), step(2000, 100, 100), step(3000, 300, 100)}}
+	rep.LargestHeld, rep.LargestHeldMissed = largestHeld(th.thresholds, rep.Steps)
+	want := "thresholds, step by step: together at no step from the first; p99<=200ms held at 2 of 3 steps, 1000 to 2000 connections, success>=99% held at 2 of 3 steps, 2000 to 3000 connections"
+	if got := heldVerdict(th, rep); got != want {
+		t.Errorf("heldVerdict:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -124,11 +124,15 @@ func parseFlags(args []string) (options, error) {
 		return nil
 	})
 	fs.Float64Var(&o.churn, "churn", -1, "share of the clients that disconnect and connect again at each step (default 0, and 0.5 with -fault leak-timers)")
-	fs.StringVar(&o.engine, "engine", "", "the replicas' Socket.IO `ENGINE` (knowngood -engine); empty = the target's default")
+	// The native engine on gnet by default: at the report's rate its
+	// replicas took 0.4-0.7 of a core between them at 10,000-20,000
+	// connections where zishang520's saturated the cores from 10,000-12,000,
+	// and each connection holds 6 KiB of a replica against 66 (README).
+	fs.StringVar(&o.engine, "engine", "native", "the replicas' Socket.IO `ENGINE` (knowngood -engine): native (the default: the cheaper replicas, see scripts/experiments/README.md) or zishang520 (the target's own default)")
 	fs.StringVar(&o.client, "client", "lean", "loadgen sustain's Socket.IO `CLIENT`: lean (loadgen/siolite on event loops) or zishang520 (the Go client library)")
 	fs.BoolVar(&o.clientLoop, "client-loop", true, "the lean client reads on event loops (loadgen sustain -loop); false: a goroutine per connection, as before")
 	fs.DurationVar(&o.pingInterval, "ping-interval", 0, "the replicas' Engine.IO ping interval (knowngood -ping-interval; 0 = its default, 25s): at 100,000 connections the pings are most of the messages, 4,000/s at 25s")
-	fs.StringVar(&o.nativeLib, "native-lib", "", "with -engine native: what the replicas serve on, `LIB` nethttp or gnet (knowngood -native-lib); empty = the target's default")
+	fs.StringVar(&o.nativeLib, "native-lib", "gnet", "with -engine native: what the replicas serve on, `LIB` gnet or nethttp (knowngood -native-lib)")
 	var ts []string
 	fs.Func("threshold", "pass/fail criterion `EXPR`, repeatable, as loadgen's (default: "+strings.Join(defaultThresholds, " ")+"); metrics: "+metricNames(), func(v string) error {
 		ts = append(ts, v)

@@ -145,7 +145,7 @@ func TestRun(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(text, "Latency by hop") || rep.LargestHeld != 300 || !strings.Contains(text, "every one held at every step, up to 300") {
+	if !strings.Contains(text, "Latency by hop") || rep.LargestHeld != 300 || !strings.Contains(text, "together at every step, up to 300 connections; lost>=0 held at every step") {
 		t.Errorf("largest held %d; no hop table or step-by-step thresholds:\n%s", rep.LargestHeld, text)
 	}
 }

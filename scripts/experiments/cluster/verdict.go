@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/knowngood/knowngood/loadgen/passfail"
 	"github.com/knowngood/knowngood/shared/procfs"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -189,7 +190,7 @@ func verdicts(o options, c *cluster, rep *report, res *results) []string {
 	out = append(out, saturation(rep)...)
 	out = append(out, hopVerdicts(rep)...)
 	if len(o.thresholds) > 0 {
-		out = append(out, heldVerdict(rep))
+		out = append(out, heldVerdict(o, rep))
 	}
 	out = append(out, emfileVerdict(c, rep)...)
 	out = append(out, leakVerdict(o, rep))
@@ -206,16 +207,50 @@ func verdicts(o options, c *cluster, rep *report, res *results) []string {
 	return out
 }
 
-// heldVerdict: up to which step every threshold held, step by step.
-func heldVerdict(rep *report) string {
+// heldVerdict: up to which step every threshold held, step by step, and
+// at which steps each held (a rate per replica holds from a step on, a
+// latency up to one), so that a run where they never hold together says
+// where each one stands.
+func heldVerdict(o options, rep *report) string {
+	together := fmt.Sprintf("together up to %d connections", rep.LargestHeld)
 	switch {
 	case rep.LargestHeldMissed == nil:
-		return fmt.Sprintf("thresholds, step by step: every one held at every step, up to %d connections", rep.LargestHeld)
+		together = fmt.Sprintf("together at every step, up to %d connections", rep.LargestHeld)
 	case rep.LargestHeld == 0:
-		return "thresholds, step by step: the first step missed " + strings.Join(rep.LargestHeldMissed, ", ")
+		together = "together at no step from the first"
 	}
-	return fmt.Sprintf("thresholds, step by step: every one held up to %d connections; the next step missed %s",
-		rep.LargestHeld, strings.Join(rep.LargestHeldMissed, ", "))
+	var each []string
+	for _, t := range o.thresholds {
+		each = append(each, t.Expr+" "+heldAt(t, rep.Steps))
+	}
+	return "thresholds, step by step: " + together + "; " + strings.Join(each, ", ")
+}
+
+// heldAt says at which steps' connections a threshold held.
+func heldAt(t passfail.Threshold, steps []stepRow) string {
+	var at []int
+	judged := 0
+	for _, s := range steps {
+		r := passfail.Evaluate([]passfail.Threshold{t}, s.values())[0]
+		if r.Value == nil {
+			continue // no figure at this step
+		}
+		judged++
+		if r.OK {
+			at = append(at, s.Target)
+		}
+	}
+	switch {
+	case judged == 0:
+		return "not judged (no figure)"
+	case len(at) == judged:
+		return "held at every step"
+	case len(at) == 0:
+		return "held at no step"
+	case len(at) == 1:
+		return fmt.Sprintf("held at %d only", at[0])
+	}
+	return fmt.Sprintf("held at %d of %d steps, %d to %d connections", len(at), judged, at[0], at[len(at)-1])
 }
 
 // busyPct is the machine's CPU use from which a step counts as saturated:

@@ -225,13 +225,41 @@ func (c *client) reason() string {
 
 func (c *client) nextEvent(t *testing.T) []any {
 	t.Helper()
+	e, ok := c.waitEvent(10 * time.Second)
+	if !ok {
+		t.Fatalf("no event within 10s (disconnect reason %q)", c.reason())
+	}
+	return e
+}
+
+func (c *client) waitEvent(within time.Duration) ([]any, bool) {
 	select {
 	case e := <-c.events:
-		return e
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event within 10s")
-		return nil
+		return e, true
+	case <-time.After(within):
+		return nil, false
 	}
+}
+
+// dialAuthed dials a client of an EmitAuth target and returns it with
+// its first event, the auth event sent on connect. The default engine
+// loses about one packet in 1,000 sent around the polling-to-WebSocket
+// upgrade (servers/README.md, "Known problems of the Socket.IO
+// libraries"), and the auth event goes out just as the upgrade starts:
+// there a lost auth event is logged and the client dialled once more.
+func dialAuthed(t *testing.T, engine, url, nsp string, transports []string, auth map[string]any) (*client, []any) {
+	t.Helper()
+	c := dial(t, url, nsp, transports, auth)
+	e, ok := c.waitEvent(10 * time.Second)
+	if !ok && engine == "zishang520" && len(transports) > 1 {
+		t.Logf("auth event lost around the upgrade (disconnect reason %q), a known loss of this engine; dialling again", c.reason())
+		c = dial(t, url, nsp, transports, auth)
+		e, ok = c.waitEvent(10 * time.Second)
+	}
+	if !ok {
+		t.Fatalf("no auth event within 10s (disconnect reason %q)", c.reason())
+	}
+	return c, e
 }
 
 // transportSets are the Go client's transports in these tests. Polling
@@ -257,8 +285,8 @@ func testEvents(t *testing.T, engine string) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.EmitAuth = true })
-			a := dial(t, tg.url, "/", transports, map[string]any{"token": "123"})
-			if got := a.nextEvent(t); fmt.Sprint(got) != "[auth map[token:123]]" {
+			a, got := dialAuthed(t, engine, tg.url, "/", transports, map[string]any{"token": "123"})
+			if fmt.Sprint(got) != "[auth map[token:123]]" {
 				t.Errorf("auth event = %v", got)
 			}
 
@@ -278,8 +306,8 @@ func testEvents(t *testing.T, engine string) {
 				t.Errorf("join ack = %v", got)
 			}
 
-			b := dial(t, tg.url, "/", transports, nil)
-			if got := b.nextEvent(t); fmt.Sprint(got) != "[auth map[]]" {
+			b, got := dialAuthed(t, engine, tg.url, "/", transports, nil)
+			if fmt.Sprint(got) != "[auth map[]]" {
 				t.Errorf("auth event without auth = %v", got)
 			}
 			if got := a.emitAck(t, "broadcast", "all"); fmt.Sprint(got) != "[2]" {

@@ -11,6 +11,7 @@
 VARIANT ?= empty
 ARGS ?=
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 # go test -race over every package at once: up to TEST_P test binaries
 # side by side, and in each up to TEST_PARALLEL of the tests that call
 # t.Parallel (each starts targets of its own on free ports). The tests
@@ -35,7 +36,7 @@ GOTEST := KNOWNGOOD_TEST_BINDIR=$(TEST_BINDIR) go test -race -count=1 -timeout 4
 LONG_PKGS := ./servers ./scripts/soak ./scripts/experiments/cluster ./scripts/recipes ./docker ./scripts/crossbuild \
 	./loadgen ./servers/broadcast ./shared/wsserver ./servers/socketio ./scripts/readme ./scripts/cluster
 
-.PHONY: help dist run-server list deps deps-quick test test-quick test-slow test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
+.PHONY: help dist k8s-nginx-conf run-server list deps deps-quick test test-quick test-slow test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
 
 ## help: every target with its line (this list)
@@ -126,6 +127,7 @@ lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	go vet ./...
 	go run $(STATICCHECK) ./...
+	go run $(ACTIONLINT)
 
 ## fuzz: every fuzz target for FUZZTIME each (make test runs their seed corpora)
 FUZZTIME ?= 20s
@@ -209,6 +211,10 @@ DOCKER_ARCH ?= $(firstword $(shell docker version -f '{{.Server.Arch}}' 2>/dev/n
 docker:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(DOCKER_ARCH) go build -o bin/docker/ $(COMMANDS)
 	docker build -f docker/Dockerfile -t knowngood:dev bin/docker
+
+## k8s-nginx-conf: docker/k8s/cluster/nginx.conf again from scripts/cluster.sh conf (after a change to docker/nginx/ or to nginx.env there)
+k8s-nginx-conf:
+	env $$(cat docker/k8s/cluster/nginx.env) scripts/cluster.sh conf > docker/k8s/cluster/nginx.conf
 
 ## test-docker: the image, every compose target on the host network, loadgen against each, /stats (also part of make test)
 test-docker: deps test-bins

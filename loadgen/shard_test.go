@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/loadgen/conns"
 	"github.com/knowngood/knowngood/loadgen/handshake"
+	"github.com/knowngood/knowngood/loadgen/merge"
 )
 
 // TestShardFlags: -shard and a list of admin URLs on every scenario, and
@@ -71,5 +76,40 @@ func TestClusterHandshakeShards(t *testing.T) {
 	t.Logf("merged:\n%s", stdout.String())
 	if !strings.Contains(stdout.String(), "verdict: client and server agree: 15 of 15 handshakes completed") {
 		t.Errorf("merged report has no agreement on 15 handshakes:\n%s", stdout.String())
+	}
+}
+
+// TestMergeFromLogs: shards run as a Kubernetes Indexed Job's pods run
+// them (docker/k8s/load: -shard K+1/N with a 0-based K, -admin dns+, the
+// report on stdout and the table on stderr, both in one log) merge from
+// that log on standard input into the run one process would have made.
+func TestMergeFromLogs(t *testing.T) {
+	t.Parallel()
+	tg := startTarget(t, "empty")
+	var logs bytes.Buffer // stdout and stderr together, as kubectl logs gives them
+	for k := range 2 {
+		args := []string{"conns", "-url", "ws://" + tg.addr + "/socket.io/", "-n", "9", "-hold", "100ms",
+			"-shard", fmt.Sprintf("%d+1/2", k), "-admin", "dns+" + tg.admin, "-json", "-"}
+		if code := run(context.Background(), args, &logs, &logs); code != 0 {
+			t.Fatalf("loadgen %q: exit %d\n%s", args, code, logs.String())
+		}
+	}
+	rep, err := merge.Run(context.Background(), merge.Config{Reports: []string{"-"}, Stdin: &logs}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("merged:\n%s", table.String())
+	c, ok := rep.(*conns.Report)
+	if !ok || c.Held != 9 || c.Server == nil || c.Server.Admin == "" {
+		t.Errorf("merged %T %+v; want 9 held and the server's view", rep, rep)
+	}
+
+	_, err = merge.Run(context.Background(), merge.Config{Reports: []string{"-"}, Stdin: strings.NewReader("a table\nand no report\n")}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "standard input has no report") {
+		t.Errorf("merge of a log without reports: %v", err)
 	}
 }

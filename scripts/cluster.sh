@@ -8,6 +8,8 @@
 #   scripts/cluster.sh down     # stop everything that up started (make cluster-down)
 #   scripts/cluster.sh front    # nginx alone, in front of replicas started elsewhere
 #                               # (UPSTREAMS), on one or more PORTS; down stops it
+#   scripts/cluster.sh conf     # print the nginx.conf front would write, start nothing
+#                               # (docker/k8s/cluster/nginx.conf is made so)
 #
 # Settings (environment):
 #   VARIANT       a variant of `knowngood -list` (empty)
@@ -32,11 +34,15 @@
 #                 (${TMPDIR:-/tmp}/knowngood-cluster-PORT)
 #   KNOWNGOOD     the binary to run; empty = `make build`, then bin/knowngood
 #   UPSTREAMS     front: the replicas' HOST:PORT addresses, separated by spaces
-#   PORTS         front: nginx's ports on 127.0.0.1, separated by spaces (PORT);
+#   PORTS         front, conf: nginx's ports on LISTEN_HOST, separated by spaces (PORT);
 #                 from one client address, connect() slows about tenfold past
 #                 half the ephemeral port range (some 14,000 connections) to one
 #                 port, so a run of more spreads its clients over several ports
 #                 or source addresses
+#   LISTEN_HOST   the address nginx listens on (127.0.0.1); set and empty = every
+#                 address (in a container)
+#   ERROR_LOG     conf: where nginx writes its errors ($RUN_DIR/nginx-error.log;
+#                 /dev/stderr in a container, for its log)
 #   NGINX_WORKERS, NGINX_NOFILE, NGINX_CONNECTIONS
 #                 nginx's worker_processes (auto), worker_rlimit_nofile (131072)
 #                 and worker_connections (65536): a proxied connection holds two
@@ -76,6 +82,8 @@ NGINX_NOFILE=${NGINX_NOFILE:-131072}
 NGINX_CONNECTIONS=${NGINX_CONNECTIONS:-65536}
 NGINX_NEXT_UPSTREAM=${NGINX_NEXT_UPSTREAM:-}
 NGINX_PROXY_BIND=${NGINX_PROXY_BIND:-}
+LISTEN_HOST=${LISTEN_HOST-127.0.0.1}
+ERROR_LOG=${ERROR_LOG:-$RUN_DIR/nginx-error.log}
 # How long a start may take, and how long a process has between SIGTERM and
 # SIGKILL (knowngood's default -shutdown-timeout is 5 s).
 START_TIMEOUT=${START_TIMEOUT:-30}
@@ -148,7 +156,7 @@ nginx_conf() {
 worker_processes $NGINX_WORKERS;
 worker_rlimit_nofile $NGINX_NOFILE;
 pid $RUN_DIR/nginx.pid;
-error_log $RUN_DIR/nginx-error.log warn;
+error_log $ERROR_LOG warn;
 events {
     worker_connections $NGINX_CONNECTIONS;
 }
@@ -169,7 +177,7 @@ EOF
 	# them evenly and no worker runs out of descriptors before the others.
 	local listens="" p
 	for p in $PORTS; do
-		listens+="    listen 127.0.0.1:$p${2:+ $2};\n"
+		listens+="    listen ${LISTEN_HOST:+$LISTEN_HOST:}$p${2:+ $2};\n"
 	done
 	awk -v listens="$listens" '
 		/^[ \t]*listen 8080;/ { printf "%s", listens; next }
@@ -299,24 +307,39 @@ start_nginx() {
 	pgrep -P "$(cat "$RUN_DIR/nginx.pid")" >"$RUN_DIR/nginx-workers" || true
 }
 
+# upstream_servers: the upstream server lines of UPSTREAMS, after checking
+# them and LB (least_conn by default).
+upstream_servers() {
+	[ -n "$UPSTREAMS" ] || die "$1: UPSTREAMS is empty; want the replicas' HOST:PORT addresses"
+	[ -f "$ROOT/docker/nginx/upstream-$LB.conf" ] || die "LB=$LB: want least_conn, ip_hash, query_hash or round_robin"
+	local a
+	for a in $UPSTREAMS; do
+		echo "    server $a;"
+	done
+}
+
+# conf: the nginx.conf front would write for UPSTREAMS, on stdout.
+conf() {
+	LB=${LB:-least_conn}
+	local servers
+	servers=$(upstream_servers conf)
+	nginx_conf "$servers"$'\n' reuseport
+}
+
 # front: nginx alone (LB, least_conn by default) in front of UPSTREAMS.
 front() {
 	[ -x "$NGINX" ] || die "nginx is missing: apt-get install -y nginx"
-	[ -n "$UPSTREAMS" ] || die "front: UPSTREAMS is empty; want the replicas' HOST:PORT addresses"
 	LB=${LB:-least_conn}
-	[ -f "$ROOT/docker/nginx/upstream-$LB.conf" ] || die "LB=$LB: want least_conn, ip_hash, query_hash or round_robin"
+	local servers
+	servers=$(upstream_servers front)$'\n'
 	if [ -s "$RUN_DIR/nginx.pid" ] && alive "$(cat "$RUN_DIR/nginx.pid")"; then
 		die "an nginx is already up in $RUN_DIR: scripts/cluster.sh down first"
 	fi
 	mkdir -p "$RUN_DIR/nginx-tmp"
 	rm -f "$RUN_DIR/nginx.pid" "$RUN_DIR/nginx-workers"
 	trap 'if [ $? -ne 0 ]; then down >&2; fi' EXIT
-	local servers="" a
-	for a in $UPSTREAMS; do
-		servers+="    server $a;"$'\n'
-	done
 	start_nginx "$servers" reuseport
-	echo "nginx ($LB, $NGINX_WORKERS workers) on 127.0.0.1 ports $PORTS in front of $UPSTREAMS (pid $(cat "$RUN_DIR/nginx.pid"))"
+	echo "nginx ($LB, $NGINX_WORKERS workers) on ${LISTEN_HOST:-every address} ports $PORTS in front of $UPSTREAMS (pid $(cat "$RUN_DIR/nginx.pid"))"
 }
 
 status() {
@@ -369,10 +392,11 @@ down() {
 case "${1:-}" in
 up) up ;;
 front) front ;;
+conf) conf ;;
 down) down ;;
 status) status ;;
 *)
-	echo "usage: scripts/cluster.sh up|down|status|front (settings: see the top of this script)" >&2
+	echo "usage: scripts/cluster.sh up|down|status|front|conf (settings: see the top of this script)" >&2
 	exit 2
 	;;
 esac

@@ -21,6 +21,7 @@
 #   tests of the dashboard and the HTML reports.
 # - Docker Compose v2 as a docker CLI plugin and k6, both built from their
 #   Go modules, and the artillery and wscat recipes (npm ci each).
+# - kubectl, where it is missing, from dl.k8s.io (the docker/k8s tests).
 #
 # apt-get needs root: when a Debian package is missing and this is not
 # root, it says which and stops (exit 1) before changing anything.
@@ -179,6 +180,30 @@ else
 	say "building k6 $K6_VERSION from source into $k6 (go install; ~3.5-5 min cold): make k6-echo, make k6-socketio and their tests"
 	t=$SECONDS
 	go install "go.k6.io/k6@$K6_VERSION"
+	took "$t"
+	installed=$((installed + 1))
+fi
+
+# kubectl (with kustomize built in) for the tests of docker/k8s, only
+# where it is missing: these machines carry 1.32, and Debian's
+# kubernetes-client would conflict with it. From the Kubernetes project's
+# release site, checked against its published SHA-256.
+KUBECTL_VERSION=v1.32.4
+if command -v kubectl >/dev/null; then
+	say "have kubectl ($(command -v kubectl))"
+else
+	arch=$(dpkg --print-architecture 2>/dev/null || uname -m)
+	case $arch in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; esac
+	url=https://dl.k8s.io/release/$KUBECTL_VERSION/bin/linux/$arch/kubectl
+	dest=/usr/local/bin/kubectl
+	[ "$(id -u)" = 0 ] || dest=$(go env GOPATH)/bin/kubectl
+	say "downloading kubectl $KUBECTL_VERSION from $url into $dest (~5 s): the kustomize renders of docker/k8s in its tests"
+	t=$SECONDS
+	tmp=$(mktemp)
+	curl -fsSL -o "$tmp" "$url"
+	echo "$(curl -fsSL "$url.sha256")  $tmp" | sha256sum --check --quiet
+	install -m 0755 "$tmp" "$dest"
+	rm -f "$tmp"
 	took "$t"
 	installed=$((installed + 1))
 fi

@@ -8,9 +8,15 @@
 // prints: the table, the verdicts, and -json, -csv, -html.
 //
 //	loadgen merge -json all.json shard1.json shard2.json shard3.json
+//
+// With - it reads the reports from standard input instead, one JSON object
+// a line, passing over the lines that are not JSON: the shards' tables,
+// where their output comes mixed, as `kubectl logs` gives a Job's pods'.
 package merge
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,7 +34,8 @@ import (
 
 // Config is one merge.
 type Config struct {
-	Reports         []string // the shards' -json reports
+	Reports         []string  // the shards' -json reports; - for Stdin's
+	Stdin           io.Reader // where - reads from (os.Stdin)
 	JSON, CSV, HTML string
 }
 
@@ -58,7 +65,7 @@ func ParseFlags(args []string) (Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
-	cfg.Reports = fs.Args()
+	cfg.Reports, cfg.Stdin = fs.Args(), os.Stdin
 	if len(cfg.Reports) == 0 {
 		return Config{}, errors.New("no reports: want loadgen merge [flags] SHARD.json... (each shard's -json report)")
 	}
@@ -67,7 +74,8 @@ func ParseFlags(args []string) (Config, error) {
 
 // Usage prints the usage and the flags.
 func Usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: loadgen merge [flags] SHARD.json... (the -json reports of every shard of one run, each made with -shard I/N)")
+	fmt.Fprintln(w, "usage: loadgen merge [flags] SHARD.json... (the -json reports of every shard of one run, each made with -shard I/N;")
+	fmt.Fprintln(w, "       - reads them from standard input, one a line, passing over the lines that are not JSON: kubectl logs ... | loadgen merge -)")
 	fs := newFlagSet(&Config{})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
@@ -76,13 +84,13 @@ func Usage(w io.Writer) {
 // Run reads the reports and merges them; the error says, on one line,
 // why they do not make one run.
 func Run(_ context.Context, cfg Config, _ io.Writer) (scenario.Report, error) {
-	data := make([][]byte, len(cfg.Reports))
+	names, data, err := read(cfg.Reports, cfg.Stdin)
+	if err != nil {
+		return nil, err
+	}
 	name := ""
-	for i, path := range cfg.Reports {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
+	for i, path := range names {
+		b := data[i]
 		var head struct {
 			Shard *scenario.ShardPart `json:"shard"`
 		}
@@ -95,13 +103,50 @@ func Run(_ context.Context, cfg Config, _ io.Writer) (scenario.Report, error) {
 		if name == "" {
 			name = head.Shard.Scenario
 		} else if head.Shard.Scenario != name {
-			return nil, fmt.Errorf("mixed scenarios: %s is %s, %s is %s", cfg.Reports[0], name, path, head.Shard.Scenario)
+			return nil, fmt.Errorf("mixed scenarios: %s is %s, %s is %s", names[0], name, path, head.Shard.Scenario)
 		}
-		data[i] = b
 	}
 	m, ok := mergers[name]
 	if !ok {
 		return nil, fmt.Errorf("%s reports do not merge: they are not a load scenario's", name)
 	}
-	return m(cfg.Reports, data)
+	return m(names, data)
+}
+
+// maxReport bounds one report's line on standard input: a report carries
+// its latency buckets and per-second samples, some hundreds of KiB for a
+// long run.
+const maxReport = 64 << 20
+
+// read is each report's name and content: a file's path, or for - each
+// JSON line of standard input, named "stdin:LINE".
+func read(paths []string, stdin io.Reader) (names []string, data [][]byte, err error) {
+	for _, path := range paths {
+		if path != "-" {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, nil, err
+			}
+			names, data = append(names, path), append(data, b)
+			continue
+		}
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 0, 64<<10), maxReport)
+		found := 0
+		for line := 1; sc.Scan(); line++ {
+			b := bytes.TrimSpace(sc.Bytes())
+			if len(b) == 0 || b[0] != '{' {
+				continue
+			}
+			names, data = append(names, fmt.Sprintf("stdin:%d", line)), append(data, bytes.Clone(b))
+			found++
+		}
+		if err := sc.Err(); err != nil {
+			return nil, nil, fmt.Errorf("standard input: %w", err)
+		}
+		if found == 0 {
+			return nil, nil, errors.New("standard input has no report: want each shard's -json - output, one JSON object a line")
+		}
+	}
+	return names, data, nil
 }

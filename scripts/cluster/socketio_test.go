@@ -40,10 +40,13 @@ func unknownSid(stats []protocol.Stats) uint64 {
 // (sticky by the `sticky` query parameter socket.io-client sends on every
 // request): 200 clients with polling then the upgrade all connect and
 // echo, each replica opens some of the sessions, and none refuses a
-// request as "Session ID unknown".
+// request as "Session ID unknown". On the native engine: the default one
+// loses about one session in 1,000 around the upgrade from polling on a
+// busy machine (servers/README.md, known problems), which is not what
+// this test is about (servers/e2e_test.go's TestJSClient counts it).
 func TestStickySocketIO(t *testing.T) {
 	t.Parallel()
-	c := up(t, "empty", "query_hash", 3)
+	c := up(t, "empty", "query_hash", 3, "-engine", "native")
 	const n = 200
 	r := sioConnect(t, c.URL(), "--n", strconv.Itoa(n), "--transports", "polling,websocket",
 		"--sticky", "--echo", "--deadline-ms", "30000")

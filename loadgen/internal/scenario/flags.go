@@ -90,7 +90,7 @@ type Words struct {
 
 // AdminMore is what every scenario's -admin says after its own words
 // (Words.Admin ends with it).
-const AdminMore = "; for a target of several replicas, each one's, separated by commas: the server's view is then their sum, each replica's part shown beside it"
+const AdminMore = "; for a target of several replicas, each one's, separated by commas, or dns+http://NAME:PORT for every address NAME resolves to when the run starts (a Kubernetes headless Service): the server's view is then their sum, each replica's part shown beside it"
 
 // NewFlagSet is an empty flag set for scenario name: errors are returned
 // and printed by the caller, on one line.

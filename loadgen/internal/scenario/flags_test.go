@@ -43,6 +43,9 @@ func TestParse(t *testing.T) {
 			testConfig{Common: Common{URL: "ws://10.0.0.7:3000/", Admin: "http://10.0.0.7:9100", JSON: "-", CSV: "a.csv", HTML: "a.html"}, N: 3}},
 		{[]string{"-admin", ""}, testConfig{Common: Common{URL: "ws://127.0.0.1:8080/"}, N: 1}},
 		{[]string{"-admin", "127.0.0.1:9200"}, testConfig{Common: Common{URL: "ws://127.0.0.1:8080/", Admin: "http://127.0.0.1:9200"}, N: 1}},
+		// Resolved when the run starts, not when the flags are read.
+		{[]string{"-admin", "dns+http://kg-replicas:9100/"}, testConfig{Common: Common{URL: "ws://127.0.0.1:8080/", Admin: "dns+http://kg-replicas:9100"}, N: 1}},
+		{[]string{"-admin", "dns+http://kg-replicas:9100,http://10.0.0.9:9100"}, testConfig{Common: Common{URL: "ws://127.0.0.1:8080/", Admin: "dns+http://kg-replicas:9100,http://10.0.0.9:9100"}, N: 1}},
 	} {
 		got, err := Parse(tc.args, newTestFlagSet, normalizeTest)
 		if err != nil || got != tc.want {
@@ -61,6 +64,7 @@ func TestParseErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"-admin", "http://127.0.0.1:9100/stats"}, "flag -admin: want http://HOST:PORT"},
+		{[]string{"-admin", "dns+kg-replicas:9100/stats"}, "flag -admin: want dns+http://NAME:PORT"},
 		{[]string{"-url", "nowhere"}, "flag -url"},
 		{[]string{"-n", "x"}, "-n"},
 		{[]string{"extra"}, `unexpected argument "extra"`},

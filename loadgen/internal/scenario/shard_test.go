@@ -6,12 +6,12 @@ import (
 )
 
 func TestParseShard(t *testing.T) {
-	for in, want := range map[string]Shard{"1/1": {1, 1}, "2/3": {2, 3}, "3/3": {3, 3}} {
+	for in, want := range map[string]Shard{"1/1": {1, 1}, "2/3": {2, 3}, "3/3": {3, 3}, "0+1/1": {1, 1}, "2+1/3": {3, 3}} {
 		if got, err := ParseShard(in); err != nil || got != want {
 			t.Errorf("ParseShard(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "2", "0/3", "4/3", "1/0", "-1/3", "a/b", "1/3/4", "1 /3", "2/-3"} {
+	for _, in := range []string{"", "2", "0/3", "4/3", "1/0", "-1/3", "a/b", "1/3/4", "1 /3", "2/-3", "3+1/3", "-1+1/3", "+1/3", "1+2/3", "0+1+1/3"} {
 		_, err := ParseShard(in)
 		if err == nil || !strings.Contains(err.Error(), "flag -shard: want I/N") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("ParseShard(%q): %v; want a one-line error naming -shard and I/N", in, err)

@@ -25,17 +25,31 @@ type Target struct {
 	Config map[string]string
 	stats  *statsclient.Client
 	set    *replicas.Set // several replicas
+	err    error         // why a dns+ admin has no listeners: every read fails with it
 }
 
 // Open opens the admin listener at admin ("" for none; several separated
-// by commas) and reads its configuration.
+// by commas; a dns+ one stands for every address its name resolves to
+// now) and reads its configuration.
 func Open(ctx context.Context, admin string) *Target {
 	t := &Target{Admin: admin}
-	switch {
-	case admin == "":
+	if admin == "" {
 		return t
-	case strings.Contains(admin, ","):
-		t.set = replicas.New(strings.Split(admin, ","))
+	}
+	var admins []string
+	for _, a := range strings.Split(admin, ",") {
+		expanded, err := statsclient.Expand(ctx, a)
+		if err != nil {
+			t.err = err
+			return t
+		}
+		admins = append(admins, expanded...)
+	}
+	admin = strings.Join(admins, ",")
+	t.Admin = admin
+	switch {
+	case len(admins) > 1:
+		t.set = replicas.New(admins)
 		t.Config, _ = t.set.Config(ctx)
 	default:
 		t.stats = statsclient.New(admin)
@@ -117,6 +131,8 @@ func (s *Snapshot) Failure() error {
 // Snapshot reads /stats now; nil without an admin listener.
 func (t *Target) Snapshot(ctx context.Context) *Snapshot {
 	switch {
+	case t.err != nil:
+		return t.single(statsclient.Snapshot{}, t.err)
 	case t.set != nil:
 		return summed(t.set.Get(ctx))
 	case t.stats == nil:
@@ -173,6 +189,9 @@ func answered(s *Snapshot) int { return replicas.Answered(s.Reads) }
 // FreeOSMemory asks the target to return its free memory to the OS (see
 // statsclient.Client.FreeOSMemory); nothing without an admin listener.
 func (t *Target) FreeOSMemory(ctx context.Context) error {
+	if t.err != nil {
+		return t.err
+	}
 	if t.set != nil {
 		return t.set.FreeOSMemory(ctx)
 	}

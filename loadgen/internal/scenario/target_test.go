@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,32 @@ func TestAwaitReplicas(t *testing.T) {
 	got := target.Await(ctx, before, 10*time.Second, opened(4))
 	if b, a := Pair(before, got); !a.OK() || a.Stats.ConnectionsTotal-b.Stats.ConnectionsTotal != 4 || len(got.Reads) != 2 {
 		t.Errorf("before %+v, after %+v; want 4 opened over both replicas", before, got)
+	}
+}
+
+// TestOpenDNS: a dns+ admin stands for the addresses its name resolves
+// to, each read as a replica of its own; a name that does not resolve
+// makes every read fail with why, and nothing is read.
+func TestOpenDNS(t *testing.T) {
+	t.Parallel()
+	_, admin := startFake(t, `{"variant":"echo-test","connections_total":7}`)
+	ctx := context.Background()
+	target := Open(ctx, "dns+"+admin)
+	defer target.Close()
+	if target.Admin != admin {
+		t.Errorf("Admin %q, want %q: an address resolves to itself", target.Admin, admin)
+	}
+	if got := target.Snapshot(ctx); !got.OK() || got.Stats.ConnectionsTotal != 7 {
+		t.Errorf("read %+v, want the fake's 7", got)
+	}
+
+	bad := Open(ctx, "dns+http://no-such-replica.invalid:9100")
+	defer bad.Close()
+	got := bad.Snapshot(ctx)
+	if got.OK() || !strings.Contains(got.Err.Error(), "no-such-replica.invalid") {
+		t.Errorf("read of a name that does not resolve: %+v, want an error that names it", got)
+	}
+	if err := bad.FreeOSMemory(ctx); err == nil {
+		t.Error("FreeOSMemory of a name that does not resolve: no error")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,14 +83,21 @@ func (c *Client) Get(ctx context.Context) (Snapshot, error) {
 
 // AdminURL resolves a scenario's -admin flag: when it was not set, the
 // target's host with DefaultAdminPort; "" for none; else HOST:PORT or
-// http(s)://HOST:PORT, returned as SCHEME://HOST:PORT. The error names the
-// flag, on one line.
+// http(s)://HOST:PORT, returned as SCHEME://HOST:PORT, or the same after
+// DNSPrefix (see Expand). The error names the flag, on one line.
 func AdminURL(value string, set bool, targetHost string) (string, error) {
 	if !set {
 		return "http://" + net.JoinHostPort(targetHost, DefaultAdminPort), nil
 	}
 	if value == "" {
 		return "", nil
+	}
+	if rest, ok := strings.CutPrefix(value, DNSPrefix); ok {
+		admin, err := AdminURL(rest, true, "")
+		if err != nil || admin == "" {
+			return "", fmt.Errorf("invalid value %q for flag -admin: want %shttp://NAME:PORT, every address of NAME one replica's admin listener", value, DNSPrefix)
+		}
+		return DNSPrefix + admin, nil
 	}
 	admin := value
 	if !strings.Contains(admin, "://") {
@@ -159,4 +167,41 @@ func (c *Client) FreeOSMemory(ctx context.Context) error {
 		return fmt.Errorf("POST %s: %s", url, res.Status)
 	}
 	return nil
+}
+
+// DNSPrefix before an admin URL, dns+http://NAME:PORT, makes it stand for
+// every address NAME resolves to, each one replica's admin listener: a
+// Kubernetes headless Service, or a Compose service scaled to several
+// containers, names every replica that way.
+const DNSPrefix = "dns+"
+
+// Expand is admin, a value of AdminURL, as the admin listeners it stands
+// for: itself, or for DNSPrefix one SCHEME://ADDR:PORT per address the
+// name resolves to now, sorted. The error says what did not resolve.
+func Expand(ctx context.Context, admin string) ([]string, error) {
+	rest, ok := strings.CutPrefix(admin, DNSPrefix)
+	if !ok {
+		return []string{admin}, nil
+	}
+	u, err := url.Parse(rest)
+	if err != nil {
+		return nil, fmt.Errorf("-admin %s: %w", admin, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupHost(ctx, u.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("-admin %s: %w", admin, err)
+	}
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		host := net.JoinHostPort(a, u.Port())
+		if u.Port() == "" { // the scheme's port
+			host = strings.TrimSuffix(host, ":")
+		}
+		out[i] = u.Scheme + "://" + host
+	}
+	return out, nil
 }

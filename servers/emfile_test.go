@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// TestEMFILE: every variant under an open-files limit of 128 (prlimit on
-// the process), with 200 clients at once: the first ones connect and keep
+// TestEMFILE: every variant, a Socket.IO one on each engine, under an
+// open-files limit of 128 (prlimit on the process), with 200 clients at
+// once: the first ones connect and keep
 // echoing, the rest are refused promptly (not left to their timeout), the
 // target counts each refused client once in accept_errors{reason="EMFILE"}
 // (not each failed accept: at the limit they fail with nobody waiting) and
@@ -17,13 +18,14 @@ import (
 func TestEMFILE(t *testing.T) {
 	t.Parallel()
 	const limit, clients = 128, 200
-	for _, v := range allVariants {
-		t.Run(v, func(t *testing.T) {
+	for _, run := range allRuns() {
+		v := run.variant
+		t.Run(run.name, func(t *testing.T) {
 			t.Parallel()
 			// /stats is read on one kept-alive connection, opened here
 			// while descriptors are free; -idle-timeout keeps it open
 			// however long the clients take to connect on a busy machine.
-			s := startServerUnder(t, []string{"prlimit", "--nofile=128"}, append(variantArgs(v), "-idle-timeout", "5m")...)
+			s := startServerUnder(t, []string{"prlimit", "--nofile=128"}, append(run.args, "-idle-timeout", "5m")...)
 			s.stats(t)
 			addr := strings.TrimPrefix(s.url, "http://")
 			began := time.Now()

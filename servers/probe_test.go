@@ -46,20 +46,30 @@ func isSocketIO(v string) bool { return row(v).Family == variants.SocketIO }
 
 // variantRun is one run of a variant: a Socket.IO variant runs on each engine.
 type variantRun struct {
-	name string   // the subtest: the variant, and the engine if any
-	args []string // the flags that start it
+	name    string   // the subtest: the variant, and the engine if any
+	variant string   // the variant alone
+	args    []string // the flags that start it
 }
 
 func runsOf(v string) []variantRun {
 	if !isSocketIO(v) {
-		return []variantRun{{v, variantArgs(v)}}
+		return []variantRun{{v, v, variantArgs(v)}}
 	}
 	var runs []variantRun
 	for _, e := range append(slices.Clone(sioEngines), nativeGnet) {
 		if e == nativeGnet && row(v).Connect == variants.SharedLoop {
 			continue // gnet refuses blocking: its loops must never block
 		}
-		runs = append(runs, variantRun{v + "/" + e, append(variantArgs(v), engineFlags(e)...)})
+		runs = append(runs, variantRun{v + "/" + e, v, append(variantArgs(v), engineFlags(e)...)})
+	}
+	return runs
+}
+
+// allRuns are the runs of every variant.
+func allRuns() []variantRun {
+	var runs []variantRun
+	for _, v := range allVariants {
+		runs = append(runs, runsOf(v)...)
 	}
 	return runs
 }

@@ -16,7 +16,8 @@ import (
 // loop, and a WebSocket session stays there. The WebSocket layer counts
 // nothing of its own (nil metrics): the engine's hooks count sessions,
 // handshakes, messages and bytes as on net/http, and the layer's
-// -max-conns and known-bad modes are off, the target applies its own.
+// -max-conns and known-bad modes are off, the target applies its own; a
+// connection it refuses once accepted is counted with the target's.
 func (n *native) onLoops(front http.Handler) (*Server, error) {
 	cfg := n.cfg
 	cfg.MaxConns = 0
@@ -33,6 +34,7 @@ func (n *native) onLoops(front http.Handler) (*Server, error) {
 			}
 			n.m.Handshake(protocol.ResultFailed, "unknown", 0)
 		},
+		AcceptError: n.m.AcceptError,
 	})
 	if err != nil {
 		return nil, err

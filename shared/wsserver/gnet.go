@@ -187,7 +187,7 @@ func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
 	if err != nil {
 		<-g.registering
 		_ = c.Close()
-		g.m.AcceptError(conns.AcceptErrorReason(err))
+		g.acceptError(err)
 		return
 	}
 	go g.registered(results)
@@ -201,8 +201,17 @@ func (g *gnetTarget) register(c net.Conn, accepted time.Time) {
 func (g *gnetTarget) registered(results <-chan gnet.RegisteredResult) {
 	defer func() { <-g.registering }()
 	if r := <-results; r.Err != nil {
-		g.m.AcceptError(conns.AcceptErrorReason(r.Err))
+		g.acceptError(r.Err)
 		g.log.Debug("gnet could not take a connection over", "err", r.Err)
+	}
+}
+
+// acceptError counts a connection refused after its accept.
+func (g *gnetTarget) acceptError(err error) {
+	reason := conns.AcceptErrorReason(err)
+	g.m.AcceptError(reason)
+	if g.m == nil && g.opts.AcceptError != nil {
+		g.opts.AcceptError(reason)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"crypto/tls"
 	"io"
 	"time"
-
-	"github.com/knowngood/knowngood/shared/conns"
 )
 
 // bridgeTLS serves one TLS connection on gnet, which reads its sockets
@@ -26,7 +24,7 @@ func (g *gnetTarget) bridgeTLS(tc *tls.Conn, accepted time.Time) {
 	inner, outer, err := socketpair()
 	if err != nil {
 		_ = tc.Close()
-		g.m.AcceptError(conns.AcceptErrorReason(err))
+		g.acceptError(err)
 		return
 	}
 	g.register(inner, accepted) // gnet duplicates inner and closes it

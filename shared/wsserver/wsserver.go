@@ -114,6 +114,12 @@ type Options struct {
 	// it: its header timed out (-handshake-timeout), or it was abandoned
 	// or malformed.
 	Unserved func(timedOut bool)
+	// AcceptError, with nil metrics, counts a connection the layer
+	// refused after its accept (on gnet, when the descriptor it takes
+	// over could not be duplicated: EMFILE near the open-files limit),
+	// so that a target counting in its own hooks still counts every
+	// connection it turned away.
+	AcceptError func(reason string)
 }
 
 // NewGorilla serves on gorilla/websocket. m may be nil (-metrics=false).

@@ -34,11 +34,15 @@ type manifests struct {
 	jobs        map[string]*batchv1.Job
 }
 
+func newManifests() manifests {
+	return manifests{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*corev1.ConfigMap{}, map[string]*batchv1.Job{}}
+}
+
 // decode decodes the YAML documents of b (one manifest each) into their
 // typed objects, refusing unknown fields and unknown kinds.
 func decode(t *testing.T, name string, b []byte) manifests {
 	t.Helper()
-	m := manifests{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*corev1.ConfigMap{}, map[string]*batchv1.Job{}}
+	m := newManifests()
 	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
 		if strings.TrimSpace(doc) == "" {
 			continue
@@ -420,5 +424,63 @@ func checkFront(t *testing.T, front *appsv1.Deployment, m manifests) {
 	}
 	if !bytes.Contains(want, []byte("least_conn;")) {
 		t.Errorf("the front does not balance least_conn (WebSocket-only clients)")
+	}
+}
+
+// TestK8sDocs: the commands of the README's Kubernetes section name
+// kustomizations that exist and objects they render: every `-k DIR`, and
+// every job/, deployment/, svc/ and job-name= in them.
+func TestK8sDocs(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## On Kubernetes\n")
+	if !ok {
+		t.Fatal("README.md has no section On Kubernetes")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	all := newManifests()
+	for _, dir := range kustomizations(t) {
+		m := render(t, dir)
+		for k, v := range m.deployments {
+			all.deployments[k] = v
+		}
+		for k, v := range m.services {
+			all.services[k] = v
+		}
+		for k, v := range m.jobs {
+			all.jobs[k] = v
+		}
+	}
+	refs := 0
+	for _, m := range regexp.MustCompile("-k (docker/k8s/[a-z0-9/-]*[a-z0-9])").FindAllStringSubmatch(section, -1) {
+		refs++
+		if _, err := os.Stat(filepath.Join(strings.TrimPrefix(m[1], "docker/"), "kustomization.yaml")); err != nil {
+			t.Errorf("the README applies %s, which is no kustomization", m[1])
+		}
+	}
+	for _, m := range regexp.MustCompile("(?:`|\\s)(job|deployment|svc)/([a-z0-9-]+)|job-name=([a-z0-9-]+)").FindAllStringSubmatch(section, -1) {
+		refs++
+		kind, name := m[1], m[2]
+		if m[3] != "" {
+			kind, name = "job", m[3]
+		}
+		var found bool
+		switch kind {
+		case "job":
+			_, found = all.jobs[name]
+		case "deployment":
+			_, found = all.deployments[name]
+		case "svc":
+			_, found = all.services[name]
+		}
+		if !found {
+			t.Errorf("the README names %s/%s, which no kustomization here renders", kind, name)
+		}
+	}
+	if refs < 5 {
+		t.Errorf("the README's Kubernetes commands name %d kustomizations and objects; the test finds too few to check", refs)
 	}
 }

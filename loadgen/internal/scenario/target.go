@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -44,6 +45,12 @@ func Open(ctx context.Context, admin string) *Target {
 			return t
 		}
 		admins = append(admins, expanded...)
+	}
+	if len(admins) > 1 {
+		if _, err := replicas.Split(strings.Join(admins, ",")); err != nil {
+			t.err = fmt.Errorf("-admin %s: %w", admin, err) // a name resolved to an address also given
+			return t
+		}
 	}
 	admin = strings.Join(admins, ",")
 	t.Admin = admin

@@ -88,3 +88,15 @@ func TestOpenDNS(t *testing.T) {
 		t.Error("FreeOSMemory of a name that does not resolve: no error")
 	}
 }
+
+// TestOpenDNSTwice: a dns+ name that resolves to an admin listener also
+// given would count that replica twice: every read fails, and says why.
+func TestOpenDNSTwice(t *testing.T) {
+	t.Parallel()
+	_, admin := startFake(t, `{"variant":"echo-test"}`)
+	target := Open(context.Background(), admin+",dns+"+admin)
+	defer target.Close()
+	if got := target.Snapshot(context.Background()); got.OK() || !strings.Contains(got.Err.Error(), "given twice") {
+		t.Errorf("read %+v, want an error that says the replica is given twice", got)
+	}
+}

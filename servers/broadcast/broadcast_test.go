@@ -2,6 +2,7 @@ package broadcast_test
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -286,6 +287,12 @@ func TestSlowClose(t *testing.T) {
 		// The server gives a client it closes 2 s to take the close frame:
 		// read again as soon as it has decided.
 		lifecycletest.WaitUpTo(t, 60*time.Second, "the slow client's queue to fill", func() bool { return tg.Stats().BroadcastDropped > 0 })
+		// The 4 KiB receive buffer that let the queue fill would drain
+		// what the server holds for it (megabytes) in hundreds of 8 KiB
+		// round trips; on a loaded machine they outlast those 2 s.
+		if tc, ok := slowc.c.UnderlyingConn().(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4 << 20)
+		}
 		close(resume)
 		select {
 		case <-slowc.done:

@@ -438,19 +438,6 @@ func (c *Conn) EmitWithAck(event string, args []any, done func(args []json.RawMe
 	return err
 }
 
-// eventPacket is 42[id]["event",args...].
-func eventPacket(id int64, event string, args []any) ([]byte, error) {
-	body, err := json.Marshal(append([]any{event}, args...))
-	if err != nil {
-		return nil, err
-	}
-	packet := []byte("42")
-	if id >= 0 {
-		packet = strconv.AppendInt(packet, id, 10)
-	}
-	return append(packet, body...), nil
-}
-
 // Close leaves the namespace, closes the WebSocket and waits for the
 // reader. Pending acks are dropped: the caller chose to go.
 func (c *Conn) Close() error {

@@ -1,11 +1,8 @@
 package broadcast
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"sync"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // listeners reads what the subscribers receive on gnet's event loops
@@ -41,9 +39,12 @@ type sub struct {
 	m     *member
 	carry []byte // bytes read before the loop took over, or a frame split by them
 	frag  []byte // a fragmented message so far (targets do not fragment, but may)
-	rd    bytes.Reader
-	hdr   [ws.MaxHeaderSize]byte
 }
+
+// maxFrame bounds a frame the subscribers wait for: far over any
+// broadcast (a target's -max-message is 1 MiB by default), and a length
+// no target sends is not buffered for ever.
+const maxFrame = 64 << 20
 
 func newListeners(r *run) (*listeners, error) {
 	l := &listeners{r: r}
@@ -78,7 +79,7 @@ func (l *listeners) dial(ctx context.Context, u target.URL, o target.Options, m 
 		b, _ := br.Peek(n)
 		s.carry = append([]byte(nil), b...)
 	}
-	if _, err := c.Write(clientFrame(ws.OpText, []byte(`{"type":"echo","payload":"join"}`))); err != nil {
+	if _, err := c.Write(wsframe.ClientFrame(ws.OpText, []byte(`{"type":"echo","payload":"join"}`))); err != nil {
 		_ = c.Close()
 		return err
 	}
@@ -92,13 +93,6 @@ func (l *listeners) dial(ctx context.Context, u target.URL, o target.Options, m 
 	}
 	m.g = g
 	return nil
-}
-
-// clientFrame is one masked frame, as a client must send (RFC 6455 5.3);
-// MaskFrame masks a copy of payload.
-func clientFrame(op ws.OpCode, payload []byte) []byte {
-	b, _ := ws.CompileFrame(ws.MaskFrame(ws.NewFrame(op, true, payload)))
-	return b
 }
 
 func (l *listeners) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
@@ -137,32 +131,23 @@ func (l *listeners) OnTraffic(c gnet.Conn) gnet.Action {
 func (l *listeners) frames(c gnet.Conn, s *sub, buf []byte, now int64) (int, gnet.Action) {
 	used := 0
 	for used < len(buf) {
-		s.rd.Reset(buf[used:])
-		h, err := ws.ReadHeaderBuffer(&s.rd, s.hdr[:])
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return used, gnet.None // the rest of the header is on its way
-		}
+		h, payload, n, err := wsframe.Next(buf[used:], maxFrame)
 		if err != nil {
 			l.r.errs.Add(kindUnknown, 1, fmt.Errorf("a frame the client cannot read: %w", err))
 			return len(buf), gnet.Close
 		}
-		hlen := len(buf) - used - s.rd.Len()
-		if h.Length > int64(len(buf)-used-hlen) {
+		if n == 0 {
 			return used, gnet.None // the rest of the frame is on its way
 		}
-		payload := buf[used+hlen : used+hlen+int(h.Length)]
-		used += hlen + int(h.Length)
-		if h.Masked {
-			ws.Cipher(payload, h.Mask, 0)
-		}
+		used += n
 		switch {
 		case h.OpCode == ws.OpPing:
-			_, _ = c.Write(clientFrame(ws.OpPong, payload))
+			_, _ = c.Write(wsframe.ClientFrame(ws.OpPong, payload))
 		case h.OpCode == ws.OpClose:
 			// The target closes, or answers the client's close: answer
 			// the former with its code, and go.
 			if !l.r.closing.Load() {
-				_, _ = c.Write(clientFrame(ws.OpClose, payload))
+				_, _ = c.Write(wsframe.ClientFrame(ws.OpClose, payload))
 			}
 			return len(buf), gnet.Close
 		case h.OpCode.IsControl():

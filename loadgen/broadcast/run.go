@@ -25,6 +25,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 )
 
 // Error kinds beyond the dial's.
@@ -572,7 +573,7 @@ func (r *run) closeAll() {
 func (m *member) goodbye() {
 	msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
 	if m.g != nil {
-		_ = m.g.AsyncWrite(clientFrame(ws.OpClose, msg), nil)
+		_ = m.g.AsyncWrite(wsframe.ClientFrame(ws.OpClose, msg), nil)
 		return
 	}
 	_ = m.c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))

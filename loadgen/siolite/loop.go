@@ -2,7 +2,6 @@ package siolite
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -191,26 +191,16 @@ func (l *Loop) OnClose(g gnet.Conn, err error) gnet.Action {
 // bytes they took.
 func (c *Conn) frames(buf []byte) (int, gnet.Action) {
 	used := 0
-	var rd bytes.Reader
 	for used < len(buf) {
-		rd.Reset(buf[used:])
-		h, err := ws.ReadHeader(&rd)
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return used, gnet.None // the rest of the header is on its way
-		}
-		if err != nil || h.Length > maxPacket {
-			c.endErr.CompareAndSwap(nil, ptr(fmt.Errorf("a frame the client cannot read: %v (%d bytes)", err, h.Length)))
+		h, payload, n, err := wsframe.Next(buf[used:], maxPacket)
+		if err != nil {
+			c.endErr.CompareAndSwap(nil, ptr(fmt.Errorf("a frame the client cannot read: %w", err)))
 			return len(buf), gnet.Close
 		}
-		hlen := len(buf) - used - rd.Len()
-		if h.Length > int64(len(buf)-used-hlen) {
+		if n == 0 {
 			return used, gnet.None // the rest of the frame is on its way
 		}
-		payload := buf[used+hlen : used+hlen+int(h.Length)]
-		used += hlen + int(h.Length)
-		if h.Masked {
-			ws.Cipher(payload, h.Mask, 0)
-		}
+		used += n
 		var msg []byte
 		switch {
 		case h.OpCode == ws.OpPing:
@@ -252,7 +242,7 @@ func ptr[T any](v T) *T { return &v }
 func (c *Conn) writeFrame(op ws.OpCode, payload []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_ = c.writeOnLoop(clientFrame(op, payload))
+	_ = c.writeOnLoop(wsframe.ClientFrame(op, payload))
 }
 
 // writeOnLoop writes b on an enrolled connection, with c.wmu held: at
@@ -270,12 +260,6 @@ func (c *Conn) writeOnLoop(b []byte) error {
 		b, c.viaLoop = rest, true
 	}
 	return c.g.AsyncWrite(b, nil)
-}
-
-// clientFrame is one masked frame; MaskFrame masks a copy of payload.
-func clientFrame(op ws.OpCode, payload []byte) []byte {
-	b, _ := ws.CompileFrame(ws.MaskFrame(ws.NewFrame(op, true, payload)))
-	return b
 }
 
 // readRaw is one text message of a connection not yet enrolled,

@@ -32,6 +32,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
 	"github.com/gorilla/websocket"
+	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -384,7 +385,7 @@ func (c *Conn) write(packet []byte) error {
 	defer c.wmu.Unlock()
 	switch {
 	case c.g != nil:
-		return c.writeOnLoop(clientFrame(ws.OpText, packet))
+		return c.writeOnLoop(wsframe.ClientFrame(ws.OpText, packet))
 	case c.raw != nil:
 		_ = c.raw.SetWriteDeadline(time.Now().Add(writeWait))
 		return wsutil.WriteClientText(c.raw, packet)
@@ -449,7 +450,7 @@ func (c *Conn) Close() error {
 		// The DISCONNECT and the close frame, then the close, in turn on
 		// the loop; a connection already ended has its done closed.
 		c.wmu.Lock()
-		bye := append(clientFrame(ws.OpText, []byte("41")), clientFrame(ws.OpClose, ws.NewCloseFrameBody(ws.StatusNormalClosure, ""))...)
+		bye := append(wsframe.ClientFrame(ws.OpText, []byte("41")), wsframe.ClientFrame(ws.OpClose, ws.NewCloseFrameBody(ws.StatusNormalClosure, ""))...)
 		_ = c.writeOnLoop(bye)
 		c.wmu.Unlock()
 		// After the writes above: the loop runs its tasks in order.

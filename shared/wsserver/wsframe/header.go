@@ -5,7 +5,8 @@
 // and text, inflates permessage-deflate messages within a size bound, and
 // writes server frames. The rules here are also the ones the server
 // enforces in front of gorilla and coder, so the three libraries answer a
-// bad frame alike.
+// bad frame alike. loadgen's clients on event loops split the targets'
+// frames with the same parser (Next) and mask their own (ClientFrame).
 package wsframe
 
 import (

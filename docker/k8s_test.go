@@ -61,26 +61,30 @@ func decode(t *testing.T, name string, b []byte) manifests {
 		}
 		switch head.APIVersion + " " + head.Kind {
 		case "apps/v1 Deployment":
-			if d := (&appsv1.Deployment{}); strict(d) {
-				m.deployments[d.Name] = d
-			}
+			keep(m.deployments, strict)
 		case "v1 Service":
-			if s := (&corev1.Service{}); strict(s) {
-				m.services[s.Name] = s
-			}
+			keep(m.services, strict)
 		case "v1 ConfigMap":
-			if c := (&corev1.ConfigMap{}); strict(c) {
-				m.configMaps[c.Name] = c
-			}
+			keep(m.configMaps, strict)
 		case "batch/v1 Job":
-			if j := (&batchv1.Job{}); strict(j) {
-				m.jobs[j.Name] = j
-			}
+			keep(m.jobs, strict)
 		default:
 			t.Errorf("%s, document %d: %s %s is not a kind this test knows", name, i+1, head.APIVersion, head.Kind)
 		}
 	}
 	return m
+}
+
+// keep decodes a new T with strict and, when it decodes, files it in
+// into by its name.
+func keep[T any, P interface {
+	*T
+	GetName() string
+}](into map[string]P, strict func(obj any) bool) {
+	obj := P(new(T))
+	if strict(obj) {
+		into[obj.GetName()] = obj
+	}
 }
 
 // kustomizations are the directories under k8s/ with a kustomization.

@@ -308,7 +308,7 @@ start_nginx() {
 }
 
 # upstream_servers: the upstream server lines of UPSTREAMS, after checking
-# them and LB (least_conn by default).
+# them and LB (which the caller has defaulted).
 upstream_servers() {
 	[ -n "$UPSTREAMS" ] || die "$1: UPSTREAMS is empty; want the replicas' HOST:PORT addresses"
 	[ -f "$ROOT/docker/nginx/upstream-$LB.conf" ] || die "LB=$LB: want least_conn, ip_hash, query_hash or round_robin"

@@ -5,7 +5,8 @@ deadline, as one JSON line on stdout.
 
     /usr/bin/python3 scripts/clients/sio_connect.py --url http://127.0.0.1:8080 \
         --n 200 --transports websocket|polling|polling,websocket \
-        --deadline-ms 15000 [--wait-ms 1000] [--echo] [--namespace /]
+        --deadline-ms 15000 [--wait-ms 1000] [--echo] [--namespace /] \
+        [--latencies]
 
 Run it with Debian's /usr/bin/python3 (python3-socketio 5.7): the python3
 first on PATH may not see that package.
@@ -15,6 +16,8 @@ The output has the same shape as scripts/clients/sio-connect.mjs:
      "echoed":n,"failed":n,"errors":{"message":count},"p50_ms":..,"p95_ms":..,
      "p99_ms":..,"max_ms":..,"total_ms":..,"sent":n,"received":n}
 failed = attempts - connected, and the counts in errors add up to failed.
+With --latencies it also has "latencies_ms": every connected one's, sorted,
+which shows whether a burst completed in waves or one by one.
 Latency is from a connection's start to its namespace "connect" event;
 percentiles are nearest-rank over the connected ones (null when none
 connected). --wait-ms sets python-socketio's own wait_timeout, which starts
@@ -57,6 +60,7 @@ def parse_args(argv):
     p.add_argument("--wait-ms", type=positive_int(3600000), default=None)
     p.add_argument("--echo", action="store_true")
     p.add_argument("--namespace", default="/")
+    p.add_argument("--latencies", action="store_true", help='add "latencies_ms": each connect\'s, sorted')
     p.add_argument("--insecure", action="store_true", help="https: accept any certificate (a self-signed test pair)")
     args = p.parse_args(argv)
     if not args.url.startswith(("http://", "https://", "ws://", "wss://")):
@@ -214,6 +218,8 @@ async def run(args):
     }
     if args.echo:
         report["echo_errors"] = echo_errors
+    if args.latencies:
+        report["latencies_ms"] = [round(ms, 3) for ms in lat]
     return report
 
 

@@ -55,7 +55,8 @@ func command(client string, o options, bins *benchrun.Binaries, url, admin strin
 		return []string{"/usr/bin/python3", "scripts/clients/sio_connect.py", "--url", url, "--n", ns, "--transports", "websocket",
 			"--deadline-ms", deadlineMs, "--wait-ms", strconv.FormatInt(reportWait.Milliseconds(), 10)}, nil
 	case clientPython:
-		return []string{"/usr/bin/python3", "scripts/clients/sio_connect.py", "--url", url, "--n", ns, "--transports", "websocket", "--deadline-ms", deadlineMs}, nil
+		return []string{"/usr/bin/python3", "scripts/clients/sio_connect.py", "--url", url, "--n", ns, "--transports", "websocket", "--deadline-ms", deadlineMs,
+			"--latencies"}, nil
 	case clientJS:
 		return []string{"node", "scripts/clients/sio-connect.mjs", "--url", url, "--n", ns, "--transports", "websocket", "--deadline-ms", deadlineMs}, nil
 	case clientLoadgen:

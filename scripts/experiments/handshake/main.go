@@ -119,6 +119,8 @@ type result struct {
 	P95ms     *float64 `json:"p95_ms"`
 	MaxMs     *float64 `json:"max_ms"`
 	TotalMs   float64  `json:"total_ms"`
+	// Latencies (the python client): every connected one's, sorted.
+	Latencies []float64 `json:"latencies_ms"`
 	// FirstTransport (the Go client): by the transport each connection
 	// tried first, its attempts and those that connected.
 	FirstTransport map[string]struct {

@@ -212,3 +212,11 @@ func testDeadline(t *testing.T, loop *Loop) {
 		t.Error("ws:// URL accepted")
 	}
 }
+
+func TestLoopsFor(t *testing.T) {
+	for procs, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 16: 8} {
+		if got := loopsFor(procs); got != want {
+			t.Errorf("loopsFor(%d) = %d, want %d", procs, got, want)
+		}
+	}
+}

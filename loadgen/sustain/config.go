@@ -107,7 +107,7 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.BoolVar(&cfg.Reconnect, "reconnect", true, "a client that lost its connection (or failed to connect) tries again after an exponential back-off with jitter")
 	flagset.Duration(fs, &cfg.Backoff, "backoff", DefaultBackoff, false, "`DURATION` of the first back-off; it doubles on each failure, up to -backoff-max, and each wait is drawn from its upper half")
 	fs.BoolVar(&cfg.Hops, "hops", true, "every emit and push carries an object that asks a knowngood target for hop stamps, and the report splits their latency by hop (client to replica, replica, Redis, replica to client); a target that does not stamp echoes it back unchanged")
-	fs.BoolVar(&cfg.Loop, "loop", true, "lean client: read the connections on gnet event loops (one per core) instead of a goroutine each, which costs a wake-up and two reads per message (http:// targets; https:// stays on goroutines)")
+	fs.BoolVar(&cfg.Loop, "loop", true, "lean client: read the connections on gnet event loops (one per two cores) instead of a goroutine each, which costs a wake-up and two reads per message (http:// targets; https:// stays on goroutines)")
 	fs.StringVar(&cfg.Client, "client", ClientLean, "Socket.IO `CLIENT`: lean (loadgen/siolite, on event loops with -loop, for 100,000 from one machine) or zishang520 (the Go client library users deploy, several goroutines and timers per connection)")
 	target.SourcesVar(fs, &cfg.Sources, ", by client number; each gives its own ephemeral ports to one target, and connect() slows past half the range from one address to one port (lean client only)")
 	flagset.Duration(fs, &cfg.BackoffMax, "backoff-max", DefaultBackoffMax, false, "`DURATION` the back-off grows to at most")

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -23,6 +24,16 @@ import (
 // `go test -count=N -run TestX` beside a CPU hog is a meaningful check.
 
 const raceRounds = 20
+
+// raceConfig is the suite's, without its short timers: a ping (every
+// 300 ms there) or the connect timeout (1 s) firing within a round, as
+// they can when a loaded machine stretches it, would answer a request
+// first, and that is not the race a test checks.
+func raceConfig(c *config.Config) {
+	suiteConfig(c)
+	c.PingInterval, c.PingTimeout = 25*time.Second, 20*time.Second
+	c.SocketIO.ConnectTimeout = 45 * time.Second
+}
 
 // rawHTTP is one keep-alive HTTP/1.1 connection that writes requests byte
 // for byte, so that a test decides exactly when each one leaves.
@@ -77,7 +88,7 @@ func (c *rawHTTP) response(t *testing.T) (int, string) {
 func TestPollingCloseRace(t *testing.T) { inTurn(t, engines, testPollingCloseRace) }
 
 func testPollingCloseRace(t *testing.T, engine string) {
-	tg := start(t, engine, socketio.Empty, suiteConfig)
+	tg := start(t, engine, socketio.Empty, raceConfig)
 	for round := range raceRounds {
 		sid := pollingSession(t, tg)
 		// Both connections are open before either request is written: the
@@ -109,7 +120,7 @@ func testPollingCloseRace(t *testing.T, engine string) {
 func TestUpgradeRace(t *testing.T) { inTurn(t, engines, testUpgradeRace) }
 
 func testUpgradeRace(t *testing.T, engine string) {
-	tg := start(t, engine, socketio.Empty, suiteConfig)
+	tg := start(t, engine, socketio.Empty, raceConfig)
 	for round := range raceRounds {
 		sid := pollingSession(t, tg)
 		poll := dialRaw(t, tg)

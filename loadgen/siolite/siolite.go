@@ -394,10 +394,6 @@ func (c *Conn) write(packet []byte) error {
 	return c.ws.WriteMessage(websocket.TextMessage, packet)
 }
 
-// OnLoop reports whether the connection is read on a Loop, whose writes
-// never wait: what does not fit in the socket goes to the loop.
-func (c *Conn) OnLoop() bool { return c.g != nil }
-
 // ID is the Socket.IO id the server gave the connection.
 func (c *Conn) ID() string { return c.id }
 

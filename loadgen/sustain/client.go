@@ -10,7 +10,7 @@ import (
 )
 
 // client is one simulated user: one connection at a time, and again
-// after a back-off when it is lost. Its emits come from the run's wheel,
+// after a back-off when it is lost. Its emits run on a timer of their own,
 // one after another: the next one is set when the last one has gone out,
 // whether or not its ack has come (the user does not wait either).
 type client struct {
@@ -20,11 +20,11 @@ type client struct {
 
 	mu       sync.Mutex
 	conn     link
-	gen      int         // counts connections, so that a stale timer or event does nothing
-	leaving  bool        // the client closes its connection itself (churn, the end)
-	failures int         // connects failed in a row, for the back-off
-	timer    *time.Timer // the back-off's
-	ever     bool        // it has been connected once
+	gen      int  // counts connections, so that a stale timer or event does nothing
+	leaving  bool // the client closes its connection itself (churn, the end)
+	failures int  // connects failed in a row, for the back-off
+	timer    *time.Timer
+	ever     bool // it has been connected once
 	// dropped: the connection of this gen ended before dial registered
 	// it (the server closed it just after the CONNECT ack); dial then
 	// counts it lost at once instead of holding a dead connection.
@@ -87,21 +87,7 @@ func (c *client) schedule(gen int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen == gen && c.conn != nil {
-		r.emits.at(wait, c, gen)
-	}
-}
-
-// fire runs an emit the wheel found due: at once when the connection's
-// writes never wait, else on a goroutine of its own, so that a server that
-// does not read holds up none of the wheel's other emits.
-func (c *client) fire(gen int) {
-	c.mu.Lock()
-	inline := c.gen == gen && c.conn != nil && c.conn.neverWaits()
-	c.mu.Unlock()
-	if inline {
-		c.emit(gen)
-	} else {
-		go c.emit(gen)
+		c.timer = time.AfterFunc(wait, func() { c.emit(gen) })
 	}
 }
 

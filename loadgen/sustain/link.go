@@ -26,9 +26,6 @@ type link interface {
 	// unless nil; done gets the ack's string argument and what came back
 	// for ask (nil without it), or the error.
 	emitWithAck(event, arg string, ask any, done func(arg string, echoed any, err error))
-	// neverWaits reports whether a write returns at once whatever the
-	// server does (the connection is on an event loop).
-	neverWaits() bool
 	close()
 }
 
@@ -65,7 +62,6 @@ type leanLink struct{ c *siolite.Conn }
 
 func (l leanLink) emit(event string, args ...any) error { return l.c.Emit(event, args...) }
 func (l leanLink) close()                               { _ = l.c.Close() }
-func (l leanLink) neverWaits() bool                     { return l.c.OnLoop() }
 
 func (l leanLink) emitWithAck(event, arg string, ask any, done func(string, any, error)) {
 	sent := []any{arg}
@@ -130,7 +126,6 @@ type zishangLink struct{ c *sioclient.Conn }
 
 func (z zishangLink) emit(event string, args ...any) error { return z.c.Socket().Emit(event, args...) }
 func (z zishangLink) close()                               { _ = z.c.Close() }
-func (z zishangLink) neverWaits() bool                     { return false }
 
 func (z zishangLink) emitWithAck(event, arg string, ask any, done func(string, any, error)) {
 	sent := []any{arg}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,7 +69,6 @@ type run struct {
 	emitHops, pushHops hopHists
 	sched              []protocol.Bucket // this process's scheduling latency at the step's start
 	loop               *siolite.Loop     // -loop's, nil on goroutines
-	emits              *wheel            // every client's next emit
 
 	rep *Report
 }
@@ -112,7 +110,6 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		}
 		r.loop = loop
 	}
-	r.emits = newWheel(cfg.EmitMin, runtime.GOMAXPROCS(0), func(c *client, gen int) { c.fire(gen) })
 	r.rep = newReport(cfg)
 	if f.Before != nil && f.Before.Err != nil {
 		r.rep.ServerError = fmt.Sprintf("no /stats from %s: %v", cfg.Admin, f.Before.Err)
@@ -148,7 +145,6 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	}
 	stopPushing()
 	r.stopping.Store(true)
-	r.emits.close()
 	close(r.queue)
 	wg.Wait()
 	stopSampling()

@@ -18,13 +18,15 @@ import (
 )
 
 // Loop reads many connections on gnet's event loops (epoll, one per two
-// cores: see loopsFor) instead of a goroutine per connection: a goroutine each costs a wake-up
-// and two read syscalls per message (the second finds the socket empty),
-// and at 20,000 connections at one emit every 1-5 s the lean client used
-// more CPU than the gnet replicas it measured. A connection is dialled,
-// upgraded (gobwas/ws) and connected to "/" as before, synchronously, then
-// enrolled in a loop, which reads its frames, answers its pings and hands
-// on its events and acks; writes go to the loop (AsyncWrite). The server's
+// cores: see loopsFor) instead of a goroutine per connection: a goroutine
+// each costs a wake-up and two read syscalls per message (the second finds
+// the socket empty), and at 20,000 connections at one emit every 1-5 s the
+// lean client used more CPU than the gnet replicas it measured. A
+// connection is dialled, upgraded (gobwas/ws) and connected to "/" as
+// before, synchronously, then enrolled in a loop, which reads its frames,
+// answers its pings and hands on its events and acks; writes go out at
+// once from the writer's goroutine, through the loop (AsyncWrite) only
+// when the socket is full (writeOnLoop). The server's
 // pings are watched by one sweep a second over every connection. TLS
 // connections stay on their goroutines.
 type Loop struct {

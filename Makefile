@@ -34,7 +34,7 @@ GOTEST := KNOWNGOOD_TEST_BINDIR=$(TEST_BINDIR) go test -race -count=1 -timeout 4
 # The longest packages, named first so that they start first: the suite
 # ends when the last of them does.
 LONG_PKGS := ./servers ./scripts/soak ./scripts/experiments/cluster ./scripts/recipes ./docker ./scripts/crossbuild \
-	./loadgen ./servers/broadcast ./shared/wsserver ./servers/socketio ./scripts/readme ./scripts/cluster
+	./loadgen ./servers/broadcast ./servers/internal/wsserver ./servers/socketio ./scripts/readme ./scripts/cluster
 
 .PHONY: help dist k8s-nginx-conf run-server list deps deps-quick test test-quick test-slow test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
@@ -132,8 +132,8 @@ lint:
 ## fuzz: every fuzz target for FUZZTIME each (make test runs their seed corpora)
 FUZZTIME ?= 20s
 FUZZ_TARGETS := ./shared/config:FuzzParse ./shared/protocol:FuzzDecodeStats ./servers/broadcast:FuzzSessionMessage \
-	./shared/wsserver:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets ./servers/socketio:FuzzPacketsNative \
-	./shared/wsserver:FuzzFrameGuard ./shared/wsserver:FuzzGnetFrames ./shared/wsserver/wsframe:FuzzReaderSplits
+	./servers/internal/wsserver:FuzzGnetUpgradeSplits ./servers/socketio:FuzzPackets ./servers/socketio:FuzzPacketsNative \
+	./servers/internal/wsserver:FuzzFrameGuard ./servers/internal/wsserver:FuzzGnetFrames ./shared/wsframe:FuzzReaderSplits
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
@@ -147,8 +147,8 @@ STRESS_TESTS ?= $(STRESS_RACES) \
 	./servers/socketio:'^(TestBlocking(Contract|FreezesTheLoop|RepeatedConnects|LeaversStillHold)|TestChunkedPost|TestFaultModes|TestPolling(Heartbeat|Upgrade|MalformedPacket))$$' \
 	./scripts/experiments/handshake:'^TestSideBySide$$' \
 	./servers/broadcast:'^(TestMemberOnceUpgraded|TestSlowCloseFindsTheNonReader|TestBacklogGoesOutTogether|TestReaderOutlivesStuckWriter|TestClusterFanOut|TestClusterRedisRestart|TestClusterPusherKilled)$$' \
-	./shared/cluster:'^TestBusBounded$$' \
-	./shared/wsserver:'^(TestFrameBytes|TestOverflowBounded)$$' \
+	./servers/internal/cluster:'^TestBusBounded$$' \
+	./servers/internal/wsserver:'^(TestFrameBytes|TestOverflowBounded)$$' \
 	./servers:'^(TestTimeBounds|TestLongPollOutlivesBounds|TestSIGHUP)$$' \
 	./loadgen/broadcast:'^(TestSubscribers|TestTLS)' \
 	./loadgen:'^(TestWatchBlocking|TestWatchUnknownFigures|TestWatchCatchesLyingTool|TestExit.*|TestTLSBroadcast|TestTLSEcho|TestReportRefusedAtCap)$$'

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/prereq"
 )
 
 // composeConfig is what `docker compose config --format json` says of the
@@ -137,7 +137,7 @@ func TestComposeCluster(t *testing.T) {
 		})
 	}
 	promtool, err := exec.LookPath("promtool")
-	harness.Need(t, "promtool (Debian's prometheus)", err)
+	prereq.Need(t, "promtool (Debian's prometheus)", err)
 	if out, err := exec.Command(promtool, "check", "config", "prometheus/prometheus.cluster.yml").CombinedOutput(); err != nil {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/prereq"
 	"github.com/knowngood/knowngood/shared/procfs"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -55,7 +56,7 @@ func TestComposeHost(t *testing.T) {
 		t.Skip("-short: no Docker")
 	}
 	_, err := exec.LookPath("dockerd")
-	harness.Need(t, "dockerd (Debian's docker.io)", err)
+	prereq.Need(t, "dockerd (Debian's docker.io)", err)
 	compose := composeCommand(t)
 	env := os.Environ()
 	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
@@ -206,7 +207,7 @@ func composeCommand(t *testing.T) []string {
 	if out, err := exec.Command("docker-compose", "version", "--short").Output(); err == nil && !strings.HasPrefix(string(out), "1.") {
 		return []string{"docker-compose"}
 	}
-	harness.Need(t, "Docker Compose v2 (make deps builds it as a docker CLI plugin)", fmt.Errorf("neither `docker compose` nor a docker-compose v2 is installed"))
+	prereq.Need(t, "Docker Compose v2 (make deps builds it as a docker CLI plugin)", fmt.Errorf("neither `docker compose` nor a docker-compose v2 is installed"))
 	return nil
 }
 

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/knowngood/knowngood/loadgen/conns"
-	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/prereq"
 )
 
 // manifests is what one kustomization renders, decoded strictly into the
@@ -107,7 +107,7 @@ func kustomizations(t *testing.T) []string {
 func render(t *testing.T, dir string) manifests {
 	t.Helper()
 	kubectl, err := exec.LookPath("kubectl")
-	harness.Need(t, "kubectl (1.32, with kustomize built in)", err)
+	prereq.Need(t, "kubectl (1.32, with kustomize built in)", err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, kubectl, "kustomize", dir).Output()

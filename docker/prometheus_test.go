@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/prereq"
 )
 
 // TestPromtoolChecksConfigs runs Debian's promtool over the scrape configs
@@ -21,7 +22,7 @@ import (
 func TestPromtoolChecksConfigs(t *testing.T) {
 	t.Parallel()
 	promtool, err := exec.LookPath("promtool")
-	harness.Need(t, "promtool (Debian's prometheus)", err)
+	prereq.Need(t, "promtool (Debian's prometheus)", err)
 	out, err := exec.Command(promtool, "check", "config", "prometheus/prometheus.yml", "prometheus/prometheus.host.yml").CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
@@ -35,7 +36,7 @@ func TestPromtoolChecksConfigs(t *testing.T) {
 func TestPrometheusScrapesTarget(t *testing.T) {
 	t.Parallel()
 	prom, err := exec.LookPath("prometheus")
-	harness.Need(t, "prometheus (Debian)", err)
+	prereq.Need(t, "prometheus (Debian)", err)
 	tg := harness.Start(t, "-variant", "echo-coder")
 
 	dir := t.TempDir()

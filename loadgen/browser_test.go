@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/knowngood/knowngood/loadgen/htmlreport"
-	"github.com/knowngood/knowngood/scripts/harness/browser"
+	"github.com/knowngood/knowngood/shared/browser"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/scripts/harness"
-	"github.com/knowngood/knowngood/scripts/harness/browser"
+	"github.com/knowngood/knowngood/shared/browser"
 )
 
 // TestMain doubles as the client that drops replies (see dropReplies).

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/scripts/harness"
-	"github.com/knowngood/knowngood/scripts/harness/browser"
+	"github.com/knowngood/knowngood/servers/internal/admin/dashboardtest"
 	"github.com/knowngood/knowngood/servers/variants"
-	"github.com/knowngood/knowngood/shared/admin/dashboardtest"
+	"github.com/knowngood/knowngood/shared/browser"
 )
 
 // dashboardLoads is, for each family, the loadgen run that moves the

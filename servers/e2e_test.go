@@ -21,7 +21,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/scripts/harness"
-	"github.com/knowngood/knowngood/scripts/harness/browser"
+	"github.com/knowngood/knowngood/shared/browser"
+	"github.com/knowngood/knowngood/shared/prereq"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -82,7 +83,7 @@ func (s *server) statsWith(t *testing.T, client *http.Client) protocol.Stats {
 func need(t *testing.T, what string, ok bool) {
 	t.Helper()
 	if !ok {
-		harness.Need(t, what, errors.New("not found"))
+		prereq.Need(t, what, errors.New("not found"))
 	}
 }
 

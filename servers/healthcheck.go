@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/knowngood/knowngood/shared/admin"
+	"github.com/knowngood/knowngood/servers/internal/admin"
 	"github.com/knowngood/knowngood/shared/config"
 )
 

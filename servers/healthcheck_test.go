@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/servers/internal/admin"
 	"github.com/knowngood/knowngood/servers/variants"
-	"github.com/knowngood/knowngood/shared/admin"
 )
 
 func TestHealthURL(t *testing.T) {

@@ -16,12 +16,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/knowngood/knowngood/servers/internal/admin"
+	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/targets"
 	"github.com/knowngood/knowngood/servers/variants"
-	"github.com/knowngood/knowngood/shared/admin"
 	"github.com/knowngood/knowngood/shared/buildinfo"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/clustertest"
 )
 
 // TestNativeTakesClusterFlags: knowngood -engine native starts with -redis

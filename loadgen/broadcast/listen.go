@@ -13,7 +13,7 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
-	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/wsframe"
 )
 
 // listeners reads what the subscribers receive on gnet's event loops

@@ -25,7 +25,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
-	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/wsframe"
 )
 
 // Error kinds beyond the dial's.

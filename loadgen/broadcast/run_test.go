@@ -13,7 +13,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/servers/variants"
-	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
+	"github.com/knowngood/knowngood/shared/leaktest"
 )
 
 func TestMain(m *testing.M) {

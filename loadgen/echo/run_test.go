@@ -16,7 +16,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/echotest"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/timeline"
-	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
+	"github.com/knowngood/knowngood/shared/leaktest"
 )
 
 func TestMain(m *testing.M) {

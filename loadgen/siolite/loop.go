@@ -13,7 +13,7 @@ import (
 
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
-	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/wsframe"
 	"github.com/panjf2000/gnet/v2"
 )
 

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/knowngood/knowngood/scripts/harness"
-	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
+	"github.com/knowngood/knowngood/shared/leaktest"
 )
 
 func TestMain(m *testing.M) {

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/scripts/harness"
-	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/clustertest"
+	"github.com/knowngood/knowngood/shared/prereq"
 	"github.com/knowngood/knowngood/shared/procfs"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -46,7 +47,7 @@ func need(t *testing.T, tools ...string) {
 		if err != nil && tool == "nginx" {
 			_, err = os.Stat("/usr/sbin/nginx")
 		}
-		harness.Need(t, tool+" (apt-get install -y nginx redis-server nodejs; make deps)", err)
+		prereq.Need(t, tool+" (apt-get install -y nginx redis-server nodejs; make deps)", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/leaktest"
 )
 
-func TestMain(m *testing.M) { harness.Main(m, harness.RemoveBuilds) }
+func TestMain(m *testing.M) { leaktest.Main(m, harness.RemoveBuilds) }

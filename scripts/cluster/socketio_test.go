@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/prereq"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -21,9 +22,9 @@ const sessionUnknown = `400 {"code":1,"message":"Session ID unknown"}`
 func sioConnect(t *testing.T, url string, args ...string) harness.SioResult {
 	t.Helper()
 	_, err := exec.LookPath("node")
-	harness.Need(t, "node", err)
+	prereq.Need(t, "node", err)
 	_, err = os.Stat("../node_modules/socket.io-client/package.json")
-	harness.Need(t, "socket.io-client (make deps)", err)
+	prereq.Need(t, "socket.io-client (make deps)", err)
 	return harness.SioConnect(t, "js", append([]string{"--url", url}, args...)...)
 }
 

@@ -183,9 +183,9 @@ func explain(out []byte) string {
 
 func TestExplain(t *testing.T) {
 	t.Parallel()
-	out := []byte("# github.com/knowngood/knowngood/shared/wsserver\nshared/wsserver/gnettls.go:51:66: undefined: unix.SOCK_CLOEXEC\nvet: shared/lifecycle/x_test.go:9:2: undefined: syscall.Kill\n")
+	out := []byte("# github.com/knowngood/knowngood/servers/internal/wsserver\nservers/internal/wsserver/gnettls.go:51:66: undefined: unix.SOCK_CLOEXEC\nvet: servers/internal/lifecycle/x_test.go:9:2: undefined: syscall.Kill\n")
 	got := explain(out)
-	for _, want := range []string{"package shared/wsserver uses unix.SOCK_CLOEXEC (shared/wsserver/gnettls.go:51)", "package shared/lifecycle uses syscall.Kill"} {
+	for _, want := range []string{"package servers/internal/wsserver uses unix.SOCK_CLOEXEC (servers/internal/wsserver/gnettls.go:51)", "package servers/internal/lifecycle uses syscall.Kill"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("explain: %q, want it to contain %q", got, want)
 		}

@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knowngood/knowngood/shared/cluster/redisserver"
+	"github.com/knowngood/knowngood/shared/leaktest"
+	"github.com/knowngood/knowngood/shared/redisserver"
 )
 
-func TestMain(m *testing.M) { Main(m, RemoveBuilds) }
+func TestMain(m *testing.M) { leaktest.Main(m, RemoveBuilds) }
 
 // shell starts sh -c script as a server; the script prints the
 // "listening" line itself.

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/knowngood/knowngood/shared/cluster/clustertest"
-	"github.com/knowngood/knowngood/shared/cluster/redisserver"
+	"github.com/knowngood/knowngood/shared/clustertest"
+	"github.com/knowngood/knowngood/shared/redisserver"
 )
 
 // StartRedis runs redis-server on a free loopback port (chosen as

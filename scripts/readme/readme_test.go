@@ -24,6 +24,7 @@ import (
 
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/prereq"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -434,13 +435,13 @@ func needs(t *testing.T, ws []string, path string) {
 		}
 		return
 	}
-	harness.Need(t, ws[0], lookTool(ws[0], path))
+	prereq.Need(t, ws[0], lookTool(ws[0], path))
 	switch {
 	case ws[0] == "node":
 		_, err := os.Stat(filepath.Join(root, "scripts/node_modules/socket.io-client/package.json"))
-		harness.Need(t, "the npm packages of scripts/ (make deps)", err)
+		prereq.Need(t, "the npm packages of scripts/ (make deps)", err)
 	case strings.HasSuffix(ws[0], "python3"):
-		harness.Need(t, "python3-socketio for "+ws[0], exec.Command(ws[0], "-c", "import socketio, aiohttp").Run())
+		prereq.Need(t, "python3-socketio for "+ws[0], exec.Command(ws[0], "-c", "import socketio, aiohttp").Run())
 	}
 }
 

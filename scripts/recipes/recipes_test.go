@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/leaktest"
+	"github.com/knowngood/knowngood/shared/prereq"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	harness.Main(m, harness.RemoveBuilds)
+	leaktest.Main(m, harness.RemoveBuilds)
 }
 
 // run runs a recipe's command from scripts/ (2 minutes at most) and
@@ -59,7 +61,7 @@ func k6(t *testing.T) string {
 			return path
 		}
 	}
-	harness.Need(t, "k6 (go install go.k6.io/k6@v1.8.1)", fmt.Errorf("not on PATH nor in %s/bin", gopath()))
+	prereq.Need(t, "k6 (go install go.k6.io/k6@v1.8.1)", fmt.Errorf("not on PATH nor in %s/bin", gopath()))
 	return ""
 }
 
@@ -156,7 +158,7 @@ func testK6SocketIO(t *testing.T, engine []string) {
 // counters.
 func artillery(t *testing.T, script, target string) map[string]uint64 {
 	_, err := os.Stat("../artillery/node_modules/artillery/package.json")
-	harness.Need(t, "artillery (npm ci in scripts/artillery)", err)
+	prereq.Need(t, "artillery (npm ci in scripts/artillery)", err)
 	out := filepath.Join(t.TempDir(), "report.json")
 	env := append([]string{"ARTILLERY_DISABLE_TELEMETRY=true"}, telemetrySink(t)...)
 	run(t, env, "artillery/node_modules/.bin/artillery", "run", "--quiet", "--target", target, "--output", out, "artillery/"+script)
@@ -238,7 +240,7 @@ func testArtillerySocketIO(t *testing.T, engine []string) {
 func TestTsungWebSocket(t *testing.T) {
 	t.Parallel()
 	_, err := exec.LookPath("tsung")
-	harness.Need(t, "tsung (Debian)", err)
+	prereq.Need(t, "tsung (Debian)", err)
 	tg := harness.Start(t, "-variant", "echo-gnet")
 	host, port := splitHostPort(t, tg.Addr)
 	before := tg.Stats(t)
@@ -260,7 +262,7 @@ func TestTsungWebSocket(t *testing.T) {
 func TestWscat(t *testing.T) {
 	t.Parallel()
 	_, err := os.Stat("../wscat/node_modules/wscat/package.json")
-	harness.Need(t, "wscat (npm ci in scripts/wscat)", err)
+	prereq.Need(t, "wscat (npm ci in scripts/wscat)", err)
 	tg := harness.Start(t, "-variant", "echo-gorilla")
 	before := tg.Stats(t)
 	// wscat quits at once when its stdin ends: hold it open.
@@ -309,9 +311,9 @@ func TestSocketIOHandshakeExperiment(t *testing.T) {
 			t.Parallel()
 			if c.cmd == "node" {
 				_, err := os.Stat("../node_modules/socket.io-client/package.json")
-				harness.Need(t, "socket.io-client (make deps)", err)
+				prereq.Need(t, "socket.io-client (make deps)", err)
 			} else {
-				harness.Need(t, "python3-socketio for /usr/bin/python3", exec.Command(c.cmd, "-c", "import socketio, aiohttp").Run())
+				prereq.Need(t, "python3-socketio for /usr/bin/python3", exec.Command(c.cmd, "-c", "import socketio, aiohttp").Run())
 			}
 			tg := harness.Start(t, "-variant", "blocking", "-delay", "10ms")
 			before := tg.Stats(t)
@@ -335,7 +337,7 @@ func TestSocketIOHandshakeExperiment(t *testing.T) {
 func TestWSEcho(t *testing.T) {
 	t.Parallel()
 	_, err := os.Stat("../node_modules/ws/package.json")
-	harness.Need(t, "ws (make deps)", err)
+	prereq.Need(t, "ws (make deps)", err)
 	tg := harness.Start(t, "-variant", "echo-coder")
 	before := tg.Stats(t)
 	out := run(t, nil, "node", "clients/ws-echo.mjs", "--url", "ws://"+tg.Addr+"/")

@@ -55,7 +55,7 @@ func TestParseProfile(t *testing.T) {
 #	0x95ed69	github.com/panjf2000/ants/v2.(*goWorker).run.func1+0x69	/root/go/pkg/mod/github.com/panjf2000/ants/v2@v2.11.3/worker.go:69
 
 2 @ 0x48a02e 0x418fee 0x418b32 0x95ed6a 0x491821
-#	0x97a349	github.com/knowngood/knowngood/shared/wsserver.(*gnetTarget).register+0x49	/work/shared/wsserver/gnet.go:128
+#	0x97a349	github.com/knowngood/knowngood/servers/internal/wsserver.(*gnetTarget).register+0x49	/work/servers/internal/wsserver/gnet.go:128
 #	0x95ed69	github.com/panjf2000/ants/v2.(*goWorker).run.func1+0x69	/root/go/pkg/mod/github.com/panjf2000/ants/v2@v2.11.3/worker.go:74
 
 1 @ 0x48a02e 0x466605 0x95de71 0x491821

@@ -3,7 +3,7 @@ package broadcast
 import (
 	"testing"
 
-	"github.com/knowngood/knowngood/shared/wsserver"
+	"github.com/knowngood/knowngood/servers/internal/wsserver"
 )
 
 // countingPeer takes every message and keeps nothing, so that the

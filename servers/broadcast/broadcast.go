@@ -5,7 +5,7 @@
 //
 // The hub (hub.go) is library-neutral: membership, fan-out, the slow-client
 // policy (-slow drop|close), and the push ticker. The libraries sit behind
-// shared/wsserver, whose send queue (-send-queue) gives each connection
+// servers/internal/wsserver, whose send queue (-send-queue) gives each connection
 // exactly one writer: a client that does not read fills only its own queue.
 //
 // The protocol as a client sees it, and the cluster's promises with -redis,
@@ -20,12 +20,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/knowngood/knowngood/shared/cluster"
+	"github.com/knowngood/knowngood/servers/internal/cluster"
+	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
-	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // NewGorilla builds broadcast-gorilla. m may be nil (-metrics=false).

@@ -16,10 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/knowngood/knowngood/scripts/harness"
-	"github.com/knowngood/knowngood/shared/cluster"
-	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/servers/internal/cluster"
+	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/clustertest"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 )
 
 // clusterPush is the push interval of the cluster tests: short, so that a

@@ -16,11 +16,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/servers/targets"
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
-	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/leaktest"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 

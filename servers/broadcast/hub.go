@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/metrics"
-	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // Client is a connection as the hub sees it: a queue it may hand messages

@@ -8,8 +8,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 

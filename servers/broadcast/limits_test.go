@@ -9,8 +9,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 )
 
 // TestLimitsCompressionShutdown: what the echo targets promise holds on the

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/protocol"
-	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // fakePeer collects what the session sends.

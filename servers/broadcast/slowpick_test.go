@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 )
 
 // TestSlowCloseFindsTheNonReader: with -slow close and a queue of two, a

@@ -8,7 +8,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/knowngood/knowngood/servers/variants"
-	"github.com/knowngood/knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/wstest"
 )
 
 // TestAllocations: echoing a message allocates nothing the library lets us

@@ -13,7 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/shared/protocol"
-	"github.com/knowngood/knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/wstest"
 )
 
 // tally counts what a test sent, to compare with the server's figures.

@@ -3,7 +3,7 @@
 // measured against (echo-tcp).
 //
 // The WebSocket serving itself, the same on the three libraries, is
-// shared/wsserver's: the upgrade on any path, 426/400/403/503 refusals,
+// servers/internal/wsserver's: the upgrade on any path, 426/400/403/503 refusals,
 // reassembly, 1009 over -max-message, 1007 for invalid UTF-8, the close
 // handshake, 1001 on Shutdown, the accounting (its tests are beside it).
 // What is this package's: every message comes back as it came, written by
@@ -16,10 +16,10 @@ package echo
 import (
 	"log/slog"
 
+	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle"
 	"github.com/knowngood/knowngood/shared/metrics"
-	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // NewGorilla builds echo-gorilla. m may be nil (-metrics=false): the same

@@ -3,11 +3,11 @@ package echo_test
 import (
 	"testing"
 
+	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/servers/targets"
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
-	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/shared/leaktest"
 )
 
 func TestMain(m *testing.M) {

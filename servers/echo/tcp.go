@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/knowngood/knowngood/servers/internal/conns"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/conns"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"

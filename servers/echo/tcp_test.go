@@ -10,7 +10,7 @@ import (
 	"github.com/knowngood/knowngood/servers/echo"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/protocol"
-	"github.com/knowngood/knowngood/shared/wsserver/wstest"
+	"github.com/knowngood/knowngood/shared/wstest"
 )
 
 // TestTCP: echo-tcp sends every byte back, counts reads as messages, caps

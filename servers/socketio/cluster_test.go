@@ -15,11 +15,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/servers/socketio"
-	"github.com/knowngood/knowngood/shared/cluster/clustertest"
+	"github.com/knowngood/knowngood/shared/clustertest"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/prereq"
 )
 
 // The cluster tests put two knowngood replicas and a Node socket.io server
@@ -31,7 +31,7 @@ import (
 func startNodeCluster(t *testing.T, redisURL string) string {
 	t.Helper()
 	if _, err := os.Stat("../../scripts/node_modules/@socket.io/redis-adapter/package.json"); err != nil {
-		harness.Need(t, "@socket.io/redis-adapter (scripts/node_modules)", err)
+		prereq.Need(t, "@socket.io/redis-adapter (scripts/node_modules)", err)
 	}
 	cmd := exec.Command("node", "../../scripts/node/sio-cluster-server.mjs", "0", redisURL)
 	cmd.Stderr = io.Discard
@@ -40,7 +40,7 @@ func startNodeCluster(t *testing.T, redisURL string) string {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		harness.Need(t, "node", err)
+		prereq.Need(t, "node", err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -223,7 +223,7 @@ func forReplicaEngines(t *testing.T, test func(t *testing.T, engines [2]string))
 func startCluster(t *testing.T, engines [2]string) *cluster {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
-		harness.Need(t, "node", err)
+		prereq.Need(t, "node", err)
 	}
 	c := &cluster{redis: clustertest.StartRedis(t)}
 	for _, engine := range engines {

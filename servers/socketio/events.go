@@ -7,7 +7,7 @@ import (
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
-	"github.com/knowngood/knowngood/shared/cluster/sioredis"
+	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
 	"github.com/knowngood/knowngood/shared/hops"
 )
 

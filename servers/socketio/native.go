@@ -11,19 +11,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/knowngood/knowngood/shared/cluster"
-	"github.com/knowngood/knowngood/shared/cluster/sioredis"
+	"github.com/knowngood/knowngood/servers/internal/cluster"
+	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
+	"github.com/knowngood/knowngood/servers/internal/conns"
+	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/sioengine"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/conns"
 	"github.com/knowngood/knowngood/shared/faults"
-	"github.com/knowngood/knowngood/shared/lifecycle"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
-	"github.com/knowngood/knowngood/shared/sioengine"
 )
 
 // native is the target on the project's own engine (-engine native),
-// shared/sioengine: the same connect models, events, accounting and
+// servers/sioengine: the same connect models, events, accounting and
 // shutdown as the zishang520 target.
 type native struct {
 	cfg    config.Config

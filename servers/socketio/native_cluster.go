@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/knowngood/knowngood/shared/cluster/sioredis"
-	"github.com/knowngood/knowngood/shared/sioengine"
+	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
+	"github.com/knowngood/knowngood/servers/sioengine"
 )
 
 // The native engine's side of -redis: one sioredis.Native adapter per

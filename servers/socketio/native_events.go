@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/knowngood/knowngood/servers/sioengine"
 	"github.com/knowngood/knowngood/shared/hops"
-	"github.com/knowngood/knowngood/shared/sioengine"
 )
 
 // connectHook is the namespace middleware of a connect model on the

@@ -4,10 +4,10 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
-	"github.com/knowngood/knowngood/shared/wsserver"
 )
 
 // onLoops serves the native engine on gnet's event loops

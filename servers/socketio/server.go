@@ -1,12 +1,12 @@
 // Package socketio is the Socket.IO target (variants empty, async and
 // blocking) on one of two engines (-engine): github.com/zishang520/socket.io
-// v3, the default, or the project's own, shared/sioengine (native.go,
+// v3, the default, or the project's own, servers/sioengine (native.go,
 // native_events.go, native_cluster.go). The three variants differ only in
 // their connect middleware (connect.go); the events they serve are in
 // events.go.
 //
 // With -redis, the replica (on either engine) joins a cluster through the
-// adapters of shared/cluster/sioredis, wire-compatible with Node's
+// adapters of servers/internal/cluster/sioredis, wire-compatible with Node's
 // @socket.io/redis-adapter: broadcasts reach the sockets of every
 // replica, knowngood or Node, and a broadcast's ack carries the
 // cluster-wide count, after at most sioredis.CountTimeout (1 s; servers
@@ -37,15 +37,15 @@ import (
 	"github.com/zishang520/socket.io/v3/pkg/types"
 	"github.com/zishang520/socket.io/v3/pkg/utils"
 
-	"github.com/knowngood/knowngood/shared/cluster"
-	"github.com/knowngood/knowngood/shared/cluster/sioredis"
+	"github.com/knowngood/knowngood/servers/internal/cluster"
+	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
+	"github.com/knowngood/knowngood/servers/internal/conns"
+	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/sioengine"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/conns"
 	"github.com/knowngood/knowngood/shared/faults"
-	"github.com/knowngood/knowngood/shared/lifecycle"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
-	"github.com/knowngood/knowngood/shared/sioengine"
 )
 
 // Mode is a connect model: how the namespace middleware spends -delay.

@@ -18,7 +18,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/sioclient"
 	"github.com/knowngood/knowngood/servers/socketio"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
+	"github.com/knowngood/knowngood/shared/leaktest"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/servers/internal/admin"
 	"github.com/knowngood/knowngood/servers/socketio"
-	"github.com/knowngood/knowngood/shared/admin"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/protocol"
 )

@@ -10,9 +10,9 @@ import (
 
 	"github.com/knowngood/knowngood/servers/broadcast"
 	"github.com/knowngood/knowngood/servers/echo"
+	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/socketio"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/lifecycle"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 

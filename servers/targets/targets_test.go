@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/servers/targets"
 	"github.com/knowngood/knowngood/servers/variants"
-	"github.com/knowngood/knowngood/shared/lifecycle/lifecycletest"
 )
 
 // TestEveryRowBuilds: every catalog row has a constructor, and every

@@ -101,7 +101,7 @@ type SocketIO struct {
 	AllowEIO3 bool
 	// Engine is the Engine.IO / Socket.IO server the targets run on:
 	// EngineZishang520 (the library users deploy) or EngineNative (this
-	// project's own, shared/sioengine).
+	// project's own, servers/sioengine).
 	Engine string
 	// NativeLib is what the native engine serves on: NativeLibNetHTTP
 	// (net/http and gorilla/websocket) or NativeLibGnet (gnet's event

@@ -14,8 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/knowngood/knowngood/shared/lifecycle/leaktest"
-	"github.com/knowngood/knowngood/shared/sioengine"
+	"github.com/knowngood/knowngood/servers/sioengine"
+	"github.com/knowngood/knowngood/shared/leaktest"
 )
 
 // IgnoreClientGlobals lists the goroutines that the zishang520 client starts
@@ -33,7 +33,7 @@ func IgnoreClientGlobals() []goleak.Option {
 }
 
 // StartServer runs a Socket.IO server (this project's own engine,
-// shared/sioengine, as the native targets run it) until the test ends, and
+// servers/sioengine, as the native targets run it) until the test ends, and
 // returns its http:// URL. It acks `echo` with its arguments; the
 // namespace /private refuses every socket with the message "not allowed".
 // Not the zishang520 library's server: around an upgrade from polling it

@@ -23,6 +23,7 @@ import (
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 	"github.com/knowngood/knowngood/shared/hops"
+	"github.com/knowngood/knowngood/shared/prereq"
 )
 
 // The experiment runs from the repository root (scripts/cluster.sh, the
@@ -59,7 +60,7 @@ func need(t *testing.T) *benchrun.Binaries {
 		if err != nil && tool == "nginx" {
 			_, err = os.Stat("/usr/sbin/nginx")
 		}
-		harness.Need(t, tool+" (make deps)", err)
+		prereq.Need(t, tool+" (make deps)", err)
 	}
 	bins, err := benchrun.Build(io.Discard)
 	if err != nil {

@@ -34,7 +34,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/knowngood/knowngood/shared/protocol"
-	"github.com/knowngood/knowngood/shared/wsserver/wsframe"
+	"github.com/knowngood/knowngood/shared/wsframe"
 )
 
 // maxMessage bounds what a client may send (it sends one echo).

@@ -1,0 +1,220 @@
+// Package lifecycle is the one way a target process listens (with a
+// backlog, behind conns.Guard), serves HTTP with its connections bounded in
+// time (HTTPServer), and shuts down on SIGINT, SIGTERM or SIGHUP (Run).
+// What a target does with each connection it holds is package conns.
+package lifecycle
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/knowngood/knowngood/servers/internal/conns"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/procfs"
+)
+
+// Target is what a variant builds.
+type Target interface {
+	// Serve serves connections from ln until Shutdown is called, then
+	// returns nil.
+	Serve(ln net.Listener) error
+	// Shutdown stops accepting, tells every client that the server is going
+	// away, and returns once they are gone or ctx is done.
+	Shutdown(ctx context.Context) error
+}
+
+// WithURL is target with the URL a client pastes to reach it, which the
+// "listening" line then carries as url: url builds it from the address
+// (host:port, with a loopback host for an unspecified one) and whether the
+// listener speaks TLS.
+func WithURL(target Target, url func(hostport string, tls bool) string) Target {
+	return urlTarget{target, url}
+}
+
+type urlTarget struct {
+	Target
+	url func(hostport string, tls bool) string
+}
+
+// PasteAddr is a listen address as a client dials it: an unspecified host
+// (":8080", "0.0.0.0:8080", "[::]:8080") becomes 127.0.0.1.
+func PasteAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// ShutdownSignals start a graceful shutdown. SIGHUP is one of them: a
+// target started from a terminal or under nohup-less supervision gets it
+// when its session ends, and its default action would kill the process
+// without a log line or a goodbye to its clients.
+var ShutdownSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// SignalError is the cause of a SignalContext's end: the signal received.
+type SignalError struct{ Signal os.Signal }
+
+func (e *SignalError) Error() string { return "received " + SignalName(e.Signal) }
+
+// SignalName is a signal's conventional name: SIGTERM, SIGHUP, ...
+func SignalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		if name := signalName(s); name != "" {
+			return name
+		}
+	}
+	return sig.String()
+}
+
+// SignalContext is cancelled by the first of ShutdownSignals, with a
+// *SignalError as its cause. Later signals are caught too, until stop is
+// called: a second SIGTERM does not cut the shutdown short.
+func SignalContext() (ctx context.Context, stop context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, ShutdownSignals...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(&SignalError{Signal: sig})
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel(context.Canceled)
+		})
+	}
+}
+
+// Run listens on cfg.Addr and cfg.AdminAddr, serves target and admin until
+// ctx is done, then shuts the target down within cfg.ShutdownTimeout.
+//
+// The target accepts from a GuardedListener (accept errors counted, logged
+// once a second, EMFILE refused cleanly), in TLS with -tls-cert.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Metrics, target Target, admin http.Handler) error {
+	tcp, backlog, err := Listen(cfg.Addr, cfg.Backlog)
+	if err != nil {
+		return fmt.Errorf("-addr %s: %w", cfg.Addr, err)
+	}
+	var ln net.Listener = conns.Guard(tcp, m, log)
+	if cfg.TLS.Cert != "" {
+		tc, err := TLSConfig(cfg)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		ln = tls.NewListener(ln, tc)
+	}
+	adminAddr := "off"
+	var adminSrv *http.Server
+	if cfg.AdminAddr != "" {
+		adminLn, err := net.Listen("tcp", cfg.AdminAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("-admin-addr %s: %w", cfg.AdminAddr, err)
+		}
+		adminAddr = adminLn.Addr().String()
+		adminSrv = HTTPServer(cfg, admin, log)
+		go func() { _ = ServeHTTP(adminSrv, adminLn, cfg.BodyTimeout, m, metrics.ListenerAdmin) }()
+		defer adminSrv.Close()
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- target.Serve(ln) }()
+	attrs := []any{"variant", cfg.Variant}
+	if u, ok := target.(urlTarget); ok {
+		attrs = append(attrs, "url", u.url(PasteAddr(ln.Addr().String()), cfg.TLS.Cert != ""))
+	}
+	log.Info("listening", append(attrs, "addr", ln.Addr().String(), "admin_addr", adminAddr,
+		"backlog", backlog, "backlog_requested", cfg.Backlog, "somaxconn", Somaxconn(), "tls", cfg.TLS.Cert != "")...)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving %s: %w", cfg.Variant, err)
+	case <-ctx.Done():
+	}
+	attrs = []any{"timeout", cfg.ShutdownTimeout.String()}
+	var sig *SignalError
+	if errors.As(context.Cause(ctx), &sig) {
+		attrs = append(attrs, "signal", SignalName(sig.Signal))
+	}
+	log.Info("shutting down", attrs...)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	err = target.Shutdown(sctx)
+	if serveErr := <-errc; serveErr != nil && err == nil {
+		err = serveErr
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown took longer than -shutdown-timeout %s; the remaining connections were dropped", cfg.ShutdownTimeout)
+	}
+	if err == nil {
+		log.Info("stopped")
+	}
+	return err
+}
+
+// TLSConfig is the server side of -tls-cert/-tls-key: HTTP/1.1 only, since
+// WebSocket upgrades and Engine.IO ride on it.
+func TLSConfig(cfg config.Config) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
+	if err != nil {
+		return nil, fmt.Errorf("-tls-cert/-tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}, nil
+}
+
+// Listen opens a TCP listener with the given backlog (0 = the kernel's
+// net.core.somaxconn) and returns the backlog in effect, which the kernel
+// caps at somaxconn.
+func Listen(addr string, backlog int) (net.Listener, int, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	maxBacklog := Somaxconn()
+	if backlog == 0 {
+		// Go already listens with somaxconn.
+		return ln, maxBacklog, nil
+	}
+	// Calling listen(2) again on a listening socket changes its backlog.
+	raw, err := ln.(*net.TCPListener).SyscallConn()
+	if err == nil {
+		ctlErr := raw.Control(func(fd uintptr) { err = relisten(fd, backlog) })
+		err = errors.Join(err, ctlErr)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, 0, fmt.Errorf("setting backlog %d: %w", backlog, err)
+	}
+	return ln, min(backlog, maxBacklog), nil
+}
+
+// Somaxconn reads net.core.somaxconn; 4096 (the Linux default since 5.4)
+// where it cannot be read.
+func Somaxconn() int {
+	n, err := procfs.SysctlInt("net.core.somaxconn")
+	if err != nil {
+		return 4096
+	}
+	return n
+}

@@ -118,12 +118,11 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"-variant", "broadcast-gnet", "-redis", "127.0.0.1:6379"}, 2, "", `invalid value for -redis: "127.0.0.1:6379"`},
 		{[]string{"-variant", "empty", "-addr", "127.0.0.1:99999"}, 2, "", `invalid value for -addr: "127.0.0.1:99999": port 99999 out of range`},
 		{[]string{"-version"}, 0, "knowngood ", ""},
-		{[]string{"-engine", "node"}, 2, "", `invalid value for -engine: "node"; want zishang520 or native`},
+		{[]string{"-engine", "node"}, 2, "", `invalid value for -engine: "node"; want zishang520, native or native-gnet`},
 		{[]string{"-engine", "native", "-redis", "127.0.0.1:6379"}, 2, "", `invalid value for -redis: "127.0.0.1:6379"`},
-		{[]string{"-native-lib", "epoll"}, 2, "", `invalid value for -native-lib: "epoll"; want nethttp or gnet`},
-		{[]string{"-native-lib", "gnet"}, 2, "", `invalid value for -native-lib: gnet is for -engine native`},
-		{[]string{"-engine", "native", "-native-lib", "gnet", "-transports", "polling"}, 2, "", `invalid value for -native-lib: gnet serves WebSocket sessions only`},
-		{[]string{"-variant", "blocking", "-engine", "native", "-native-lib", "gnet"}, 2, "", `invalid value for -native-lib: gnet cannot serve blocking, whose connects freeze the server's one loop; use -native-lib nethttp`},
+		{[]string{"-native-lib", "gnet"}, 2, "", `invalid value "gnet" for flag -native-lib: removed: -engine says it now; -native-lib gnet is -engine native-gnet`},
+		{[]string{"-engine", "native-gnet", "-transports", "polling"}, 2, "", `invalid value for -transports: native-gnet serves WebSocket sessions only`},
+		{[]string{"-variant", "blocking", "-engine", "native-gnet"}, 2, "", `invalid value for -engine: native-gnet cannot serve blocking, whose connects freeze the server's one loop; use -engine native`},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

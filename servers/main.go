@@ -118,8 +118,8 @@ func refused(cfg config.Config, v variants.Variant) string {
 	case strings.Contains(cfg.Cluster.Redis, ",") && v.Family != variants.SocketIO:
 		return fmt.Sprintf("-redis: several URLs spread the rooms of the Socket.IO variants over several Redis servers; variant %s takes one", v.Name)
 	}
-	if why := nativeLibConflict(cfg, v); why != "" {
-		return "-native-lib: " + why
+	if why := nativeGnetConflict(cfg, v); why != "" {
+		return why
 	}
 	return ""
 }
@@ -174,21 +174,19 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// nativeLibConflict is why -native-lib cannot be used as given, or "":
-// it chooses what the native engine serves on, so it needs -engine
-// native; gnet serves WebSocket sessions only, and its event loops, which
-// must never block, cannot be the one loop a blocking variant freezes.
-func nativeLibConflict(cfg config.Config, v variants.Variant) string {
-	if !slices.Contains(cfg.Given, "native-lib") || !v.Reads("engine") {
+// nativeGnetConflict is why -engine native-gnet cannot serve v as
+// configured ("-flag: why"), or "": gnet serves WebSocket sessions only,
+// and its event loops, which must never block, cannot be the one loop a
+// blocking variant freezes.
+func nativeGnetConflict(cfg config.Config, v variants.Variant) string {
+	if cfg.SocketIO.Engine != config.EngineNativeGnet || !v.Reads("engine") {
 		return ""
 	}
 	switch {
-	case cfg.SocketIO.Engine != config.EngineNative:
-		return fmt.Sprintf("%s is for -engine native; -engine %s serves on net/http", cfg.SocketIO.NativeLib, cfg.SocketIO.Engine)
-	case cfg.SocketIO.NativeLib == config.NativeLibGnet && !slices.Contains(cfg.SocketIO.Transports, "websocket"):
-		return "gnet serves WebSocket sessions only; -transports must include websocket"
-	case cfg.SocketIO.NativeLib == config.NativeLibGnet && v.Connect == variants.SharedLoop:
-		return fmt.Sprintf("gnet cannot serve %s, whose connects freeze the server's one loop; use -native-lib nethttp", v.Name)
+	case !slices.Contains(cfg.SocketIO.Transports, "websocket"):
+		return "-transports: native-gnet serves WebSocket sessions only; -transports must include websocket"
+	case v.Connect == variants.SharedLoop:
+		return fmt.Sprintf("-engine: native-gnet cannot serve %s, whose connects freeze the server's one loop; use -engine native", v.Name)
 	}
 	return ""
 }

@@ -10,17 +10,12 @@ import (
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
-// nativeGnet names the native engine on gnet's event loops
-// (-engine native -native-lib gnet) in the tables of the Socket.IO tests.
+// nativeGnet is the native engine on gnet's event loops, in the tables
+// of the Socket.IO tests.
 const nativeGnet = "native-gnet"
 
-// engineFlags are the flags that run engine, a name of the tables.
-func engineFlags(engine string) []string {
-	if engine == nativeGnet {
-		return []string{"-engine", "native", "-native-lib", "gnet"}
-	}
-	return []string{"-engine", engine}
-}
+// engineFlags are the flags that run engine.
+func engineFlags(engine string) []string { return []string{"-engine", engine} }
 
 // forWebSocketEngines runs a test once on each engine and once on the
 // native engine's gnet transport, which serves WebSocket sessions only:

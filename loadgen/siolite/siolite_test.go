@@ -54,8 +54,8 @@ func node(t *testing.T) (string, func()) {
 
 var servers = []server{
 	{"zishang520", knowngood()},
-	{"native-nethttp", knowngood("-engine", "native", "-native-lib", "nethttp")},
-	{"native-gnet", knowngood("-engine", "native", "-native-lib", "gnet")},
+	{"native-nethttp", knowngood("-engine", "native")},
+	{"native-gnet", knowngood("-engine", "native-gnet")},
 	{"node", node},
 }
 

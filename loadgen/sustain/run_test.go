@@ -58,7 +58,7 @@ func TestRun(t *testing.T) {
 		{"lean", ClientLean, nil},
 		{"lean-goroutines", ClientLean, nil},
 		{"zishang520", ClientZishang520, nil},
-		{"lean-native-gnet", ClientLean, []string{"-engine", "native", "-native-lib", "gnet"}},
+		{"lean-native-gnet", ClientLean, []string{"-engine", "native-gnet"}},
 	} {
 		t.Run(target.name, func(t *testing.T) {
 			t.Parallel()

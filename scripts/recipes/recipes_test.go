@@ -124,7 +124,7 @@ var sioEngines = []struct {
 }{
 	{"zishang520", []string{"-engine", "zishang520"}, false},
 	{"native", []string{"-engine", "native"}, false},
-	{"native-gnet", []string{"-engine", "native", "-native-lib", "gnet"}, true},
+	{"native-gnet", []string{"-engine", "native-gnet"}, true},
 }
 
 func TestK6SocketIO(t *testing.T) {

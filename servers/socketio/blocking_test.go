@@ -305,9 +305,9 @@ func TestBlockingRefusedOnGnet(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
 	cfg.Variant = string(socketio.Blocking)
-	cfg.SocketIO.Engine, cfg.SocketIO.NativeLib = config.EngineNative, config.NativeLibGnet
+	cfg.SocketIO.Engine = config.EngineNativeGnet
 	_, err := socketio.New(socketio.Blocking, cfg, nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "-native-lib") {
-		t.Errorf("New(blocking, -native-lib gnet) = %v, want an error naming -native-lib", err)
+	if err == nil || !strings.Contains(err.Error(), "-engine native") {
+		t.Errorf("New(blocking, -engine native-gnet) = %v, want an error naming -engine native", err)
 	}
 }

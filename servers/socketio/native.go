@@ -61,10 +61,10 @@ type nativeSession struct {
 }
 
 func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
-	if mode == Blocking && cfg.SocketIO.NativeLib == config.NativeLibGnet {
+	if mode == Blocking && cfg.SocketIO.Engine == config.EngineNativeGnet {
 		// The blocking model freezes one loop of its own; gnet's event
 		// loops serve many connections each and must never block.
-		return nil, errors.New("-native-lib gnet cannot serve the blocking variant, whose connects freeze the server's one loop: use -native-lib nethttp")
+		return nil, errors.New("-engine native-gnet cannot serve the blocking variant, whose connects freeze the server's one loop: use -engine native")
 	}
 	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
 	connecting, err := n.connectHook(mode)
@@ -107,7 +107,7 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
 	})
-	if cfg.SocketIO.NativeLib == config.NativeLibGnet {
+	if cfg.SocketIO.Engine == config.EngineNativeGnet {
 		return n.onLoops(mux)
 	}
 	n.http = lifecycle.HTTPServer(cfg, nil, log)

@@ -47,7 +47,7 @@ func (n *native) onLoops(front http.Handler) (*Server, error) {
 // WebSocket only, so that a polling request gets Engine.IO's answer for
 // a transport it does not offer (400, code 0 "Transport unknown").
 func engineTransports(cfg config.Config) []string {
-	if cfg.SocketIO.Engine == config.EngineNative && cfg.SocketIO.NativeLib == config.NativeLibGnet {
+	if cfg.SocketIO.Engine == config.EngineNativeGnet {
 		return slices.DeleteFunc(slices.Clone(cfg.SocketIO.Transports), func(t string) bool { return t != "websocket" })
 	}
 	return cfg.SocketIO.Transports

@@ -130,7 +130,7 @@ type sessionKey struct{}
 
 // New builds a Socket.IO target with the given connect model.
 func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
-	if cfg.SocketIO.Engine == config.EngineNative {
+	if cfg.SocketIO.Native() {
 		return newNative(mode, cfg, m, log)
 	}
 	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}

@@ -50,10 +50,10 @@ func waiting(engine string) socketio.Mode {
 	return socketio.Blocking
 }
 
-// nativeGnet names the native engine on gnet's event loops
-// (-native-lib gnet) in the tests' tables: it serves WebSocket sessions
-// only, so it runs the tests that use nothing else (forWebSocket).
-const nativeGnet = "native-gnet"
+// nativeGnet is the native engine on gnet's event loops: it serves
+// WebSocket sessions only, so it runs the tests that use nothing else
+// (forWebSocket).
+const nativeGnet = config.EngineNativeGnet
 
 // webSocketEngines are the engines and the native engine's gnet
 // transport: the targets of a test of WebSocket sessions.
@@ -99,9 +99,6 @@ func start(t testing.TB, engine string, mode socketio.Mode, tweak func(*config.C
 	cfg := config.Default()
 	cfg.Variant = string(mode)
 	cfg.SocketIO.Engine = engine
-	if engine == nativeGnet {
-		cfg.SocketIO.Engine, cfg.SocketIO.NativeLib = config.EngineNative, config.NativeLibGnet
-	}
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -100,14 +100,15 @@ type SocketIO struct {
 	// AllowEIO3 accepts Engine.IO v3 / Socket.IO v2 clients beside v4 ones.
 	AllowEIO3 bool
 	// Engine is the Engine.IO / Socket.IO server the targets run on:
-	// EngineZishang520 (the library users deploy) or EngineNative (this
-	// project's own, servers/sioengine).
+	// EngineZishang520 (the library users deploy), EngineNative (this
+	// project's own, servers/sioengine, on net/http) or EngineNativeGnet
+	// (the same engine on gnet's event loops; WebSocket sessions only).
 	Engine string
-	// NativeLib is what the native engine serves on: NativeLibNetHTTP
-	// (net/http and gorilla/websocket) or NativeLibGnet (gnet's event
-	// loops; WebSocket sessions only).
-	NativeLib string
 }
+
+// Native reports whether the targets run on this project's own engine,
+// on either library.
+func (s SocketIO) Native() bool { return s.Engine == EngineNative || s.Engine == EngineNativeGnet }
 
 // When the blocking variant's answers leave its loop (-blocking-model).
 const (
@@ -118,17 +119,19 @@ const (
 	BlockingNode = protocol.BlockingNode
 )
 
-// What the native engine serves on (-native-lib).
-const (
-	NativeLibNetHTTP = "nethttp"
-	NativeLibGnet    = "gnet"
-)
-
 // The Socket.IO engines (-engine).
 const (
 	EngineZishang520 = "zishang520"
 	EngineNative     = "native"
+	EngineNativeGnet = "native-gnet"
 )
+
+// Engines lists the values of -engine.
+var Engines = []string{EngineZishang520, EngineNative, EngineNativeGnet}
+
+// errNativeLibRemoved answers -native-lib, which -engine replaced: two
+// flags for three states had to be checked against each other everywhere.
+var errNativeLibRemoved = errors.New("removed: -engine says it now; -native-lib gnet is -engine native-gnet, -native-lib nethttp is -engine native")
 
 // Broadcast holds what only the broadcast targets read.
 type Broadcast struct {
@@ -205,7 +208,6 @@ func Default() Config {
 			MaxPayload:     1_000_000,
 			ConnectTimeout: 45 * time.Second,
 			Engine:         EngineZishang520,
-			NativeLib:      NativeLibNetHTTP,
 		},
 		Broadcast: Broadcast{
 			SendQueue: 256,
@@ -331,8 +333,8 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	dur(&c.SocketIO.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
 	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
 	boolean(&c.SocketIO.AllowEIO3, "allow-eio3", "Socket.IO: also accept Engine.IO v3 / Socket.IO v2 clients (socket.io-client 2, older load tools); without it they get HTTP 400")
-	str(&c.SocketIO.Engine, "engine", "Socket.IO: the server underneath: zishang520 (the library) or native (this project's own)")
-	str(&c.SocketIO.NativeLib, "native-lib", "Socket.IO with -engine native: nethttp (net/http, every transport) or gnet (event loops; WebSocket only, polling gets HTTP 400)")
+	str(&c.SocketIO.Engine, "engine", "Socket.IO: the server underneath: zishang520 (the library), native (this project's own, on net/http) or native-gnet (this project's own on gnet's event loops; WebSocket only, polling gets HTTP 400)")
+	fs.Func("native-lib", "removed: use -engine native-gnet (was -native-lib gnet) or -engine native (was nethttp)", func(string) error { return errNativeLibRemoved })
 
 	dur(&c.Broadcast.PushInterval, "push-interval", "broadcast: timed push to every client (0 = off)")
 	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")
@@ -400,10 +402,8 @@ func (c Config) Validate() error {
 		return bad("max-payload", "%d; want a positive number of bytes", c.SocketIO.MaxPayload)
 	case c.SocketIO.ConnectTimeout <= 0:
 		return bad("connect-timeout", "%s; want a positive duration such as 45s", c.SocketIO.ConnectTimeout)
-	case c.SocketIO.Engine != EngineZishang520 && c.SocketIO.Engine != EngineNative:
-		return bad("engine", "%q; want zishang520 or native", c.SocketIO.Engine)
-	case c.SocketIO.NativeLib != NativeLibNetHTTP && c.SocketIO.NativeLib != NativeLibGnet:
-		return bad("native-lib", "%q; want nethttp or gnet", c.SocketIO.NativeLib)
+	case !slices.Contains(Engines, c.SocketIO.Engine):
+		return bad("engine", "%q; want zishang520, native or native-gnet", c.SocketIO.Engine)
 	case c.Broadcast.PushInterval < 0:
 		return bad("push-interval", "%s; want 0 (off) or a positive duration", c.Broadcast.PushInterval)
 	case c.Broadcast.PushSize < 0:
@@ -546,7 +546,7 @@ func (c Config) Effective() map[string]string {
 	out := map[string]string{}
 	fs := newFlagSet(&c)
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name != "list" && f.Name != "version" {
+		if f.Name != "list" && f.Name != "version" && f.Name != "native-lib" {
 			out[f.Name] = f.Value.String()
 		}
 	})

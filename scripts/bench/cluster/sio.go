@@ -56,7 +56,7 @@ const (
 var sioEngineFlags = map[int][]string{
 	sioNativeRedis: {"-engine", "native"},
 	sioNative:      {"-engine", "native"},
-	sioNativeGnet:  {"-engine", "native", "-native-lib", "gnet"},
+	sioNativeGnet:  {"-engine", "native-gnet"},
 }
 
 // sioSetup runs a Socket.IO room broadcast on setup.
@@ -122,7 +122,7 @@ func sioLabel(r *row, setup int) (servers int, redisOn bool) {
 	case sioNative:
 		r.part, r.setup = "Socket.IO room, 1 process", "knowngood "+sioBaseline+" -engine native"
 	case sioNativeGnet:
-		r.part, r.setup = "Socket.IO room, 1 process", "knowngood "+sioBaseline+" -engine native -native-lib gnet"
+		r.part, r.setup = "Socket.IO room, 1 process", "knowngood "+sioBaseline+" -engine native-gnet"
 	}
 	return 1, false
 }

@@ -27,7 +27,7 @@ var sioTargets = []string{sioZishang520, sioNative, sioNativeGnet, sioBare, sioN
 var sioFlags = map[string][]string{
 	sioZishang520: {"-engine", "zishang520"},
 	sioNative:     {"-engine", "native"},
-	sioNativeGnet: {"-engine", "native", "-native-lib", "gnet"},
+	sioNativeGnet: {"-engine", "native-gnet"},
 }
 
 // sioGoal is the most a held Socket.IO socket may cost on the native

@@ -96,7 +96,7 @@ func startSustainedTargets(ctx context.Context, o options, stderr io.Writer) ([]
 		return nil, err
 	}
 	ts = append(ts, &sioTarget{name: nativeName, p: p, profile: p.AdminURL() + "/debug/pprof/profile"})
-	p, err = benchrun.Start(ctx, stderr, nil, "-variant", benchrun.SioBaseline, "-engine", "native", "-native-lib", "gnet", "-pprof")
+	p, err = benchrun.Start(ctx, stderr, nil, "-variant", benchrun.SioBaseline, "-engine", "native-gnet", "-pprof")
 	if err != nil {
 		stop()
 		return nil, err
@@ -126,7 +126,7 @@ const (
 	nodeName   = "node socket.io"
 	nativeName = "empty -engine native"
 	// The sustained client speaks WebSocket only, which gnet serves.
-	nativeGnetName = "empty -engine native -native-lib gnet"
+	nativeGnetName = "empty -engine native-gnet"
 )
 
 // runSustained measures every target -reps times, interleaved, after a

@@ -87,9 +87,6 @@ func startReplica(ctx context.Context, o options, sz sizing, redis []string, i i
 	if o.engine != "" {
 		args = append(args, "-engine", o.engine)
 	}
-	if o.nativeLib != "" && o.engine == "native" {
-		args = append(args, "-native-lib", o.nativeLib)
-	}
 	if o.pingInterval > 0 {
 		args = append(args, "-ping-interval", o.pingInterval.String())
 	}

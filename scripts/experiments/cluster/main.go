@@ -22,7 +22,7 @@
 //
 //	go run ./scripts/experiments/cluster [-conns 100000] [-replicas 0] [-step 0] [-steps 10] [-step-duration 20s]
 //	[-emit-interval 1s-5s] [-push-rate 10] [-rooms 100] [-fault emfile|leak-timers] [-redis-shards 1]
-//	[-kill-replica 0] [-engine NAME] [-native-lib LIB] [-client lean|zishang520] [-ping-interval 0] [-threshold EXPR]... [-json FILE] [-html FILE]
+//	[-kill-replica 0] [-engine NAME] [-client lean|zishang520] [-ping-interval 0] [-threshold EXPR]... [-json FILE] [-html FILE]
 //
 // Run it from the repository root, with redis-server and nginx installed
 // (make deps). Everything listens on 127.0.0.1; on Linux the lean clients
@@ -40,6 +40,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/passfail"
 	"github.com/knowngood/knowngood/loadgen/sustain"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/procfs"
 )
 
@@ -72,7 +74,6 @@ type options struct {
 	stallFor     time.Duration // ...and for how long (0 = no stall)
 	churn        float64
 	engine       string
-	nativeLib    string
 	client       string
 	clientLoop   bool
 	pingInterval time.Duration
@@ -128,11 +129,10 @@ func parseFlags(args []string) (options, error) {
 	// replicas took 0.4-0.7 of a core between them at 10,000-20,000
 	// connections where zishang520's saturated the cores from 10,000-12,000,
 	// and each connection holds 6 KiB of a replica against 66 (README).
-	fs.StringVar(&o.engine, "engine", "native", "the replicas' Socket.IO `ENGINE` (knowngood -engine): native (the default: the cheaper replicas, see scripts/experiments/README.md) or zishang520 (the target's own default)")
+	fs.StringVar(&o.engine, "engine", config.EngineNativeGnet, "the replicas' Socket.IO `ENGINE` (knowngood -engine): native-gnet (the default: the cheaper replicas, see scripts/experiments/README.md), native or zishang520 (the target's own default)")
 	fs.StringVar(&o.client, "client", "lean", "loadgen sustain's Socket.IO `CLIENT`: lean (loadgen/siolite on event loops) or zishang520 (the Go client library)")
 	fs.BoolVar(&o.clientLoop, "client-loop", true, "the lean client reads on event loops (loadgen sustain -loop); false: a goroutine per connection, as before")
 	fs.DurationVar(&o.pingInterval, "ping-interval", 0, "the replicas' Engine.IO ping interval (knowngood -ping-interval; 0 = its default, 25s): at 100,000 connections the pings are most of the messages, 4,000/s at 25s")
-	fs.StringVar(&o.nativeLib, "native-lib", "gnet", "with -engine native: what the replicas serve on, `LIB` gnet or nethttp (knowngood -native-lib)")
 	var ts []string
 	fs.Func("threshold", "pass/fail criterion `EXPR`, repeatable, as loadgen's (default: "+strings.Join(defaultThresholds, " ")+"); metrics: "+metricNames(), func(v string) error {
 		ts = append(ts, v)
@@ -173,6 +173,8 @@ func (o options) check() error {
 	switch {
 	case o.conns < 2:
 		return errors.New("invalid value for flag -conns: want 2 or more")
+	case !slices.Contains(config.Engines, o.engine):
+		return fmt.Errorf("invalid value %q for flag -engine: want %s", o.engine, strings.Join(config.Engines, ", "))
 	case o.steps < 1:
 		return errors.New("invalid value for flag -steps: want 1 or more")
 	case o.stepDuration < time.Second:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/admin"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/targets"
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/buildinfo"
@@ -98,8 +99,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := lifecycle.SignalContext()
 	defer stop()
-	handler := admin.Handler(cfg, v.Health(), reg, m, redisOf(target))
-	if err := lifecycle.Run(ctx, cfg, log, m, lifecycle.WithURL(target, v.URL), handler); err != nil {
+	handler := admin.Handler(settings.Admin(cfg, v.Health()), reg, m, redisOf(target))
+	if err := lifecycle.Run(ctx, settings.Run(cfg), log, m, lifecycle.WithURL(target, v.URL), handler); err != nil {
 		log.Error("exiting", "err", err)
 		return 1
 	}

@@ -23,33 +23,42 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/cluster"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
+// Options are the broadcast targets' settings.
+type Options struct {
+	WebSocket    wsserver.Settings
+	Slow         string        // -slow: drop or close a client whose queue is full
+	SendQueue    int           // -send-queue: each connection's, in messages
+	PushInterval time.Duration // -push-interval: the timed push (0 = off)
+	PushSize     int           // -push-size: its payload, in bytes
+	Redis        string        // -redis: the cluster's Redis URL (empty = one process)
+}
+
 // NewGorilla builds broadcast-gorilla. m may be nil (-metrics=false).
-func NewGorilla(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return newTarget(cfg, m, log, wsserver.NewGorilla)
+func NewGorilla(o Options, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return newTarget(o, m, log, wsserver.NewGorilla)
 }
 
 // NewCoder builds broadcast-coder.
-func NewCoder(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return newTarget(cfg, m, log, wsserver.NewCoder)
+func NewCoder(o Options, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return newTarget(o, m, log, wsserver.NewCoder)
 }
 
 // NewGnet builds broadcast-gnet.
-func NewGnet(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return newTarget(cfg, m, log, wsserver.NewGnet)
+func NewGnet(o Options, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return newTarget(o, m, log, wsserver.NewGnet)
 }
 
-type serveFunc func(config.Config, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)
+type serveFunc func(wsserver.Settings, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)
 
 // target is a wsserver target plus the push ticker.
 type target struct {
 	lifecycle.Target
 	hub *Hub
-	cfg config.Config
+	cfg Options
 	bus *cluster.Bus // nil without -redis
 
 	mu      sync.Mutex
@@ -59,20 +68,20 @@ type target struct {
 	pusher  sync.WaitGroup
 }
 
-func newTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, serve serveFunc) (lifecycle.Target, error) {
-	hub := NewHub(cfg.Broadcast.Slow, m)
+func newTarget(cfg Options, m *metrics.Metrics, log *slog.Logger, serve serveFunc) (lifecycle.Target, error) {
+	hub := NewHub(cfg.Slow, m)
 	var (
 		r   *cluster.Redis
 		bus *cluster.Bus
 	)
-	if cfg.Cluster.Redis != "" {
+	if cfg.Redis != "" {
 		var err error
-		if r, err = cluster.Dial(cfg.Cluster.Redis, m, log); err != nil {
+		if r, err = cluster.Dial(cfg.Redis, m, log); err != nil {
 			return nil, err
 		}
 		bus = cluster.NewBus(r, m, func(frame []byte) int { return hub.Send(wsserver.NewOutgoing(frame)) })
 	}
-	inner, err := serve(cfg, m, log, wsserver.Options{Handler: &handler{hub: hub, m: m, bus: bus}, Queue: cfg.Broadcast.SendQueue})
+	inner, err := serve(cfg.WebSocket, m, log, wsserver.Options{Handler: &handler{hub: hub, m: m, bus: bus}, Queue: cfg.SendQueue})
 	if err != nil {
 		if bus != nil {
 			bus.Close()
@@ -109,9 +118,9 @@ func (t *clusterTarget) Shutdown(ctx context.Context) error {
 // Serve starts the push (with -push-interval) and serves until Shutdown.
 func (t *target) Serve(ln net.Listener) error {
 	t.mu.Lock()
-	if !t.stopped && t.cfg.Broadcast.PushInterval > 0 {
+	if !t.stopped && t.cfg.PushInterval > 0 {
 		if t.bus != nil {
-			t.pusher.Go(func() { t.bus.Push(t.ctx, t.cfg.Broadcast.PushInterval, t.pushFrame) })
+			t.pusher.Go(func() { t.bus.Push(t.ctx, t.cfg.PushInterval, t.pushFrame) })
 		} else {
 			t.pusher.Go(func() { t.push(t.ctx) })
 		}
@@ -135,9 +144,9 @@ func (t *target) Shutdown(ctx context.Context) error {
 // client that sees a gap in seq has lost messages (-slow drop). A tick
 // missed because a fan-out ran long is skipped, not made up.
 func (t *target) push(ctx context.Context) {
-	ticker := time.NewTicker(t.cfg.Broadcast.PushInterval)
+	ticker := time.NewTicker(t.cfg.PushInterval)
 	defer ticker.Stop()
-	filler := strings.Repeat("x", t.cfg.Broadcast.PushSize)
+	filler := strings.Repeat("x", t.cfg.PushSize)
 	var buf []byte
 	for seq := uint64(1); ; seq++ {
 		select {
@@ -154,5 +163,5 @@ func (t *target) push(ctx context.Context) {
 // cluster's push (cluster.Bus.Push), which numbers it and sends it to
 // every replica.
 func (t *target) pushFrame() (head, tail string) {
-	return protocol.PushHead, string(protocol.AppendPushTail(nil, time.Now().UnixNano(), strings.Repeat("x", t.cfg.Broadcast.PushSize)))
+	return protocol.PushHead, string(protocol.AppendPushTail(nil, time.Now().UnixNano(), strings.Repeat("x", t.cfg.PushSize)))
 }

@@ -15,32 +15,43 @@ package echo
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
-	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // NewGorilla builds echo-gorilla. m may be nil (-metrics=false): the same
 // target without instrumentation.
-func NewGorilla(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return wsserver.NewGorilla(cfg, m, log, options)
+func NewGorilla(s wsserver.Settings, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return wsserver.NewGorilla(s, m, log, options)
 }
 
 // NewCoder builds echo-coder.
-func NewCoder(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return wsserver.NewCoder(cfg, m, log, options)
+func NewCoder(s wsserver.Settings, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return wsserver.NewCoder(s, m, log, options)
 }
 
 // NewGnet builds echo-gnet.
-func NewGnet(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return wsserver.NewGnet(cfg, m, log, options)
+func NewGnet(s wsserver.Settings, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return wsserver.NewGnet(s, m, log, options)
 }
 
 // NewTCP builds echo-tcp.
-func NewTCP(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return newTCPTarget(cfg, m, log), nil
+func NewTCP(o TCPOptions, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	return newTCPTarget(o, m, log), nil
+}
+
+// TCPOptions are echo-tcp's settings.
+type TCPOptions struct {
+	Name     string // the variant, in the log of a recovered panic
+	MaxConns int    // -max-conns: a connection over it is closed at once (0 = no cap)
+	// Idle: a connection quiet that long is closed (-ping-interval plus
+	// -ping-timeout, the time a WebSocket target gives a silent client).
+	Idle   time.Duration
+	Faults faults.Modes
 }
 
 // options: replies only, no send queue; the reader is the one writer.

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knowngood/knowngood/servers/echo"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -15,7 +14,7 @@ import (
 // rejected connection is closed at once, and a read is a message.
 func TestTCPFaults(t *testing.T) {
 	t.Run("reject", func(t *testing.T) {
-		tg := start(t, "echo-tcp", echo.NewTCP, func(c *config.Config) { c.Faults.Reject = 0.2 })
+		tg := start(t, "echo-tcp", tcpBuild, func(c *config.Config) { c.Faults.Reject = 0.2 })
 		const n = 100
 		refused := 0
 		for range n {
@@ -36,7 +35,7 @@ func TestTCPFaults(t *testing.T) {
 	})
 	t.Run("close-after and delay", func(t *testing.T) {
 		const delay = 50 * time.Millisecond
-		tg := start(t, "echo-tcp", echo.NewTCP, func(c *config.Config) { c.Faults.CloseAfter = 3; c.Faults.Delay = delay })
+		tg := start(t, "echo-tcp", tcpBuild, func(c *config.Config) { c.Faults.CloseAfter = 3; c.Faults.Delay = delay })
 		c, err := net.Dial("tcp", tg.Addr)
 		if err != nil {
 			t.Fatal(err)

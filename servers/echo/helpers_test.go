@@ -59,3 +59,6 @@ func check(t *testing.T, what string, got, want uint64) {
 		t.Errorf("%s: got %d, want %d", what, got, want)
 	}
 }
+
+// tcpBuild builds echo-tcp as main does.
+var tcpBuild, _ = targets.For("echo-tcp")

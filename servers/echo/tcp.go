@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/servers/internal/conns"
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -20,7 +19,7 @@ import (
 // goroutine and one buffer per connection. A "message" in its metrics is
 // one read.
 type tcpTarget struct {
-	cfg    config.Config
+	cfg    TCPOptions
 	m      *metrics.Metrics
 	log    *slog.Logger
 	gate   *conns.Gate
@@ -45,12 +44,12 @@ const (
 	reasonIdle     = "idle_timeout"      // quiet for -ping-interval plus -ping-timeout
 )
 
-func newTCPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger) *tcpTarget {
+func newTCPTarget(cfg TCPOptions, m *metrics.Metrics, log *slog.Logger) *tcpTarget {
 	return &tcpTarget{
 		cfg: cfg, m: m, log: log,
 		gate:     conns.NewGate(cfg.MaxConns),
 		conns:    conns.NewRegistry[net.Conn](),
-		faults:   faults.New(cfg, m),
+		faults:   faults.New(cfg.Faults, m),
 		accepted: make(chan struct{}),
 	}
 }
@@ -102,7 +101,7 @@ func (t *tcpTarget) serve(c net.Conn) {
 	reason := reasonError
 	defer func() {
 		if v := recover(); v != nil {
-			conns.LogPanic(t.log, t.cfg.Variant, v)
+			conns.LogPanic(t.log, t.cfg.Name, v)
 		}
 		_ = c.Close()
 		t.gate.Release()
@@ -117,7 +116,7 @@ func (t *tcpTarget) serve(c net.Conn) {
 	// deadline is moved on at most every idle/16 rather than on each read,
 	// which keeps it off the floor's per-read cost; a quiet client is
 	// closed after between 15/16 of idle and idle.
-	idle := t.cfg.PingInterval + t.cfg.PingTimeout
+	idle := t.cfg.Idle
 	var armed time.Time
 	for reads := 1; ; reads++ {
 		if now := time.Now(); now.Sub(armed) >= idle/16 {

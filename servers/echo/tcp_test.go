@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knowngood/knowngood/servers/echo"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/protocol"
 	"github.com/knowngood/knowngood/shared/wstest"
@@ -17,7 +16,7 @@ import (
 // connections by closing the ones over -max-conns, and closes every
 // connection on Shutdown.
 func TestTCP(t *testing.T) {
-	tg := start(t, "echo-tcp", echo.NewTCP, func(c *config.Config) { c.MaxConns = 1 })
+	tg := start(t, "echo-tcp", tcpBuild, func(c *config.Config) { c.MaxConns = 1 })
 	before := tg.Stats()
 	c, err := net.Dial("tcp", tg.Addr)
 	if err != nil {

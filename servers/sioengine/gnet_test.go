@@ -15,6 +15,7 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -63,12 +64,12 @@ func TestLoopWritesShareTheBroadcastFrame(t *testing.T) {
 }
 
 // startOnLoops serves an engine of o on wsserver's gnet loops, as the
-// -native-lib gnet targets do; its URL opens WebSocket sessions.
+// -engine native-gnet targets do; its URL opens WebSocket sessions.
 func startOnLoops(t *testing.T, o Options) (*Server, string) {
 	t.Helper()
 	s := New(o)
 	build := func(cfg config.Config, _ *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-		return wsserver.NewGnet(cfg, nil, log, wsserver.Options{Front: s, NoKeepalive: true})
+		return wsserver.NewGnet(settings.WebSocket(cfg), nil, log, wsserver.Options{Front: s, NoKeepalive: true})
 	}
 	tg := lifecycletest.Start(t, "native-gnet", build, lifecycletest.Options{})
 	t.Cleanup(func() {

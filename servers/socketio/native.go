@@ -15,6 +15,7 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
 	"github.com/knowngood/knowngood/servers/internal/conns"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/sioengine"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
@@ -66,7 +67,7 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 		// loops serve many connections each and must never block.
 		return nil, errors.New("-engine native-gnet cannot serve the blocking variant, whose connects freeze the server's one loop: use -engine native")
 	}
-	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
+	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
 	connecting, err := n.connectHook(mode)
 	if err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 	if cfg.SocketIO.Engine == config.EngineNativeGnet {
 		return n.onLoops(mux)
 	}
-	n.http = lifecycle.HTTPServer(cfg, nil, log)
+	n.http = lifecycle.HTTPServer(settings.HTTP(cfg), nil, log)
 	n.http.Handler = (&unfinished{m: m}).install(n.http, mux)
 	return &Server{native: n}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -11,20 +12,21 @@ import (
 )
 
 // onLoops serves the native engine on gnet's event loops
-// (-native-lib gnet): the same handler as on net/http (admission, the
+// (-engine native-gnet): the same handler as on net/http (admission, the
 // handshake clock, the engine) serves each request on its connection's
 // loop, and a WebSocket session stays there. The WebSocket layer counts
 // nothing of its own (nil metrics): the engine's hooks count sessions,
 // handshakes, messages and bytes as on net/http, and the layer's
-// -max-conns and known-bad modes are off, the target applies its own; a
-// connection it refuses once accepted is counted with the target's.
+// -max-conns, -origin and known-bad modes are off, the target applies its
+// own; a connection it refuses once accepted is counted with the target's.
 func (n *native) onLoops(front http.Handler) (*Server, error) {
 	cfg := n.cfg
-	cfg.MaxConns = 0
-	cfg.Faults = config.Faults{}
-	cfg.Origins = nil // the engine answers a forbidden origin
-	cfg.MaxMessage = cfg.SocketIO.MaxPayload
-	loops, err := wsserver.NewGnet(cfg, nil, n.log, wsserver.Options{
+	layer := wsserver.Settings{
+		Name: cfg.Variant, MaxMessage: cfg.SocketIO.MaxPayload, Compression: cfg.Compression,
+		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, Loops: cfg.Gnet.Loops,
+		HTTP: settings.HTTP(cfg),
+	}
+	loops, err := wsserver.NewGnet(layer, nil, n.log, wsserver.Options{
 		Front: front, NoKeepalive: true,
 		// As on net/http (headers.go): a request that never reached a
 		// handler is a handshake that failed, transport unknown.

@@ -41,6 +41,7 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
 	"github.com/knowngood/knowngood/servers/internal/conns"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/sioengine"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
@@ -133,7 +134,7 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	if cfg.SocketIO.Native() {
 		return newNative(mode, cfg, m, log)
 	}
-	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg, m)}
+	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
 	if mode == Blocking {
 		s.loop = newLoop(cfg.SocketIO.BlockingModel)
 		s.freeze = newFreezer(s.loop, cfg.SocketIO.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
@@ -194,7 +195,7 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
 	})
-	s.http = lifecycle.HTTPServer(cfg, nil, log)
+	s.http = lifecycle.HTTPServer(settings.HTTP(cfg), nil, log)
 	s.http.Handler = (&unfinished{m: m}).install(s.http, mux)
 	return s, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/servers/internal/admin"
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/socketio"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -23,7 +24,7 @@ func TestStatsDiff(t *testing.T) { forWebSocket(t, testStatsDiff) }
 func testStatsDiff(t *testing.T, engine string) {
 	cfg := config.Default()
 	tg := start(t, engine, socketio.Empty, nil)
-	adminSrv := httptest.NewServer(admin.Handler(cfg, protocol.About{}, nil, tg.metrics, nil))
+	adminSrv := httptest.NewServer(admin.Handler(settings.Admin(cfg, protocol.About{}), nil, tg.metrics, nil))
 	defer adminSrv.Close()
 
 	before := getStats(t, adminSrv.URL)

@@ -11,6 +11,7 @@ import (
 	"github.com/knowngood/knowngood/servers/broadcast"
 	"github.com/knowngood/knowngood/servers/echo"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/socketio"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -26,13 +27,21 @@ var builds = map[string]Build{
 	"empty":             socketIO(socketio.Empty),
 	"async":             socketIO(socketio.Async),
 	"blocking":          socketIO(socketio.Blocking),
-	"echo-gorilla":      echo.NewGorilla,
-	"echo-coder":        echo.NewCoder,
-	"echo-gnet":         echo.NewGnet,
-	"echo-tcp":          echo.NewTCP,
-	"broadcast-gorilla": broadcast.NewGorilla,
-	"broadcast-coder":   broadcast.NewCoder,
-	"broadcast-gnet":    broadcast.NewGnet,
+	"echo-gorilla":      with(settings.WebSocket, echo.NewGorilla),
+	"echo-coder":        with(settings.WebSocket, echo.NewCoder),
+	"echo-gnet":         with(settings.WebSocket, echo.NewGnet),
+	"echo-tcp":          with(settings.TCP, echo.NewTCP),
+	"broadcast-gorilla": with(settings.Broadcast, broadcast.NewGorilla),
+	"broadcast-coder":   with(settings.Broadcast, broadcast.NewCoder),
+	"broadcast-gnet":    with(settings.Broadcast, broadcast.NewGnet),
+}
+
+// with builds a target whose constructor takes its own options, mapped
+// from the flags by opts.
+func with[O any](opts func(config.Config) O, build func(O, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error)) Build {
+	return func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+		return build(opts(cfg), m, log)
+	}
 }
 
 // For returns the constructor of the variant called name.

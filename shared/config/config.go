@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -73,19 +74,9 @@ type TLS struct {
 	Key  string
 }
 
-// Faults are the known-bad modes (-fault-*), all off by default.
-type Faults struct {
-	Reject     float64
-	Delay      time.Duration
-	CloseAfter int
-	Drop       float64
-	// LeakTimers: every Socket.IO connection starts an interval timer of
-	// this period that is never stopped (0 = off).
-	LeakTimers time.Duration
-	// DropChunkedPost: a polling POST without Content-Length is answered
-	// as python-engineio 4 answers it, 200 OK with its packets dropped.
-	DropChunkedPost bool
-}
+// Faults are the known-bad modes (-fault-*), all off by default: the
+// settings of package faults, which applies them.
+type Faults = faults.Modes
 
 // SocketIO holds what only the Socket.IO targets read.
 type SocketIO struct {

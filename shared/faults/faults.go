@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
@@ -44,9 +43,22 @@ type Injector struct {
 	m            *metrics.Metrics
 }
 
+// Modes are the known-bad modes (-fault-*), all off in the zero value.
+type Modes struct {
+	Reject     float64       // -fault-reject: fraction of handshakes refused
+	Delay      time.Duration // -fault-delay: added to every echo and ack
+	CloseAfter int           // -fault-close-after: messages before a 1011
+	Drop       float64       // -fault-drop: fraction of messages dropped
+	// LeakTimers: every Socket.IO connection starts an interval timer of
+	// this period that is never stopped (0 = off).
+	LeakTimers time.Duration
+	// DropChunkedPost: a polling POST without Content-Length is answered
+	// as python-engineio 4 answers it, 200 OK with its packets dropped.
+	DropChunkedPost bool
+}
+
 // New returns nil when every mode is off.
-func New(cfg config.Config, m *metrics.Metrics) *Injector {
-	fc := cfg.Faults
+func New(fc Modes, m *metrics.Metrics) *Injector {
 	if fc.Reject == 0 && fc.Delay == 0 && fc.CloseAfter == 0 && fc.Drop == 0 && fc.LeakTimers == 0 {
 		return nil
 	}

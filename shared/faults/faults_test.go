@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
@@ -16,17 +15,17 @@ func newMetrics() *metrics.Metrics { return metrics.New(prometheus.NewRegistry()
 func faultCounts(m *metrics.Metrics) map[string]uint64 { return m.Snapshot().Faults }
 
 func TestNewNilWhenOff(t *testing.T) {
-	if f := New(config.Default(), newMetrics()); f != nil {
+	if f := New(Modes{}, newMetrics()); f != nil {
 		t.Fatalf("every mode off: got %+v, want nil", f)
 	}
-	for name, set := range map[string]func(*config.Config){
-		"reject":      func(c *config.Config) { c.Faults.Reject = 0.5 },
-		"delay":       func(c *config.Config) { c.Faults.Delay = time.Millisecond },
-		"close-after": func(c *config.Config) { c.Faults.CloseAfter = 3 },
-		"drop":        func(c *config.Config) { c.Faults.Drop = 0.1 },
-		"leak-timers": func(c *config.Config) { c.Faults.LeakTimers = time.Second },
+	for name, set := range map[string]func(*Modes){
+		"reject":      func(c *Modes) { c.Reject = 0.5 },
+		"delay":       func(c *Modes) { c.Delay = time.Millisecond },
+		"close-after": func(c *Modes) { c.CloseAfter = 3 },
+		"drop":        func(c *Modes) { c.Drop = 0.1 },
+		"leak-timers": func(c *Modes) { c.LeakTimers = time.Second },
 	} {
-		cfg := config.Default()
+		var cfg Modes
 		set(&cfg)
 		if New(cfg, nil) == nil {
 			t.Errorf("-fault-%s on: got nil", name)
@@ -53,8 +52,8 @@ func TestNilInjector(t *testing.T) {
 
 func TestAlwaysAndNever(t *testing.T) {
 	m := newMetrics()
-	cfg := config.Default()
-	cfg.Faults.Reject, cfg.Faults.Drop = 1, 1
+	var cfg Modes
+	cfg.Reject, cfg.Drop = 1, 1
 	f := New(cfg, m)
 	for range 10 {
 		if !f.Reject() || !f.Drop() {
@@ -68,8 +67,8 @@ func TestAlwaysAndNever(t *testing.T) {
 
 	// Only the modes given strike: a delay alone rejects and drops nothing.
 	m = newMetrics()
-	cfg = config.Default()
-	cfg.Faults.Delay = time.Millisecond
+	cfg = Modes{}
+	cfg.Delay = time.Millisecond
 	f = New(cfg, m)
 	for range 100 {
 		if f.Reject() || f.Drop() {
@@ -87,8 +86,8 @@ func TestAlwaysAndNever(t *testing.T) {
 func TestRates(t *testing.T) {
 	const n = 20000
 	m := newMetrics()
-	cfg := config.Default()
-	cfg.Faults.Reject, cfg.Faults.Drop = 0.25, 0.5
+	var cfg Modes
+	cfg.Reject, cfg.Drop = 0.25, 0.5
 	f := New(cfg, m)
 	rejects, drops := 0, 0
 	for range n {
@@ -113,8 +112,8 @@ func TestRates(t *testing.T) {
 
 func TestDelay(t *testing.T) {
 	m := newMetrics()
-	cfg := config.Default()
-	cfg.Faults.Delay = 30 * time.Millisecond
+	var cfg Modes
+	cfg.Delay = 30 * time.Millisecond
 	f := New(cfg, m)
 	if !f.Delaying() {
 		t.Fatal("Delaying: false")
@@ -133,8 +132,8 @@ func TestDelay(t *testing.T) {
 
 	// Without -fault-delay, another mode on: no delay, none counted.
 	m = newMetrics()
-	cfg = config.Default()
-	cfg.Faults.CloseAfter = 1
+	cfg = Modes{}
+	cfg.CloseAfter = 1
 	f = New(cfg, m)
 	if f.Delay() != 0 || f.Delaying() {
 		t.Error("a delay without -fault-delay")
@@ -148,8 +147,8 @@ func TestDelay(t *testing.T) {
 // closed, and counted, once.
 func TestCloseAfter(t *testing.T) {
 	m := newMetrics()
-	cfg := config.Default()
-	cfg.Faults.CloseAfter = 3
+	var cfg Modes
+	cfg.CloseAfter = 3
 	f := New(cfg, m)
 	for n := 0; n <= 6; n++ {
 		if got, want := f.CloseAfter(n), n == 3; got != want {
@@ -165,8 +164,8 @@ func TestCloseAfter(t *testing.T) {
 // so the connection closes after the same message either way.
 func TestMessage(t *testing.T) {
 	m := newMetrics()
-	cfg := config.Default()
-	cfg.Faults.Drop, cfg.Faults.CloseAfter = 1, 2
+	var cfg Modes
+	cfg.Drop, cfg.CloseAfter = 1, 2
 	f := New(cfg, m)
 	for n := 1; n <= 3; n++ {
 		drop, closeAfter := f.Message(n)
@@ -183,8 +182,8 @@ func TestMessage(t *testing.T) {
 // TestNoMetrics: with -metrics=false the injector decides alike and counts
 // nowhere.
 func TestNoMetrics(t *testing.T) {
-	cfg := config.Default()
-	cfg.Faults.Reject, cfg.Faults.Drop, cfg.Faults.Delay, cfg.Faults.CloseAfter = 1, 1, time.Second, 1
+	var cfg Modes
+	cfg.Reject, cfg.Drop, cfg.Delay, cfg.CloseAfter = 1, 1, time.Second, 1
 	f := New(cfg, nil)
 	if !f.Reject() || !f.Drop() || f.Delay() != time.Second || !f.CloseAfter(1) {
 		t.Error("an injector without metrics decided otherwise")
@@ -203,8 +202,8 @@ func TestCloseCode(t *testing.T) {
 func TestLeakTimer(t *testing.T) {
 	var none *Injector
 	none.LeakTimer(nil)
-	cfg := config.Default()
-	cfg.Faults.LeakTimers = 10 * time.Millisecond
+	var cfg Modes
+	cfg.LeakTimers = 10 * time.Millisecond
 	m := newMetrics()
 	f := New(cfg, m)
 	f.LeakTimer("socket")

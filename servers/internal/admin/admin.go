@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -44,19 +43,31 @@ type RedisState interface {
 	RedisState() string
 }
 
+// Options are what the admin listener shows beside the metrics.
+type Options struct {
+	Variant string
+	// About is what the catalog says of the variant, for /health: loadgen
+	// imports no server code, so it reads these properties rather than
+	// keep a list of variant names; this package imports no catalog
+	// either, so the caller passes them in.
+	About protocol.About
+	// Config is every flag's value in effect, for /health.
+	Config map[string]string
+	// Replicas are the admin URLs the dashboard shows beside this
+	// process (-dashboard-replicas).
+	Replicas []string
+	Pprof    bool // serve /debug/pprof
+}
+
 // Handler returns the admin mux: /metrics serves reg, /stats reads m.
 // Either may be nil (-metrics=false makes both nil): its endpoint then
-// answers 404 with a line that says why. redis may be nil too. about is
-// what the catalog says of cfg.Variant, for /health: loadgen imports no
-// server code, so it reads these properties rather than keep a list of
-// variant names; this package imports no server code either, so the
-// caller passes them in.
+// answers 404 with a line that says why. redis may be nil too.
 //
 // /health answers 200 while the target serves its own clients, Redis or
 // not: a replica whose Redis is down still serves, and a balancer that
 // took it out would move its clients for nothing. /health?require=redis
 // answers 503 while Redis is down, for whoever wants the stricter check.
-func Handler(cfg config.Config, about protocol.About, reg *prometheus.Registry, m *metrics.Metrics, redis RedisState) http.Handler {
+func Handler(o Options, reg *prometheus.Registry, m *metrics.Metrics, redis RedisState) http.Handler {
 	started := time.Now()
 	mux := http.NewServeMux()
 	metricsOff := func(w http.ResponseWriter, _ *http.Request) {
@@ -75,7 +86,7 @@ func Handler(cfg config.Config, about protocol.About, reg *prometheus.Registry, 
 		mux.HandleFunc("GET /stats", metricsOff)
 	}
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		h := Health{Status: "ok", Variant: cfg.Variant, About: about, UptimeSeconds: time.Since(started).Seconds(), Config: cfg.Effective()}
+		h := Health{Status: "ok", Variant: o.Variant, About: o.About, UptimeSeconds: time.Since(started).Seconds(), Config: o.Config}
 		if m != nil {
 			active := m.Snapshot().ConnectionsActive
 			h.ConnectionsActive = &active
@@ -92,8 +103,8 @@ func Handler(cfg config.Config, about protocol.About, reg *prometheus.Registry, 
 		}
 		writeJSON(w, h)
 	})
-	newDashboard(m, cfg.Dashboard.Replicas).routes(mux)
-	if cfg.Pprof {
+	newDashboard(m, o.Replicas).routes(mux)
+	if o.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
@@ -33,14 +32,22 @@ import (
 // ReadTimeout or WriteTimeout: net/http leaves their deadlines on a
 // hijacked connection, and a read deadline that passes while a handler
 // waits cancels the request.
-func HTTPServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Server {
+func HTTPServer(l HTTPLimits, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: cfg.HandshakeTimeout,
-		MaxHeaderBytes:    int(cfg.MaxHeaderBytes),
-		IdleTimeout:       cfg.IdleTimeout,
+		ReadHeaderTimeout: l.Header,
+		MaxHeaderBytes:    int(l.HeaderBytes),
+		IdleTimeout:       l.Idle,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
+}
+
+// HTTPLimits bound what a client can make an HTTP listener hold.
+type HTTPLimits struct {
+	Header      time.Duration // -handshake-timeout: to send a request's header
+	HeaderBytes int64         // -max-header-bytes: a request header's size
+	Idle        time.Duration // -idle-timeout: between keep-alive requests
+	Body        time.Duration // -body-timeout: to send a body once the header is in
 }
 
 // ServeHTTP serves srv on ln as srv.Serve does, once it has added what

@@ -38,10 +38,9 @@ type boundedServer struct {
 
 func newBoundedServer(t *testing.T, h http.Handler) *boundedServer {
 	t.Helper()
-	cfg := config.Default()
-	cfg.HandshakeTimeout, cfg.IdleTimeout, cfg.BodyTimeout = bound, bound, bound
+	limits := lifecycle.HTTPLimits{Header: bound, HeaderBytes: config.DefaultMaxHeaderBytes, Idle: bound, Body: bound}
 	s := &boundedServer{m: metrics.New(prometheus.NewRegistry(), "test"), closed: make(chan struct{}, 100)}
-	srv := lifecycle.HTTPServer(cfg, h, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := lifecycle.HTTPServer(limits, h, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateClosed {
 			s.closed <- struct{}{}
@@ -55,7 +54,7 @@ func newBoundedServer(t *testing.T, h http.Handler) *boundedServer {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = lifecycle.ServeHTTP(srv, ln, cfg.BodyTimeout, s.m, metrics.ListenerTarget)
+		_ = lifecycle.ServeHTTP(srv, ln, limits.Body, s.m, metrics.ListenerTarget)
 	}()
 	t.Cleanup(func() {
 		_ = srv.Close()

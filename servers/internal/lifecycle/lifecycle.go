@@ -16,9 +16,9 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/knowngood/knowngood/servers/internal/conns"
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/procfs"
 )
@@ -105,19 +105,30 @@ func SignalContext() (ctx context.Context, stop context.CancelFunc) {
 	}
 }
 
-// Run listens on cfg.Addr and cfg.AdminAddr, serves target and admin until
-// ctx is done, then shuts the target down within cfg.ShutdownTimeout.
+// Options are what Run serves with.
+type Options struct {
+	Name            string // the variant, in the log
+	Addr            string // -addr
+	AdminAddr       string // -admin-addr; empty: no admin listener
+	Backlog         int    // -backlog; 0 = the kernel's somaxconn
+	TLSCert, TLSKey string // -tls-cert, -tls-key; empty: plain TCP
+	ShutdownTimeout time.Duration
+	AdminLimits     HTTPLimits // the admin listener's
+}
+
+// Run listens on o.Addr and o.AdminAddr, serves target and admin until
+// ctx is done, then shuts the target down within o.ShutdownTimeout.
 //
 // The target accepts from a GuardedListener (accept errors counted, logged
 // once a second, EMFILE refused cleanly), in TLS with -tls-cert.
-func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Metrics, target Target, admin http.Handler) error {
-	tcp, backlog, err := Listen(cfg.Addr, cfg.Backlog)
+func Run(ctx context.Context, o Options, log *slog.Logger, m *metrics.Metrics, target Target, admin http.Handler) error {
+	tcp, backlog, err := Listen(o.Addr, o.Backlog)
 	if err != nil {
-		return fmt.Errorf("-addr %s: %w", cfg.Addr, err)
+		return fmt.Errorf("-addr %s: %w", o.Addr, err)
 	}
 	var ln net.Listener = conns.Guard(tcp, m, log)
-	if cfg.TLS.Cert != "" {
-		tc, err := TLSConfig(cfg)
+	if o.TLSCert != "" {
+		tc, err := TLSConfig(o.TLSCert, o.TLSKey)
 		if err != nil {
 			ln.Close()
 			return err
@@ -126,46 +137,46 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 	}
 	adminAddr := "off"
 	var adminSrv *http.Server
-	if cfg.AdminAddr != "" {
-		adminLn, err := net.Listen("tcp", cfg.AdminAddr)
+	if o.AdminAddr != "" {
+		adminLn, err := net.Listen("tcp", o.AdminAddr)
 		if err != nil {
 			ln.Close()
-			return fmt.Errorf("-admin-addr %s: %w", cfg.AdminAddr, err)
+			return fmt.Errorf("-admin-addr %s: %w", o.AdminAddr, err)
 		}
 		adminAddr = adminLn.Addr().String()
-		adminSrv = HTTPServer(cfg, admin, log)
-		go func() { _ = ServeHTTP(adminSrv, adminLn, cfg.BodyTimeout, m, metrics.ListenerAdmin) }()
+		adminSrv = HTTPServer(o.AdminLimits, admin, log)
+		go func() { _ = ServeHTTP(adminSrv, adminLn, o.AdminLimits.Body, m, metrics.ListenerAdmin) }()
 		defer adminSrv.Close()
 	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- target.Serve(ln) }()
-	attrs := []any{"variant", cfg.Variant}
+	attrs := []any{"variant", o.Name}
 	if u, ok := target.(urlTarget); ok {
-		attrs = append(attrs, "url", u.url(PasteAddr(ln.Addr().String()), cfg.TLS.Cert != ""))
+		attrs = append(attrs, "url", u.url(PasteAddr(ln.Addr().String()), o.TLSCert != ""))
 	}
 	log.Info("listening", append(attrs, "addr", ln.Addr().String(), "admin_addr", adminAddr,
-		"backlog", backlog, "backlog_requested", cfg.Backlog, "somaxconn", Somaxconn(), "tls", cfg.TLS.Cert != "")...)
+		"backlog", backlog, "backlog_requested", o.Backlog, "somaxconn", Somaxconn(), "tls", o.TLSCert != "")...)
 
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serving %s: %w", cfg.Variant, err)
+		return fmt.Errorf("serving %s: %w", o.Name, err)
 	case <-ctx.Done():
 	}
-	attrs = []any{"timeout", cfg.ShutdownTimeout.String()}
+	attrs = []any{"timeout", o.ShutdownTimeout.String()}
 	var sig *SignalError
 	if errors.As(context.Cause(ctx), &sig) {
 		attrs = append(attrs, "signal", SignalName(sig.Signal))
 	}
 	log.Info("shutting down", attrs...)
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
 	defer cancel()
 	err = target.Shutdown(sctx)
 	if serveErr := <-errc; serveErr != nil && err == nil {
 		err = serveErr
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("shutdown took longer than -shutdown-timeout %s; the remaining connections were dropped", cfg.ShutdownTimeout)
+		return fmt.Errorf("shutdown took longer than -shutdown-timeout %s; the remaining connections were dropped", o.ShutdownTimeout)
 	}
 	if err == nil {
 		log.Info("stopped")
@@ -175,8 +186,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Me
 
 // TLSConfig is the server side of -tls-cert/-tls-key: HTTP/1.1 only, since
 // WebSocket upgrades and Engine.IO ride on it.
-func TLSConfig(cfg config.Config) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
+func TLSConfig(certFile, keyFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("-tls-cert/-tls-key: %w", err)
 	}

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
-	"github.com/knowngood/knowngood/shared/config"
 )
 
 func TestMain(m *testing.M) {
@@ -69,14 +68,13 @@ func TestRunShutsDownWithinTimeout(t *testing.T) {
 		{0, ""},
 		{time.Minute, "shutdown took longer than -shutdown-timeout 200ms"},
 	} {
-		cfg := config.Default()
-		cfg.Addr, cfg.AdminAddr, cfg.ShutdownTimeout = "127.0.0.1:0", "127.0.0.1:0", 200*time.Millisecond
+		o := lifecycle.Options{Name: "test", Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", ShutdownTimeout: 200 * time.Millisecond}
 		target := &slowTarget{srv: &http.Server{}, stop: c.stop}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		listening := &lineWatch{want: "msg=listening", seen: make(chan struct{})}
 		log := slog.New(slog.NewTextHandler(listening, nil))
-		go func() { done <- lifecycle.Run(ctx, cfg, log, nil, target, http.NotFoundHandler()) }()
+		go func() { done <- lifecycle.Run(ctx, o, log, nil, target, http.NotFoundHandler()) }()
 		select { // serving: the cancel below is a shutdown
 		case <-listening.seen:
 		case err := <-done:
@@ -95,9 +93,8 @@ func TestRunShutsDownWithinTimeout(t *testing.T) {
 }
 
 func TestRunReportsBadAddress(t *testing.T) {
-	cfg := config.Default()
-	cfg.Addr = "256.0.0.1:1"
-	err := lifecycle.Run(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, &slowTarget{}, nil)
+	o := lifecycle.Options{Name: "test", Addr: "256.0.0.1:1", ShutdownTimeout: time.Second}
+	err := lifecycle.Run(context.Background(), o, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, &slowTarget{}, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "-addr 256.0.0.1:1") {
 		t.Errorf("err %v, want one that names -addr", err)
 	}
@@ -134,8 +131,7 @@ func (w *lineWatch) line() string {
 // line, built from the address it listens on, beside the fields scripts
 // parse (addr, admin_addr).
 func TestListeningURL(t *testing.T) {
-	cfg := config.Default()
-	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", ""
+	o := lifecycle.Options{Name: "test", Addr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second}
 	target := lifecycle.WithURL(&slowTarget{srv: &http.Server{}}, func(hostport string, tls bool) string {
 		return "ws://" + hostport + "/"
 	})
@@ -144,7 +140,7 @@ func TestListeningURL(t *testing.T) {
 	listening := &lineWatch{want: "msg=listening", seen: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		done <- lifecycle.Run(ctx, cfg, slog.New(slog.NewTextHandler(listening, nil)), nil, target, nil)
+		done <- lifecycle.Run(ctx, o, slog.New(slog.NewTextHandler(listening, nil)), nil, target, nil)
 	}()
 	select {
 	case <-listening.seen:

@@ -11,12 +11,11 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/wsframe"
 )
 
-func coderUpgrader(cfg config.Config) upgrader {
+func coderUpgrader(cfg Settings) upgrader {
 	opts := &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // checkUpgrade has checked -origin
 		CompressionMode:    websocket.CompressionDisabled,

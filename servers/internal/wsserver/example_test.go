@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -31,7 +32,7 @@ func (s *shoutSession) Message(op wsserver.Op, data []byte) { s.p.Reply(op, byte
 func Example() {
 	libraries := []struct {
 		name string
-		new  func(config.Config, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)
+		new  func(wsserver.Settings, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)
 	}{{"gorilla", wsserver.NewGorilla}, {"coder", wsserver.NewCoder}, {"gnet", wsserver.NewGnet}}
 	for _, lib := range libraries {
 		fmt.Println(lib.name+":", serveOnce(lib.new, "hello"))
@@ -44,13 +45,13 @@ func Example() {
 
 // serveOnce starts a target with the shout handler, sends it msg from a
 // client, and returns the answer.
-func serveOnce(build func(config.Config, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error), msg string) string {
+func serveOnce(build func(wsserver.Settings, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error), msg string) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err.Error()
 	}
 	// m nil: no metrics, as with -metrics=false.
-	target, err := build(config.Default(), nil, slog.New(slog.DiscardHandler), wsserver.Options{Handler: shout{}})
+	target, err := build(settings.WebSocket(config.Default()), nil, slog.New(slog.DiscardHandler), wsserver.Options{Handler: shout{}})
 	if err != nil {
 		return err.Error()
 	}

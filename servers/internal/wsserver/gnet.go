@@ -14,7 +14,6 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/knowngood/knowngood/servers/internal/conns"
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -38,7 +37,7 @@ import (
 // nothing is told about.
 type gnetTarget struct {
 	gnet.BuiltinEventEngine
-	cfg    config.Config
+	cfg    Settings
 	m      *metrics.Metrics
 	log    *slog.Logger
 	opts   Options
@@ -68,11 +67,11 @@ type gnetTarget struct {
 	active  atomic.Int64 // connections in the loops' lists (gloop.open)
 }
 
-func newGnetTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
+func newGnetTarget(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (*gnetTarget, error) {
 	return &gnetTarget{
 		cfg: cfg, m: m, log: log, opts: o,
 		gate:        conns.NewGate(cfg.MaxConns),
-		faults:      faults.New(cfg, m),
+		faults:      faults.New(cfg.Faults, m),
 		ready:       make(chan struct{}),
 		registering: make(chan struct{}, maxRegistering),
 		quit:        make(chan struct{}),
@@ -85,8 +84,8 @@ func (g *gnetTarget) options() []gnet.Option {
 		gnet.WithTicker(true), // its first tick says that the engine is up; the next ones sweep
 		gnet.WithLogger(gnetLogger{g.log}),
 	}
-	if g.cfg.Gnet.Loops > 0 {
-		opts = append(opts, gnet.WithNumEventLoop(g.cfg.Gnet.Loops))
+	if g.cfg.Loops > 0 {
+		opts = append(opts, gnet.WithNumEventLoop(g.cfg.Loops))
 	} else {
 		opts = append(opts, gnet.WithMulticore(true))
 	}
@@ -243,7 +242,7 @@ func (g *gnetTarget) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	st.conn = c
 	st.loop = g.loopOf(c.EventLoop())
 	st.slot = -1
-	st.arm(g, g.cfg.HandshakeTimeout-time.Duration(clock()-st.hs.accepted))
+	st.arm(g, g.cfg.HTTP.Header-time.Duration(clock()-st.hs.accepted))
 	return nil, gnet.None
 }
 
@@ -255,7 +254,7 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			conns.LogPanic(g.log, g.cfg.Variant, v)
+			conns.LogPanic(g.log, g.cfg.Name, v)
 		}
 	}()
 	if st.timer != nil {
@@ -300,7 +299,7 @@ func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			conns.LogPanic(g.log, g.cfg.Variant, v)
+			conns.LogPanic(g.log, g.cfg.Name, v)
 			action = gnet.Close
 		}
 	}()

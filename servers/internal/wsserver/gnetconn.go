@@ -127,7 +127,7 @@ func (g *gnetTarget) onLoop(st *gconn, f func(*gconn)) {
 	_ = st.conn.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		defer func() {
 			if v := recover(); v != nil {
-				conns.LogPanic(g.log, g.cfg.Variant, v)
+				conns.LogPanic(g.log, g.cfg.Name, v)
 			}
 		}()
 		if st.phase != phaseClosed {

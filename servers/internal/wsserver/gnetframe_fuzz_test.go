@@ -42,15 +42,18 @@ func FuzzGnetFrames(f *testing.F) {
 	f.Add(append(wstest.Frame(0x81, []byte("hi")), wstest.Frame(0x88, closeBody(1000, "bye"))...), []byte{2})
 
 	var g *gnetTarget
-	build := func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+	// The layer's own settings, not the flags': the package that maps
+	// them imports this one.
+	build := func(_ config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
 		var err error
-		g, err = newGnetTarget(cfg, m, log, Options{Handler: Echo{}})
+		g, err = newGnetTarget(Settings{
+			Name: "echo-gnet", MaxMessage: fuzzMax, Loops: 1,
+			PingInterval: 25 * time.Second, PingTimeout: 20 * time.Second,
+			HTTP: lifecycle.HTTPLimits{Header: 5 * time.Second, HeaderBytes: 16 << 10, Idle: 5 * time.Second, Body: time.Minute},
+		}, m, log, Options{Handler: Echo{}})
 		return g, err
 	}
-	tg := lifecycletest.Start(f, "echo-gnet", build, lifecycletest.Options{Tweak: func(c *config.Config) {
-		c.MaxMessage = fuzzMax
-		c.Gnet.Loops = 1
-	}})
+	tg := lifecycletest.Start(f, "echo-gnet", build, lifecycletest.Options{})
 	f.Fuzz(func(t *testing.T, in, cuts []byte) {
 		if len(cuts) > 16 {
 			cuts = cuts[:16]

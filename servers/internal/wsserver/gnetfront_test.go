@@ -14,6 +14,7 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -63,7 +64,7 @@ func (s *frontSession) Message(_ wsserver.Op, data []byte) {
 func startFront(t *testing.T) *lifecycletest.Target {
 	t.Helper()
 	b := func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-		return wsserver.NewGnet(cfg, m, log, wsserver.Options{Front: frontEcho{}, NoKeepalive: true})
+		return wsserver.NewGnet(settings.WebSocket(cfg), m, log, wsserver.Options{Front: frontEcho{}, NoKeepalive: true})
 	}
 	return start(t, "gnet", b, nil)
 }

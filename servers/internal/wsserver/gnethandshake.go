@@ -62,13 +62,13 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 	}
 	end := bytes.Index(buf, headerEnd)
 	if end < 0 {
-		if rf := hs.partial(buf, g.cfg.MaxHeaderBytes); rf != nil {
+		if rf := hs.partial(buf, g.cfg.HTTP.HeaderBytes); rf != nil {
 			return g.refuse(c, st, rf), false
 		}
 		return gnet.None, false
 	}
 	n := end + len(headerEnd)
-	if int64(n) > headerRoom(g.cfg.MaxHeaderBytes) {
+	if int64(n) > headerRoom(g.cfg.HTTP.HeaderBytes) {
 		// Whole, but too large: it came in one read.
 		return g.refuse(c, st, tooLarge()), false
 	}

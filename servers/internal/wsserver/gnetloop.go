@@ -44,7 +44,7 @@ func (l *gloop) Execute(f func()) bool {
 	err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		defer func() {
 			if v := recover(); v != nil {
-				conns.LogPanic(l.g.log, l.g.cfg.Variant, v)
+				conns.LogPanic(l.g.log, l.g.cfg.Name, v)
 			}
 		}()
 		f()
@@ -225,7 +225,7 @@ func (g *gnetTarget) sweepAll() {
 func (g *gnetTarget) sweep(l *gloop) {
 	defer func() {
 		if v := recover(); v != nil {
-			conns.LogPanic(g.log, g.cfg.Variant, v)
+			conns.LogPanic(g.log, g.cfg.Name, v)
 		}
 	}()
 	now := clock()

@@ -126,7 +126,7 @@ func (f *loopFlusher) schedule() error {
 func (f *loopFlusher) Run(context.Context) error {
 	defer func() {
 		if v := recover(); v != nil {
-			conns.LogPanic(f.g.log, f.g.cfg.Variant, v)
+			conns.LogPanic(f.g.log, f.g.cfg.Name, v)
 		}
 	}()
 	f.mu.Lock()

@@ -15,7 +15,7 @@ import (
 func (g *gnetTarget) bridgeTLS(tc *tls.Conn, accepted time.Time) {
 	// As on net/http: a failed TLS handshake is no WebSocket handshake,
 	// and is not counted as one.
-	_ = tc.SetDeadline(accepted.Add(g.cfg.HandshakeTimeout))
+	_ = tc.SetDeadline(accepted.Add(g.cfg.HTTP.Header))
 	if err := tc.Handshake(); err != nil {
 		_ = tc.Close()
 		return

@@ -10,14 +10,13 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/wsframe"
 )
 
-func gorillaUpgrader(cfg config.Config) upgrader {
+func gorillaUpgrader(cfg Settings) upgrader {
 	u := &websocket.Upgrader{
-		HandshakeTimeout:  cfg.HandshakeTimeout,
+		HandshakeTimeout:  cfg.HTTP.Header,
 		CheckOrigin:       func(*http.Request) bool { return true }, // checkUpgrade has checked -origin
 		EnableCompression: cfg.Compression,
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
+	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -23,9 +24,9 @@ import (
 type build = lifecycletest.Build
 
 // on builds an echo on one library's constructor.
-func on(newTarget func(config.Config, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)) build {
+func on(newTarget func(wsserver.Settings, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)) build {
 	return func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-		return newTarget(cfg, m, log, wsserver.Options{Handler: wsserver.Echo{}})
+		return newTarget(settings.WebSocket(cfg), m, log, wsserver.Options{Handler: wsserver.Echo{}})
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/conns"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -42,7 +41,7 @@ type upgrader func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *
 // request checks, -max-conns, the handshake accounting, the send queue, and
 // shutdown.
 type httpTarget struct {
-	cfg     config.Config
+	cfg     Settings
 	m       *metrics.Metrics
 	log     *slog.Logger
 	gate    *conns.Gate
@@ -58,9 +57,9 @@ type httpTarget struct {
 
 type connKey struct{}
 
-func newHTTPTarget(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options, up upgrader) *httpTarget {
-	t := &httpTarget{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), opts: o, upgrade: up, conns: conns.NewRegistry[*httpPeer](), faults: faults.New(cfg, m)}
-	t.srv = lifecycle.HTTPServer(cfg, t, log)
+func newHTTPTarget(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options, up upgrader) *httpTarget {
+	t := &httpTarget{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), opts: o, upgrade: up, conns: conns.NewRegistry[*httpPeer](), faults: faults.New(cfg.Faults, m)}
+	t.srv = lifecycle.HTTPServer(cfg.HTTP, t, log)
 	t.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, connKey{}, c)
 	}
@@ -74,7 +73,7 @@ func (t *httpTarget) Serve(ln net.Listener) error {
 	if !t.listening.Start(tl) {
 		return tl.Close()
 	}
-	err := lifecycle.ServeHTTP(t.srv, tl, t.cfg.BodyTimeout, t.m, metrics.ListenerTarget)
+	err := lifecycle.ServeHTTP(t.srv, tl, t.cfg.HTTP.Body, t.m, metrics.ListenerTarget)
 	if t.listening.Closing() || errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -95,7 +94,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			conns.LogPanic(t.log, t.cfg.Variant, v)
+			conns.LogPanic(t.log, t.cfg.Name, v)
 			_ = raw.Close()
 		}
 	}()
@@ -130,7 +129,7 @@ func (t *httpTarget) serve(p *httpPeer, added bool) {
 	reason := "1011" // kept only if a handler panics
 	defer func() {
 		if v := recover(); v != nil {
-			conns.LogPanic(t.log, t.cfg.Variant, v)
+			conns.LogPanic(t.log, t.cfg.Name, v)
 		}
 		p.end()
 		if p.halfOpen.Load() {
@@ -186,7 +185,7 @@ func (t *httpTarget) closeAsync(ws wsConn, code int) {
 	t.closers.Go(func() {
 		defer func() {
 			if v := recover(); v != nil {
-				conns.LogPanic(t.log, t.cfg.Variant+" close", v)
+				conns.LogPanic(t.log, t.cfg.Name+" close", v)
 			}
 		}()
 		ws.close(code)

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/knowngood/knowngood/servers/internal/conns"
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -114,12 +113,12 @@ func checkHead(r requestHead, origins []string) *refusal {
 // (shutting down, a bad request, over -max-conns), or nil with a
 // -max-conns place taken, which the caller gives back when the connection
 // ends.
-func admit(closing bool, r *http.Request, cfg config.Config, gate *conns.Gate, f *faults.Injector) *refusal {
+func admit(closing bool, r *http.Request, cfg Settings, gate *conns.Gate, f *faults.Injector) *refusal {
 	return admitHead(closing, (*httpHead)(r), cfg, gate, f)
 }
 
 // admitHead is admit on any requestHead.
-func admitHead(closing bool, r requestHead, cfg config.Config, gate *conns.Gate, f *faults.Injector) *refusal {
+func admitHead(closing bool, r requestHead, cfg Settings, gate *conns.Gate, f *faults.Injector) *refusal {
 	if closing {
 		return shuttingDown()
 	}

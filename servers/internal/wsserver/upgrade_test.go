@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/knowngood/knowngood/servers/internal/conns"
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -199,8 +198,7 @@ func TestAcceptKey(t *testing.T) {
 
 func TestAdmit(t *testing.T) {
 	gate := conns.NewGate(1)
-	cfg := config.Default()
-	cfg.MaxConns = 1
+	cfg := Settings{MaxConns: 1}
 	if rf := admit(false, upgradeReq(nil), cfg, gate, nil); rf != nil {
 		t.Fatalf("first: %d %s", rf.status, rf.msg)
 	}
@@ -238,9 +236,7 @@ func TestAdmit(t *testing.T) {
 	}
 
 	// -fault-reject 1: every valid request refused, no place taken.
-	fcfg := cfg
-	fcfg.Faults.Reject = 1
-	f := faults.New(fcfg, nil)
+	f := faults.New(faults.Modes{Reject: 1}, nil)
 	rf = admit(false, upgradeReq(nil), cfg, gate, f)
 	if rf == nil || rf.status != 503 || rf.result != protocol.ResultRejected || !strings.Contains(rf.msg, "-fault-reject") {
 		t.Errorf("fault: %+v", rf)

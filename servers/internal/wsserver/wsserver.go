@@ -11,7 +11,7 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/conns"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
-	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
@@ -97,7 +97,22 @@ var (
 	ErrClosing   = errors.New("connection closing")
 )
 
-// Options are what a target chooses beyond the configuration.
+// Settings are the flags the layer obeys (servers/internal/settings maps
+// them).
+type Settings struct {
+	Name         string        // the variant, in the log of a recovered panic
+	MaxMessage   int64         // -max-message: the largest message, after inflate; larger closes 1009
+	Compression  bool          // -compression: permessage-deflate
+	Origins      []string      // -origin: the Origin values allowed (empty = any)
+	MaxConns     int           // -max-conns: 503 over it (0 = no cap)
+	PingInterval time.Duration // -ping-interval: quiet time before the server pings
+	PingTimeout  time.Duration // -ping-timeout: time to answer before the connection is dropped
+	Loops        int           // -loops: gnet's event loops (0 = one per CPU)
+	HTTP         lifecycle.HTTPLimits
+	Faults       faults.Modes
+}
+
+// Options are what a target chooses beyond the settings.
 type Options struct {
 	Handler Handler
 	// Queue is the send queue of each connection, in messages; 0 = no
@@ -123,17 +138,17 @@ type Options struct {
 }
 
 // NewGorilla serves on gorilla/websocket. m may be nil (-metrics=false).
-func NewGorilla(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
+func NewGorilla(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
 	return newHTTPTarget(cfg, m, log, o, gorillaUpgrader(cfg)), nil
 }
 
 // NewCoder serves on coder/websocket.
-func NewCoder(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
+func NewCoder(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
 	return newHTTPTarget(cfg, m, log, o, coderUpgrader(cfg)), nil
 }
 
 // NewGnet serves on gnet's event loops (-loops) with gobwas/ws framing.
-func NewGnet(cfg config.Config, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
+func NewGnet(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
 	return newGnetTarget(cfg, m, log, o)
 }
 

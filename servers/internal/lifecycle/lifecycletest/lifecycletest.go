@@ -74,7 +74,7 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 	}
 	tg := &Target{Addr: ln.Addr().String(), Metrics: m, srv: srv, done: make(chan error, 1)}
 	if o.Admin {
-		adm := httptest.NewServer(admin.Handler(cfg, protocol.About{}, reg, m, nil))
+		adm := httptest.NewServer(admin.Handler(admin.Options{Variant: cfg.Variant, Config: cfg.Effective()}, reg, m, nil))
 		t.Cleanup(adm.Close)
 		tg.AdminURL = adm.URL
 	}

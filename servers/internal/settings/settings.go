@@ -1,0 +1,59 @@
+// Package settings maps the flags (shared/config) onto the options of
+// each layer under servers/: the one place where a flag meets the code
+// that obeys it. The layers take their own options, as coder/websocket's
+// AcceptOptions and gnet's options are taken, so that each can be read,
+// tested and reused without the whole flag set.
+package settings
+
+import (
+	"github.com/knowngood/knowngood/servers/broadcast"
+	"github.com/knowngood/knowngood/servers/echo"
+	"github.com/knowngood/knowngood/servers/internal/admin"
+	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/internal/wsserver"
+	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/protocol"
+)
+
+// HTTP is what bounds a client on an HTTP listener, the target's or the
+// admin's.
+func HTTP(c config.Config) lifecycle.HTTPLimits {
+	return lifecycle.HTTPLimits{Header: c.HandshakeTimeout, HeaderBytes: c.MaxHeaderBytes, Idle: c.IdleTimeout, Body: c.BodyTimeout}
+}
+
+// Run is what lifecycle.Run serves with.
+func Run(c config.Config) lifecycle.Options {
+	return lifecycle.Options{
+		Name: c.Variant, Addr: c.Addr, AdminAddr: c.AdminAddr, Backlog: c.Backlog,
+		TLSCert: c.TLS.Cert, TLSKey: c.TLS.Key, ShutdownTimeout: c.ShutdownTimeout,
+		AdminLimits: HTTP(c),
+	}
+}
+
+// Admin is what the admin listener shows; about is the catalog's entry
+// for the variant.
+func Admin(c config.Config, about protocol.About) admin.Options {
+	return admin.Options{Variant: c.Variant, About: about, Config: c.Effective(), Replicas: c.Dashboard.Replicas, Pprof: c.Pprof}
+}
+
+// TCP is what echo-tcp obeys.
+func TCP(c config.Config) echo.TCPOptions {
+	return echo.TCPOptions{Name: c.Variant, MaxConns: c.MaxConns, Idle: c.PingInterval + c.PingTimeout, Faults: c.Faults}
+}
+
+// Broadcast is what the broadcast targets obey.
+func Broadcast(c config.Config) broadcast.Options {
+	return broadcast.Options{
+		WebSocket: WebSocket(c), Slow: c.Broadcast.Slow, SendQueue: c.Broadcast.SendQueue,
+		PushInterval: c.Broadcast.PushInterval, PushSize: c.Broadcast.PushSize, Redis: c.Cluster.Redis,
+	}
+}
+
+// WebSocket is what the WebSocket layer obeys.
+func WebSocket(c config.Config) wsserver.Settings {
+	return wsserver.Settings{
+		Name: c.Variant, MaxMessage: c.MaxMessage, Compression: c.Compression, Origins: c.Origins,
+		MaxConns: c.MaxConns, PingInterval: c.PingInterval, PingTimeout: c.PingTimeout,
+		Loops: c.Gnet.Loops, HTTP: HTTP(c), Faults: c.Faults,
+	}
+}

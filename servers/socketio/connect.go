@@ -1,7 +1,6 @@
 package socketio
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -14,36 +13,6 @@ import (
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
-
-// connectMiddleware returns the namespace middleware of a connect model
-// (none for empty).
-// The delay lives here, in io.Use, because zishang520/socket.io writes the
-// CONNECT ack before io.On("connection") fires: a delay placed there would
-// never be seen by a client.
-func (s *Server) connectMiddleware(mode Mode) (socket.NamespaceMiddleware, error) {
-	delay := s.cfg.SocketIO.Delay
-	switch mode {
-	case Empty:
-		// No middleware: the library then goes on to the connect at once,
-		// as next(nil) would, without building the middleware chain's
-		// closures on every connect.
-		return nil, nil
-	case Async:
-		// Each connect waits on its own timer; nothing else waits.
-		return func(_ *socket.Socket, next func(*socket.ExtendedError)) {
-			time.AfterFunc(delay, func() { next(nil) })
-		}, nil
-	case Blocking:
-		// Each connect takes its turn on the one loop and holds it for the
-		// delay, as a synchronous call in an asyncio or Node handler holds
-		// the event loop; everything else the loop serves waits meanwhile
-		// (freeze.go). The library's reader goroutine only queues.
-		return func(sock *socket.Socket, next func(*socket.ExtendedError)) {
-			s.takeTurn(sock, next)
-		}, nil
-	}
-	return nil, fmt.Errorf("unknown connect model %q", mode)
-}
 
 // holdLoop is one connect handler's synchronous call: it sleeps on the
 // loop for delay, whether or not its client is still there (present).

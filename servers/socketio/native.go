@@ -2,6 +2,7 @@ package socketio
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -35,6 +36,7 @@ type native struct {
 	loops  lifecycle.Target // -native-lib gnet (nativegnet.go); nil on net/http
 	gate   *conns.Gate
 	faults *faults.Injector
+	b      *behaviour[*sioengine.Socket, nativeArgs] // serves the events
 	loop   *loop
 	freeze *freezer
 	closed atomic.Bool
@@ -68,7 +70,8 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 		return nil, errors.New("-engine native-gnet cannot serve the blocking variant, whose connects freeze the server's one loop: use -engine native")
 	}
 	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
-	connecting, err := n.connectHook(mode)
+	n.b = &behaviour[*sioengine.Socket, nativeArgs]{eng: nativeBackend{n}, m: m, faults: n.faults, emitAuth: cfg.SocketIO.EmitAuth}
+	connecting, err := connectModel(mode, cfg.SocketIO.Delay, n.takeTurn)
 	if err != nil {
 		return nil, err
 	}
@@ -177,10 +180,7 @@ func (n *native) closedSession(c *sioengine.Conn, reason string) {
 func (n *native) connected(s *sioengine.Socket) {
 	sess := s.Conn().Data.(*nativeSession)
 	n.freeze.settle(sess.slot, func(gone bool) { settleHandshake(n.m, &sess.settled, sess.transport, sess.start, gone) })
-	n.faults.LeakTimer(s)
-	if n.cfg.SocketIO.EmitAuth {
-		n.emit(s, "auth", s.Auth())
-	}
+	n.b.connected(s, s, func() nativeArgs { return nativeArgs{vals: []json.RawMessage{s.Auth()}} })
 }
 
 // Serve and Shutdown are the Server's with -engine native.

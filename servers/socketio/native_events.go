@@ -3,29 +3,12 @@ package socketio
 import (
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
+	"strconv"
 	"time"
 
 	"github.com/knowngood/knowngood/servers/sioengine"
 	"github.com/knowngood/knowngood/shared/hops"
 )
-
-// connectHook is the namespace middleware of a connect model on the
-// native engine (none for empty), as connectMiddleware is on zishang520.
-func (n *native) connectHook(mode Mode) (func(*sioengine.Socket, func(error)), error) {
-	delay := n.cfg.SocketIO.Delay
-	switch mode {
-	case Empty:
-		return nil, nil
-	case Async:
-		return func(_ *sioengine.Socket, next func(error)) {
-			time.AfterFunc(delay, func() { next(nil) })
-		}, nil
-	case Blocking:
-		return n.takeTurn, nil
-	}
-	return nil, fmt.Errorf("unknown connect model %q", mode)
-}
 
 // takeTurn queues a connect on the blocking model's one loop, with the
 // bounds of the zishang520 target's takeTurn: one place per session and
@@ -41,159 +24,86 @@ func (n *native) takeTurn(sock *sioengine.Socket, next func(error)) {
 	}
 }
 
-// nativeHandler serves one event on the native engine.
-type nativeHandler func(n *native, s *sioengine.Socket, e *sioengine.Event)
-
-func nativeEventHandler(name string) nativeHandler {
-	switch name {
-	case "echo":
-		return (*native).onEcho
-	case "message":
-		return (*native).onMessage
-	case "message-with-ack":
-		return (*native).onMessageWithAck
-	case "broadcast":
-		return (*native).onBroadcast
-	case "broadcast-room":
-		return (*native).onBroadcastRoom
-	case "join":
-		return (*native).onJoin
-	}
-	return nil
-}
-
 // event counts an event and serves it, with the known-bad modes.
 func (n *native) event(s *sioengine.Socket, e *sioengine.Event) {
-	n.m.Received(1, 0)
-	h := nativeEventHandler(e.Name)
-	if h == nil {
-		return
-	}
-	n.stampHops(e.Args, hops.Received)
-	if n.faults == nil {
-		h(n, s, e)
-		return
+	var answer func(nativeArgs)
+	if e.HasAck() {
+		answer = func(a nativeArgs) { e.Ack(a.vals, a.attachments) }
 	}
 	sess := s.Conn().Data.(*nativeSession)
-	n.withFaults(s, &sess.events, func() { h(n, s, e) })
+	n.b.event(s, e.Name, nativeArgs{e.Args, e.Attachments}, answer, &sess.events)
 }
 
-// withFaults is the zishang520 target's withFaults on the native engine.
-func (n *native) withFaults(s *sioengine.Socket, events *atomic.Int64, handle func()) {
-	drop, closeAfter := n.faults.Message(int(events.Add(1)))
-	run := func() {
-		if !drop {
-			handle()
-		}
-		if closeAfter {
-			s.Disconnect()
-		}
-	}
-	if !drop {
-		if d := n.faults.Delay(); d > 0 {
-			time.AfterFunc(d, run)
-			return
-		}
-	}
-	run()
+// nativeArgs are an event's arguments on the native engine: each a JSON
+// value as it came, and the binary attachments its placeholders point to.
+type nativeArgs struct {
+	vals        []json.RawMessage
+	attachments [][]byte
 }
 
-func (n *native) onEcho(s *sioengine.Socket, e *sioengine.Event) {
-	n.stampHops(e.Args, hops.Sent)
-	if !e.HasAck() {
-		n.emitWith(s, "echo", e.Args, e.Attachments)
+// nativeBackend is the native engine as the behaviour's backend.
+type nativeBackend struct{ n *native }
+
+func (nativeBackend) emit(s *sioengine.Socket, event string, args nativeArgs) bool {
+	return s.Emit(event, args.vals, args.attachments)
+}
+
+func (nativeBackend) join(s *sioengine.Socket, room string) { s.Join(room) }
+
+// broadcast delivers on this replica, then hands the broadcast to the
+// other servers (-redis).
+func (b nativeBackend) broadcast(s *sioengine.Socket, room string, args nativeArgs) int {
+	listeners := s.Namespace().Broadcast(room, "broadcast", args.vals, args.attachments)
+	if a := b.n.adapters[s.Namespace().Name()]; a != nil {
+		a.Publish(room, "broadcast", args.vals, args.attachments)
+	}
+	return listeners
+}
+
+func (b nativeBackend) count(s *sioengine.Socket, room string, local int, answer func(int)) {
+	a := b.n.adapters[s.Namespace().Name()]
+	// Once closing, Shutdown may be waiting for the counts already.
+	if a == nil || b.n.closed.Load() {
+		answer(local)
 		return
 	}
-	n.ack(e, e.Args, e.Attachments)
-}
-
-func (n *native) onMessage(s *sioengine.Socket, e *sioengine.Event) {
-	n.stampHops(e.Args, hops.Sent)
-	n.emitWith(s, "message-back", e.Args, e.Attachments)
-	if e.HasAck() {
-		n.ack(e, nil, nil)
-	}
-}
-
-func (n *native) onMessageWithAck(_ *sioengine.Socket, e *sioengine.Event) {
-	if e.HasAck() {
-		n.stampHops(e.Args, hops.Sent)
-		n.ack(e, e.Args, e.Attachments)
-	}
-}
-
-func (n *native) onBroadcast(s *sioengine.Socket, e *sioengine.Event) {
-	n.stampHops(e.Args, hops.Sent)
-	listeners := s.Namespace().Broadcast("", "broadcast", e.Args, e.Attachments)
-	n.m.Sent(listeners, 0)
-	n.publish(s, "", e.Args, e.Attachments)
-	if e.HasAck() {
-		n.ackCount(s, e, "", listeners)
-	}
-}
-
-func (n *native) onBroadcastRoom(s *sioengine.Socket, e *sioengine.Event) {
-	room, args, listeners := "", e.Args, 0
-	if len(args) > 0 {
-		room, args = roomName(args[0]), args[1:]
-	}
+	var rooms []string
 	if room != "" {
-		n.stampHops(args, hops.Sent)
-		listeners = s.Namespace().Broadcast(room, "broadcast", args, e.Attachments)
-		n.m.Sent(listeners, 0)
-		n.publish(s, room, args, e.Attachments)
+		rooms = []string{room}
 	}
-	if e.HasAck() {
-		n.ackCount(s, e, room, listeners)
-	}
+	b.n.counts.Go(func() { answer(a.Count(rooms).Sockets) })
 }
 
-func (n *native) onJoin(s *sioengine.Socket, e *sioengine.Event) {
-	room := ""
-	if len(e.Args) > 0 {
-		room = roomName(e.Args[0])
+func (nativeBackend) disconnect(s *sioengine.Socket) { s.Disconnect() }
+
+func (nativeBackend) stamp(args nativeArgs, stamp string, now time.Time, observe hops.Observe) nativeArgs {
+	for i, a := range args.vals {
+		args.vals[i] = hops.JSON(a, stamp, now, observe)
 	}
-	if room != "" {
-		s.Join(room)
-	}
-	if e.HasAck() {
-		name, _ := json.Marshal(room)
-		n.ack(e, []json.RawMessage{name}, nil)
-	}
+	return args
 }
 
-// roomName is an argument as the zishang520 target names a room: the
+// room names a room as the zishang520 target does: the first argument's
 // decoded value as fmt.Sprint prints it.
-func roomName(arg json.RawMessage) string {
+func (nativeBackend) room(args nativeArgs) (string, nativeArgs) {
+	if len(args.vals) == 0 {
+		return "", args
+	}
 	var v any
-	if json.Unmarshal(arg, &v) != nil {
-		return ""
+	room := ""
+	if json.Unmarshal(args.vals[0], &v) == nil {
+		room = fmt.Sprint(v)
 	}
-	return fmt.Sprint(v)
+	return room, nativeArgs{args.vals[1:], args.attachments}
 }
 
-// stampHops sets stamp in every argument that asks for hop stamps, and
-// times the hop it ends (see shared/hops).
-func (n *native) stampHops(args []json.RawMessage, stamp string) {
-	now := time.Now()
-	for i, a := range args {
-		args[i] = hops.JSON(a, stamp, now, n.m.Hop)
-	}
+func (nativeBackend) text(s string) nativeArgs {
+	v, _ := json.Marshal(s)
+	return nativeArgs{vals: []json.RawMessage{v}}
 }
 
-func (n *native) emit(s *sioengine.Socket, event string, args ...json.RawMessage) {
-	n.emitWith(s, event, args, nil)
+func (nativeBackend) number(n int) nativeArgs {
+	return nativeArgs{vals: []json.RawMessage{strconv.AppendInt(nil, int64(n), 10)}}
 }
 
-// emitWith sends an event to one socket and counts it.
-func (n *native) emitWith(s *sioengine.Socket, event string, args []json.RawMessage, attachments [][]byte) {
-	if s.Emit(event, args, attachments) {
-		n.m.Sent(1, 0)
-	}
-}
-
-// ack answers an event's acknowledgement and counts it.
-func (n *native) ack(e *sioengine.Event, args []json.RawMessage, attachments [][]byte) {
-	e.Ack(args, attachments)
-	n.m.Sent(1, 0)
-}
+func (nativeBackend) none() nativeArgs { return nativeArgs{} }

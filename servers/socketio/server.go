@@ -1,9 +1,11 @@
 // Package socketio is the Socket.IO target (variants empty, async and
 // blocking) on one of two engines (-engine): github.com/zishang520/socket.io
 // v3, the default, or the project's own, servers/sioengine (native.go,
-// native_events.go, native_cluster.go). The three variants differ only in
-// their connect middleware (connect.go); the events they serve are in
-// events.go.
+// native_events.go, native_cluster.go). What a client sees is written once
+// for both engines (behaviour.go): the connect models, in which alone the
+// three variants differ, the events and their answers, the known-bad
+// modes and the counts; each engine adapts its sockets and arguments to it
+// (events.go, native_events.go).
 //
 // With -redis, the replica (on either engine) joins a cluster through the
 // adapters of servers/internal/cluster/sioredis, wire-compatible with Node's
@@ -80,6 +82,8 @@ type Server struct {
 	counts sync.WaitGroup
 	// eio3Refused logs the first Engine.IO v3 client refused (-allow-eio3).
 	eio3Refused sync.Once
+	// b serves the events, as the native engine's does.
+	b *behaviour[*socket.Socket, []any]
 	// native is the target on the project's own engine (-engine native);
 	// nil on zishang520, whose fields are the rest.
 	native *native
@@ -135,11 +139,16 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 		return newNative(mode, cfg, m, log)
 	}
 	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
+	s.b = &behaviour[*socket.Socket, []any]{eng: zishang{s}, m: m, faults: s.faults, emitAuth: cfg.SocketIO.EmitAuth}
 	if mode == Blocking {
 		s.loop = newLoop(cfg.SocketIO.BlockingModel)
 		s.freeze = newFreezer(s.loop, cfg.SocketIO.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
 	}
-	middleware, err := s.connectMiddleware(mode)
+	// The delay lives in the namespace middleware (io.Use), because
+	// zishang520/socket.io writes the CONNECT ack before
+	// io.On("connection") fires: a delay placed there would never be seen
+	// by a client. The library's reader goroutine only queues.
+	middleware, err := connectModel(mode, cfg.SocketIO.Delay, s.takeTurn)
 	if err != nil {
 		return nil, err
 	}

@@ -33,22 +33,27 @@ type Config struct {
 	List    bool
 	Version bool // print the build's version and exit
 
-	Addr             string
-	AdminAddr        string
-	LogFormat        string
-	LogLevel         string
-	Backlog          int
-	MaxConns         int
-	ShutdownTimeout  time.Duration
-	MaxMessage       int64
-	Compression      bool
-	Origins          []string
-	HandshakeTimeout time.Duration
-	MaxHeaderBytes   int64
-	IdleTimeout      time.Duration
-	BodyTimeout      time.Duration
-	Metrics          bool
-	Pprof            bool
+	Addr            string
+	AdminAddr       string
+	LogFormat       string
+	LogLevel        string
+	Backlog         int
+	MaxConns        int
+	ShutdownTimeout time.Duration
+	MaxMessage      int64
+	Compression     bool
+	Origins         []string
+	// Subprotocols are the WebSocket subprotocols the WebSocket targets
+	// answer with: the first the client offered that the list has.
+	Subprotocols []string
+	// SubprotocolRequired refuses a client that offers none of them.
+	SubprotocolRequired bool
+	HandshakeTimeout    time.Duration
+	MaxHeaderBytes      int64
+	IdleTimeout         time.Duration
+	BodyTimeout         time.Duration
+	Metrics             bool
+	Pprof               bool
 	// PingInterval and PingTimeout keep every connection alive and bounded:
 	// Engine.IO's pings, the WebSocket targets' and echo-tcp's quiet time.
 	PingInterval time.Duration
@@ -299,6 +304,8 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	size(&c.MaxMessage, "max-message", "largest WebSocket message in bytes (echo and broadcast)")
 	boolean(&c.Compression, "compression", "permessage-deflate")
 	list(&c.Origins, "origin", "allowed Origin values, comma-separated (empty = any)")
+	list(&c.Subprotocols, "subprotocols", "WebSocket targets: subprotocols served, comma-separated (graphql-transport-ws,mqtt): the answer is the first the client offered that this list has (empty = none answered)")
+	boolean(&c.SubprotocolRequired, "subprotocol-required", "WebSocket targets: refuse (HTTP 401, as Node's ws refuses in verifyClient) a client that offers none of -subprotocols")
 	str(&c.TLS.Cert, "tls-cert", "TLS certificate file (with -tls-key)")
 	str(&c.TLS.Key, "tls-key", "TLS key file (with -tls-cert)")
 	dur(&c.HandshakeTimeout, "handshake-timeout", "time a client has to send an HTTP request's header (its upgrade/open request), on the target and admin listeners")
@@ -365,6 +372,10 @@ func (c Config) Validate() error {
 		return bad("max-message", "%d; want a positive number of bytes", c.MaxMessage)
 	case (c.TLS.Cert == "") != (c.TLS.Key == ""):
 		return bad("tls-cert", "-tls-cert and -tls-key go together; give both or neither")
+	case badToken(c.Subprotocols) != "":
+		return bad("subprotocols", "%q is not an HTTP token (letters, digits and !#$%%&'*+-.^_`|~); want names such as graphql-transport-ws,mqtt", badToken(c.Subprotocols))
+	case c.SubprotocolRequired && len(c.Subprotocols) == 0:
+		return bad("subprotocol-required", "without -subprotocols every client would be refused; give the subprotocols served")
 	case c.HandshakeTimeout <= 0:
 		return bad("handshake-timeout", "%s; want a positive duration such as 10s", c.HandshakeTimeout)
 	case c.MaxHeaderBytes < MinMaxHeaderBytes || c.MaxHeaderBytes > MaxMaxHeaderBytes:
@@ -542,6 +553,22 @@ func (c Config) Effective() map[string]string {
 		}
 	})
 	return out
+}
+
+// badToken is the first of names that is not an HTTP token (RFC 9110
+// 5.6.2), as a subprotocol must be, or "".
+func badToken(names []string) string {
+	for _, n := range names {
+		if n == "" || strings.IndexFunc(n, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
+			return n
+		}
+	}
+	return ""
+}
+
+// isTokenChar reports whether r is a tchar of RFC 9110 5.6.2.
+func isTokenChar(r rune) bool {
+	return r < 0x7f && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
 }
 
 // validIP: an IPv4 or IPv6 address, with a zone (fe80::1%eth0) or not.

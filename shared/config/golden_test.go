@@ -23,7 +23,7 @@ var every = []string{
 	"-fault-close-after", "12", "-fault-drop", "0.13", "-fault-drop-chunked-post", "-delay", "14ms", "-blocking-model", "node", "-transports", "websocket",
 	"-ping-interval", "15s", "-ping-timeout", "16s", "-max-payload", "17", "-connect-timeout", "18s", "-emit-auth", "-allow-eio3", "-engine", "native-gnet",
 	"-push-interval", "19ms", "-push-size", "20", "-send-queue", "21", "-slow", "close", "-loops", "22", "-redis", "redis://127.0.0.1:24/1",
-	"-dashboard-replicas", "http://127.0.0.1:25,http://127.0.0.1:26/",
+	"-dashboard-replicas", "http://127.0.0.1:25,http://127.0.0.1:26/", "-subprotocols", "mqtt,v1.ocpp", "-subprotocol-required",
 }
 
 // invalid breaks each check of Validate once.
@@ -34,6 +34,7 @@ var invalid = [][]string{
 	{"-handshake-timeout", "0s"}, {"-idle-timeout", "0s"}, {"-body-timeout", "0s"}, {"-fault-delay", "-1s"},
 	{"-fault-close-after", "-1"}, {"-delay", "-1s"}, {"-blocking-model", "uvloop"}, {"-transports", ""}, {"-transports", "pigeon"},
 	{"-ping-interval", "0s"}, {"-ping-timeout", "0s"}, {"-max-payload", "0"}, {"-connect-timeout", "0s"}, {"-engine", "node"}, {"-native-lib", "epoll"},
+	{"-subprotocols", "a b"}, {"-subprotocol-required"},
 	{"-push-interval", "-1s"}, {"-push-size", "-1"}, {"-send-queue", "0"}, {"-slow", "wait"}, {"-loops", "-1"}, {"-redis", "localhost:6379"},
 	{"-dashboard-replicas", "127.0.0.1:9100"}, {"-dashboard-replicas", "http://a:1/stats"}, {"-dashboard-replicas", "http://a:99999"},
 	{"-dashboard-replicas", strings.Repeat("http://a:1,", config.MaxDashboardReplicas+1)},

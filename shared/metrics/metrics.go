@@ -60,6 +60,7 @@ type Metrics struct {
 	clusterPartial    *prometheus.CounterVec
 	loopHolds         *prometheus.CounterVec
 	interop           *prometheus.CounterVec
+	subprotocols      *prometheus.CounterVec
 	hops              *prometheus.HistogramVec
 
 	// handshakeHist keeps exact percentiles for /stats, which the
@@ -136,6 +137,9 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 		interop: f.counterVec("interop_requests_total",
 			"Requests this target served that a known server mishandles, by kind: chunked_post, a polling POST without Content-Length "+
 				"(Transfer-Encoding: chunked, as the zishang520 Go client sends), which python-engineio 4 reads as empty: it answers 200 OK and drops the packets.", "kind"),
+		subprotocols: f.counterVec("subprotocols_total",
+			"WebSocket connections opened with a subprotocol (-subprotocols), by the subprotocol the server answered with; "+
+				"none: the client offered some, none of them served.", "subprotocol"),
 		hops: f.histogramVec("hop_seconds",
 			"Events that asked for hop stamps (a \"hops\" object in an argument), timed by hop: client_to_replica (the client's send time \"t\" to the handler), "+
 				"replica (the handler to the answer handed over), redis (handed over by one replica to read from Redis by another).",
@@ -445,6 +449,19 @@ const (
 func (m *Metrics) LoopHold(client string) {
 	if m != nil {
 		m.loopHolds.WithLabelValues(client).Inc()
+	}
+}
+
+// SubprotocolNone is the Subprotocol of a connection whose client offered
+// subprotocols, none of them served.
+const SubprotocolNone = "none"
+
+// Subprotocol records a WebSocket connection opened with the subprotocol
+// the server answered with (SubprotocolNone: it answered with none). The
+// label's values are bounded by -subprotocols.
+func (m *Metrics) Subprotocol(name string) {
+	if m != nil {
+		m.subprotocols.WithLabelValues(name).Inc()
 	}
 }
 

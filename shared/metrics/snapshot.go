@@ -73,6 +73,7 @@ func (m *Metrics) emptyStats(active int64) protocol.Stats {
 		ClusterPartial:        map[string]uint64{},
 		LoopHolds:             map[string]uint64{},
 		InteropRequests:       map[string]uint64{},
+		Subprotocols:          map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
@@ -98,6 +99,7 @@ func byLabel(s *protocol.Stats) map[string]labelled {
 		"knowngood_redis_errors_total":            {s.RedisErrors, "op"},
 		"knowngood_loop_holds_total":              {s.LoopHolds, "client"},
 		"knowngood_interop_requests_total":        {s.InteropRequests, "kind"},
+		"knowngood_subprotocols_total":            {s.Subprotocols, "subprotocol"},
 	}
 }
 

@@ -80,6 +80,10 @@ type Stats struct {
 	// server mishandles, by kind (chunked_post: a polling POST without
 	// Content-Length, whose packets python-engineio 4 drops).
 	InteropRequests map[string]uint64 `json:"interop_requests"`
+	// Subprotocols counts WebSocket connections opened with a
+	// subprotocol, by the one the server answered with (-subprotocols;
+	// none: the client offered some, none of them served).
+	Subprotocols map[string]uint64 `json:"subprotocols,omitempty"`
 
 	// Hops times the events that asked for hop stamps (shared/hops), by
 	// hop (client_to_replica, replica, redis): each as a summary and as
@@ -218,6 +222,7 @@ func Diff(before, after Stats) Stats {
 	d.ClusterPartial = diffMap(before.ClusterPartial, after.ClusterPartial)
 	d.LoopHolds = diffMap(before.LoopHolds, after.LoopHolds)
 	d.InteropRequests = diffMap(before.InteropRequests, after.InteropRequests)
+	d.Subprotocols = diffMap(before.Subprotocols, after.Subprotocols)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	d.SchedLatency = DistributionOf(DiffBuckets(before.SchedLatency.Histogram, after.SchedLatency.Histogram))
 	return d

@@ -53,6 +53,7 @@ func Broadcast(c config.Config) broadcast.Options {
 func WebSocket(c config.Config) wsserver.Settings {
 	return wsserver.Settings{
 		Name: c.Variant, MaxMessage: c.MaxMessage, Compression: c.Compression, Origins: c.Origins,
+		Subprotocols: c.Subprotocols, SubprotocolRequired: c.SubprotocolRequired,
 		MaxConns: c.MaxConns, PingInterval: c.PingInterval, PingTimeout: c.PingTimeout,
 		Loops: c.Gnet.Loops, HTTP: HTTP(c), Faults: c.Faults,
 	}

@@ -148,6 +148,11 @@ func (g *gnetTarget) upgrade(c gnet.Conn, st *gconn, req requestHead, n int, ope
 	defer wsframe.PutBuffer(out)
 	resp := append((*out)[:0], "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "...)
 	resp = appendAcceptKey(resp, first(req, "Sec-Websocket-Key"))
+	chosen, offered, _ := subprotocol(req, g.cfg.Subprotocols)
+	if chosen != "" {
+		resp = append(resp, "\r\nSec-WebSocket-Protocol: "...)
+		resp = append(resp, chosen...)
+	}
 	if ext, ok := g.negotiate(req); ok {
 		st.rd.Deflate = true
 		resp = append(resp, "\r\nSec-WebSocket-Extensions: "...)
@@ -166,6 +171,7 @@ func (g *gnetTarget) upgrade(c gnet.Conn, st *gconn, req requestHead, n int, ope
 	st.hs = nil
 	st.counted = true
 	g.m.Handshake(protocol.ResultOK, transport, time.Duration(clock()-began))
+	countSubprotocol(g.m, chosen, offered)
 	g.m.Opened()
 	// Opened before the 101 is written: a client that has read it is a
 	// member. What is enqueued meanwhile is flushed by a task that runs on

@@ -35,8 +35,14 @@ func gorillaUpgrader(cfg Settings) upgrader {
 				w = &answerOnHijack{ResponseWriter: w, answer: answer}
 			}
 		}
+		// The subprotocol chosen (subprotocol.go), which gorilla writes
+		// from the response header it is given, not from w's.
+		var answer http.Header
+		if p := w.Header().Get("Sec-WebSocket-Protocol"); p != "" {
+			answer = http.Header{"Sec-Websocket-Protocol": {p}}
+		}
 		gw := guard(w, raw, cfg.MaxMessage, true)
-		c, err := u.Upgrade(gw, r, nil)
+		c, err := u.Upgrade(gw, r, answer)
 		if err != nil {
 			return nil, err
 		}

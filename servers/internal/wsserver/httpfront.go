@@ -107,6 +107,10 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The 101 is held until the handler has opened the session (serve):
 	// a client that has read it is a member already.
 	raw.holdOpening()
+	chosen, offered, _ := subprotocol((*httpHead)(r), t.cfg.Subprotocols)
+	if chosen != "" {
+		w.Header().Set("Sec-WebSocket-Protocol", chosen)
+	}
 	ws, err := t.upgrade(w, r, raw, t.m)
 	if err != nil {
 		_ = raw.openDone() // the library's answer goes out as it is written
@@ -115,6 +119,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.m.Handshake(protocol.ResultOK, transport, raw.sinceFirstByte())
+	countSubprotocol(t.m, chosen, offered)
 	t.m.Opened()
 
 	p := newHTTPPeer(t, ws, raw)

@@ -125,6 +125,13 @@ func admitHead(closing bool, r requestHead, cfg Settings, gate *conns.Gate, f *f
 	if rf := checkHead(r, cfg.Origins); rf != nil {
 		return rf
 	}
+	chosen, _, rf := subprotocol(r, cfg.Subprotocols)
+	if rf != nil {
+		return rf
+	}
+	if chosen == "" && cfg.SubprotocolRequired {
+		return noSubprotocol(cfg.Subprotocols)
+	}
 	if f.Reject() {
 		// -fault-reject: a valid request, refused as an overloaded server
 		// would refuse it.

@@ -100,16 +100,21 @@ var (
 // Settings are the flags the layer obeys (servers/internal/settings maps
 // them).
 type Settings struct {
-	Name         string        // the variant, in the log of a recovered panic
-	MaxMessage   int64         // -max-message: the largest message, after inflate; larger closes 1009
-	Compression  bool          // -compression: permessage-deflate
-	Origins      []string      // -origin: the Origin values allowed (empty = any)
-	MaxConns     int           // -max-conns: 503 over it (0 = no cap)
-	PingInterval time.Duration // -ping-interval: quiet time before the server pings
-	PingTimeout  time.Duration // -ping-timeout: time to answer before the connection is dropped
-	Loops        int           // -loops: gnet's event loops (0 = one per CPU)
-	HTTP         lifecycle.HTTPLimits
-	Faults       faults.Modes
+	Name        string   // the variant, in the log of a recovered panic
+	MaxMessage  int64    // -max-message: the largest message, after inflate; larger closes 1009
+	Compression bool     // -compression: permessage-deflate
+	Origins     []string // -origin: the Origin values allowed (empty = any)
+	// Subprotocols (-subprotocols): the answer is the first the client
+	// offered that this list has; SubprotocolRequired refuses a client
+	// that offers none of them (-subprotocol-required).
+	Subprotocols        []string
+	SubprotocolRequired bool
+	MaxConns            int           // -max-conns: 503 over it (0 = no cap)
+	PingInterval        time.Duration // -ping-interval: quiet time before the server pings
+	PingTimeout         time.Duration // -ping-timeout: time to answer before the connection is dropped
+	Loops               int           // -loops: gnet's event loops (0 = one per CPU)
+	HTTP                lifecycle.HTTPLimits
+	Faults              faults.Modes
 }
 
 // Options are what a target chooses beyond the settings.

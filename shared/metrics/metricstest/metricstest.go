@@ -30,6 +30,7 @@ func RecordEvery(m *metrics.Metrics) {
 	m.ClusterPartial(metrics.PartialUnpublished)
 	m.LoopHold(metrics.HoldGone)
 	m.Interop(metrics.InteropChunkedPost)
+	m.Subprotocol("graphql-transport-ws")
 }
 
 // RecordAll is RecordEvery, then the broadcast series, which it enables.

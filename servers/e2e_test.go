@@ -408,5 +408,5 @@ func waitForStats(t *testing.T, s *server, cond func(protocol.Stats) bool, befor
 			return
 		}
 	}
-	t.Errorf("server stats never matched: handshakes %v", d.Handshakes)
+	t.Errorf("server stats never matched: handshakes %v, tls failures %v", d.Handshakes, d.TLSFailures)
 }

@@ -91,7 +91,7 @@ func (v Variant) Reads(name string) bool {
 // replicas the admin listener's dashboard shows.
 var Common = []string{
 	"variant", "list", "version", "addr", "admin-addr", "log-format", "log-level",
-	"backlog", "max-conns", "shutdown-timeout", "tls-cert", "tls-key",
+	"backlog", "max-conns", "shutdown-timeout", "tls-cert", "tls-key", "tls-client-ca",
 	"handshake-timeout", "max-header-bytes", "idle-timeout", "body-timeout", "metrics", "pprof",
 	"fault-reject", "fault-delay", "fault-close-after", "fault-drop",
 	"ping-interval", "ping-timeout", "dashboard-replicas",

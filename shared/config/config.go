@@ -77,6 +77,9 @@ type Config struct {
 type TLS struct {
 	Cert string
 	Key  string
+	// ClientCA is a PEM file of the authorities a client certificate must
+	// be signed by (-tls-client-ca); empty asks for none.
+	ClientCA string
 }
 
 // Faults are the known-bad modes (-fault-*), all off by default: the
@@ -308,6 +311,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	boolean(&c.SubprotocolRequired, "subprotocol-required", "WebSocket targets: refuse (HTTP 401, as Node's ws refuses in verifyClient) a client that offers none of -subprotocols")
 	str(&c.TLS.Cert, "tls-cert", "TLS certificate file (with -tls-key)")
 	str(&c.TLS.Key, "tls-key", "TLS key file (with -tls-cert)")
+	str(&c.TLS.ClientCA, "tls-client-ca", "mutual TLS: PEM file of the authorities a client certificate must be signed by; a client without one is refused in the TLS handshake (with -tls-cert)")
 	dur(&c.HandshakeTimeout, "handshake-timeout", "time a client has to send an HTTP request's header (its upgrade/open request), on the target and admin listeners")
 	size(&c.MaxHeaderBytes, "max-header-bytes", "largest HTTP request header in bytes, on the target and admin listeners (net/http's rule: 4096 bytes more are read before the 431)")
 	dur(&c.IdleTimeout, "idle-timeout", "HTTP keep-alive: time a connection may wait for its next request before it is closed (target and admin listeners)")
@@ -376,6 +380,8 @@ func (c Config) Validate() error {
 		return bad("subprotocols", "%q is not an HTTP token (letters, digits and !#$%%&'*+-.^_`|~); want names such as graphql-transport-ws,mqtt", badToken(c.Subprotocols))
 	case c.SubprotocolRequired && len(c.Subprotocols) == 0:
 		return bad("subprotocol-required", "without -subprotocols every client would be refused; give the subprotocols served")
+	case c.TLS.ClientCA != "" && c.TLS.Cert == "":
+		return bad("tls-client-ca", "needs -tls-cert and -tls-key: client certificates are asked for in TLS")
 	case c.HandshakeTimeout <= 0:
 		return bad("handshake-timeout", "%s; want a positive duration such as 10s", c.HandshakeTimeout)
 	case c.MaxHeaderBytes < MinMaxHeaderBytes || c.MaxHeaderBytes > MaxMaxHeaderBytes:

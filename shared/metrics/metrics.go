@@ -61,6 +61,7 @@ type Metrics struct {
 	loopHolds         *prometheus.CounterVec
 	interop           *prometheus.CounterVec
 	subprotocols      *prometheus.CounterVec
+	tlsFailures       *prometheus.CounterVec
 	hops              *prometheus.HistogramVec
 
 	// handshakeHist keeps exact percentiles for /stats, which the
@@ -140,6 +141,9 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 		subprotocols: f.counterVec("subprotocols_total",
 			"WebSocket connections opened with a subprotocol (-subprotocols), by the subprotocol the server answered with; "+
 				"none: the client offered some, none of them served.", "subprotocol"),
+		tlsFailures: f.counterVec("tls_failures_total",
+			"TLS handshakes that failed on the target's listener (-tls-cert), by cause: no_certificate, unknown_authority, expired, bad_certificate "+
+				"(-tls-client-ca: the client certificate missing or refused), timeout (-handshake-timeout), abandoned (the client left), protocol (anything else).", "cause"),
 		hops: f.histogramVec("hop_seconds",
 			"Events that asked for hop stamps (a \"hops\" object in an argument), timed by hop: client_to_replica (the client's send time \"t\" to the handler), "+
 				"replica (the handler to the answer handed over), redis (handed over by one replica to read from Redis by another).",
@@ -462,6 +466,13 @@ const SubprotocolNone = "none"
 func (m *Metrics) Subprotocol(name string) {
 	if m != nil {
 		m.subprotocols.WithLabelValues(name).Inc()
+	}
+}
+
+// TLSFailure records a failed TLS handshake by cause.
+func (m *Metrics) TLSFailure(cause string) {
+	if m != nil {
+		m.tlsFailures.WithLabelValues(cause).Inc()
 	}
 }
 

@@ -74,6 +74,7 @@ func (m *Metrics) emptyStats(active int64) protocol.Stats {
 		LoopHolds:             map[string]uint64{},
 		InteropRequests:       map[string]uint64{},
 		Subprotocols:          map[string]uint64{},
+		TLSFailures:           map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
@@ -100,6 +101,7 @@ func byLabel(s *protocol.Stats) map[string]labelled {
 		"knowngood_loop_holds_total":              {s.LoopHolds, "client"},
 		"knowngood_interop_requests_total":        {s.InteropRequests, "kind"},
 		"knowngood_subprotocols_total":            {s.Subprotocols, "subprotocol"},
+		"knowngood_tls_failures_total":            {s.TLSFailures, "cause"},
 	}
 }
 

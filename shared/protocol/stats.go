@@ -84,6 +84,10 @@ type Stats struct {
 	// subprotocol, by the one the server answered with (-subprotocols;
 	// none: the client offered some, none of them served).
 	Subprotocols map[string]uint64 `json:"subprotocols,omitempty"`
+	// TLSFailures counts failed TLS handshakes by cause (no_certificate,
+	// unknown_authority, expired, bad_certificate, timeout, abandoned,
+	// protocol).
+	TLSFailures map[string]uint64 `json:"tls_failures,omitempty"`
 
 	// Hops times the events that asked for hop stamps (shared/hops), by
 	// hop (client_to_replica, replica, redis): each as a summary and as
@@ -223,6 +227,7 @@ func Diff(before, after Stats) Stats {
 	d.LoopHolds = diffMap(before.LoopHolds, after.LoopHolds)
 	d.InteropRequests = diffMap(before.InteropRequests, after.InteropRequests)
 	d.Subprotocols = diffMap(before.Subprotocols, after.Subprotocols)
+	d.TLSFailures = diffMap(before.TLSFailures, after.TLSFailures)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	d.SchedLatency = DistributionOf(DiffBuckets(before.SchedLatency.Histogram, after.SchedLatency.Histogram))
 	return d

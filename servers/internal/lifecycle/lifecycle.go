@@ -112,8 +112,13 @@ type Options struct {
 	AdminAddr       string // -admin-addr; empty: no admin listener
 	Backlog         int    // -backlog; 0 = the kernel's somaxconn
 	TLSCert, TLSKey string // -tls-cert, -tls-key; empty: plain TCP
+	// TLSClientCA (-tls-client-ca) requires a client certificate signed
+	// by one of the authorities in this PEM file; empty: none asked for.
+	TLSClientCA     string
 	ShutdownTimeout time.Duration
-	AdminLimits     HTTPLimits // the admin listener's
+	// Limits bound the HTTP listeners' clients (the admin listener's; the
+	// target's TLS handshake within Limits.Header).
+	Limits HTTPLimits
 }
 
 // Run listens on o.Addr and o.AdminAddr, serves target and admin until
@@ -128,12 +133,12 @@ func Run(ctx context.Context, o Options, log *slog.Logger, m *metrics.Metrics, t
 	}
 	var ln net.Listener = conns.Guard(tcp, m, log)
 	if o.TLSCert != "" {
-		tc, err := TLSConfig(o.TLSCert, o.TLSKey)
+		tc, err := TLSConfig(o.TLSCert, o.TLSKey, o.TLSClientCA)
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		ln = tls.NewListener(ln, tc)
+		ln = NewTLSListener(ln, tc, o.Limits.Header, m)
 	}
 	adminAddr := "off"
 	var adminSrv *http.Server
@@ -144,8 +149,8 @@ func Run(ctx context.Context, o Options, log *slog.Logger, m *metrics.Metrics, t
 			return fmt.Errorf("-admin-addr %s: %w", o.AdminAddr, err)
 		}
 		adminAddr = adminLn.Addr().String()
-		adminSrv = HTTPServer(o.AdminLimits, admin, log)
-		go func() { _ = ServeHTTP(adminSrv, adminLn, o.AdminLimits.Body, m, metrics.ListenerAdmin) }()
+		adminSrv = HTTPServer(o.Limits, admin, log)
+		go func() { _ = ServeHTTP(adminSrv, adminLn, o.Limits.Body, m, metrics.ListenerAdmin) }()
 		defer adminSrv.Close()
 	}
 
@@ -186,12 +191,24 @@ func Run(ctx context.Context, o Options, log *slog.Logger, m *metrics.Metrics, t
 
 // TLSConfig is the server side of -tls-cert/-tls-key: HTTP/1.1 only, since
 // WebSocket upgrades and Engine.IO ride on it.
-func TLSConfig(certFile, keyFile string) (*tls.Config, error) {
+// With clientCA (-tls-client-ca) every client must show a certificate
+// that one of its authorities signed.
+func TLSConfig(certFile, keyFile, clientCA string) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("-tls-cert/-tls-key: %w", err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}, nil
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+	if clientCA != "" {
+		roots, err := loadClientCAs(clientCA)
+		if err != nil {
+			return nil, err
+		}
+		tc.ClientAuth = tls.RequireAnyClientCert
+		tc.ClientCAs = roots // named in the CertificateRequest, as Node's TLS does
+		tc.VerifyConnection = clientVerifier(roots)
+	}
+	return tc, nil
 }
 
 // Listen opens a TCP listener with the given backlog (0 = the kernel's

@@ -25,8 +25,8 @@ func HTTP(c config.Config) lifecycle.HTTPLimits {
 func Run(c config.Config) lifecycle.Options {
 	return lifecycle.Options{
 		Name: c.Variant, Addr: c.Addr, AdminAddr: c.AdminAddr, Backlog: c.Backlog,
-		TLSCert: c.TLS.Cert, TLSKey: c.TLS.Key, ShutdownTimeout: c.ShutdownTimeout,
-		AdminLimits: HTTP(c),
+		TLSCert: c.TLS.Cert, TLSKey: c.TLS.Key, TLSClientCA: c.TLS.ClientCA, ShutdownTimeout: c.ShutdownTimeout,
+		Limits: HTTP(c),
 	}
 }
 

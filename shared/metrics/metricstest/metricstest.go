@@ -31,6 +31,7 @@ func RecordEvery(m *metrics.Metrics) {
 	m.LoopHold(metrics.HoldGone)
 	m.Interop(metrics.InteropChunkedPost)
 	m.Subprotocol("graphql-transport-ws")
+	m.TLSFailure("no_certificate")
 }
 
 // RecordAll is RecordEvery, then the broadcast series, which it enables.

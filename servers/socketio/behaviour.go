@@ -52,7 +52,8 @@ type behaviour[S, A any] struct {
 	eng      backend[S, A]
 	m        *metrics.Metrics
 	faults   *faults.Injector
-	emitAuth bool // -emit-auth
+	emitAuth bool          // -emit-auth
+	ackDelay time.Duration // -ack-delay: before the ack of an event not served otherwise
 }
 
 // connectModel is the namespace middleware of a connect model on an
@@ -94,9 +95,6 @@ func (b *behaviour[S, A]) connected(s S, holder any, auth func() A) {
 func (b *behaviour[S, A]) event(s S, name string, args A, ack func(A), events *atomic.Int64) {
 	b.m.Received(1, 0)
 	h := b.handler(name)
-	if h == nil {
-		return
-	}
 	args = b.eng.stamp(args, hops.Received, time.Now(), b.m.Hop)
 	if b.faults == nil {
 		h(s, args, ack)
@@ -109,7 +107,7 @@ func (b *behaviour[S, A]) event(s S, name string, args A, ack func(A), events *a
 // callback when the client asked for one (nil otherwise).
 type handler[S, A any] func(s S, args A, ack func(A))
 
-// handler is the handler of an event; nil for an event not served.
+// handler is the handler of an event.
 func (b *behaviour[S, A]) handler(name string) handler[S, A] {
 	switch name {
 	case "echo":
@@ -125,7 +123,7 @@ func (b *behaviour[S, A]) handler(name string) handler[S, A] {
 	case "join":
 		return b.onJoin
 	}
-	return nil
+	return b.onAny
 }
 
 // echo: the arguments come back in the ack (or as an "echo" event when
@@ -182,6 +180,21 @@ func (b *behaviour[S, A]) onBroadcastRoom(s S, args A, ack func(A)) {
 	if ack != nil {
 		b.eng.count(s, room, listeners, func(n int) { b.ack(ack, b.eng.number(n)) })
 	}
+}
+
+// any other event: the ack, if the client asked for one, carries its
+// arguments back, after -ack-delay, so that a script written for another
+// service's events (chat:message, trade_update...) gets its acks; without
+// an ack the event is only counted.
+func (b *behaviour[S, A]) onAny(_ S, args A, ack func(A)) {
+	if ack == nil {
+		return
+	}
+	if b.ackDelay <= 0 {
+		b.ack(ack, b.eng.stamp(args, hops.Sent, time.Now(), b.m.Hop))
+		return
+	}
+	time.AfterFunc(b.ackDelay, func() { b.ack(ack, b.eng.stamp(args, hops.Sent, time.Now(), b.m.Hop)) })
 }
 
 // join: the socket joins the room named by the first argument; the ack

@@ -70,7 +70,7 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 		return nil, errors.New("-engine native-gnet cannot serve the blocking variant, whose connects freeze the server's one loop: use -engine native")
 	}
 	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
-	n.b = &behaviour[*sioengine.Socket, nativeArgs]{eng: nativeBackend{n}, m: m, faults: n.faults, emitAuth: cfg.SocketIO.EmitAuth}
+	n.b = &behaviour[*sioengine.Socket, nativeArgs]{eng: nativeBackend{n}, m: m, faults: n.faults, emitAuth: cfg.SocketIO.EmitAuth, ackDelay: cfg.SocketIO.AckDelay}
 	connecting, err := connectModel(mode, cfg.SocketIO.Delay, n.takeTurn)
 	if err != nil {
 		return nil, err

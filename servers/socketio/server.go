@@ -139,7 +139,7 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 		return newNative(mode, cfg, m, log)
 	}
 	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
-	s.b = &behaviour[*socket.Socket, []any]{eng: zishang{s}, m: m, faults: s.faults, emitAuth: cfg.SocketIO.EmitAuth}
+	s.b = &behaviour[*socket.Socket, []any]{eng: zishang{s}, m: m, faults: s.faults, emitAuth: cfg.SocketIO.EmitAuth, ackDelay: cfg.SocketIO.AckDelay}
 	if mode == Blocking {
 		s.loop = newLoop(cfg.SocketIO.BlockingModel)
 		s.freeze = newFreezer(s.loop, cfg.SocketIO.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })

@@ -349,3 +349,38 @@ func roomOfOne(t *testing.T, from, member *client, room, payload string) {
 	default:
 	}
 }
+
+// TestAnyEvent: an event of a name the targets do not serve (a script
+// written for another service) is acknowledged with its arguments, after
+// -ack-delay when set, and counted as received; binary arguments too on
+// the transports that carry them.
+func TestAnyEvent(t *testing.T) { forWebSocket(t, testAnyEvent) }
+
+func testAnyEvent(t *testing.T, engine string) {
+	const delay = 300 * time.Millisecond
+	at := start(t, engine, socketio.Empty, nil)
+	later := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.AckDelay = delay })
+	a := dial(t, at.url, "/", []string{"websocket"}, nil)
+	if got := a.emitAck(t, "chat:message", "hi", map[string]any{"room": "lobby"}); fmt.Sprint(got) != "[hi map[room:lobby]]" {
+		t.Errorf("chat:message ack = %v", got)
+	}
+	if got := a.emitAck(t, "trade_update"); fmt.Sprint(got) != "[]" {
+		t.Errorf("trade_update ack without arguments = %v", got)
+	}
+	if err := a.Emit("no-ack", 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "three events received", func() bool { return at.metrics.Snapshot().MessagesReceived == 3 })
+
+	b := dial(t, later.url, "/", []string{"websocket"}, nil)
+	began := time.Now()
+	if got := b.emitAck(t, "chat:message", "late"); fmt.Sprint(got) != "[late]" {
+		t.Errorf("chat:message ack with -ack-delay = %v", got)
+	}
+	if took := time.Since(began); took < delay {
+		t.Errorf("the ack came after %v, before -ack-delay %v", took, delay)
+	}
+	if got := b.emitAck(t, "echo", "own"); fmt.Sprint(got) != "[own]" {
+		t.Errorf("echo ack = %v", got)
+	}
+}

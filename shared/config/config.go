@@ -96,6 +96,9 @@ type SocketIO struct {
 	MaxPayload     int64
 	ConnectTimeout time.Duration
 	EmitAuth       bool
+	// AckDelay holds the ack of an event the targets do not otherwise
+	// serve (any name but theirs) for this long.
+	AckDelay time.Duration
 	// AllowEIO3 accepts Engine.IO v3 / Socket.IO v2 clients beside v4 ones.
 	AllowEIO3 bool
 	// Engine is the Engine.IO / Socket.IO server the targets run on:
@@ -333,6 +336,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	dur(&c.PingTimeout, "ping-timeout", "Socket.IO: Engine.IO ping timeout; WebSocket targets: time to answer a ping before the connection is dropped (ping_timeout)")
 	size(&c.SocketIO.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
 	dur(&c.SocketIO.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
+	dur(&c.SocketIO.AckDelay, "ack-delay", "Socket.IO: an event of any other name than the targets' own is acknowledged with its arguments, after this long (0 = at once)")
 	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
 	boolean(&c.SocketIO.AllowEIO3, "allow-eio3", "Socket.IO: also accept Engine.IO v3 / Socket.IO v2 clients (socket.io-client 2, older load tools); without it they get HTTP 400")
 	str(&c.SocketIO.Engine, "engine", "Socket.IO: the server underneath: zishang520 (the library), native (this project's own, on net/http) or native-gnet (this project's own on gnet's event loops; WebSocket only, polling gets HTTP 400)")
@@ -398,6 +402,8 @@ func (c Config) Validate() error {
 		return bad("fault-close-after", "%d; want 0 (off) or more", c.Faults.CloseAfter)
 	case c.SocketIO.Delay < 0:
 		return bad("delay", "%s; want 0 or a positive duration such as 50ms", c.SocketIO.Delay)
+	case c.SocketIO.AckDelay < 0:
+		return bad("ack-delay", "%s; want 0 or a positive duration such as 100ms", c.SocketIO.AckDelay)
 	case c.SocketIO.BlockingModel != BlockingAsyncio && c.SocketIO.BlockingModel != BlockingNode:
 		return bad("blocking-model", "%q; want asyncio or node", c.SocketIO.BlockingModel)
 	case len(c.SocketIO.Transports) == 0:

@@ -278,6 +278,24 @@ func testJSClient(t *testing.T, engine string) {
 	}
 }
 
+// TestJSClientPath: the official client with its path option set, as an
+// artillery script's path: "/socket/socket.io/", connects to a target
+// started with the same -path, over WebSocket and over polling with the
+// upgrade, and echoes.
+func TestJSClientPath(t *testing.T) { forWebSocketEngines(t, testJSClientPath) }
+
+func testJSClientPath(t *testing.T, engine string) {
+	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
+	const n = 20
+	s := startServer(t, append(engineFlags(engine), "-variant", "empty", "-path", "/socket/socket.io/")...)
+	for _, transports := range transportsOn(engine, "websocket", "polling,websocket") {
+		r := harness.SioConnect(t, "js", "--url", s.url, "--path", "/socket/socket.io/", "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
+		if r.Echoed != n {
+			t.Errorf("over %s on -path: %d of %d connected, %d echoed; errors %v", transports, r.Connected, n, r.Echoed, r.Errors)
+		}
+	}
+}
+
 // TestBinaryJSClient: the official client's binary events and acks
 // (Buffers nested in the arguments, one starting with the byte of a
 // CONNECT packet) come back byte for byte, over WebSocket, over polling

@@ -87,6 +87,7 @@ var ErrDeadline = errors.New("deadline exceeded")
 type Options struct {
 	URL       string // http(s)://host:port of the server
 	Namespace string // "/" when empty
+	Path      string // the server's Socket.IO path; "/socket.io/" when empty
 	Transport string // one of Transports
 	// OpenTimeout bounds the Engine.IO open inside the client (its own
 	// "timeout" option, whose error reads "timeout"); the namespace CONNECT
@@ -170,6 +171,9 @@ func Dial(o Options) (*Conn, error) {
 	opts := socket.DefaultOptions()
 	opts.SetTransports(set)
 	opts.SetUpgrade(o.Transport == PollingWebSocket)
+	if o.Path != "" {
+		opts.SetPath(o.Path)
+	}
 	opts.SetReconnection(false)
 	opts.SetAutoConnect(false)
 	opts.SetForceNew(true)

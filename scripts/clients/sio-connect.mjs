@@ -4,7 +4,7 @@
 //
 //   node scripts/clients/sio-connect.mjs --url http://127.0.0.1:8080 --n 500 \
 //     --transports websocket|polling|polling,websocket --deadline-ms 15000 \
-//     [--echo [--binary]] [--hold-ms N] [--namespace /] [--sticky] [--reconnect N] [--client v4|v2]
+//     [--echo [--binary]] [--hold-ms N] [--namespace /] [--path /socket.io/] [--sticky] [--reconnect N] [--client v4|v2]
 //
 // --client v2 runs the legacy socket.io-client 2.5.0 instead (Engine.IO v3,
 // Socket.IO v2, pinned as socket.io-client-v2): what older load tools speak,
@@ -55,6 +55,8 @@ function parse(argv) {
     client: { type: "string", default: "v4" },
     times: { type: "boolean", default: false },
     namespace: { type: "string", default: "/" },
+    // The server's Socket.IO path (socket.io-client's path option).
+    path: { type: "string", default: "/socket.io/" },
     // https/wss: accept any certificate (a self-signed test pair).
     // engine.io-client's polling transport checks certificates itself
     // (rejectUnauthorized), whatever NODE_TLS_REJECT_UNAUTHORIZED says.
@@ -78,6 +80,9 @@ function parse(argv) {
   if (!values.namespace.startsWith("/")) {
     usage(`bad --namespace ${JSON.stringify(values.namespace)}: want a path starting with /`);
   }
+  if (!values.path.startsWith("/")) {
+    usage(`bad --path ${JSON.stringify(values.path)}: want a path starting with /, such as /socket.io/`);
+  }
   if (!(values.client in CLIENTS)) {
     usage(`bad --client ${JSON.stringify(values.client)}: want v4 or v2`);
   }
@@ -91,6 +96,7 @@ function parse(argv) {
     url: url.origin + (values.namespace === "/" ? "" : values.namespace),
     n: intFlag("n", 1000000),
     transports: TRANSPORTS[values.transports],
+    path: values.path,
     deadlineMs: intFlag("deadline-ms", 3600000),
     echo: values.echo,
     binary: values.binary,
@@ -152,6 +158,7 @@ function connectAll(io, opts) {
       const t0 = performance.now();
       const s = { state: "pending", socket: null };
       s.socket = io(opts.url, {
+        path: opts.path,
         forceNew: true,
         reconnection: opts.reconnect > 0,
         reconnectionAttempts: opts.reconnect,

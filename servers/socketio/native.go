@@ -106,10 +106,10 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/socket.io/", wholeBody(cfg.SocketIO.MaxPayload, n.eng.TransportError,
+	mux.Handle(cfg.SocketIO.MountPath(), wholeBody(cfg.SocketIO.MaxPayload, n.eng.TransportError,
 		interop(cfg.Faults.DropChunkedPost, cfg.SocketIO.MaxPayload, m, n.freeze.handler(http.HandlerFunc(n.track)))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
+		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at "+cfg.SocketIO.MountPath()+" (-path)", http.StatusNotFound)
 	})
 	if cfg.SocketIO.Engine == config.EngineNativeGnet {
 		return n.onLoops(mux)

@@ -199,10 +199,10 @@ func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*S
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/socket.io/", wholeBody(cfg.SocketIO.MaxPayload, s.transportError,
+	mux.Handle(cfg.SocketIO.MountPath(), wholeBody(cfg.SocketIO.MaxPayload, s.transportError,
 		interop(cfg.Faults.DropChunkedPost, cfg.SocketIO.MaxPayload, m, s.freeze.handler(s.track(eio)))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at /socket.io/", http.StatusNotFound)
+		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at "+cfg.SocketIO.MountPath()+" (-path)", http.StatusNotFound)
 	})
 	s.http = lifecycle.HTTPServer(settings.HTTP(cfg), nil, log)
 	s.http.Handler = (&unfinished{m: m}).install(s.http, mux)

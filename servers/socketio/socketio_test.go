@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -382,5 +383,31 @@ func testAnyEvent(t *testing.T, engine string) {
 	}
 	if got := b.emitAck(t, "echo", "own"); fmt.Sprint(got) != "[own]" {
 		t.Errorf("echo ack = %v", got)
+	}
+}
+
+// TestPath: with -path the targets serve Socket.IO there (a client's path
+// option, as artillery's "/socket/socket.io/"), on every transport, and
+// the default path gets the 404 that names the flag.
+func TestPath(t *testing.T) { forWebSocket(t, testPath) }
+
+func testPath(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.Path = "/socket/socket.io" })
+	for name, transports := range transportsOn(engine) {
+		conn, err := sioclient.Dial(sioclient.Options{URL: tg.url, Path: "/socket/socket.io/", Transport: strings.Join(transports, ",")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = conn.Wait(ctx)
+		cancel()
+		if err != nil {
+			t.Errorf("%s on /socket/socket.io/: %v", name, err)
+		}
+		_ = conn.Close()
+	}
+	code, body := httpDo(t, http.MethodGet, tg.url+"/socket.io/?EIO=4&transport=polling", "")
+	if code != http.StatusNotFound || !strings.Contains(body, "/socket/socket.io/ (-path)") {
+		t.Errorf("the default path answered %d %q, want 404 naming -path", code, body)
 	}
 }

@@ -96,6 +96,9 @@ type SocketIO struct {
 	MaxPayload     int64
 	ConnectTimeout time.Duration
 	EmitAuth       bool
+	// Path is where the targets serve Socket.IO (Node's path option, with
+	// its trailing slash): "/socket.io/" unless -path.
+	Path string
 	// AckDelay holds the ack of an event the targets do not otherwise
 	// serve (any name but theirs) for this long.
 	AckDelay time.Duration
@@ -111,6 +114,15 @@ type SocketIO struct {
 // Native reports whether the targets run on this project's own engine,
 // on either library.
 func (s SocketIO) Native() bool { return s.Engine == EngineNative || s.Engine == EngineNativeGnet }
+
+// MountPath is Path with its trailing slash: every request under it is
+// Socket.IO's, as under Node's path option.
+func (s SocketIO) MountPath() string {
+	if strings.HasSuffix(s.Path, "/") {
+		return s.Path
+	}
+	return s.Path + "/"
+}
 
 // When the blocking variant's answers leave its loop (-blocking-model).
 const (
@@ -210,6 +222,7 @@ func Default() Config {
 			MaxPayload:     1_000_000,
 			ConnectTimeout: 45 * time.Second,
 			Engine:         EngineZishang520,
+			Path:           "/socket.io/",
 		},
 		Broadcast: Broadcast{
 			SendQueue: 256,
@@ -336,6 +349,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	dur(&c.PingTimeout, "ping-timeout", "Socket.IO: Engine.IO ping timeout; WebSocket targets: time to answer a ping before the connection is dropped (ping_timeout)")
 	size(&c.SocketIO.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
 	dur(&c.SocketIO.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
+	str(&c.SocketIO.Path, "path", "Socket.IO: the path it is served at, as a client's path option names it (/socket/socket.io/); a trailing slash is implied")
 	dur(&c.SocketIO.AckDelay, "ack-delay", "Socket.IO: an event of any other name than the targets' own is acknowledged with its arguments, after this long (0 = at once)")
 	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
 	boolean(&c.SocketIO.AllowEIO3, "allow-eio3", "Socket.IO: also accept Engine.IO v3 / Socket.IO v2 clients (socket.io-client 2, older load tools); without it they get HTTP 400")
@@ -402,6 +416,8 @@ func (c Config) Validate() error {
 		return bad("fault-close-after", "%d; want 0 (off) or more", c.Faults.CloseAfter)
 	case c.SocketIO.Delay < 0:
 		return bad("delay", "%s; want 0 or a positive duration such as 50ms", c.SocketIO.Delay)
+	case !strings.HasPrefix(c.SocketIO.Path, "/") || c.SocketIO.Path == "/" || strings.ContainsAny(c.SocketIO.Path, "?# \t") || strings.Contains(c.SocketIO.Path, "//"):
+		return bad("path", "%q; want a path of one segment or more, starting with /, such as /socket.io/ or /socket/socket.io/", c.SocketIO.Path)
 	case c.SocketIO.AckDelay < 0:
 		return bad("ack-delay", "%s; want 0 or a positive duration such as 100ms", c.SocketIO.AckDelay)
 	case c.SocketIO.BlockingModel != BlockingAsyncio && c.SocketIO.BlockingModel != BlockingNode:

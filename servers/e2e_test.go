@@ -296,6 +296,34 @@ func testJSClientPath(t *testing.T, engine string) {
 	}
 }
 
+// TestJSClientPush: the official client listening for the timed push
+// (scripts/clients/sio-push.mjs) gets every push, in each room's order,
+// with its latency from the server's sentAt: ten sockets in one of two
+// push rooms, one push every 50 ms.
+func TestJSClientPush(t *testing.T) { forWebSocketEngines(t, testJSClientPush) }
+
+func testJSClientPush(t *testing.T, engine string) {
+	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
+	s := startServer(t, append(engineFlags(engine), "-variant", "empty", "-push-interval", "50ms", "-push-rooms", "2", "-push-event", "quote")...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "node", "../scripts/clients/sio-push.mjs", "--url", s.url, "--n", "10", "--room", "push-2", "--event", "quote", "--duration-ms", "1000").Output()
+	if err != nil {
+		t.Fatalf("sio-push.mjs: %v", err)
+	}
+	var r struct {
+		Connected, Received, Missed int
+		P50Ms, P99Ms                float64
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("sio-push.mjs printed %q: %v", out, err)
+	}
+	t.Logf("%s: %+v", engine, r)
+	if r.Connected != 10 || r.Received == 0 || r.Missed != 0 || r.P50Ms <= 0 {
+		t.Errorf("%+v: want 10 connected, pushes received, none missed, a latency", r)
+	}
+}
+
 // TestBinaryJSClient: the official client's binary events and acks
 // (Buffers nested in the arguments, one starting with the byte of a
 // CONNECT packet) come back byte for byte, over WebSocket, over polling

@@ -35,6 +35,9 @@ type backend[S, A any] interface {
 	// disconnect sends the socket a DISCONNECT after what it was sent
 	// before.
 	disconnect(s S)
+	// pushLocal sends an event to every socket of the namespace "/" in
+	// room ("": every one) on this replica only; it returns how many.
+	pushLocal(room, event string, args A) int
 
 	// stamp sets stamp in every argument that asks for hop stamps and
 	// times the hop it ends (shared/hops).
@@ -45,6 +48,9 @@ type backend[S, A any] interface {
 	text(s string) A // one string argument
 	number(n int) A  // one number argument
 	none() A         // no argument
+	// pushArg is a timed push's one argument: {"seq", "sentAt" (Unix
+	// nanoseconds), "room" (when not ""), "payload"}.
+	pushArg(seq uint64, sentAt int64, room, filler string) A
 }
 
 // behaviour serves the events of one target.
@@ -207,6 +213,12 @@ func (b *behaviour[S, A]) onJoin(s S, args A, ack func(A)) {
 	if ack != nil {
 		b.ack(ack, b.eng.text(room))
 	}
+}
+
+// push sends one timed push (-push-interval) to the sockets of room
+// ("": all of them) on this replica and counts what it sent.
+func (b *behaviour[S, A]) push(event, room string, seq uint64, filler string) {
+	b.m.Sent(b.eng.pushLocal(room, event, b.eng.pushArg(seq, time.Now().UnixNano(), room, filler)), 0)
 }
 
 // withFaults runs an event's handler with the known-bad modes applied:

@@ -110,6 +110,29 @@ func (zishang) room(args []any) (string, []any) {
 	return fmt.Sprint(args[0]), args[1:]
 }
 
+func (z zishang) pushLocal(room, event string, args []any) int {
+	nsp := z.s.io.Of("/", nil)
+	if room == "" {
+		listeners := nsp.Sockets().Len()
+		_ = nsp.Local().Emit(event, args...)
+		return listeners
+	}
+	listeners := 0
+	if ids, ok := nsp.Adapter().Rooms().Load(socket.Room(room)); ok {
+		listeners = ids.Len()
+	}
+	_ = nsp.Local().To(socket.Room(room)).Emit(event, args...)
+	return listeners
+}
+
+func (zishang) pushArg(seq uint64, sentAt int64, room, filler string) []any {
+	arg := map[string]any{"seq": seq, "sentAt": sentAt, "payload": filler}
+	if room != "" {
+		arg["room"] = room
+	}
+	return []any{arg}
+}
+
 func (zishang) text(s string) []any { return []any{s} }
 func (zishang) number(n int) []any  { return []any{n} }
 func (zishang) none() []any         { return []any{} }

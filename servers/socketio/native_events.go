@@ -107,3 +107,19 @@ func (nativeBackend) number(n int) nativeArgs {
 }
 
 func (nativeBackend) none() nativeArgs { return nativeArgs{} }
+
+func (b nativeBackend) pushLocal(room, event string, args nativeArgs) int {
+	return b.n.eng.Namespace("/").Broadcast(room, event, args.vals, nil)
+}
+
+func (nativeBackend) pushArg(seq uint64, sentAt int64, room, filler string) nativeArgs {
+	v := append([]byte(`{"seq":`), strconv.FormatUint(seq, 10)...)
+	v = append(append(v, `,"sentAt":`...), strconv.FormatInt(sentAt, 10)...)
+	if room != "" {
+		name, _ := json.Marshal(room)
+		v = append(append(v, `,"room":`...), name...)
+	}
+	payload, _ := json.Marshal(filler)
+	v = append(append(append(v, `,"payload":`...), payload...), '}')
+	return nativeArgs{vals: []json.RawMessage{v}}
+}

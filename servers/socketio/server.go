@@ -84,6 +84,9 @@ type Server struct {
 	eio3Refused sync.Once
 	// b serves the events, as the native engine's does.
 	b *behaviour[*socket.Socket, []any]
+	// push is the timed push (-push-interval), on either engine; nil
+	// without.
+	push *pusher
 	// native is the target on the project's own engine (-engine native);
 	// nil on zishang520, whose fields are the rest.
 	native *native
@@ -135,6 +138,23 @@ type sessionKey struct{}
 
 // New builds a Socket.IO target with the given connect model.
 func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+	s, err := newOnEngine(mode, cfg, m, log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Broadcast.PushInterval > 0 {
+		event := cfg.SocketIO.PushEvent
+		send := func(room string, seq uint64, filler string) { s.b.push(event, room, seq, filler) }
+		if s.native != nil {
+			send = func(room string, seq uint64, filler string) { s.native.b.push(event, room, seq, filler) }
+		}
+		s.push = newPusher(cfg.Broadcast.PushInterval, cfg.Broadcast.PushSize, cfg.SocketIO.PushRooms, send)
+	}
+	return s, nil
+}
+
+// newOnEngine builds the target on the engine -engine names.
+func newOnEngine(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
 	if cfg.SocketIO.Native() {
 		return newNative(mode, cfg, m, log)
 	}
@@ -414,6 +434,7 @@ func admitOpen(w http.ResponseWriter, transport string, f *faults.Injector, gate
 
 // Serve serves until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	s.push.start()
 	if s.native != nil {
 		return s.native.Serve(ln)
 	}
@@ -435,6 +456,7 @@ func serveHTTP(h *http.Server, ln net.Listener, cfg config.Config, m *metrics.Me
 // leave on their own, every session left is closed. The library's own
 // close would drop what a WebSocket still has queued, hence the wait.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.push.halt()
 	if s.native != nil {
 		return s.native.Shutdown(ctx)
 	}

@@ -411,3 +411,55 @@ func testPath(t *testing.T, engine string) {
 		t.Errorf("the default path answered %d %q, want 404 naming -path", code, body)
 	}
 }
+
+// TestPush: with -push-interval every socket gets the -push-event event,
+// numbered one by one and stamped with its send time, -push-size bytes of
+// payload; with -push-rooms a socket gets the pushes of the rooms it
+// joined (push-1 ...), each room numbered on its own.
+func TestPush(t *testing.T) { forWebSocket(t, testPush) }
+
+func testPush(t *testing.T, engine string) {
+	tick := func(t *testing.T, c *client) map[string]any {
+		t.Helper()
+		e := c.nextEvent(t)
+		if len(e) != 2 || e[0] != "quote" {
+			t.Fatalf("event %v, want quote with one argument", e)
+		}
+		m, ok := e[1].(map[string]any)
+		if !ok {
+			t.Fatalf("push argument %T %v, want an object", e[1], e[1])
+		}
+		return m
+	}
+	all := start(t, engine, socketio.Empty, func(c *config.Config) {
+		c.Broadcast.PushInterval, c.Broadcast.PushSize, c.SocketIO.PushEvent = 20*time.Millisecond, 8, "quote"
+	})
+	a := dial(t, all.url, "/", []string{"websocket"}, nil)
+	first := tick(t, a)
+	if first["payload"] != "xxxxxxxx" {
+		t.Errorf("payload %v, want -push-size 8 bytes", first["payload"])
+	}
+	if sent := time.Unix(0, int64(first["sentAt"].(float64))); time.Since(sent) < 0 || time.Since(sent) > time.Minute {
+		t.Errorf("sentAt %v is not a recent Unix time in nanoseconds", sent)
+	}
+	for prev, i := first["seq"].(float64), 0; i < 3; i++ {
+		seq := tick(t, a)["seq"].(float64)
+		if seq != prev+1 {
+			t.Errorf("seq %v after %v, want one more", seq, prev)
+		}
+		prev = seq
+	}
+
+	rooms := start(t, engine, socketio.Empty, func(c *config.Config) {
+		c.Broadcast.PushInterval, c.SocketIO.PushEvent, c.SocketIO.PushRooms = 20*time.Millisecond, "quote", 3
+	})
+	b := dial(t, rooms.url, "/", []string{"websocket"}, nil)
+	if got := b.emitAck(t, "join", socketio.PushRoom(2)); fmt.Sprint(got) != "[push-2]" {
+		t.Fatalf("join ack %v", got)
+	}
+	for range 3 {
+		if m := tick(t, b); m["room"] != "push-2" {
+			t.Errorf("a push of room %v reached a member of push-2 only", m["room"])
+		}
+	}
+}

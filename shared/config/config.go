@@ -99,6 +99,11 @@ type SocketIO struct {
 	// Path is where the targets serve Socket.IO (Node's path option, with
 	// its trailing slash): "/socket.io/" unless -path.
 	Path string
+	// PushEvent is the event of the timed push (-push-interval);
+	// PushRooms, when not 0, sends it to that many rooms (push-1...)
+	// instead of every socket.
+	PushEvent string
+	PushRooms int
 	// AckDelay holds the ack of an event the targets do not otherwise
 	// serve (any name but theirs) for this long.
 	AckDelay time.Duration
@@ -223,6 +228,7 @@ func Default() Config {
 			ConnectTimeout: 45 * time.Second,
 			Engine:         EngineZishang520,
 			Path:           "/socket.io/",
+			PushEvent:      "tick",
 		},
 		Broadcast: Broadcast{
 			SendQueue: 256,
@@ -356,8 +362,10 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	str(&c.SocketIO.Engine, "engine", "Socket.IO: the server underneath: zishang520 (the library), native (this project's own, on net/http) or native-gnet (this project's own on gnet's event loops; WebSocket only, polling gets HTTP 400)")
 	fs.Func("native-lib", "removed: use -engine native-gnet (was -native-lib gnet) or -engine native (was nethttp)", func(string) error { return errNativeLibRemoved })
 
-	dur(&c.Broadcast.PushInterval, "push-interval", "broadcast: timed push to every client (0 = off)")
-	num(&c.Broadcast.PushSize, "push-size", "broadcast: push payload in bytes")
+	dur(&c.Broadcast.PushInterval, "push-interval", "broadcast and Socket.IO: timed push to every client (Socket.IO: or to each room of -push-rooms), numbered and stamped with its send time (0 = off)")
+	num(&c.Broadcast.PushSize, "push-size", "broadcast and Socket.IO: push payload in bytes")
+	str(&c.SocketIO.PushEvent, "push-event", "Socket.IO: the event of the timed push (-push-interval)")
+	num(&c.SocketIO.PushRooms, "push-rooms", "Socket.IO: push to the rooms push-1 ... push-N, which sockets join with the join event, instead of to every socket (0 = every socket)")
 	num(&c.Broadcast.SendQueue, "send-queue", "broadcast: per-connection send queue, in messages")
 	str(&c.Broadcast.Slow, "slow", "broadcast: policy for a client whose queue is full: drop or close")
 	str(&c.Cluster.Redis, "redis", "cluster (broadcast and Socket.IO): Redis URL that carries broadcasts between replicas, redis://HOST:PORT/DB (empty = one process); Socket.IO: several URLs separated by commas spread the rooms over them by hash")
@@ -418,6 +426,10 @@ func (c Config) Validate() error {
 		return bad("delay", "%s; want 0 or a positive duration such as 50ms", c.SocketIO.Delay)
 	case !strings.HasPrefix(c.SocketIO.Path, "/") || c.SocketIO.Path == "/" || strings.ContainsAny(c.SocketIO.Path, "?# \t") || strings.Contains(c.SocketIO.Path, "//"):
 		return bad("path", "%q; want a path of one segment or more, starting with /, such as /socket.io/ or /socket/socket.io/", c.SocketIO.Path)
+	case c.SocketIO.PushEvent == "" || reservedEvent(c.SocketIO.PushEvent):
+		return bad("push-event", "%q; want an event name a client may listen to (not connect, connect_error, disconnect, ...), such as tick", c.SocketIO.PushEvent)
+	case c.SocketIO.PushRooms < 0 || c.SocketIO.PushRooms > MaxPushRooms:
+		return bad("push-rooms", "%d; want 0 (every socket) to %d rooms", c.SocketIO.PushRooms, MaxPushRooms)
 	case c.SocketIO.AckDelay < 0:
 		return bad("ack-delay", "%s; want 0 or a positive duration such as 100ms", c.SocketIO.AckDelay)
 	case c.SocketIO.BlockingModel != BlockingAsyncio && c.SocketIO.BlockingModel != BlockingNode:
@@ -581,6 +593,19 @@ func (c Config) Effective() map[string]string {
 		}
 	})
 	return out
+}
+
+// MaxPushRooms bounds -push-rooms: each tick is one broadcast per room.
+const MaxPushRooms = 10000
+
+// reservedEvent reports whether name is one the Socket.IO client keeps
+// for itself: an event of that name cannot be emitted to it.
+func reservedEvent(name string) bool {
+	switch name {
+	case "connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener":
+		return true
+	}
+	return false
 }
 
 // badToken is the first of names that is not an HTTP token (RFC 9110

@@ -37,7 +37,7 @@ LONG_PKGS := ./servers ./scripts/soak ./scripts/experiments/cluster ./scripts/re
 	./loadgen ./servers/broadcast ./servers/internal/wsserver ./servers/socketio ./scripts/readme ./scripts/cluster
 
 .PHONY: help dist k8s-nginx-conf run-server list deps deps-quick test test-quick test-slow test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
-	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo
+	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo locust
 
 ## help: every target with its line (this list)
 help:
@@ -232,7 +232,7 @@ test-docker: deps test-bins
 #   make run-server VARIANT=echo-gnet &  make k6-echo
 #   make k6-echo COMPOSE=1 VARIANT=echo-gnet          # docker/compose.yaml's echo-gnet, 8085
 WS_RECIPES := k6-echo artillery-ws tsung wscat js-ws-echo
-SIO_RECIPES := k6-socketio artillery-socketio python-handshake js-handshake
+SIO_RECIPES := k6-socketio artillery-socketio python-handshake js-handshake locust
 # docker/compose.yaml's target port of each variant (a test checks the two agree).
 COMPOSE_PORTS := empty:8080 async:8081 blocking:8082 echo-gorilla:8083 echo-coder:8084 echo-gnet:8085 echo-tcp:8086 \
 	broadcast-gorilla:8087 broadcast-coder:8088 broadcast-gnet:8089
@@ -279,6 +279,12 @@ python-handshake: deps
 
 js-handshake: deps
 	node scripts/clients/sio-connect.mjs --url $(SIO) --n $(N) --transports websocket --deadline-ms 15000
+
+## locust: the cluster report's client (python-socketio over WebSocket, trade_update every 1-5 s) as Locust users against SIO, headless, under loadgen watch (127.0.0.1:PORT; ADMIN, the target's admin URL, default 127.0.0.1:9100; LOCUSTARGS="-u 100 -r 10 -t 60s")
+ADMIN ?= http://127.0.0.1:$(if $(COMPOSE),$(KG_PORT_PREFIX)$(patsubst 808%,910%,$(compose_port)),9100)
+LOCUSTARGS ?= -u $(N) -r 10 -t 30s
+locust: deps
+	cd scripts && go run ../loadgen watch -admin $(ADMIN) -- locust -f locust/locustfile.py --headless --host $(SIO) $(LOCUSTARGS)
 
 ## js-ws-echo: the ws package's echo cases against WS (127.0.0.1:PORT; COMPOSE=1 [VARIANT=])
 js-ws-echo: deps

@@ -15,10 +15,11 @@
 #   python3-uvicorn for /usr/bin/python3: the real Python clients, and the
 #   real python-socketio server on uvicorn that the blocking variant is
 #   set beside.
-# - Debian's docker.io, prometheus (with promtool), tsung, redis-server,
-#   nginx and chromium: the image and compose tests, make observe and the
-#   scrape-config tests, the tsung recipe, the cluster, and the browser
-#   tests of the dashboard and the HTML reports.
+# - Debian's docker.io, prometheus (with promtool), tsung, python3-locust
+#   with python3-websocket, redis-server, nginx and chromium: the image and
+#   compose tests, make observe and the scrape-config tests, the tsung and
+#   Locust recipes, the cluster, and the browser tests of the dashboard and
+#   the HTML reports.
 # - Docker Compose v2 as a docker CLI plugin and k6, both built from their
 #   Go modules, and the artillery and wscat recipes (npm ci each).
 # - kubectl, where it is missing, from dl.k8s.io (the docker/k8s tests).
@@ -94,7 +95,8 @@ if [ "$mode" = all ]; then
 	while IFS='|' read -r cmds pkg why; do
 		for c in $cmds; do
 			if ! command -v "$c" >/dev/null; then
-				apt_missing+=("$pkg")
+				read -ra pkgs <<<"$pkg" # one or more packages
+				apt_missing+=("${pkgs[@]}")
 				apt_why+=("$pkg: $why")
 				break
 			fi
@@ -103,6 +105,7 @@ if [ "$mode" = all ]; then
 		dockerd docker|docker.io|the Docker engine and CLI: make docker, the image and compose tests (they start their own dockerd)
 		prometheus promtool|prometheus|make observe, promtool over the scrape configs, the test that scrapes a live target
 		tsung|tsung|make tsung and its test
+		locust|python3-locust python3-websocket|make locust and its test: Locust with python-socketio's Client over WebSocket (websocket-client), the cluster report's client
 		redis-server|redis-server|the cluster: make cluster, the Redis tests (each starts its own on a free port)
 		nginx|nginx|the cluster's front: make cluster and its tests
 		chromium|chromium|headless browser: the tests of the admin dashboard and of loadgen's HTML reports
@@ -130,7 +133,7 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
 	apt_pid=$!
 	installed=$((installed + 1))
 else
-	say "have Debian's python3-socketio, python3-aiohttp, python3-websockets, python3-uvicorn$([ "$mode" = all ] && echo ", docker.io, prometheus, tsung, redis-server, nginx, chromium")"
+	say "have Debian's python3-socketio, python3-aiohttp, python3-websockets, python3-uvicorn$([ "$mode" = all ] && echo ", docker.io, prometheus, tsung, python3-locust, redis-server, nginx, chromium")"
 fi
 
 # apt_wait waits for the apt-get started above, if any; its failure stops

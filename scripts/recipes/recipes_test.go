@@ -367,3 +367,46 @@ func splitHostPort(t *testing.T, addr string) (string, string) {
 	}
 	return m[1], m[2]
 }
+
+// TestLocust: the cluster report's client (python-socketio's Client over
+// WebSocket, a trade_update emit every 1-5 s) as a Locust user, run
+// headless under loadgen watch, on each engine: every user connects, every
+// emit is acknowledged, and the figures loadgen watch reads from Locust's
+// own CSV stats agree with the target's /stats.
+func TestLocust(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("locust")
+	prereq.Need(t, "Locust (Debian's python3-locust)", err)
+	for _, e := range sioEngines {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			tg := harness.Start(t, append([]string{"-variant", "empty"}, e.flags...)...)
+			report := filepath.Join(t.TempDir(), "watch.json")
+			run(t, nil, harness.LoadgenT(t), "watch", "-admin", tg.AdminURL(), "-json", report, "--",
+				"locust", "-f", "locust/locustfile.py", "--headless", "-u", "10", "-r", "10", "-t", "4s", "--host", "http://"+tg.Addr, "--only-summary")
+			raw, err := os.ReadFile(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct {
+				Source   string         `json:"client_source"`
+				Attempts int            `json:"client_attempts"`
+				OK       int            `json:"client_ok"`
+				Sent     int64          `json:"client_sent"`
+				Received int64          `json:"client_received"`
+				Server   protocol.Stats `json:"server"`
+				Loss     bool           `json:"loss"`
+			}
+			if err := json.Unmarshal(raw, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Source != "locust summary" || r.Attempts != 10 || r.OK != 10 || r.Sent < 10 || r.Received != r.Sent {
+				t.Errorf("Locust's figures %s %d/%d connected, %d sent, %d acked: want 10 users connected, every trade_update acknowledged", r.Source, r.OK, r.Attempts, r.Sent, r.Received)
+			}
+			if r.Server.Handshakes[protocol.ResultOK] != uint64(r.OK) || r.Server.MessagesReceived != uint64(r.Sent) || r.Server.MessagesSent != uint64(r.Received) || r.Loss {
+				t.Errorf("Locust claims %d connected, %d sent, %d acked; the server saw %v handshakes, %d events in, %d acks out (loss %v)",
+					r.OK, r.Sent, r.Received, r.Server.Handshakes, r.Server.MessagesReceived, r.Server.MessagesSent, r.Loss)
+			}
+		})
+	}
+}

@@ -251,3 +251,53 @@ func TestTail(t *testing.T) {
 		t.Errorf("kept %d bytes ending %q; want %d ending with the last line", len(got), got[len(got)-20:], TailSize)
 	}
 }
+
+// Locust's --csv stats of a real run of scripts/locust/locustfile.py (20
+// users, 8 s: 20 connects, 53 trade_updates, none failed), its Socket.IO
+// rows counted and its HTTP ones not; and --csv added to a locust command
+// without one, or its own prefix read.
+func TestLocust(t *testing.T) {
+	raw := read(t, "locust/recipe_stats.csv")
+	f, err := parseLocust(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, f, "", 20, 20, 53, 53)
+	failing := strings.Replace(string(raw), "socketio,trade_update,53,0,", "socketio,trade_update,53,3,", 1)
+	failing = strings.Replace(failing, "socketio,connect,20,0,", "socketio,connect,20,2,", 1)
+	if f, err = parseLocust([]byte(failing)); err != nil {
+		t.Fatal(err)
+	}
+	want(t, f, "", 20, 18, 53, 50)
+	http := strings.ReplaceAll(string(raw), "socketio,", "GET,")
+	if f, err = parseLocust([]byte(http)); err != nil || f.Known() {
+		t.Errorf("HTTP rows only: %+v, %v; want unknown figures", f, err)
+	}
+	if _, err := parseLocust([]byte("Type,Name\nGET,/\n")); err == nil {
+		t.Error("a file without Locust's count columns was read")
+	}
+
+	// What it prints as it exits is read first: the last table of a run
+	// that printed one every few seconds (5 users, 4 s).
+	table, ok := parseLocustTable(read(t, "locust/recipe_stderr.txt"))
+	if !ok {
+		t.Fatal("no statistics table read")
+	}
+	want(t, table, "", 5, 5, 7, 7)
+	if f, err := readLocust(Output{Stderr: read(t, "locust/recipe_stderr.txt")}, "no-such-file"); err != nil || f.Source != "locust summary" {
+		t.Errorf("%+v, %v; want the summary read", f, err)
+	}
+
+	p, err := Prepare([]string{"locust", "-f", "l.py", "--headless", "-t", "5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Tool != Locust || len(p.Command) != 8 || p.Command[1] != "--csv" || p.report != p.Command[2]+"_stats.csv" || p.Note == "" {
+		t.Errorf("ran as %q reading %q; want --csv PREFIX added after locust, PREFIX_stats.csv read", p.Command, p.report)
+	}
+	own, _ := Prepare([]string{"/usr/bin/locust", "-f", "l.py", "--csv=/tmp/run"})
+	if own.report != "/tmp/run_stats.csv" || own.Note != "" {
+		t.Errorf("report %q, note %q; want /tmp/run_stats.csv, the command unchanged", own.report, own.Note)
+	}
+}

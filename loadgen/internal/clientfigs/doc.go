@@ -25,6 +25,9 @@
 //	                              error_connect_*       WebSocket)                else unknown
 //	websocket-bench (output)      last clients: + step  the same                  (lines + 1) x sample size     echo: the same;
 //	                              size (exit 0 only)                                                            broadcast: unknown
+//	locust (its last statistics   "connect" requests    connect requests less     other requests of type        the same less their
+//	  table; else --csv stats),   of type socketio      their failures            socketio (events emitted)     failures (acks back)
+//	  scripts/locust/locustfile.py
 //	any tool (-client-json)       attempts              ok                        sent                          received
 //
 // On the server's side: attempts against the handshakes it saw (ok,

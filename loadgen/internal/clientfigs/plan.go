@@ -37,6 +37,7 @@ const (
 	Artillery      = "artillery"
 	Tsung          = "tsung"
 	WebsocketBench = "websocket-bench"
+	Locust         = "locust"
 )
 
 // Prepare recognises the tool in command and, for k6 run and artillery
@@ -46,6 +47,9 @@ func Prepare(command []string) (*Plan, error) {
 	p := &Plan{Command: slices.Clone(command), args: command}
 	tool, at := find(command)
 	p.Tool = tool
+	if tool == Locust {
+		return p, p.locustCSV(at)
+	}
 	rf, ok := reportFlags[tool]
 	if !ok {
 		return p, nil
@@ -71,6 +75,25 @@ func Prepare(command []string) (*Plan, error) {
 var reportFlags = map[string]struct{ long, short, file string }{
 	K6:        {"--summary-export", "", "k6-summary.json"},
 	Artillery: {"--output", "-o", "artillery-report.json"},
+}
+
+// locustCSV finds Locust's --csv PREFIX, whose PREFIX_stats.csv has its
+// figures, or adds one after its name (at) in a temporary directory.
+func (p *Plan) locustCSV(at int) error {
+	if prefix, ok := flagValue(p.args[at+1:], "--csv", ""); ok {
+		p.report = prefix + "_stats.csv"
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "loadgen-watch-")
+	if err != nil {
+		return fmt.Errorf("a temporary directory for locust --csv: %w", err)
+	}
+	p.dir = dir
+	prefix := filepath.Join(dir, "locust")
+	p.report = prefix + "_stats.csv"
+	p.Command = slices.Concat(p.args[:at+1], []string{"--csv", prefix}, p.args[at+1:])
+	p.Note = fmt.Sprintf("loadgen watch: added --csv %s to the locust command, to read its figures", prefix)
+	return nil
 }
 
 // addReport inserts flag and a temporary file after command[run].
@@ -107,6 +130,8 @@ func (p *Plan) Read(out Output, exitCode int) (Figures, error) {
 		return parseWebsocketBench(out.Stdout, p.args, exitCode)
 	case Tsung:
 		return readTsung(out)
+	case Locust:
+		return readLocust(out, p.report)
 	}
 	if f, ok := parseClientLine(out.Stdout); ok {
 		return f, nil
@@ -144,6 +169,8 @@ func find(command []string) (string, int) {
 			return Tsung, i
 		case "websocket-bench":
 			return WebsocketBench, i
+		case "locust":
+			return Locust, i
 		}
 		if strings.HasPrefix(arg, "-") && i > 0 {
 			continue

@@ -352,7 +352,7 @@ func sendHeaderBomb(addr, path string) error {
 
 // cutBody opens a polling session and POSTs a body it cuts short (it
 // closes its side mid-body): 400, and the session ends. A target that
-// serves no polling (-native-lib gnet) refuses the open: that is its
+// serves no polling (-engine native-gnet) refuses the open: that is its
 // answer.
 func cutBody(_, addr string) error {
 	client := http.Client{Timeout: answerLimit}

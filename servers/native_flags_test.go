@@ -36,9 +36,8 @@ func TestNativeTakesClusterFlags(t *testing.T) {
 	}
 }
 
-// TestNativeTakesAllowEIO3: knowngood -engine native starts with
-// -allow-eio3, which main once refused on that engine, on either
-// -native-lib, and opens an Engine.IO v3 session: over polling its open
+// TestNativeTakesAllowEIO3: knowngood -engine native and native-gnet
+// start with -allow-eio3, which main once refused on that engine, and open an Engine.IO v3 session: over polling its open
 // packet comes as a v3 record ("<length>:0{...").
 func TestNativeTakesAllowEIO3(t *testing.T) {
 	t.Parallel()

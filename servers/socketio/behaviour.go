@@ -100,7 +100,7 @@ func (b *behaviour[S, A]) connected(s S, holder any, auth func() A) {
 // counts them for -fault-close-after.
 func (b *behaviour[S, A]) event(s S, name string, args A, ack func(A), events *atomic.Int64) {
 	b.m.Received(1, 0)
-	h := b.handler(name)
+	h := b.handlerOf(name)
 	args = b.eng.stamp(args, hops.Received, time.Now(), b.m.Hop)
 	if b.faults == nil {
 		h(s, args, ack)
@@ -113,8 +113,8 @@ func (b *behaviour[S, A]) event(s S, name string, args A, ack func(A), events *a
 // callback when the client asked for one (nil otherwise).
 type handler[S, A any] func(s S, args A, ack func(A))
 
-// handler is the handler of an event.
-func (b *behaviour[S, A]) handler(name string) handler[S, A] {
+// handlerOf is the handler of an event.
+func (b *behaviour[S, A]) handlerOf(name string) handler[S, A] {
 	switch name {
 	case "echo":
 		return b.onEcho

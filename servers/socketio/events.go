@@ -64,18 +64,7 @@ func (zishang) emit(sock *socket.Socket, event string, args []any) bool {
 func (zishang) join(sock *socket.Socket, room string) { sock.Join(socket.Room(room)) }
 
 func (zishang) broadcast(sock *socket.Socket, room string, args []any) int {
-	nsp := sock.Nsp()
-	if room == "" {
-		listeners := nsp.Sockets().Len()
-		_ = nsp.Emit("broadcast", args...)
-		return listeners
-	}
-	listeners := 0
-	if ids, ok := nsp.Adapter().Rooms().Load(socket.Room(room)); ok {
-		listeners = ids.Len()
-	}
-	_ = nsp.To(socket.Room(room)).Emit("broadcast", args...)
-	return listeners
+	return emitTo(sock.Nsp(), false, room, "broadcast", args)
 }
 
 func (z zishang) count(sock *socket.Socket, room string, local int, answer func(int)) {
@@ -111,17 +100,26 @@ func (zishang) room(args []any) (string, []any) {
 }
 
 func (z zishang) pushLocal(room, event string, args []any) int {
-	nsp := z.s.io.Of("/", nil)
-	if room == "" {
-		listeners := nsp.Sockets().Len()
-		_ = nsp.Local().Emit(event, args...)
-		return listeners
+	return emitTo(z.s.io.Of("/", nil), true, room, event, args)
+}
+
+// emitTo emits an event to room ("": every socket) of nsp, on this replica
+// alone when local, and returns how many of this replica's sockets it went
+// to.
+func emitTo(nsp socket.Namespace, local bool, room, event string, args []any) int {
+	op := nsp.To()
+	if local {
+		op = op.Local()
 	}
-	listeners := 0
-	if ids, ok := nsp.Adapter().Rooms().Load(socket.Room(room)); ok {
-		listeners = ids.Len()
+	listeners := nsp.Sockets().Len()
+	if room != "" {
+		listeners = 0
+		if ids, ok := nsp.Adapter().Rooms().Load(socket.Room(room)); ok {
+			listeners = ids.Len()
+		}
+		op = op.To(socket.Room(room))
 	}
-	_ = nsp.Local().To(socket.Room(room)).Emit(event, args...)
+	_ = op.Emit(event, args...)
 	return listeners
 }
 

@@ -33,7 +33,7 @@ type native struct {
 	log    *slog.Logger
 	eng    *sioengine.Server
 	http   *http.Server
-	loops  lifecycle.Target // -native-lib gnet (nativegnet.go); nil on net/http
+	loops  lifecycle.Target // -engine native-gnet (nativegnet.go); nil on net/http
 	gate   *conns.Gate
 	faults *faults.Injector
 	b      *behaviour[*sioengine.Socket, nativeArgs] // serves the events

@@ -279,9 +279,10 @@ func testJSClient(t *testing.T, engine string) {
 }
 
 // TestJSClientPath: the official client with its path option set, as an
-// artillery script's path: "/socket/socket.io/", connects to a target
-// started with the same -path, over WebSocket and over polling with the
-// upgrade, and echoes.
+// artillery script's path: "/socket/socket.io/", and a namespace of its
+// own (/cobrowse, which the target makes on the first CONNECT), connects
+// to a target started with the same -path, over WebSocket and over
+// polling with the upgrade, and echoes; the target counts the namespace.
 func TestJSClientPath(t *testing.T) { forWebSocketEngines(t, testJSClientPath) }
 
 func testJSClientPath(t *testing.T, engine string) {
@@ -289,10 +290,13 @@ func testJSClientPath(t *testing.T, engine string) {
 	const n = 20
 	s := startServer(t, append(engineFlags(engine), "-variant", "empty", "-path", "/socket/socket.io/")...)
 	for _, transports := range transportsOn(engine, "websocket", "polling,websocket") {
-		r := harness.SioConnect(t, "js", "--url", s.url, "--path", "/socket/socket.io/", "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
+		r := harness.SioConnect(t, "js", "--url", s.url, "--path", "/socket/socket.io/", "--namespace", "/cobrowse", "--n", fmt.Sprint(n), "--transports", transports, "--deadline-ms", "15000", "--echo")
 		if r.Echoed != n {
-			t.Errorf("over %s on -path: %d of %d connected, %d echoed; errors %v", transports, r.Connected, n, r.Echoed, r.Errors)
+			t.Errorf("over %s on -path, namespace /cobrowse: %d of %d connected, %d echoed; errors %v", transports, r.Connected, n, r.Echoed, r.Errors)
 		}
+	}
+	if got := s.stats(t).Namespaces["/cobrowse"]; got != uint64(n*len(transportsOn(engine, "websocket", "polling,websocket"))) {
+		t.Errorf("namespace_connects{/cobrowse} = %d, want one per client", got)
 	}
 }
 

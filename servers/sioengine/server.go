@@ -36,6 +36,12 @@ type Options struct {
 	HandshakeTimeout time.Duration
 	// Namespaces are the namespaces a client may join; "/" is always one.
 	Namespaces []string
+	// AnyNamespace lets a client join any other namespace too, made on its
+	// first CONNECT (as Node's io.of(/.*/)), up to MaxNamespaces made so:
+	// past that a CONNECT to a new one is refused as an unknown namespace,
+	// since every namespace made is held until the server ends.
+	AnyNamespace  bool
+	MaxNamespaces int
 	// MaxAttachments bounds the binary attachments of one packet
 	// (DefaultMaxAttachments).
 	MaxAttachments int
@@ -72,6 +78,9 @@ type Hooks struct {
 	Connected func(s *Socket)
 	// Refused: the session was answered a CONNECT_ERROR.
 	Refused func(c *Conn)
+	// NamespaceMade: a namespace was made by a client's CONNECT
+	// (AnyNamespace), before its first socket joins it.
+	NamespaceMade func(n *Namespace)
 	// Event: a client event, in the order the session's events arrived.
 	Event func(s *Socket, e *Event)
 	// Received and Sent count message payload bytes (without the
@@ -89,7 +98,9 @@ type Hooks struct {
 type Server struct {
 	opts     Options
 	upgrader websocket.Upgrader
+	nsMu     sync.RWMutex
 	nsps     map[string]*Namespace
+	made     int      // namespaces made by a CONNECT (AnyNamespace)
 	conns    sync.Map // sid -> *Conn
 	count    atomic.Int64
 	closed   atomic.Bool
@@ -119,7 +130,35 @@ func New(o Options) *Server {
 }
 
 // Namespace returns a namespace by name; nil if the server has none.
-func (s *Server) Namespace(name string) *Namespace { return s.nsps[name] }
+func (s *Server) Namespace(name string) *Namespace {
+	s.nsMu.RLock()
+	defer s.nsMu.RUnlock()
+	return s.nsps[name]
+}
+
+// joinable is the namespace a CONNECT names: one the server has, or with
+// AnyNamespace one made now (Hooks.NamespaceMade is told); nil if it may
+// not be joined.
+func (s *Server) joinable(name string) *Namespace {
+	if nsp := s.Namespace(name); nsp != nil || !s.opts.AnyNamespace {
+		return nsp
+	}
+	s.nsMu.Lock()
+	nsp := s.nsps[name]
+	if nsp == nil && s.made < s.opts.MaxNamespaces {
+		nsp = newNamespace(name)
+		s.nsps[name] = nsp
+		s.made++
+	} else {
+		s.nsMu.Unlock()
+		return nsp
+	}
+	s.nsMu.Unlock()
+	if h := s.opts.Hooks.NamespaceMade; h != nil {
+		h(nsp)
+	}
+	return nsp
+}
 
 // Len is the number of sessions held.
 func (s *Server) Len() int { return int(s.count.Load()) }

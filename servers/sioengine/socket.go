@@ -219,7 +219,7 @@ func (c *Conn) connect(p sioPacket) {
 	if c.eio3 {
 		name, auth = splitQuery(p.nsp)
 	}
-	nsp := c.srv.nsps[name]
+	nsp := c.srv.joinable(name)
 	if nsp == nil {
 		c.refuseConnect(name, "Invalid namespace", false)
 		return

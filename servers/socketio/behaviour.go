@@ -2,9 +2,11 @@ package socketio
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
+	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/hops"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -22,6 +24,7 @@ type backend[S, A any] interface {
 	// emit sends an event to one socket; false if it could not.
 	emit(s S, event string, args A) bool
 	join(s S, room string)
+	namespace(s S) string // the name of the socket's namespace
 	// broadcast sends the event "broadcast" to every socket of room ("":
 	// of the namespace), the sender included if it is one of them, on
 	// this replica and, with -redis, the others; it returns how many of
@@ -62,6 +65,16 @@ type behaviour[S, A any] struct {
 	ackDelay time.Duration // -ack-delay: before the ack of an event not served otherwise
 }
 
+// namespacesOf are the namespaces a target has from its start besides
+// "/": -namespaces, or /custom when any may be joined (the ones clients
+// name are made as they come).
+func namespacesOf(cfg config.Config) []string {
+	if cfg.SocketIO.Namespaces == nil {
+		return []string{"/custom"}
+	}
+	return slices.DeleteFunc(slices.Clone(cfg.SocketIO.Namespaces), func(n string) bool { return n == "/" })
+}
+
 // connectModel is the namespace middleware of a connect model on an
 // engine whose sockets are S and whose middleware goes on with next(E)
 // (nil for empty): each connect waits -delay on a timer of its own
@@ -90,6 +103,7 @@ func connectModel[S, E any](mode Mode, delay time.Duration, turn func(S, func(E)
 // of -fault-leak-timers, and with -emit-auth an "auth" event carrying the
 // handshake's auth object (auth, in the engine's form).
 func (b *behaviour[S, A]) connected(s S, holder any, auth func() A) {
+	b.m.NamespaceConnect(b.eng.namespace(s))
 	b.faults.LeakTimer(holder)
 	if b.emitAuth {
 		b.emit(s, "auth", auth())

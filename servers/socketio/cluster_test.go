@@ -343,6 +343,24 @@ func testClusterBroadcast(t *testing.T, engines [2]string) {
 			t.Errorf("server %d: %d of %d /custom sockets did not get the broadcast", server, m, len(customClients))
 		}
 	}
+	// A namespace a client makes on each replica (no -namespaces) is a
+	// cluster namespace too, once both replicas have made it: a broadcast
+	// there reaches the other replica's socket, and its ack counts both.
+	a := dial(t, c.replicas[0].url, "/chat", []string{"websocket"}, nil)
+	b := dial(t, c.replicas[1].url, "/chat", []string{"websocket"}, nil)
+	const chat = "socket.io-request#/chat#"
+	waitFor(t, "2 replicas subscribed to "+chat, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		n, err := c.rdb.PubSubNumSub(ctx, chat).Result()
+		return err == nil && n[chat] == 2
+	})
+	if got := b.emitAck(t, "broadcast", "chat"); fmt.Sprint(got) != "[2]" {
+		t.Errorf("/chat broadcast ack %v, want the cluster's 2 sockets", got)
+	}
+	if got := a.nextEvent(t); fmt.Sprint(got) != "[broadcast chat]" {
+		t.Errorf("the other replica's /chat socket got %v", got)
+	}
 	for p, counts := range d.report() {
 		if strings.HasPrefix(p, "custom-") {
 			t.Errorf("a socket of / got %s (%v)", p, counts)

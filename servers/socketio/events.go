@@ -63,6 +63,8 @@ func (zishang) emit(sock *socket.Socket, event string, args []any) bool {
 
 func (zishang) join(sock *socket.Socket, room string) { sock.Join(socket.Room(room)) }
 
+func (zishang) namespace(sock *socket.Socket) string { return sock.Nsp().Name() }
+
 func (zishang) broadcast(sock *socket.Socket, room string, args []any) int {
 	return emitTo(sock.Nsp(), false, room, "broadcast", args)
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/servers/internal/cluster"
-	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
 	"github.com/knowngood/knowngood/servers/internal/conns"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/settings"
@@ -43,7 +42,7 @@ type native struct {
 	// redis and adapters join the replica to a cluster (-redis); nil
 	// without. counts tracks the cluster-wide counts acks wait for.
 	redis    []*cluster.Redis
-	adapters map[string]*sioredis.Native
+	adapters sync.Map // namespace name -> *sioredis.Native
 	counts   sync.WaitGroup
 	// eio3Refused logs the first Engine.IO v3 client refused (-allow-eio3).
 	eio3Refused sync.Once
@@ -82,18 +81,20 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 	n.eng = sioengine.New(sioengine.Options{
 		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, ConnectTimeout: cfg.SocketIO.ConnectTimeout,
 		MaxPayload: cfg.SocketIO.MaxPayload, Transports: engineTransports(cfg), Origins: cfg.Origins,
-		Compression: cfg.Compression, HandshakeTimeout: cfg.HandshakeTimeout, Namespaces: []string{"/custom"},
+		Compression: cfg.Compression, HandshakeTimeout: cfg.HandshakeTimeout,
+		Namespaces: namespacesOf(cfg), AnyNamespace: cfg.SocketIO.Namespaces == nil, MaxNamespaces: config.MaxNamespaces,
 		AllowEIO3: cfg.SocketIO.AllowEIO3,
 		Hooks: sioengine.Hooks{
-			Opened:     n.opened,
-			Closed:     n.closedSession,
-			Connecting: connecting,
-			Connected:  n.connected,
-			Refused:    func(c *sioengine.Conn) { c.Data.(*nativeSession).refused.Store(true) },
-			Event:      n.event,
-			Received:   func(b int) { m.Received(0, b) },
-			Sent:       func(b int) { m.Sent(0, b) },
-			UnknownSid: func() { m.Refused(ReasonUnknownSid) },
+			Opened:        n.opened,
+			Closed:        n.closedSession,
+			Connecting:    connecting,
+			Connected:     n.connected,
+			Refused:       func(c *sioengine.Conn) { c.Data.(*nativeSession).refused.Store(true) },
+			NamespaceMade: n.namespaceMade,
+			Event:         n.event,
+			Received:      func(b int) { m.Received(0, b) },
+			Sent:          func(b int) { m.Sent(0, b) },
+			UnknownSid:    func() { m.Refused(ReasonUnknownSid) },
 			Unsupported: func(r *http.Request) {
 				n.eio3Refused.Do(func() { logEIO3Refused(log, r) })
 			},

@@ -50,18 +50,20 @@ func (nativeBackend) emit(s *sioengine.Socket, event string, args nativeArgs) bo
 
 func (nativeBackend) join(s *sioengine.Socket, room string) { s.Join(room) }
 
+func (nativeBackend) namespace(s *sioengine.Socket) string { return s.Namespace().Name() }
+
 // broadcast delivers on this replica, then hands the broadcast to the
 // other servers (-redis).
 func (b nativeBackend) broadcast(s *sioengine.Socket, room string, args nativeArgs) int {
 	listeners := s.Namespace().Broadcast(room, "broadcast", args.vals, args.attachments)
-	if a := b.n.adapters[s.Namespace().Name()]; a != nil {
+	if a := b.n.adapter(s.Namespace().Name()); a != nil {
 		a.Publish(room, "broadcast", args.vals, args.attachments)
 	}
 	return listeners
 }
 
 func (b nativeBackend) count(s *sioengine.Socket, room string, local int, answer func(int)) {
-	a := b.n.adapters[s.Namespace().Name()]
+	a := b.n.adapter(s.Namespace().Name())
 	// Once closing, Shutdown may be waiting for the counts already.
 	if a == nil || b.n.closed.Load() {
 		answer(local)

@@ -211,7 +211,22 @@ func newOnEngine(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Log
 	// library's emitter several allocations).
 	s.io.Engine().On("flush", func(args ...any) { s.onFlush(args) })
 	s.countUnknownSid()
-	for _, nsp := range []socket.Namespace{s.io.Of("/", nil), s.io.Of("/custom", nil)} {
+	nsps := []socket.Namespace{s.io.Of("/", nil)}
+	for _, name := range namespacesOf(cfg) {
+		nsps = append(nsps, s.io.Of(name, nil))
+	}
+	if cfg.SocketIO.Namespaces == nil {
+		// Any other namespace, made on its first CONNECT as Node's
+		// io.of(/.*/) makes it, up to config.MaxNamespaces: each is held
+		// until the target ends. Its children take the parent's middleware
+		// and listeners.
+		var made atomic.Int32
+		match := func(_ string, _ map[string]any, next func(error, bool)) {
+			next(nil, made.Add(1) <= config.MaxNamespaces)
+		}
+		nsps = append(nsps, s.io.Of(socket.ParentNspNameMatchFn(&match), nil))
+	}
+	for _, nsp := range nsps {
 		if middleware != nil {
 			nsp.Use(middleware)
 		}

@@ -463,3 +463,31 @@ func testPush(t *testing.T, engine string) {
 		}
 	}
 }
+
+// TestNamespaces: any namespace a client names is made on its first
+// CONNECT and served like "/", and counted by name; with -namespaces only
+// "/" and those listed are, and another gets "Invalid namespace".
+func TestNamespaces(t *testing.T) { forWebSocket(t, testNamespaces) }
+
+func testNamespaces(t *testing.T, engine string) {
+	anyNsp := start(t, engine, socketio.Empty, nil)
+	for _, nsp := range []string{"/chat", "/chat", "/cobrowse"} {
+		c := dial(t, anyNsp.url, nsp, []string{"websocket"}, nil)
+		if got := c.emitAck(t, "echo", nsp); fmt.Sprint(got) != "["+nsp+"]" {
+			t.Errorf("echo on %s = %v", nsp, got)
+		}
+	}
+	waitFor(t, "the namespaces counted", func() bool {
+		n := anyNsp.metrics.Snapshot().Namespaces
+		return n["/chat"] == 2 && n["/cobrowse"] == 1
+	})
+
+	listed := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.Namespaces = []string{"/chat"} })
+	dial(t, listed.url, "/chat", []string{"websocket"}, nil)
+	dial(t, listed.url, "/", []string{"websocket"}, nil)
+	for _, nsp := range []string{"/cobrowse", "/custom"} {
+		if _, err := connect(t, listed.url, nsp, []string{"websocket"}, nil); err == nil || !strings.Contains(err.Error(), "Invalid namespace") {
+			t.Errorf("%s with -namespaces /chat: %v, want Invalid namespace", nsp, err)
+		}
+	}
+}

@@ -27,6 +27,9 @@ func suiteConfig(c *config.Config) {
 	c.SocketIO.MaxPayload = 1_000_000
 	c.SocketIO.ConnectTimeout = time.Second
 	c.SocketIO.EmitAuth = true
+	// The suite's reference server has "/" and "/custom" only: a CONNECT
+	// to another namespace gets "Invalid namespace".
+	c.SocketIO.Namespaces = []string{"/custom"}
 }
 
 func wsURL(httpURL string) string {
@@ -252,7 +255,10 @@ func testWireHeartbeat(t *testing.T, engine string) {
 func TestHandshakeResults(t *testing.T) { forWebSocket(t, testHandshakeResults) }
 
 func testHandshakeResults(t *testing.T, engine string) {
-	strict := start(t, engine, socketio.Empty, func(c *config.Config) { c.SocketIO.ConnectTimeout = 200 * time.Millisecond })
+	strict := start(t, engine, socketio.Empty, func(c *config.Config) {
+		c.SocketIO.ConnectTimeout = 200 * time.Millisecond
+		c.SocketIO.Namespaces = []string{"/custom"} // others refused
+	})
 	// failed: an open request the engine refuses.
 	resp, err := http.Get(strict.url + "/socket.io/?EIO=abc&transport=polling")
 	if err != nil {

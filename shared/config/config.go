@@ -99,6 +99,10 @@ type SocketIO struct {
 	// Path is where the targets serve Socket.IO (Node's path option, with
 	// its trailing slash): "/socket.io/" unless -path.
 	Path string
+	// Namespaces restricts the namespaces a client may join to "/" and
+	// these; nil lets it join any (made on its first CONNECT, up to
+	// MaxNamespaces).
+	Namespaces []string
 	// PushEvent is the event of the timed push (-push-interval);
 	// PushRooms, when not 0, sends it to that many rooms (push-1...)
 	// instead of every socket.
@@ -364,6 +368,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 
 	dur(&c.Broadcast.PushInterval, "push-interval", "broadcast and Socket.IO: timed push to every client (Socket.IO: or to each room of -push-rooms), numbered and stamped with its send time (0 = off)")
 	num(&c.Broadcast.PushSize, "push-size", "broadcast and Socket.IO: push payload in bytes")
+	list(&c.SocketIO.Namespaces, "namespaces", "Socket.IO: the namespaces a client may join besides /, comma-separated (/chat,/cobrowse); others get CONNECT_ERROR \"Invalid namespace\" (empty = any, up to 1000 made by clients)")
 	str(&c.SocketIO.PushEvent, "push-event", "Socket.IO: the event of the timed push (-push-interval)")
 	num(&c.SocketIO.PushRooms, "push-rooms", "Socket.IO: push to the rooms push-1 ... push-N, which sockets join with the join event, instead of to every socket (0 = every socket)")
 	num(&c.Broadcast.SendQueue, "send-queue", "broadcast: per-connection send queue, in messages")
@@ -426,6 +431,8 @@ func (c Config) Validate() error {
 		return bad("delay", "%s; want 0 or a positive duration such as 50ms", c.SocketIO.Delay)
 	case !strings.HasPrefix(c.SocketIO.Path, "/") || c.SocketIO.Path == "/" || strings.ContainsAny(c.SocketIO.Path, "?# \t") || strings.Contains(c.SocketIO.Path, "//"):
 		return bad("path", "%q; want a path of one segment or more, starting with /, such as /socket.io/ or /socket/socket.io/", c.SocketIO.Path)
+	case badNamespace(c.SocketIO.Namespaces) != "":
+		return bad("namespaces", "%q; want names starting with /, such as /chat,/cobrowse", badNamespace(c.SocketIO.Namespaces))
 	case c.SocketIO.PushEvent == "" || reservedEvent(c.SocketIO.PushEvent):
 		return bad("push-event", "%q; want an event name a client may listen to (not connect, connect_error, disconnect, ...), such as tick", c.SocketIO.PushEvent)
 	case c.SocketIO.PushRooms < 0 || c.SocketIO.PushRooms > MaxPushRooms:
@@ -595,8 +602,22 @@ func (c Config) Effective() map[string]string {
 	return out
 }
 
+// MaxNamespaces bounds the namespaces clients may make when any may be
+// joined: each is held until the target ends.
+const MaxNamespaces = 1000
+
 // MaxPushRooms bounds -push-rooms: each tick is one broadcast per room.
 const MaxPushRooms = 10000
+
+// badNamespace is the first of names that is not a namespace, or "".
+func badNamespace(names []string) string {
+	for _, n := range names {
+		if !strings.HasPrefix(n, "/") || strings.ContainsAny(n, ",? \t") {
+			return n
+		}
+	}
+	return ""
+}
 
 // reservedEvent reports whether name is one the Socket.IO client keeps
 // for itself: an event of that name cannot be emitted to it.

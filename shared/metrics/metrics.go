@@ -62,6 +62,7 @@ type Metrics struct {
 	interop           *prometheus.CounterVec
 	subprotocols      *prometheus.CounterVec
 	tlsFailures       *prometheus.CounterVec
+	namespaces        *prometheus.CounterVec
 	hops              *prometheus.HistogramVec
 
 	// handshakeHist keeps exact percentiles for /stats, which the
@@ -141,6 +142,8 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 		subprotocols: f.counterVec("subprotocols_total",
 			"WebSocket connections opened with a subprotocol (-subprotocols), by the subprotocol the server answered with; "+
 				"none: the client offered some, none of them served.", "subprotocol"),
+		namespaces: f.counterVec("namespace_connects_total",
+			"Socket.IO: namespace CONNECTs acknowledged, by namespace (at most 1002 names: /, /custom and 1000 made by clients, or -namespaces).", "namespace"),
 		tlsFailures: f.counterVec("tls_failures_total",
 			"TLS handshakes that failed on the target's listener (-tls-cert), by cause: no_certificate, unknown_authority, expired, bad_certificate "+
 				"(-tls-client-ca: the client certificate missing or refused), timeout (-handshake-timeout), abandoned (the client left), protocol (anything else).", "cause"),
@@ -466,6 +469,13 @@ const SubprotocolNone = "none"
 func (m *Metrics) Subprotocol(name string) {
 	if m != nil {
 		m.subprotocols.WithLabelValues(name).Inc()
+	}
+}
+
+// NamespaceConnect records a namespace CONNECT acknowledged.
+func (m *Metrics) NamespaceConnect(namespace string) {
+	if m != nil {
+		m.namespaces.WithLabelValues(namespace).Inc()
 	}
 }
 

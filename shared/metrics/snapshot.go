@@ -75,6 +75,7 @@ func (m *Metrics) emptyStats(active int64) protocol.Stats {
 		InteropRequests:       map[string]uint64{},
 		Subprotocols:          map[string]uint64{},
 		TLSFailures:           map[string]uint64{},
+		Namespaces:            map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
@@ -102,6 +103,7 @@ func byLabel(s *protocol.Stats) map[string]labelled {
 		"knowngood_interop_requests_total":        {s.InteropRequests, "kind"},
 		"knowngood_subprotocols_total":            {s.Subprotocols, "subprotocol"},
 		"knowngood_tls_failures_total":            {s.TLSFailures, "cause"},
+		"knowngood_namespace_connects_total":      {s.Namespaces, "namespace"},
 	}
 }
 

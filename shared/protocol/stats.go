@@ -88,6 +88,9 @@ type Stats struct {
 	// unknown_authority, expired, bad_certificate, timeout, abandoned,
 	// protocol).
 	TLSFailures map[string]uint64 `json:"tls_failures,omitempty"`
+	// Namespaces counts Socket.IO namespace CONNECTs acknowledged, by
+	// namespace.
+	Namespaces map[string]uint64 `json:"namespaces,omitempty"`
 
 	// Hops times the events that asked for hop stamps (shared/hops), by
 	// hop (client_to_replica, replica, redis): each as a summary and as
@@ -228,6 +231,7 @@ func Diff(before, after Stats) Stats {
 	d.InteropRequests = diffMap(before.InteropRequests, after.InteropRequests)
 	d.Subprotocols = diffMap(before.Subprotocols, after.Subprotocols)
 	d.TLSFailures = diffMap(before.TLSFailures, after.TLSFailures)
+	d.Namespaces = diffMap(before.Namespaces, after.Namespaces)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	d.SchedLatency = DistributionOf(DiffBuckets(before.SchedLatency.Histogram, after.SchedLatency.Histogram))
 	return d

@@ -32,6 +32,7 @@ func RecordEvery(m *metrics.Metrics) {
 	m.Interop(metrics.InteropChunkedPost)
 	m.Subprotocol("graphql-transport-ws")
 	m.TLSFailure("no_certificate")
+	m.NamespaceConnect("/chat")
 }
 
 // RecordAll is RecordEvery, then the broadcast series, which it enables.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -469,5 +470,38 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("waited 5s for %s", what)
 		}
+	}
+}
+
+// TestAnyNamespace: with AnyNamespace a CONNECT makes the namespace it
+// names (NamespaceMade is told once), up to MaxNamespaces; past that a new
+// one is refused as unknown, while those made stay joinable.
+func TestAnyNamespace(t *testing.T) {
+	var made []string
+	var mu sync.Mutex
+	o := testOptions()
+	o.AnyNamespace, o.MaxNamespaces = true, 2
+	o.Hooks.NamespaceMade = func(n *Namespace) {
+		mu.Lock()
+		made = append(made, n.Name())
+		mu.Unlock()
+	}
+	e := startEngine(t, o)
+	ws := dialWS(t, e)
+	for _, c := range []struct{ connect, want string }{
+		{"40/a,", `40/a,{"sid":"`},
+		{"40/b,", `40/b,{"sid":"`},
+		{"40/c,", `44/c,{"message":"Invalid namespace"}`},
+		{"40/a,", `40/a,{"sid":"`},
+	} {
+		writeWS(t, ws, c.connect)
+		if got := readWS(t, ws); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: %q, want %s...", c.connect, got, c.want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(made) != "[/a /b]" {
+		t.Errorf("NamespaceMade told of %v, want [/a /b]", made)
 	}
 }

@@ -1,12 +1,19 @@
 package servers
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/browser"
+	"github.com/knowngood/knowngood/shared/wstest"
 )
 
 // openJS opens a browser WebSocket to url offering protocols and leaves,
@@ -62,6 +69,96 @@ func TestBrowserSubprotocol(t *testing.T) {
 			}
 			if got := served.stats(t).Subprotocols; got["mqtt"] != 1 || got["graphql-transport-ws"] != 1 {
 				t.Errorf("subprotocols %v, want mqtt 1 and graphql-transport-ws 1", got)
+			}
+		})
+	}
+}
+
+// startNodeWS runs Node's ws echo server (scripts/node/ws-echo-server.mjs)
+// with env on a free port until the test ends, and returns its address.
+func startNodeWS(t *testing.T, env ...string) string {
+	t.Helper()
+	cmd := exec.Command("node", "../scripts/node/ws-echo-server.mjs", "0")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var ready struct{ Addr string }
+	if err := json.NewDecoder(out).Decode(&ready); err != nil {
+		t.Fatalf("ws-echo-server.mjs: %v", err)
+	}
+	return ready.Addr
+}
+
+// answer is what a server answers an upgrade with extra header lines: its
+// status, the subprotocol of a 101, the body of a refusal.
+func answer(t *testing.T, addr string, extra ...string) string {
+	t.Helper()
+	c, br := wstest.Dial(t, addr)
+	if _, err := io.WriteString(c, wstest.UpgradeRequest(extra...)); err != nil {
+		t.Fatal(err)
+	}
+	resp := wstest.ReadResponse(t, br)
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return fmt.Sprintf("101 %q", resp.Header.Get("Sec-WebSocket-Protocol"))
+	}
+	body, _ := io.ReadAll(resp.Body)
+	return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+}
+
+// TestSubprotocolsBesideNodeWS: the same upgrade requests to Node's ws
+// (a server that serves the subprotocols as ws's handleProtocols and
+// verifyClient do it) and to each WebSocket echo target with the same
+// settings get the same status and subprotocol; a refusal's body is ws's
+// for a malformed header, and names the flag for a required one where ws
+// says only "Unauthorized". Without any setting the two differ: ws answers
+// a client's first subprotocol whatever it is, the targets none (as
+// gorilla and coder do), which the last case pins.
+func TestSubprotocolsBesideNodeWS(t *testing.T) {
+	t.Parallel()
+	need(t, "ws (scripts/node_modules)", haveNodeWSEcho())
+	settings := []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"served", []string{"KG_SUBPROTOCOLS=mqtt,graphql-transport-ws"}, []string{"-subprotocols", "mqtt,graphql-transport-ws"}},
+		{"required", []string{"KG_SUBPROTOCOLS=mqtt", "KG_SUBPROTOCOL_REQUIRED=true"}, []string{"-subprotocols", "mqtt", "-subprotocol-required"}},
+		{"none", nil, nil},
+	}
+	offers := []string{"v1.ocpp, graphql-transport-ws, mqtt", "v1.ocpp", "mqtt,,v1", ""}
+	for _, v := range variants.Where(variants.InFamily(variants.Echo), variants.Speaks(variants.WebSocket)) {
+		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, set := range settings {
+				node := startNodeWS(t, set.env...)
+				target := startServer(t, append([]string{"-variant", v.Name}, set.args...)...)
+				for _, offer := range offers {
+					var extra []string
+					if offer != "" {
+						extra = append(extra, "Sec-WebSocket-Protocol: "+offer+"\r\n")
+					}
+					ws, ours := answer(t, node, extra...), answer(t, target.Addr, extra...)
+					wsStatus, oursStatus := strings.Fields(ws)[0], strings.Fields(ours)[0]
+					switch {
+					case set.name == "none" && offer != "":
+						t.Logf("%s, no settings, offering %q: ws %s, knowngood %s (ws reads the header by default, the targets only with -subprotocols)", v.Name, offer, ws, ours)
+						if ours != `101 ""` {
+							t.Errorf("without -subprotocols, offering %q: %s, want 101 and no subprotocol", offer, ours)
+						}
+					case wsStatus != oursStatus:
+						t.Errorf("%s, offering %q: ws %s, knowngood %s", set.name, offer, ws, ours)
+					case wsStatus == "101" && ws != ours:
+						t.Errorf("%s, offering %q: ws %s, knowngood %s", set.name, offer, ws, ours)
+					case wsStatus == "400" && ws != ours:
+						t.Errorf("%s, offering %q: ws %q, knowngood %q", set.name, offer, ws, ours)
+					}
+				}
 			}
 		})
 	}

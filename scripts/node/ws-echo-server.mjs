@@ -3,6 +3,11 @@
 // as binary), with the targets' default -max-message of 1 MiB and no
 // compression.
 // Usage: node scripts/node/ws-echo-server.mjs [port=8080] [host=127.0.0.1]
+// Subprotocols as a ws server that serves some does it, with the targets'
+// own settings from the environment: KG_SUBPROTOCOLS=a,b answers with the
+// first the client offered that the list has (handleProtocols), and
+// KG_SUBPROTOCOL_REQUIRED=true refuses a client offering none in
+// verifyClient; without them, ws's defaults.
 // Prints one JSON line {"msg":"listening","addr":"HOST:PORT","ws":"8.x.y"}
 // when ready; exits on SIGINT or SIGTERM after closing every client with 1001.
 import { createRequire } from "node:module";
@@ -15,7 +20,16 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(2);
 }
 
-const wss = new WebSocketServer({ port, host, perMessageDeflate: false, maxPayload: 1 << 20 });
+const served = (process.env.KG_SUBPROTOCOLS ?? "").split(",").filter(Boolean);
+const offered = (req) => (req.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim());
+const options = { port, host, perMessageDeflate: false, maxPayload: 1 << 20 };
+if (served.length > 0) {
+  options.handleProtocols = (protocols) => [...protocols].find((p) => served.includes(p)) ?? false;
+}
+if (process.env.KG_SUBPROTOCOL_REQUIRED === "true") {
+  options.verifyClient = (info) => offered(info.req).some((p) => served.includes(p));
+}
+const wss = new WebSocketServer(options);
 wss.on("connection", (ws) => {
   ws.on("message", (data, isBinary) => ws.send(data, { binary: isBinary }));
   ws.on("error", () => {}); // a bad client costs its connection only

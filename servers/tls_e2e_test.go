@@ -7,16 +7,21 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
+	"errors"
+	"io"
 	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/knowngood/knowngood/scripts/harness"
+	"github.com/knowngood/knowngood/shared/prereq"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -224,6 +229,78 @@ func TestMutualTLS(t *testing.T) {
 					return true
 				}, before)
 			})
+		}
+	}
+}
+
+// TestMutualTLSBesideNode: a client without a certificate, and one whose
+// certificate another authority signed, see the same end from a target
+// with -tls-client-ca as from a Node https server that requires client
+// certificates of the same authority (scripts/node/mtls-server.mjs): the
+// first the alert certificate_required, the second its connection closed
+// without an alert once the handshake is over.
+func TestMutualTLSBesideNode(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("node"); err != nil {
+		prereq.Need(t, "node", err)
+	}
+	cert, key, server := testCert(t)
+	trusted, other := newClientCA(t, "trusted"), newClientCA(t, "other")
+	caFile := filepath.Join(t.TempDir(), "client-ca.pem")
+	if err := os.WriteFile(caFile, trusted.pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", "../scripts/node/mtls-server.mjs", cert, key, caFile)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var ready struct{ Addr string }
+	if err := json.NewDecoder(out).Decode(&ready); err != nil {
+		t.Fatalf("mtls-server.mjs: %v", err)
+	}
+	target := startServer(t, "-variant", "echo-gorilla", "-tls-cert", cert, "-tls-key", key, "-tls-client-ca", caFile)
+	foreign := other.issue(t, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	// alert is the error a client sees once its handshake is over: TLS 1.3
+	// sends the server's verdict on the client's certificate after the
+	// client's Finished, so it shows on the first read.
+	alert := func(addr string, cert *tls.Certificate) string {
+		tc := server.Clone()
+		tc.InsecureSkipVerify = true // the Node server's name is not checked here
+		if cert != nil {
+			tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+		}
+		c, err := tls.Dial("tcp", addr, tc)
+		if err != nil {
+			return err.Error()
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err == nil {
+			_, err = c.Read(make([]byte, 1))
+		}
+		switch {
+		case err == nil:
+			return "served"
+		case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+			// Ended by a FIN, or by an RST when the server had not read
+			// what the client sent: either way without an alert.
+			return "closed without an alert"
+		}
+		return err.Error()
+	}
+	for _, c := range []struct {
+		name string
+		cert *tls.Certificate
+	}{{"no certificate", nil}, {"another authority", &foreign}} {
+		node, ours := alert(ready.Addr, c.cert), alert(target.Addr, c.cert)
+		t.Logf("%s: Node %q, knowngood %q", c.name, node, ours)
+		if node != ours || ours == "served" {
+			t.Errorf("%s: Node's TLS answers %q, the target %q", c.name, node, ours)
 		}
 	}
 }

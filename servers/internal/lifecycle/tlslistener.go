@@ -119,6 +119,12 @@ func (l *TLSListener) handshake(raw net.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	err := tc.HandshakeContext(ctx)
 	cancel()
+	if err == nil && l.cfg.ClientCAs != nil {
+		// Checked once the handshake is over and the connection closed
+		// without an alert on a refusal, as Node's TLS server does with
+		// rejectUnauthorized: its client sees the connection end.
+		err = clientVerifier(l.cfg.ClientCAs)(tc.ConnectionState())
+	}
 	if err != nil {
 		select {
 		case <-l.done: // ended by Close: not the client's failure
@@ -175,9 +181,8 @@ func tlsFailureCause(err error) string {
 // clientVerifier checks a client's certificate against the authorities
 // of -tls-client-ca, and names the cause of a refusal. Go's own check
 // (RequireAndVerifyClientCert) does the same verification but gives no
-// cause a count can use; a client without a certificate is still refused
-// by Go (RequireAnyClientCert), with the alert Node's TLS sends for it
-// (certificate_required in TLS 1.3).
+// cause a count can use, and answers with an alert where Node's server
+// ends the connection.
 func clientVerifier(roots *x509.CertPool) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error {
 		if len(cs.PeerCertificates) == 0 {

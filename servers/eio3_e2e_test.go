@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,7 +199,16 @@ func testLegacyJSClientRefused(t *testing.T, engine string) {
 // free loopback port until the test ends.
 func startNode(t *testing.T) *server {
 	t.Helper()
-	p, err := harness.StartProcess(context.Background(), "node socket.io", []string{"node", "../scripts/node/sio-server.mjs", "0"})
+	return startNodeScript(t, nil, "sio-server.mjs", "0")
+}
+
+// startNodeScript runs one of the Node reference servers
+// (scripts/node/SCRIPT) with args and the environment settings env until
+// the test ends.
+func startNodeScript(t *testing.T, env []string, script string, args ...string) *server {
+	t.Helper()
+	argv := slices.Concat([]string{"env"}, env, []string{"node", "../scripts/node/" + script}, args)
+	p, err := harness.StartProcess(context.Background(), "node "+script, argv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,9 @@
 package servers
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -74,27 +71,6 @@ func TestBrowserSubprotocol(t *testing.T) {
 	}
 }
 
-// startNodeWS runs Node's ws echo server (scripts/node/ws-echo-server.mjs)
-// with env on a free port until the test ends, and returns its address.
-func startNodeWS(t *testing.T, env ...string) string {
-	t.Helper()
-	cmd := exec.Command("node", "../scripts/node/ws-echo-server.mjs", "0")
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var ready struct{ Addr string }
-	if err := json.NewDecoder(out).Decode(&ready); err != nil {
-		t.Fatalf("ws-echo-server.mjs: %v", err)
-	}
-	return ready.Addr
-}
-
 // answer is what a server answers an upgrade with extra header lines: its
 // status, the subprotocol of a 101, the body of a refusal.
 func answer(t *testing.T, addr string, extra ...string) string {
@@ -136,7 +112,7 @@ func TestSubprotocolsBesideNodeWS(t *testing.T) {
 		t.Run(v.Name, func(t *testing.T) {
 			t.Parallel()
 			for _, set := range settings {
-				node := startNodeWS(t, set.env...)
+				node := startNodeScript(t, set.env, "ws-echo-server.mjs", "0").Addr
 				target := startServer(t, append([]string{"-variant", v.Name}, set.args...)...)
 				for _, offer := range offers {
 					var extra []string

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"io"
@@ -250,19 +249,7 @@ func TestMutualTLSBesideNode(t *testing.T) {
 	if err := os.WriteFile(caFile, trusted.pem, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", "../scripts/node/mtls-server.mjs", cert, key, caFile)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var ready struct{ Addr string }
-	if err := json.NewDecoder(out).Decode(&ready); err != nil {
-		t.Fatalf("mtls-server.mjs: %v", err)
-	}
+	node := startNodeScript(t, nil, "mtls-server.mjs", cert, key, caFile).Addr
 	target := startServer(t, "-variant", "echo-gorilla", "-tls-cert", cert, "-tls-key", key, "-tls-client-ca", caFile)
 	foreign := other.issue(t, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
 	// alert is the error a client sees once its handshake is over: TLS 1.3
@@ -297,7 +284,7 @@ func TestMutualTLSBesideNode(t *testing.T) {
 		name string
 		cert *tls.Certificate
 	}{{"no certificate", nil}, {"another authority", &foreign}} {
-		node, ours := alert(ready.Addr, c.cert), alert(target.Addr, c.cert)
+		node, ours := alert(node, c.cert), alert(target.Addr, c.cert)
 		t.Logf("%s: Node %q, knowngood %q", c.name, node, ours)
 		if node != ours || ours == "served" {
 			t.Errorf("%s: Node's TLS answers %q, the target %q", c.name, node, ours)

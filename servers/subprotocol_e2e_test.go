@@ -15,12 +15,14 @@ import (
 
 // openJS opens a browser WebSocket to url offering protocols and leaves,
 // in window.result, the subprotocol it opened with, or "closed CODE" when
-// the browser failed the connection.
+// the browser failed the connection. Only the latest socket writes it: the
+// close of the one before, which it closed itself, may come after.
 const openJS = `(() => {
   window.result = undefined;
   const ws = new WebSocket(%q, %s);
-  ws.onopen = () => { window.result = "open " + ws.protocol; ws.close(1000); };
-  ws.onclose = e => { if (window.result === undefined) window.result = "closed " + e.code; };
+  window.latest = ws;
+  ws.onopen = () => { if (window.latest === ws) window.result = "open " + ws.protocol; ws.close(1000); };
+  ws.onclose = e => { if (window.latest === ws && window.result === undefined) window.result = "closed " + e.code; };
   return true;
 })()`
 

@@ -235,7 +235,7 @@ WS_RECIPES := k6-echo artillery-ws tsung wscat js-ws-echo
 SIO_RECIPES := k6-socketio artillery-socketio python-handshake js-handshake locust
 # docker/compose.yaml's target port of each variant (a test checks the two agree).
 COMPOSE_PORTS := empty:8080 async:8081 blocking:8082 echo-gorilla:8083 echo-coder:8084 echo-gnet:8085 echo-tcp:8086 \
-	broadcast-gorilla:8087 broadcast-coder:8088 broadcast-gnet:8089
+	broadcast-gorilla:8087 broadcast-coder:8088 broadcast-gnet:8089 echo-nbio:8090 broadcast-nbio:8091
 PORT ?= 8080
 # The variant a recipe aims at with COMPOSE=1: VARIANT when given, else the
 # recipe's kind's default (VARIANT's own default, empty, is run-server's).
@@ -281,7 +281,7 @@ js-handshake: deps
 	node scripts/clients/sio-connect.mjs --url $(SIO) --n $(N) --transports websocket --deadline-ms 15000
 
 ## locust: the cluster report's client (python-socketio over WebSocket, trade_update every 1-5 s) as Locust users against SIO, headless, under loadgen watch (127.0.0.1:PORT; ADMIN, the target's admin URL, default 127.0.0.1:9100; LOCUSTARGS="-u 100 -r 10 -t 60s")
-ADMIN ?= http://127.0.0.1:$(if $(COMPOSE),$(KG_PORT_PREFIX)$(patsubst 808%,910%,$(compose_port)),9100)
+ADMIN ?= http://127.0.0.1:$(if $(COMPOSE),$(KG_PORT_PREFIX)$(patsubst 809%,911%,$(patsubst 808%,910%,$(compose_port))),9100)
 LOCUSTARGS ?= -u $(N) -r 10 -t 30s
 locust: deps
 	cd scripts && go run ../loadgen watch -admin $(ADMIN) -- locust -f locust/locustfile.py --headless --host $(SIO) $(LOCUSTARGS)

@@ -23,6 +23,7 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/cluster"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -37,22 +38,15 @@ type Options struct {
 	Redis        string        // -redis: the cluster's Redis URL (empty = one process)
 }
 
-// NewGorilla builds broadcast-gorilla. m may be nil (-metrics=false).
-func NewGorilla(o Options, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return newTarget(o, m, log, wsserver.NewGorilla)
+// New builds broadcast-LIB on one of variants.WebSocketLibraries. m may be
+// nil (-metrics=false).
+func New(lib variants.Library) func(Options, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error) {
+	return func(o Options, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+		return newTarget(o, m, log, wsserver.For(lib))
+	}
 }
 
-// NewCoder builds broadcast-coder.
-func NewCoder(o Options, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return newTarget(o, m, log, wsserver.NewCoder)
-}
-
-// NewGnet builds broadcast-gnet.
-func NewGnet(o Options, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return newTarget(o, m, log, wsserver.NewGnet)
-}
-
-type serveFunc func(wsserver.Settings, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)
+type serveFunc = wsserver.Build
 
 // target is a wsserver target plus the push ticker.
 type target struct {

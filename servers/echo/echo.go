@@ -1,8 +1,8 @@
-// Package echo is the WebSocket echo target on three libraries (variants
-// echo-gorilla, echo-coder and echo-gnet) and the raw TCP echo that they are
-// measured against (echo-tcp).
+// Package echo is the WebSocket echo target on each WebSocket library of
+// the registry (variants echo-gorilla, echo-coder, echo-gnet, echo-nbio)
+// and the raw TCP echo that they are measured against (echo-tcp).
 //
-// The WebSocket serving itself, the same on the three libraries, is
+// The WebSocket serving itself, the same on every library, is
 // servers/internal/wsserver's: the upgrade on any path, 426/400/403/503 refusals,
 // reassembly, 1009 over -max-message, 1007 for invalid UTF-8, the close
 // handshake, 1001 on Shutdown, the accounting (its tests are beside it).
@@ -19,24 +19,17 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
 
-// NewGorilla builds echo-gorilla. m may be nil (-metrics=false): the same
-// target without instrumentation.
-func NewGorilla(s wsserver.Settings, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return wsserver.NewGorilla(s, m, log, options)
-}
-
-// NewCoder builds echo-coder.
-func NewCoder(s wsserver.Settings, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return wsserver.NewCoder(s, m, log, options)
-}
-
-// NewGnet builds echo-gnet.
-func NewGnet(s wsserver.Settings, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-	return wsserver.NewGnet(s, m, log, options)
+// New builds echo-LIB on one of variants.WebSocketLibraries. m may be nil
+// (-metrics=false): the same target without instrumentation.
+func New(lib variants.Library) func(wsserver.Settings, *metrics.Metrics, *slog.Logger) (lifecycle.Target, error) {
+	return func(s wsserver.Settings, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+		return wsserver.New(lib, s, m, log, options)
+	}
 }
 
 // NewTCP builds echo-tcp.

@@ -13,6 +13,7 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/socketio"
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
@@ -23,18 +24,19 @@ type Build = func(config.Config, *metrics.Metrics, *slog.Logger) (lifecycle.Targ
 
 // builds has one constructor per catalog row; a test checks that the two
 // name the same variants.
-var builds = map[string]Build{
-	"empty":             socketIO(socketio.Empty),
-	"async":             socketIO(socketio.Async),
-	"blocking":          socketIO(socketio.Blocking),
-	"echo-gorilla":      with(settings.WebSocket, echo.NewGorilla),
-	"echo-coder":        with(settings.WebSocket, echo.NewCoder),
-	"echo-gnet":         with(settings.WebSocket, echo.NewGnet),
-	"echo-tcp":          with(settings.TCP, echo.NewTCP),
-	"broadcast-gorilla": with(settings.Broadcast, broadcast.NewGorilla),
-	"broadcast-coder":   with(settings.Broadcast, broadcast.NewCoder),
-	"broadcast-gnet":    with(settings.Broadcast, broadcast.NewGnet),
-}
+var builds = func() map[string]Build {
+	b := map[string]Build{
+		"empty":    socketIO(socketio.Empty),
+		"async":    socketIO(socketio.Async),
+		"blocking": socketIO(socketio.Blocking),
+		"echo-tcp": with(settings.TCP, echo.NewTCP),
+	}
+	for _, w := range variants.WebSocketLibraries() {
+		b["echo-"+string(w.Library)] = with(settings.WebSocket, echo.New(w.Library))
+		b["broadcast-"+string(w.Library)] = with(settings.Broadcast, broadcast.New(w.Library))
+	}
+	return b
+}()
 
 // with builds a target whose constructor takes its own options, mapped
 // from the flags by opts.

@@ -16,6 +16,7 @@ func ExampleWhere() {
 	// echo-gorilla gorilla
 	// echo-coder coder
 	// echo-gnet gnet
+	// echo-nbio nbio
 }
 
 // Reads tells whether a flag matters to a variant: start-up warns about a

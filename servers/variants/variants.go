@@ -33,13 +33,75 @@ const (
 	Gorilla    Library = "gorilla"    // github.com/gorilla/websocket on net/http
 	Coder      Library = "coder"      // github.com/coder/websocket on net/http
 	Gnet       Library = "gnet"       // gnet v2 event loops with gobwas/ws framing
+	Nbio       Library = "nbio"       // github.com/lesismal/nbio's WebSocket framing on net/http
 	Zishang520 Library = "zishang520" // github.com/zishang520/socket.io on net/http
 	None       Library = "none"       // the standard library's net only
 )
 
 // NetHTTP reports whether the library serves through net/http, so that a
 // listener wrapper sees every write; gnet writes from its own loops.
-func (l Library) NetHTTP() bool { return l == Gorilla || l == Coder || l == Zishang520 }
+func (l Library) NetHTTP() bool {
+	if l == Zishang520 {
+		return true
+	}
+	w, ok := LookupWebSocketLibrary(l)
+	return ok && w.NetHTTP
+}
+
+// WebSocketLibrary is one row of the registry of WebSocket libraries: the
+// echo-LIB and broadcast-LIB variants, their constructors
+// (servers/internal/wsserver, where the library's adapter file registers
+// itself), the tests' library tables and the benchmarks' rows and goals
+// all come from it. The docker files, the Prometheus scrape lists and the
+// Makefile's port table stay static and are checked against the catalog
+// by docker/catalog_test.go.
+type WebSocketLibrary struct {
+	Library Library
+	// Package is what -list names it by.
+	Package string
+	// NetHTTP: it upgrades on net/http and writes through the listener's
+	// connections; otherwise it writes from event loops of its own.
+	NetHTTP bool
+	// Loops: it reads -loops.
+	Loops bool
+	// WriteBlocksRead: a write under way holds up the connection's reader
+	// (nbio writes under the lock its parser takes), so a client that
+	// does not read has what it sends read only once the write ends or
+	// fails (-ping-timeout, a slow client's close).
+	WriteBlocksRead bool
+	Goals           Goals
+}
+
+// Goals are what the benchmarks and the allocation test hold a library's
+// targets to; scripts/bench/README.md says how each is measured.
+type Goals struct {
+	IdleKiB     float64 // bench-conns: most KiB of server memory per idle connection
+	EchoOfTCP   float64 // bench-echo: least fraction of echo-tcp's message rate
+	PushP99ms   float64 // bench-broadcast: most push fan-out p99 at 10,000 subscribers, ms
+	DeliveryCPU float64 // bench-broadcast: most server CPU per delivery, x the floor's
+	EchoAllocs  float64 // TestAllocations: most allocations per echoed message
+}
+
+// webSocketLibraries is the registry, in the order -list prints their
+// variants.
+var webSocketLibraries = []WebSocketLibrary{
+	{Gorilla, "gorilla/websocket", true, false, false, Goals{IdleKiB: 18, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 1}},
+	{Coder, "coder/websocket", true, false, false, Goals{IdleKiB: 24, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 0}},
+	{Gnet, "gnet event loops with gobwas/ws framing", false, true, false, Goals{IdleKiB: 1, EchoOfTCP: 0.9, PushP99ms: 50, DeliveryCPU: 1.5, EchoAllocs: 0}},
+	{Nbio, "nbio's WebSocket framing on net/http", true, false, true, Goals{IdleKiB: 18, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 4}},
+}
+
+// WebSocketLibraries returns the registry; the slice is the caller's.
+func WebSocketLibraries() []WebSocketLibrary { return slices.Clone(webSocketLibraries) }
+
+// LookupWebSocketLibrary returns l's row of the registry.
+func LookupWebSocketLibrary(l Library) (WebSocketLibrary, bool) {
+	i := slices.IndexFunc(webSocketLibraries, func(w WebSocketLibrary) bool { return w.Library == l })
+	if i < 0 {
+		return WebSocketLibrary{}, false
+	}
+	return webSocketLibraries[i], true
+}
 
 // Protocol is what a client speaks to a variant.
 type Protocol string
@@ -109,28 +171,53 @@ var (
 
 func flags(groups ...[]string) []string { return slices.Concat(groups...) }
 
-// catalog is every variant, in the order -list prints them.
-var catalog = []Variant{
-	{"empty", "Socket.IO, the connect handler does nothing",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, clusterFlags), AtOnce},
-	{"async", "Socket.IO, each connect waits -delay on its own timer; nothing else waits",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags), OwnTimer},
-	{"blocking", "Socket.IO, each connect freezes the one shared loop for -delay: opens, events, pings and writes wait too (-blocking-model asyncio|node)",
-		SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, []string{"blocking-model"}, clusterFlags), SharedLoop},
-	{"echo-gorilla", "WebSocket echo on gorilla/websocket: every message back as it came",
-		Echo, Gorilla, WebSocket, flags(webSocketFlags), NoConnect},
-	{"echo-coder", "WebSocket echo on coder/websocket: every message back as it came",
-		Echo, Coder, WebSocket, flags(webSocketFlags), NoConnect},
-	{"echo-gnet", "WebSocket echo on gnet event loops with gobwas/ws framing (-loops)",
-		Echo, Gnet, WebSocket, flags(webSocketFlags, gnetFlags), NoConnect},
-	{"echo-tcp", "raw TCP echo, no framing: the floor the WebSocket echoes are measured against",
-		Echo, None, TCP, nil, NoConnect},
-	{"broadcast-gorilla", "websocket-shootout echo/broadcast (+ timed push) on gorilla/websocket",
-		Broadcast, Gorilla, WebSocket, flags(webSocketFlags, broadcastFlags, clusterFlags), NoConnect},
-	{"broadcast-coder", "websocket-shootout echo/broadcast (+ timed push) on coder/websocket",
-		Broadcast, Coder, WebSocket, flags(webSocketFlags, broadcastFlags, clusterFlags), NoConnect},
-	{"broadcast-gnet", "websocket-shootout echo/broadcast (+ timed push) on gnet event loops (-loops)",
-		Broadcast, Gnet, WebSocket, flags(webSocketFlags, broadcastFlags, gnetFlags, clusterFlags), NoConnect},
+// catalog is every variant, in the order -list prints them: the Socket.IO
+// variants, an echo per WebSocket library, echo-tcp, a broadcast per
+// WebSocket library.
+var catalog = slices.Concat(
+	[]Variant{
+		{"empty", "Socket.IO, the connect handler does nothing",
+			SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, clusterFlags), AtOnce},
+		{"async", "Socket.IO, each connect waits -delay on its own timer; nothing else waits",
+			SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, clusterFlags), OwnTimer},
+		{"blocking", "Socket.IO, each connect freezes the one shared loop for -delay: opens, events, pings and writes wait too (-blocking-model asyncio|node)",
+			SocketIO, Zishang520, SocketIOProtocol, flags(socketIOFlags, delayFlags, []string{"blocking-model"}, clusterFlags), SharedLoop},
+	},
+	onEach(func(w WebSocketLibrary) Variant {
+		return Variant{"echo-" + string(w.Library), "WebSocket echo on " + w.Package + ": every message back as it came" + w.loopsNote(),
+			Echo, w.Library, WebSocket, flags(webSocketFlags, w.loopsFlags()), NoConnect}
+	}),
+	[]Variant{
+		{"echo-tcp", "raw TCP echo, no framing: the floor the WebSocket echoes are measured against",
+			Echo, None, TCP, nil, NoConnect},
+	},
+	onEach(func(w WebSocketLibrary) Variant {
+		return Variant{"broadcast-" + string(w.Library), "websocket-shootout echo/broadcast (+ timed push) on " + w.Package + w.loopsNote(),
+			Broadcast, w.Library, WebSocket, flags(webSocketFlags, broadcastFlags, w.loopsFlags(), clusterFlags), NoConnect}
+	}),
+)
+
+// onEach makes one variant per WebSocket library.
+func onEach(row func(WebSocketLibrary) Variant) []Variant {
+	out := make([]Variant, len(webSocketLibraries))
+	for i, w := range webSocketLibraries {
+		out[i] = row(w)
+	}
+	return out
+}
+
+func (w WebSocketLibrary) loopsFlags() []string {
+	if w.Loops {
+		return gnetFlags
+	}
+	return nil
+}
+
+func (w WebSocketLibrary) loopsNote() string {
+	if w.Loops {
+		return " (-loops)"
+	}
+	return ""
 }
 
 // All returns every variant, in catalog order. The slice is the caller's.
@@ -189,6 +276,13 @@ func Is(l Library) func(Variant) bool { return func(v Variant) bool { return v.L
 
 // Speaks selects the variants a client talks to in protocol p.
 func Speaks(p Protocol) func(Variant) bool { return func(v Variant) bool { return v.Protocol == p } }
+
+// ReadsWhileWriting selects the variants whose reader goes on while a
+// write is under way (WebSocketLibrary.WriteBlocksRead).
+func ReadsWhileWriting(v Variant) bool {
+	w, ok := LookupWebSocketLibrary(v.Library)
+	return !ok || !w.WriteBlocksRead
+}
 
 // OnNetHTTP selects the variants whose library serves through net/http.
 func OnNetHTTP(v Variant) bool { return v.Library.NetHTTP() }

@@ -56,12 +56,14 @@ const (
 
 var allTargets = append(append([]string{}, broadcastVariants...), floorTarget, nodeTarget)
 
-// p99Goals: the push fan-out p99 at 10,000 subscribers, in ms, by library.
-var p99Goals = map[variants.Library]float64{variants.Gnet: 50, variants.Gorilla: 100, variants.Coder: 100}
-
-// floorGoals: server CPU per delivery as a multiple of the floor's, by
-// library; every knowngood target's against Node's is nodeGoal.
-var floorGoals = map[variants.Library]float64{variants.Gnet: 1.5, variants.Gorilla: 2, variants.Coder: 2}
+// goalsOf are lib's goals in the registry: the push fan-out p99 at 10,000
+// subscribers (PushP99ms) and the server CPU per delivery as a multiple of
+// the floor's (DeliveryCPU); every knowngood target's against Node's is
+// nodeGoal.
+func goalsOf(lib variants.Library) (variants.Goals, bool) {
+	w, ok := variants.LookupWebSocketLibrary(lib)
+	return w.Goals, ok
+}
 
 const (
 	nodeGoal        = 0.5
@@ -363,11 +365,11 @@ func writePushRow(w io.Writer, o options, rows []row, r row) {
 	}
 	xFloor, p99Goal := "-", "-"
 	if isKnowngood(r.target) {
-		lib := libraryOf(r.target)
+		goals, ok := goalsOf(libraryOf(r.target))
 		if f := find(rows, floorTarget, r.n, "push"); f != nil {
-			xFloor = ratio(us, f.usPerDelivery(), floorGoals[lib])
+			xFloor = ratio(us, f.usPerDelivery(), goals.DeliveryCPU)
 		}
-		if g, ok := p99Goals[lib]; ok && r.n == goalSubscribers && rep.Latency != nil {
+		if g := goals.PushP99ms; ok && r.n == goalSubscribers && rep.Latency != nil {
 			p99Goal = fmt.Sprintf("%.0f: met", g)
 			if p99 > g {
 				p99Goal = fmt.Sprintf("%.0f: **not met**", g)

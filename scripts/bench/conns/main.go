@@ -42,9 +42,13 @@ import (
 
 const node = benchrun.Node
 
-// goals are the upper bounds, KiB of server RSS per idle connection.
-// They are by library, since an idle connection's cost is the library's.
-var goals = map[variants.Library]float64{variants.Gnet: 1, variants.Gorilla: 18, variants.Coder: 24}
+// idleGoal is the upper bound, KiB of server RSS per idle connection, of
+// lib's targets (the registry's Goals.IdleKiB): by library, since an idle
+// connection's cost is the library's.
+func idleGoal(lib variants.Library) (float64, bool) {
+	w, ok := variants.LookupWebSocketLibrary(lib)
+	return w.Goals.IdleKiB, ok
+}
 
 // floorGoal is the most a gnet target may spend per idle connection, as a
 // multiple of the gnet floor's KiB per connection in the same run: what
@@ -263,7 +267,7 @@ func writeTable(w io.Writer, o options, rows []row) {
 		rep, s := r.rep, r.rep.Server
 		kib := *rep.KiBPerConnection()
 		goal, met := "-", "-"
-		if g, ok := goals[libraryOf(r.variant)]; ok && !isSio(r.variant) {
+		if g, ok := idleGoal(libraryOf(r.variant)); ok && !isSio(r.variant) {
 			goal = strconv.FormatFloat(g, 'f', 0, 64)
 			met = benchrun.Met(kib <= g)
 		}

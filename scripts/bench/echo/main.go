@@ -44,10 +44,6 @@ const node = benchrun.Node
 
 var goVariants = benchrun.EchoVariants
 
-// floorGoals: the least fraction of the raw TCP floor's rate that each
-// library's WebSocket echo must reach.
-var floorGoals = map[variants.Library]float64{variants.Gnet: 0.9, variants.Gorilla: 0.6, variants.Coder: 0.6}
-
 // gnetFloorGoal: the most server CPU per message echo-gnet may spend, as
 // a multiple of the minimal gnet echo server's (gnet-floor).
 const gnetFloorGoal = 1.2
@@ -347,7 +343,8 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 	nodeRate, okNode := rate(node, false)
 	for _, v := range benchrun.WSEchoVariants {
 		row, _ := variants.Lookup(v)
-		least, ok := floorGoals[row.Library]
+		lib, ok := variants.LookupWebSocketLibrary(row.Library)
+		least := lib.Goals.EchoOfTCP
 		if !ok {
 			fmt.Fprintf(w, "| %s >= ?x %s | - | no goal for library %s |\n", v, benchrun.EchoFloor, row.Library)
 			continue

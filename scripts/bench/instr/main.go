@@ -12,7 +12,7 @@
 // echoed. loadgen reads no /stats, which would count too.
 //
 //	go run ./scripts/bench/instr [-duration 5s] [-reps 3] [-conns 1,100] [-modes sync,pipelined]
-//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet]
+//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,echo-nbio]
 //
 // callgrind counts user-space instructions: the system calls, the same
 // with and without metrics, are left out, so the cost it reports is a

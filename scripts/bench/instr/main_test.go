@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 )
 
 func TestSummary(t *testing.T) {
@@ -28,7 +30,7 @@ func TestSummary(t *testing.T) {
 
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags(nil)
-	if err != nil || len(o.variants) != 4 || len(o.conns) != 2 || len(o.modes) != 2 || o.reps != 3 {
+	if err != nil || len(o.variants) != len(benchrun.EchoVariants) || len(o.conns) != 2 || len(o.modes) != 2 || o.reps != 3 {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
 	for _, tc := range []struct{ args []string }{

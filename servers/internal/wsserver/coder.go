@@ -11,9 +11,12 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/wsframe"
 )
+
+var _ = registerHTTP(variants.Coder, coderUpgrader)
 
 func coderUpgrader(cfg Settings) upgrader {
 	opts := &websocket.AcceptOptions{

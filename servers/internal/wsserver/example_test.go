@@ -9,11 +9,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
-	"github.com/knowngood/knowngood/shared/metrics"
 )
 
 // shout answers every message with the same message in upper case.
@@ -30,22 +29,19 @@ func (s *shoutSession) Message(op wsserver.Op, data []byte) { s.p.Reply(op, byte
 
 // A Handler is all a target writes: the same one serves on every library.
 func Example() {
-	libraries := []struct {
-		name string
-		new  func(wsserver.Settings, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error)
-	}{{"gorilla", wsserver.NewGorilla}, {"coder", wsserver.NewCoder}, {"gnet", wsserver.NewGnet}}
-	for _, lib := range libraries {
-		fmt.Println(lib.name+":", serveOnce(lib.new, "hello"))
+	for _, lib := range variants.WebSocketLibraries() {
+		fmt.Println(string(lib.Library)+":", serveOnce(wsserver.For(lib.Library), "hello"))
 	}
 	// Output:
 	// gorilla: HELLO
 	// coder: HELLO
 	// gnet: HELLO
+	// nbio: HELLO
 }
 
 // serveOnce starts a target with the shout handler, sends it msg from a
 // client, and returns the answer.
-func serveOnce(build func(wsserver.Settings, *metrics.Metrics, *slog.Logger, wsserver.Options) (lifecycle.Target, error), msg string) string {
+func serveOnce(build wsserver.Build, msg string) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err.Error()

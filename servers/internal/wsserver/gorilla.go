@@ -10,9 +10,12 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/wsframe"
 )
+
+var _ = registerHTTP(variants.Gorilla, gorillaUpgrader)
 
 func gorillaUpgrader(cfg Settings) upgrader {
 	u := &websocket.Upgrader{

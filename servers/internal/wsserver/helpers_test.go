@@ -16,6 +16,7 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
 	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/wstest"
@@ -30,24 +31,27 @@ func on(newTarget func(wsserver.Settings, *metrics.Metrics, *slog.Logger, wsserv
 	}
 }
 
-var (
-	gorillaEcho = on(wsserver.NewGorilla)
-	coderEcho   = on(wsserver.NewCoder)
-	gnetEcho    = on(wsserver.NewGnet)
-)
+// gnetEcho is the echo on gnet, for the tests of its event loops.
+var gnetEcho = on(wsserver.NewGnet)
 
-// libraries are the layer's three adapters, which every behaviour test
-// runs against. netHTTP: the library sits on net/http and writes through
-// the listener's connections (gnet writes from its own loop).
-var libraries = []struct {
+// library is one of the layer's adapters. netHTTP: the library sits on
+// net/http and writes through the listener's connections (gnet writes from
+// its own loop).
+type library struct {
 	name    string
 	build   build
 	netHTTP bool
-}{
-	{"gorilla", gorillaEcho, true},
-	{"coder", coderEcho, true},
-	{"gnet", gnetEcho, false},
 }
+
+// libraries are the layer's adapters, one per row of the registry of
+// WebSocket libraries, which every behaviour test runs against.
+var libraries = func() []library {
+	var out []library
+	for _, w := range variants.WebSocketLibraries() {
+		out = append(out, library{string(w.Library), on(wsserver.For(w.Library)), w.NetHTTP})
+	}
+	return out
+}()
 
 // forEach runs f as a subtest for every library, side by side: each has
 // a target of its own on a port of its own.

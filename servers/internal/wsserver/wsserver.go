@@ -2,6 +2,7 @@ package wsserver
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/conns"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
+	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 )
@@ -142,20 +144,54 @@ type Options struct {
 	AcceptError func(reason string)
 }
 
-// NewGorilla serves on gorilla/websocket. m may be nil (-metrics=false).
-func NewGorilla(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
-	return newHTTPTarget(cfg, m, log, o, gorillaUpgrader(cfg)), nil
+// A Build serves on one library. m may be nil (-metrics=false).
+type Build func(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error)
+
+// builds has each library's constructor, registered by its adapter file
+// (gorilla.go, coder.go, gnet.go, nbio.go): the one place a library is
+// added besides its row in servers/variants.
+var builds = map[variants.Library]Build{}
+
+// register makes build the constructor of lib.
+func register(lib variants.Library, build Build) bool {
+	if _, dup := builds[lib]; dup {
+		panic("wsserver: " + string(lib) + " registered twice")
+	}
+	builds[lib] = build
+	return true
 }
 
-// NewCoder serves on coder/websocket.
-func NewCoder(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
-	return newHTTPTarget(cfg, m, log, o, coderUpgrader(cfg)), nil
+// registerHTTP registers a library that upgrades on the net/http front
+// (httpfront.go) with the upgrader up makes.
+func registerHTTP(lib variants.Library, up func(Settings) upgrader) bool {
+	return register(lib, func(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
+		return newHTTPTarget(cfg, m, log, o, up(cfg)), nil
+	})
 }
 
-// NewGnet serves on gnet's event loops (-loops) with gobwas/ws framing.
+// New serves on lib, one of variants.WebSocketLibraries.
+func New(lib variants.Library, cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
+	build, ok := builds[lib]
+	if !ok {
+		return nil, fmt.Errorf("wsserver: no adapter for the WebSocket library %q", lib)
+	}
+	return build(cfg, m, log, o)
+}
+
+// For returns New bound to lib, for the targets that take a constructor.
+func For(lib variants.Library) Build {
+	return func(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
+		return New(lib, cfg, m, log, o)
+	}
+}
+
+// NewGnet serves on gnet's event loops (-loops) with gobwas/ws framing;
+// the Socket.IO engine on gnet builds on it with Options.Front.
 func NewGnet(cfg Settings, m *metrics.Metrics, log *slog.Logger, o Options) (lifecycle.Target, error) {
 	return newGnetTarget(cfg, m, log, o)
 }
+
+var _ = register(variants.Gnet, NewGnet)
 
 // Outgoing is one message on its way to one or many connections: it is
 // framed once for all the gnet connections it goes to.

@@ -46,10 +46,12 @@ func BuildModfile(pkg, name, modfile string) (string, error) {
 	return build(pkg, name, "-modfile="+modfile)
 }
 
-// GnetFloor is the path of the minimal gnet WebSocket echo server that
-// the gnet targets are measured against, built from
-// ./scripts/bench/floors/gnetecho on the first call.
-func GnetFloor() (string, error) { return Build("./scripts/bench/floors/gnetecho", "gnetecho") }
+// Floor is the path of the minimal WebSocket echo server on library lib
+// alone that lib's targets are measured against, built from
+// ./scripts/bench/floors/LIBecho on the first call.
+func Floor(lib string) (string, error) {
+	return Build("./scripts/bench/floors/"+lib+"echo", lib+"echo")
+}
 
 // KnowngoodT is Knowngood for a test, which fails if the build does.
 func KnowngoodT(t testing.TB) string {

@@ -142,8 +142,8 @@ func TestPrebuilt(t *testing.T) {
 	t.Setenv(BinDirEnv, dir)
 	RemoveBuilds()
 	t.Cleanup(RemoveBuilds)
-	if bin, err := GnetFloor(); err != nil || bin != fake {
-		t.Errorf("GnetFloor() = %q, %v; want %q", bin, err, fake)
+	if bin, err := Floor("gnet"); err != nil || bin != fake {
+		t.Errorf("Floor(gnet) = %q, %v; want %q", bin, err, fake)
 	}
 	if bin, ok := prebuilt("./scripts/bench/floors/sioserver", "sioserver"); ok {
 		t.Errorf("prebuilt sioserver = %q, but %s has none", bin, dir)

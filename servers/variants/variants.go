@@ -69,7 +69,10 @@ type WebSocketLibrary struct {
 	// does not read has what it sends read only once the write ends or
 	// fails (-ping-timeout, a slow client's close).
 	WriteBlocksRead bool
-	Goals           Goals
+	// Floor: scripts/bench/floors/LIBecho is a minimal echo server on the
+	// library alone, which the benchmarks measure its targets against.
+	Floor bool
+	Goals Goals
 }
 
 // Goals are what the benchmarks and the allocation test hold a library's
@@ -80,15 +83,20 @@ type Goals struct {
 	PushP99ms   float64 // bench-broadcast: most push fan-out p99 at 10,000 subscribers, ms
 	DeliveryCPU float64 // bench-broadcast: most server CPU per delivery, x the floor's
 	EchoAllocs  float64 // TestAllocations: most allocations per echoed message
+	// Against the library's floor (Floor), 0 = reported, no goal:
+	IdleOfFloor float64 // bench-conns: most KiB per idle connection, x the floor's
+	CPUOfFloor  float64 // bench-echo: most server CPU per echoed message, x the floor's
 }
 
 // webSocketLibraries is the registry, in the order -list prints their
 // variants.
 var webSocketLibraries = []WebSocketLibrary{
-	{Gorilla, "gorilla/websocket", true, false, false, Goals{IdleKiB: 18, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 1}},
-	{Coder, "coder/websocket", true, false, false, Goals{IdleKiB: 24, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 0}},
-	{Gnet, "gnet event loops with gobwas/ws framing", false, true, false, Goals{IdleKiB: 1, EchoOfTCP: 0.9, PushP99ms: 50, DeliveryCPU: 1.5, EchoAllocs: 0}},
-	{Nbio, "nbio's WebSocket framing on net/http", true, false, true, Goals{IdleKiB: 18, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 4}},
+	{Gorilla, "gorilla/websocket", true, false, false, false, Goals{IdleKiB: 18, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 1}},
+	{Coder, "coder/websocket", true, false, false, false, Goals{IdleKiB: 24, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 0}},
+	{Gnet, "gnet event loops with gobwas/ws framing", false, true, false, true, Goals{IdleKiB: 1, EchoOfTCP: 0.9, PushP99ms: 50, DeliveryCPU: 1.5, EchoAllocs: 0, IdleOfFloor: 1.2, CPUOfFloor: 1.2}},
+	// The floor is nbio on its own poller, the targets nbio's framing on
+	// net/http: the ratios are reported, not judged.
+	{Nbio, "nbio's WebSocket framing on net/http", true, false, true, true, Goals{IdleKiB: 18, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 4}},
 }
 
 // WebSocketLibraries returns the registry; the slice is the caller's.

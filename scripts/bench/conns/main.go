@@ -1,19 +1,19 @@
 // Command conns is the idle-connections benchmark (make bench-conns): for
-// each echo target (echo-tcp, echo-gorilla, echo-coder, echo-gnet), the
-// gnet broadcast (its idle subscribers), the minimal gnet echo server that
-// the gnet targets are held to (gnet-floor, scripts/bench/floors/gnetecho)
-// and the Node `ws` echo server for comparison, and the Socket.IO rows (sio.go:
+// each echo target (echo-tcp and one per WebSocket library), the
+// gnet broadcast (its idle subscribers), the minimal echo server on each
+// library alone that has one (gnet-floor, nbio-floor:
+// scripts/bench/floors/LIBecho) and the Node `ws` echo server for comparison, and the Socket.IO rows (sio.go:
 // the baseline variant on each engine, the bare zishang520 server and Node's
 // socket.io, each holding Socket.IO sockets), it starts a fresh server, runs
 // `loadgen conns` at the highest count that both processes' open-files
 // limits allow (each connection takes a descriptor on both sides), and
 // prints a Markdown table of the server's resident memory per idle
 // connection, in KiB, with the goals for each target: an absolute bound
-// by library, and for the gnet targets at most floorGoal times the gnet
-// floor measured in the same run.
+// by library, and against the library's floor measured in the same run
+// (the registry's Goals.IdleOfFloor; nbio's is reported only).
 //
 //	go run ./scripts/bench/conns [-n 0] [-batch 1000] [-sources 127.0.0.1-127.0.0.8] [-hold 5s]
-//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,broadcast-gnet,gnet-floor,node,
+//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,echo-nbio,broadcast-gnet,gnet-floor,nbio-floor,node,
 //	                                        sio-zishang520,sio-native,sio-native-gnet,sio-bare,sio-node]
 //
 // Run it from the repository root. Everything listens on 127.0.0.1; every
@@ -50,12 +50,6 @@ func idleGoal(lib variants.Library) (float64, bool) {
 	return w.Goals.IdleKiB, ok
 }
 
-// floorGoal is the most a gnet target may spend per idle connection, as a
-// multiple of the gnet floor's KiB per connection in the same run: what
-// knowngood keeps beyond gnet's own state (its accounting, the keepalive,
-// the accept that survives EMFILE) must stay small.
-const floorGoal = 1.2
-
 // broadcastGnet is the broadcast target whose idle subscribers are
 // measured beside the echoes: every connection to it joins the hub.
 var broadcastGnet = benchrun.GnetBroadcast
@@ -81,7 +75,7 @@ func parseFlags(args []string) (options, error) {
 	batch := fs.Int("batch", 1000, "loadgen -batch")
 	sources := fs.String("sources", "127.0.0.1-127.0.0.8", "loadgen -sources")
 	hold := fs.Duration("hold", 5*time.Second, "loadgen -hold: how long the connections are held before the server's RSS is read")
-	list := append(slices.Clone(benchrun.EchoVariants), broadcastGnet, benchrun.GnetFloor, benchrun.Node)
+	list := slices.Concat(benchrun.EchoVariants, []string{broadcastGnet}, benchrun.Floors, []string{benchrun.Node})
 	list = append(list, sioTargets...)
 	variants := fs.String("variants", strings.Join(list, ","), "comma-separated `list` of targets: "+strings.Join(list, ", "))
 	if err := fs.Parse(args); err != nil {
@@ -257,8 +251,9 @@ func writeTable(w io.Writer, o options, rows []row) {
 		switch name {
 		case node:
 			name = "node ws"
-		case benchrun.GnetFloor:
-			name = "gnet floor (minimal gnet echo)"
+		}
+		if lib, ok := benchrun.FloorLibrary(name); ok {
+			name = fmt.Sprintf("%s floor (minimal %s echo)", lib, lib)
 		}
 		if r.rep == nil || r.rep.Server == nil || r.rep.Server.BytesPerConnection == nil {
 			fmt.Fprintf(w, "| %s | %d | error: %v | | | | | | | | | | | | |\n", name, r.n, r.err)
@@ -288,12 +283,25 @@ func writeTable(w io.Writer, o options, rows []row) {
 	}
 }
 
-// writeFloorRatios compares each gnet target with the gnet floor of the
-// same run: its KiB per idle connection over the floor's.
+// writeFloorRatios compares each target with its library's floor of the
+// same run: its KiB per idle connection over the floor's, against the
+// registry's Goals.IdleOfFloor (0: reported, no goal). What knowngood keeps
+// beyond gnet's own state (its accounting, the keepalive, the accept that
+// survives EMFILE) must stay small; nbio's targets sit on net/http, its
+// floor on nbio's own poller, so theirs is the price of that front.
 func writeFloorRatios(w io.Writer, rows []row) {
+	for _, lib := range variants.WebSocketLibraries() {
+		if lib.Floor {
+			writeFloorRatio(w, rows, lib)
+		}
+	}
+}
+
+func writeFloorRatio(w io.Writer, rows []row, lib variants.WebSocketLibrary) {
+	name := benchrun.FloorOf(lib.Library)
 	var floor *row
 	for i := range rows {
-		if rows[i].variant == benchrun.GnetFloor && rows[i].rep != nil && rows[i].rep.KiBPerConnection() != nil {
+		if rows[i].variant == name && rows[i].rep != nil && rows[i].rep.KiBPerConnection() != nil {
 			floor = &rows[i]
 		}
 	}
@@ -301,21 +309,30 @@ func writeFloorRatios(w io.Writer, rows []row) {
 		return
 	}
 	fk := *floor.rep.KiBPerConnection()
-	fmt.Fprintf(w, "\nAgainst the gnet floor of this run (%.2f KiB per connection at %d): goal at most %.1fx.\n\n", fk, floor.n, floorGoal)
-	fmt.Fprintln(w, "| target | connections | KiB per connection | x gnet floor | goal | met |")
+	goal, judge := lib.Goals.IdleOfFloor, lib.Goals.IdleOfFloor > 0
+	goalCell, says := "-", "no goal, reported"
+	if judge {
+		goalCell = fmt.Sprintf("%.1fx", goal)
+		says = "goal at most " + goalCell
+	}
+	fmt.Fprintf(w, "\nAgainst the %s floor of this run (%.2f KiB per connection at %d): %s.\n\n", lib.Library, fk, floor.n, says)
+	fmt.Fprintf(w, "| target | connections | KiB per connection | x %s floor | goal | met |\n", lib.Library)
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|")
 	for _, r := range rows {
-		if libraryOf(r.variant) != variants.Gnet {
+		if libraryOf(r.variant) != lib.Library {
 			continue
 		}
 		if r.rep == nil || r.rep.KiBPerConnection() == nil || fk <= 0 {
-			fmt.Fprintf(w, "| %s | %d | - | - | %.1fx | not measured |\n", r.variant, r.n, floorGoal)
+			fmt.Fprintf(w, "| %s | %d | - | - | %s | not measured |\n", r.variant, r.n, goalCell)
 			continue
 		}
 		kib := *r.rep.KiBPerConnection()
 		x := kib / fk
-		met := benchrun.Met(x <= floorGoal)
-		fmt.Fprintf(w, "| %s | %d | %.2f | %.2fx | %.1fx | %s |\n", r.variant, r.n, kib, x, floorGoal, met)
+		met := "-"
+		if judge {
+			met = benchrun.Met(x <= goal)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.2f | %.2fx | %s | %s |\n", r.variant, r.n, kib, x, goalCell, met)
 	}
 }
 

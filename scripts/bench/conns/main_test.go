@@ -11,6 +11,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/conns"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun/benchruntest"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -37,6 +38,8 @@ func TestTables(t *testing.T) {
 		{variant: node, n: 100, err: errors.New("would not start")},
 		{variant: sioNativeGnet, n: 100, limit: "-n", rep: rep(3 * 1024)},
 		{variant: sioZishang520, n: 100, limit: "-n", rep: rep(40 * 1024)},
+		{variant: benchrun.FloorOf(variants.Nbio), n: 100, limit: "-n", rep: rep(2 * 1024)},
+		{variant: "echo-nbio", n: 100, limit: "-n", rep: rep(8 * 1024)},
 	}
 	var b strings.Builder
 	o := options{batch: 10, sources: "127.0.0.1", hold: time.Second}
@@ -49,6 +52,9 @@ func TestTables(t *testing.T) {
 		"| node ws | 100 | error: would not start |",
 		"Against the gnet floor of this run (0.50 KiB per connection at 100)",
 		"| " + broadcastGnet + " | 100 | 1.00 | 2.00x | 1.2x | **no** |",
+		// nbio's floor is on its poller, its targets on net/http: reported.
+		"Against the nbio floor of this run (2.00 KiB per connection at 100): no goal, reported.",
+		"| echo-nbio | 100 | 8.00 | 4.00x | - | - |",
 		// The Socket.IO goal is the native engine's on gnet; the others compare.
 		"| " + sioNativeGnet + " | 100 | 100 | 0 | 2.00 | 50 | 10.0 | 10.3 | 3.00 | 4 | yes |",
 		"| " + sioZishang520 + " | 100 | 100 | 0 | 2.00 | 50 | 10.0 | 13.9 | 40.00 | - | - |",

@@ -1,6 +1,6 @@
 // Command echo is the echo benchmark (make bench-echo): in one run, it
-// measures every echo target in turn (echo-tcp, echo-gorilla, echo-coder,
-// echo-gnet, each Go one also with -metrics=false, and the Node `ws` echo
+// measures every echo target in turn (echo-tcp and one per WebSocket
+// library, each Go one also with -metrics=false, and the Node `ws` echo
 // server of scripts/node/ws-echo-server.mjs) with `loadgen echo`, for each
 // connection count and mode, a few times over, and prints the medians as
 // Markdown tables: rates, latencies and both sides' CPU seconds, the ratios
@@ -8,11 +8,12 @@
 // against off), and the project's goals for them.
 //
 //	go run ./scripts/bench/echo [-duration 5s] [-warmup 1s] [-reps 3] [-conns 1,100] [-modes sync,pipelined]
-//	                            [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,gnet-floor,node] [-metrics-off=true]
+//	                            [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,echo-nbio,gnet-floor,nbio-floor,node] [-metrics-off=true]
 //
-// gnet-floor is the minimal gnet WebSocket echo server of
-// scripts/bench/floors/gnetecho: echo-gnet's server CPU per message is
-// held to it.
+// gnet-floor and nbio-floor are the minimal WebSocket echo servers on each
+// library alone (scripts/bench/floors/LIBecho): a target's server CPU per
+// message is set beside its library's floor, and held to the registry's
+// Goals.CPUOfFloor where it has one (echo-gnet's).
 //
 // Every repetition starts a fresh server for each target, and the targets
 // take turns within a repetition, so that a slow minute of the machine
@@ -44,9 +45,6 @@ const node = benchrun.Node
 
 var goVariants = benchrun.EchoVariants
 
-// gnetFloorGoal: the most server CPU per message echo-gnet may spend, as
-// a multiple of the minimal gnet echo server's (gnet-floor).
-const gnetFloorGoal = 1.2
 
 type options struct {
 	duration, warmup time.Duration
@@ -365,11 +363,22 @@ func writeGoals(w io.Writer, o options, sums map[cell]summary) {
 		s := sums[cell{t, c, mode}]
 		line(fmt.Sprintf("loadgen CPU / %s CPU <= 1.0x", t), s.clientPerServer, 1, s.ok && s.clientPerServer > 0, true, func(x float64) bool { return x <= 1 }, "x")
 	}
-	if s, f := sums[cell{target{variant: benchrun.GnetEcho}, c, mode}], sums[cell{target{variant: benchrun.GnetFloor}, c, mode}]; s.ok && f.ok {
+	for _, v := range benchrun.WSEchoVariants {
+		row, _ := variants.Lookup(v)
+		lib, _ := variants.LookupWebSocketLibrary(row.Library)
+		floor := benchrun.FloorOf(lib.Library)
+		s, f := sums[cell{target{variant: v}, c, mode}], sums[cell{target{variant: floor}, c, mode}]
+		if !lib.Floor || !s.ok || !f.ok {
+			continue
+		}
 		// The server's CPU per message, not its rate: the client shares
 		// the cores, and the floor's share of them differs.
-		line(fmt.Sprintf("%s server µs/msg <= %.1fx %s", benchrun.GnetEcho, gnetFloorGoal, benchrun.GnetFloor), s.serverUsPerMsg, f.serverUsPerMsg,
-			s.serverUsPerMsg > 0, f.serverUsPerMsg > 0, func(x float64) bool { return x <= gnetFloorGoal }, "x")
+		goal := lib.Goals.CPUOfFloor
+		label, meets := fmt.Sprintf("%s server µs/msg <= %.1fx %s", v, goal, floor), func(x float64) bool { return x <= goal }
+		if goal == 0 {
+			label, meets = fmt.Sprintf("%s server µs/msg / %s (no goal)", v, floor), func(float64) bool { return true }
+		}
+		line(label, s.serverUsPerMsg, f.serverUsPerMsg, s.serverUsPerMsg > 0, f.serverUsPerMsg > 0, meets, "x")
 	}
 	if o.metricsOff {
 		for _, v := range goVariants {

@@ -16,10 +16,34 @@ import (
 // -variants and in the tables.
 const Node = "node"
 
-// GnetFloor names the minimal gnet WebSocket echo server
-// (scripts/bench/floors/gnetecho) in -variants and in the tables: the
-// floor of the gnet targets.
-const GnetFloor = "gnet-floor"
+// FloorOf names, in -variants and in the tables, the minimal WebSocket echo
+// server on library lib alone (scripts/bench/floors/LIBecho), the floor of
+// lib's targets: "gnet-floor".
+func FloorOf(lib variants.Library) string { return string(lib) + "-floor" }
+
+// Floors are the floors of the registry's libraries that have one.
+var Floors = func() []string {
+	var out []string
+	for _, w := range variants.WebSocketLibraries() {
+		if w.Floor {
+			out = append(out, FloorOf(w.Library))
+		}
+	}
+	return out
+}()
+
+// GnetFloor is the gnet targets' floor.
+var GnetFloor = FloorOf(variants.Gnet)
+
+// FloorLibrary is the library whose floor target is.
+func FloorLibrary(target string) (variants.Library, bool) {
+	for _, w := range variants.WebSocketLibraries() {
+		if w.Floor && FloorOf(w.Library) == target {
+			return w.Library, true
+		}
+	}
+	return "", false
+}
 
 // EchoFloor is the raw TCP echo of the catalog, the floor the WebSocket
 // echoes are measured against.
@@ -36,21 +60,24 @@ var EchoVariants = append([]string{EchoFloor}, WSEchoVariants...)
 func EchoTargetsFlag(fs interface {
 	String(name, value, usage string) *string
 }) *string {
-	return fs.String("variants", strings.Join(append(slices.Clone(EchoVariants), GnetFloor, Node), ","),
-		"comma-separated `list` of targets: "+strings.Join(EchoVariants, ", ")+", "+GnetFloor+" (minimal gnet echo), "+Node+" (Node ws)")
+	return fs.String("variants", strings.Join(slices.Concat(EchoVariants, Floors, []string{Node}), ","),
+		"comma-separated `list` of targets: "+strings.Join(EchoVariants, ", ")+", "+strings.Join(Floors, ", ")+" (minimal echoes on each library alone), "+Node+" (Node ws)")
 }
 
 // ParseEchoTargets checks a -variants list, keeping its order.
 func ParseEchoTargets(list string) ([]string, error) {
-	return Pick("variants", list, append(slices.Clone(EchoVariants), GnetFloor, Node))
+	return Pick("variants", list, slices.Concat(EchoVariants, Floors, []string{Node}))
 }
 
-// Foreign reports whether target is not knowngood (Node ws, the gnet
+// Foreign reports whether target is not knowngood (Node ws, a library's
 // floor): it has no admin listener, no /stats and no flags of knowngood's.
-func Foreign(target string) bool { return target == Node || target == GnetFloor }
+func Foreign(target string) bool {
+	_, floor := FloorLibrary(target)
+	return target == Node || floor
+}
 
 // StartEchoTarget starts a fresh echo server, knowngood's variant (with
-// extra flags), the gnet floor (extra flags ignored) or Node's, and returns the URL that loadgen uses and its
+// extra flags), a library's floor (extra flags ignored) or Node's, and returns the URL that loadgen uses and its
 // admin address ("" for Node, which has none).
 func StartEchoTarget(ctx context.Context, stderr io.Writer, variant string, extra ...string) (p *harness.Process, url, admin string, err error) {
 	return StartEchoTargetUnder(ctx, stderr, nil, variant, extra...)
@@ -71,16 +98,16 @@ func StartEchoTargetUnder(ctx context.Context, stderr io.Writer, wrapper []strin
 		}
 		return p, "ws://" + p.Addr + "/", "", nil
 	}
-	if variant == GnetFloor {
-		bin, err := harness.GnetFloor()
+	if lib, ok := FloorLibrary(variant); ok {
+		bin, err := harness.Floor(string(lib))
 		if err != nil {
 			return nil, "", "", err
 		}
-		p, err := harness.StartProcess(ctx, GnetFloor, append(append(slices.Clone(wrapper), bin), "-addr", "127.0.0.1:0"))
+		p, err := harness.StartProcess(ctx, variant, append(append(slices.Clone(wrapper), bin), "-addr", "127.0.0.1:0"))
 		if err != nil {
 			return nil, "", "", err
 		}
-		fmt.Fprintf(stderr, "%s listening on %s\n", GnetFloor, p.Addr)
+		fmt.Fprintf(stderr, "%s listening on %s\n", variant, p.Addr)
 		return p, "ws://" + p.Addr + "/", "", nil
 	}
 	p, err = Start(ctx, stderr, wrapper, append([]string{"-variant", variant}, extra...)...)

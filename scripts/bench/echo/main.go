@@ -45,7 +45,6 @@ const node = benchrun.Node
 
 var goVariants = benchrun.EchoVariants
 
-
 type options struct {
 	duration, warmup time.Duration
 	reps             int

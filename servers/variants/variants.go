@@ -96,7 +96,7 @@ var webSocketLibraries = []WebSocketLibrary{
 	{Gnet, "gnet event loops with gobwas/ws framing", false, true, false, true, Goals{IdleKiB: 1, EchoOfTCP: 0.9, PushP99ms: 50, DeliveryCPU: 1.5, EchoAllocs: 0, IdleOfFloor: 1.2, CPUOfFloor: 1.2}},
 	// The floor is nbio on its own poller, the targets nbio's framing on
 	// net/http: the ratios are reported, not judged.
-	{Nbio, "nbio's WebSocket framing on net/http", true, false, true, true, Goals{IdleKiB: 18, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 4}},
+	{Nbio, "nbio's WebSocket framing on net/http", true, false, true, true, Goals{IdleKiB: 14, EchoOfTCP: 0.55, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 4}},
 }
 
 // WebSocketLibraries returns the registry; the slice is the caller's.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle/lifecycletest"
-	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -69,7 +68,11 @@ func startOnLoops(t *testing.T, o Options) (*Server, string) {
 	t.Helper()
 	s := New(o)
 	build := func(cfg config.Config, _ *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-		return wsserver.NewGnet(settings.WebSocket(cfg), nil, log, wsserver.Options{Front: s, NoKeepalive: true})
+		layer := wsserver.Settings{
+			Name: "native-gnet", MaxMessage: cfg.MaxMessage, PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout,
+			HTTP: lifecycle.HTTPLimits{Header: cfg.HandshakeTimeout, HeaderBytes: cfg.MaxHeaderBytes, Idle: cfg.IdleTimeout, Body: cfg.BodyTimeout},
+		}
+		return wsserver.NewGnet(layer, nil, log, wsserver.Options{Front: s, NoKeepalive: true})
 	}
 	tg := lifecycletest.Start(t, "native-gnet", build, lifecycletest.Options{})
 	t.Cleanup(func() {

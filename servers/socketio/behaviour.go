@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/hops"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -68,11 +67,11 @@ type behaviour[S, A any] struct {
 // namespacesOf are the namespaces a target has from its start besides
 // "/": -namespaces, or /custom when any may be joined (the ones clients
 // name are made as they come).
-func namespacesOf(cfg config.Config) []string {
-	if cfg.SocketIO.Namespaces == nil {
+func namespacesOf(cfg Options) []string {
+	if cfg.Namespaces == nil {
 		return []string{"/custom"}
 	}
-	return slices.DeleteFunc(slices.Clone(cfg.SocketIO.Namespaces), func(n string) bool { return n == "/" })
+	return slices.DeleteFunc(slices.Clone(cfg.Namespaces), func(n string) bool { return n == "/" })
 }
 
 // connectModel is the namespace middleware of a connect model on an

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knowngood/knowngood/servers/internal/settings"
+
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/servers/socketio"
@@ -306,7 +308,7 @@ func TestBlockingRefusedOnGnet(t *testing.T) {
 	cfg := config.Default()
 	cfg.Variant = string(socketio.Blocking)
 	cfg.SocketIO.Engine = config.EngineNativeGnet
-	_, err := socketio.New(socketio.Blocking, cfg, nil, nil)
+	_, err := socketio.New(socketio.Blocking, settings.SocketIO(cfg), nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "-engine native") {
 		t.Errorf("New(blocking, -engine native-gnet) = %v, want an error naming -engine native", err)
 	}

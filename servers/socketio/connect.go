@@ -9,7 +9,6 @@ import (
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
-	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -40,9 +39,9 @@ func settleHandshake(m *metrics.Metrics, settled *atomic.Bool, transport string,
 
 // openLeft counts an open request whose client left before the frozen
 // loop got to it: an abandoned handshake, by the transport it named.
-func openLeft(m *metrics.Metrics, cfg config.Config, r *http.Request) {
+func openLeft(m *metrics.Metrics, cfg Options, r *http.Request) {
 	transport := r.URL.Query().Get("transport")
-	if !slices.Contains(cfg.SocketIO.Transports, transport) {
+	if !slices.Contains(cfg.Transports, transport) {
 		transport = "invalid"
 	}
 	m.Handshake(protocol.ResultAbandoned, transport, 0)
@@ -109,11 +108,11 @@ func (s *Server) takeTurn(sock *socket.Socket, next func(*socket.ExtendedError))
 	conn := sock.Conn()
 	v, ok := s.sessions.Load(conn.Id())
 	if !ok {
-		s.loop.hold(nil, func() { holdLoop(s.cfg.SocketIO.Delay, s.m, false); next(nil) })
+		s.loop.hold(nil, func() { holdLoop(s.cfg.Delay, s.m, false); next(nil) })
 		return
 	}
 	sess := v.(*session)
-	hold := func() { holdLoop(s.cfg.SocketIO.Delay, s.m, conn.ReadyState() == "open" && !sess.slot.gone()) }
+	hold := func() { holdLoop(s.cfg.Delay, s.m, conn.ReadyState() == "open" && !sess.slot.gone()) }
 	if !sess.turns.take(s.loop, sess.slot, sock.Nsp().Name(), next, hold) {
 		conn.Close(false)
 	}

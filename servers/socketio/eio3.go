@@ -32,7 +32,7 @@ const unsupportedProtocol = `{"code":5,"message":"Unsupported protocol version"}
 // the engine's answers.
 func (s *Server) refusesEIO3(r *http.Request, transport string) bool {
 	switch {
-	case s.cfg.SocketIO.AllowEIO3 || r.URL.Query().Get("EIO") == "4":
+	case s.cfg.AllowEIO3 || r.URL.Query().Get("EIO") == "4":
 		return false
 	case transport == "invalid" || r.Method != http.MethodGet:
 		return false

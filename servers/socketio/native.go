@@ -15,7 +15,6 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/cluster"
 	"github.com/knowngood/knowngood/servers/internal/conns"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
-	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/sioengine"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
@@ -27,7 +26,7 @@ import (
 // servers/sioengine: the same connect models, events, accounting and
 // shutdown as the zishang520 target.
 type native struct {
-	cfg    config.Config
+	cfg    Options
 	m      *metrics.Metrics
 	log    *slog.Logger
 	eng    *sioengine.Server
@@ -62,28 +61,28 @@ type nativeSession struct {
 	slot      *turnSlot           // the turn its read or request holds on the loop
 }
 
-func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
-	if mode == Blocking && cfg.SocketIO.Engine == config.EngineNativeGnet {
+func newNative(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+	if mode == Blocking && cfg.Engine == config.EngineNativeGnet {
 		// The blocking model freezes one loop of its own; gnet's event
 		// loops serve many connections each and must never block.
 		return nil, errors.New("-engine native-gnet cannot serve the blocking variant, whose connects freeze the server's one loop: use -engine native")
 	}
 	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
-	n.b = &behaviour[*sioengine.Socket, nativeArgs]{eng: nativeBackend{n}, m: m, faults: n.faults, emitAuth: cfg.SocketIO.EmitAuth, ackDelay: cfg.SocketIO.AckDelay}
-	connecting, err := connectModel(mode, cfg.SocketIO.Delay, n.takeTurn)
+	n.b = &behaviour[*sioengine.Socket, nativeArgs]{eng: nativeBackend{n}, m: m, faults: n.faults, emitAuth: cfg.EmitAuth, ackDelay: cfg.AckDelay}
+	connecting, err := connectModel(mode, cfg.Delay, n.takeTurn)
 	if err != nil {
 		return nil, err
 	}
 	if mode == Blocking {
-		n.loop = newLoop(cfg.SocketIO.BlockingModel)
-		n.freeze = newFreezer(n.loop, cfg.SocketIO.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
+		n.loop = newLoop(cfg.BlockingModel)
+		n.freeze = newFreezer(n.loop, cfg.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
 	}
 	n.eng = sioengine.New(sioengine.Options{
-		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, ConnectTimeout: cfg.SocketIO.ConnectTimeout,
-		MaxPayload: cfg.SocketIO.MaxPayload, Transports: engineTransports(cfg), Origins: cfg.Origins,
-		Compression: cfg.Compression, HandshakeTimeout: cfg.HandshakeTimeout,
-		Namespaces: namespacesOf(cfg), AnyNamespace: cfg.SocketIO.Namespaces == nil, MaxNamespaces: config.MaxNamespaces,
-		AllowEIO3: cfg.SocketIO.AllowEIO3,
+		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, ConnectTimeout: cfg.ConnectTimeout,
+		MaxPayload: cfg.MaxPayload, Transports: engineTransports(cfg), Origins: cfg.Origins,
+		Compression: cfg.Compression, HandshakeTimeout: cfg.HTTP.Header,
+		Namespaces: namespacesOf(cfg), AnyNamespace: cfg.Namespaces == nil, MaxNamespaces: config.MaxNamespaces,
+		AllowEIO3: cfg.AllowEIO3,
 		Hooks: sioengine.Hooks{
 			Opened:        n.opened,
 			Closed:        n.closedSession,
@@ -100,22 +99,22 @@ func newNative(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logge
 			},
 		},
 	})
-	if cfg.Cluster.Redis != "" {
+	if cfg.Redis != "" {
 		if err := n.joinCluster(); err != nil {
 			n.loop.stop()
 			return nil, err
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle(cfg.SocketIO.MountPath(), wholeBody(cfg.SocketIO.MaxPayload, n.eng.TransportError,
-		interop(cfg.Faults.DropChunkedPost, cfg.SocketIO.MaxPayload, m, n.freeze.handler(http.HandlerFunc(n.track)))))
+	mux.Handle(cfg.Path, wholeBody(cfg.MaxPayload, n.eng.TransportError,
+		interop(cfg.Faults.DropChunkedPost, cfg.MaxPayload, m, n.freeze.handler(http.HandlerFunc(n.track)))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at "+cfg.SocketIO.MountPath()+" (-path)", http.StatusNotFound)
+		http.Error(w, "knowngood "+cfg.Name+": Socket.IO is served at "+cfg.Path+" (-path)", http.StatusNotFound)
 	})
-	if cfg.SocketIO.Engine == config.EngineNativeGnet {
+	if cfg.Engine == config.EngineNativeGnet {
 		return n.onLoops(mux)
 	}
-	n.http = lifecycle.HTTPServer(settings.HTTP(cfg), nil, log)
+	n.http = lifecycle.HTTPServer(cfg.HTTP, nil, log)
 	n.http.Handler = (&unfinished{m: m}).install(n.http, mux)
 	return &Server{native: n}, nil
 }
@@ -129,7 +128,7 @@ func (n *native) track(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	transport := query.Get("transport")
-	if !slices.Contains(n.cfg.SocketIO.Transports, transport) {
+	if !slices.Contains(n.cfg.Transports, transport) {
 		transport = "invalid"
 	}
 	if n.closed.Load() {

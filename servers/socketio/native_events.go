@@ -18,7 +18,7 @@ import (
 func (n *native) takeTurn(sock *sioengine.Socket, next func(error)) {
 	conn := sock.Conn()
 	sess := conn.Data.(*nativeSession)
-	hold := func() { holdLoop(n.cfg.SocketIO.Delay, n.m, conn.Open() && !sess.slot.gone()) }
+	hold := func() { holdLoop(n.cfg.Delay, n.m, conn.Open() && !sess.slot.gone()) }
 	if !sess.turns.take(n.loop, sess.slot, sock.Namespace().Name(), next, hold) {
 		conn.Close()
 	}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -22,9 +21,9 @@ import (
 func (n *native) onLoops(front http.Handler) (*Server, error) {
 	cfg := n.cfg
 	layer := wsserver.Settings{
-		Name: cfg.Variant, MaxMessage: cfg.SocketIO.MaxPayload, Compression: cfg.Compression,
-		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, Loops: cfg.Gnet.Loops,
-		HTTP: settings.HTTP(cfg),
+		Name: cfg.Name, MaxMessage: cfg.MaxPayload, Compression: cfg.Compression,
+		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, Loops: cfg.Loops,
+		HTTP: cfg.HTTP,
 	}
 	loops, err := wsserver.NewGnet(layer, nil, n.log, wsserver.Options{
 		Front: front, NoKeepalive: true,
@@ -48,9 +47,9 @@ func (n *native) onLoops(front http.Handler) (*Server, error) {
 // engineTransports are the transports the engine offers: on gnet,
 // WebSocket only, so that a polling request gets Engine.IO's answer for
 // a transport it does not offer (400, code 0 "Transport unknown").
-func engineTransports(cfg config.Config) []string {
-	if cfg.SocketIO.Engine == config.EngineNativeGnet {
-		return slices.DeleteFunc(slices.Clone(cfg.SocketIO.Transports), func(t string) bool { return t != "websocket" })
+func engineTransports(cfg Options) []string {
+	if cfg.Engine == config.EngineNativeGnet {
+		return slices.DeleteFunc(slices.Clone(cfg.Transports), func(t string) bool { return t != "websocket" })
 	}
-	return cfg.SocketIO.Transports
+	return cfg.Transports
 }

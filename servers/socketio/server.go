@@ -43,7 +43,6 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
 	"github.com/knowngood/knowngood/servers/internal/conns"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
-	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/servers/sioengine"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
@@ -64,7 +63,7 @@ const (
 
 // Server is one Socket.IO target.
 type Server struct {
-	cfg    config.Config
+	cfg    Options
 	m      *metrics.Metrics
 	log    *slog.Logger
 	io     *socket.Server
@@ -137,38 +136,38 @@ type session struct {
 type sessionKey struct{}
 
 // New builds a Socket.IO target with the given connect model.
-func New(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+func New(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
 	s, err := newOnEngine(mode, cfg, m, log)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Broadcast.PushInterval > 0 {
-		event := cfg.SocketIO.PushEvent
+	if cfg.PushInterval > 0 {
+		event := cfg.PushEvent
 		send := func(room string, seq uint64, filler string) { s.b.push(event, room, seq, filler) }
 		if s.native != nil {
 			send = func(room string, seq uint64, filler string) { s.native.b.push(event, room, seq, filler) }
 		}
-		s.push = newPusher(cfg.Broadcast.PushInterval, cfg.Broadcast.PushSize, cfg.SocketIO.PushRooms, send)
+		s.push = newPusher(cfg.PushInterval, cfg.PushSize, cfg.PushRooms, send)
 	}
 	return s, nil
 }
 
 // newOnEngine builds the target on the engine -engine names.
-func newOnEngine(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
-	if cfg.SocketIO.Native() {
+func newOnEngine(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+	if cfg.Native() {
 		return newNative(mode, cfg, m, log)
 	}
 	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
-	s.b = &behaviour[*socket.Socket, []any]{eng: zishang{s}, m: m, faults: s.faults, emitAuth: cfg.SocketIO.EmitAuth, ackDelay: cfg.SocketIO.AckDelay}
+	s.b = &behaviour[*socket.Socket, []any]{eng: zishang{s}, m: m, faults: s.faults, emitAuth: cfg.EmitAuth, ackDelay: cfg.AckDelay}
 	if mode == Blocking {
-		s.loop = newLoop(cfg.SocketIO.BlockingModel)
-		s.freeze = newFreezer(s.loop, cfg.SocketIO.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
+		s.loop = newLoop(cfg.BlockingModel)
+		s.freeze = newFreezer(s.loop, cfg.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
 	}
 	// The delay lives in the namespace middleware (io.Use), because
 	// zishang520/socket.io writes the CONNECT ack before
 	// io.On("connection") fires: a delay placed there would never be seen
 	// by a client. The library's reader goroutine only queues.
-	middleware, err := connectModel(mode, cfg.SocketIO.Delay, s.takeTurn)
+	middleware, err := connectModel(mode, cfg.Delay, s.takeTurn)
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +175,11 @@ func newOnEngine(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Log
 	opts := socket.DefaultServerOptions()
 	opts.SetPingInterval(cfg.PingInterval)
 	opts.SetPingTimeout(cfg.PingTimeout)
-	opts.SetMaxHttpBufferSize(cfg.SocketIO.MaxPayload)
-	opts.SetConnectTimeout(cfg.SocketIO.ConnectTimeout)
+	opts.SetMaxHttpBufferSize(cfg.MaxPayload)
+	opts.SetConnectTimeout(cfg.ConnectTimeout)
 	opts.SetServeClient(false)
-	opts.SetAllowEIO3(cfg.SocketIO.AllowEIO3)
-	opts.SetTransports(s.transportSet(cfg.SocketIO.Transports))
+	opts.SetAllowEIO3(cfg.AllowEIO3)
+	opts.SetTransports(s.transportSet(cfg.Transports))
 	opts.SetCors(&types.Cors{Origin: corsOrigin(cfg.Origins), Credentials: true})
 	if len(cfg.Origins) > 0 {
 		opts.SetAllowRequest(func(ctx *types.HttpContext) error {
@@ -194,7 +193,7 @@ func newOnEngine(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Log
 		opts.SetPerMessageDeflate(&types.PerMessageDeflate{Threshold: 1024})
 	}
 
-	if cfg.Cluster.Redis != "" {
+	if cfg.Redis != "" {
 		if s.redis, err = dialRedis(cfg, m, log); err != nil {
 			s.loop.stop()
 			return nil, err
@@ -215,7 +214,7 @@ func newOnEngine(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Log
 	for _, name := range namespacesOf(cfg) {
 		nsps = append(nsps, s.io.Of(name, nil))
 	}
-	if cfg.SocketIO.Namespaces == nil {
+	if cfg.Namespaces == nil {
 		// Any other namespace, made on its first CONNECT as Node's
 		// io.of(/.*/) makes it, up to config.MaxNamespaces: each is held
 		// until the target ends. Its children take the parent's middleware
@@ -234,12 +233,12 @@ func newOnEngine(mode Mode, cfg config.Config, m *metrics.Metrics, log *slog.Log
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(cfg.SocketIO.MountPath(), wholeBody(cfg.SocketIO.MaxPayload, s.transportError,
-		interop(cfg.Faults.DropChunkedPost, cfg.SocketIO.MaxPayload, m, s.freeze.handler(s.track(eio)))))
+	mux.Handle(cfg.Path, wholeBody(cfg.MaxPayload, s.transportError,
+		interop(cfg.Faults.DropChunkedPost, cfg.MaxPayload, m, s.freeze.handler(s.track(eio)))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "knowngood "+cfg.Variant+": Socket.IO is served at "+cfg.SocketIO.MountPath()+" (-path)", http.StatusNotFound)
+		http.Error(w, "knowngood "+cfg.Name+": Socket.IO is served at "+cfg.Path+" (-path)", http.StatusNotFound)
 	})
-	s.http = lifecycle.HTTPServer(settings.HTTP(cfg), nil, log)
+	s.http = lifecycle.HTTPServer(cfg.HTTP, nil, log)
 	s.http.Handler = (&unfinished{m: m}).install(s.http, mux)
 	return s, nil
 }
@@ -286,7 +285,7 @@ func (s *Server) track(eio http.Handler) http.Handler {
 			return
 		}
 		transport := query.Get("transport")
-		if !slices.Contains(s.cfg.SocketIO.Transports, transport) {
+		if !slices.Contains(s.cfg.Transports, transport) {
 			transport = "invalid"
 		}
 		if s.closed.Load() {
@@ -457,8 +456,8 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // serveHTTP serves h on ln until Shutdown, which is not an error.
-func serveHTTP(h *http.Server, ln net.Listener, cfg config.Config, m *metrics.Metrics) error {
-	if err := lifecycle.ServeHTTP(h, ln, cfg.BodyTimeout, m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
+func serveHTTP(h *http.Server, ln net.Listener, cfg Options, m *metrics.Metrics) error {
+	if err := lifecycle.ServeHTTP(h, ln, cfg.HTTP.Body, m, metrics.ListenerTarget); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -529,9 +528,9 @@ func redisState(servers []*cluster.Redis) string {
 
 // dialRedis connects to every -redis URL: several spread the rooms over
 // them by hash (sioredis).
-func dialRedis(cfg config.Config, m *metrics.Metrics, log *slog.Logger) ([]*cluster.Redis, error) {
+func dialRedis(cfg Options, m *metrics.Metrics, log *slog.Logger) ([]*cluster.Redis, error) {
 	var servers []*cluster.Redis
-	for _, url := range strings.Split(cfg.Cluster.Redis, ",") {
+	for _, url := range strings.Split(cfg.Redis, ",") {
 		r, err := cluster.Dial(url, m, log)
 		if err != nil {
 			closeRedis(servers)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knowngood/knowngood/servers/internal/settings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	csocket "github.com/zishang520/socket.io/clients/socket/v3"
 
@@ -105,7 +107,7 @@ func start(t testing.TB, engine string, mode socketio.Mode, tweak func(*config.C
 	}
 	m := metrics.New(prometheus.NewRegistry(), cfg.Variant)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := socketio.New(mode, cfg, m, log)
+	srv, err := socketio.New(mode, settings.SocketIO(cfg), m, log)
 	if err != nil {
 		t.Fatal(err)
 	}

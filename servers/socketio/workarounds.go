@@ -67,7 +67,7 @@ func (s *Server) serveInOrder(eio http.Handler, w http.ResponseWriter, r *http.R
 	case polling && r.Method == http.MethodGet:
 		sess.pollAfterUpgrade()
 	case polling && r.Method == http.MethodPost:
-		if hasClosePacket(r, s.cfg.SocketIO.MaxPayload, sess.conn.Protocol()) {
+		if hasClosePacket(r, s.cfg.MaxPayload, sess.conn.Protocol()) {
 			sess.closeAfterPoll()
 		}
 		w = dataRequestAborted{w}

@@ -54,7 +54,7 @@ func For(name string) (Build, bool) {
 
 func socketIO(mode socketio.Mode) Build {
 	return func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
-		return socketio.New(mode, cfg, m, log)
+		return socketio.New(mode, settings.SocketIO(cfg), m, log)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/admin"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
+	"github.com/knowngood/knowngood/servers/socketio"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -46,6 +47,22 @@ func Broadcast(c config.Config) broadcast.Options {
 	return broadcast.Options{
 		WebSocket: WebSocket(c), Slow: c.Broadcast.Slow, SendQueue: c.Broadcast.SendQueue,
 		PushInterval: c.Broadcast.PushInterval, PushSize: c.Broadcast.PushSize, Redis: c.Cluster.Redis,
+	}
+}
+
+// SocketIO is what the Socket.IO targets obey.
+func SocketIO(c config.Config) socketio.Options {
+	s := c.SocketIO
+	return socketio.Options{
+		Name: c.Variant, Engine: s.Engine,
+		Delay: s.Delay, BlockingModel: s.BlockingModel,
+		Transports: s.Transports, MaxPayload: s.MaxPayload, ConnectTimeout: s.ConnectTimeout,
+		EmitAuth: s.EmitAuth, AckDelay: s.AckDelay, AllowEIO3: s.AllowEIO3,
+		Path: s.MountPath(), Namespaces: s.Namespaces,
+		PushInterval: c.Broadcast.PushInterval, PushSize: c.Broadcast.PushSize, PushEvent: s.PushEvent, PushRooms: s.PushRooms,
+		Origins: c.Origins, MaxConns: c.MaxConns, Compression: c.Compression,
+		PingInterval: c.PingInterval, PingTimeout: c.PingTimeout, Loops: c.Gnet.Loops,
+		Redis: c.Cluster.Redis, Faults: c.Faults, HTTP: HTTP(c),
 	}
 }
 

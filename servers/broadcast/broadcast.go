@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/servers/internal/cluster"
+	"github.com/knowngood/knowngood/servers/internal/control"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/servers/variants"
@@ -158,4 +159,13 @@ func (t *target) push(ctx context.Context) {
 // every replica.
 func (t *target) pushFrame() (head, tail string) {
 	return protocol.PushHead, string(protocol.AppendPushTail(nil, time.Now().UnixNano(), strings.Repeat("x", t.cfg.PushSize)))
+}
+
+// Drop drops clients of the WebSocket layer's target (POST /control/drop):
+// each leaves the hub as any client that goes does.
+func (t *target) Drop(fraction float64, how control.How) (int, int) {
+	if d, ok := t.Target.(control.Dropper); ok {
+		return d.Drop(fraction, how)
+	}
+	return 0, 0
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/servers/internal/conns"
+	"github.com/knowngood/knowngood/servers/internal/control"
 	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -173,4 +174,15 @@ func (t *tcpTarget) Shutdown(ctx context.Context) error {
 	err := conns.Drain(ctx, t.conns, closeConn, closeConn)
 	t.wg.Wait()
 	return err
+}
+
+// Drop closes a random fraction of the connections open now, at once:
+// raw TCP has no close code. The admin listener's POST /control/drop.
+func (t *tcpTarget) Drop(fraction float64, _ control.How) (int, int) {
+	open := t.conns.Snapshot()
+	picked := control.Pick(len(open), fraction)
+	for _, i := range picked {
+		_ = open[i].Close()
+	}
+	return len(picked), len(open)
 }

@@ -362,7 +362,7 @@ const CloseLinger = time.Second
 // are dropped.
 func (s *Server) Close(ctx context.Context) {
 	s.closed.Store(true)
-	s.Conns(func(c *Conn) { c.disconnectSockets() })
+	s.Conns(func(c *Conn) { c.DisconnectSockets() })
 	linger, cancel := context.WithTimeout(ctx, CloseLinger)
 	s.wait(linger)
 	cancel()

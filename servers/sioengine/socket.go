@@ -61,8 +61,8 @@ func (s *Socket) Disconnect() {
 	s.nsp.remove(s)
 }
 
-// disconnectSockets sends every socket of the session a DISCONNECT.
-func (c *Conn) disconnectSockets() {
+// DisconnectSockets sends every socket of the session a DISCONNECT.
+func (c *Conn) DisconnectSockets() {
 	c.mu.Lock()
 	var sockets []*Socket
 	for _, s := range c.sockets {

@@ -16,6 +16,7 @@ import (
 func (s *Server) onConnect(sock *socket.Socket) {
 	if v, ok := s.sessions.Load(sock.Conn().Id()); ok {
 		sess := v.(*session)
+		sess.addSocket(sock)
 		sess.registeredOne()
 		s.freeze.settle(sess.slot, func(gone bool) { settleHandshake(s.m, &sess.settled, sess.transport, sess.start, gone) })
 	}

@@ -94,7 +94,11 @@ type Server struct {
 // session follows one Engine.IO session from its open request to its first
 // namespace CONNECT ack, which is the handshake the metrics time.
 type session struct {
-	conn      engine.Socket
+	conn engine.Socket
+	// sockets are its namespace sockets, the latest by namespace, for a
+	// drop that disconnects them (drop.go).
+	socketsMu sync.Mutex
+	sockets   map[string]*socket.Socket
 	start     time.Time
 	transport string
 	claimed   atomic.Bool // an Engine.IO socket was made for this request

@@ -24,7 +24,7 @@ func TestStatsDiff(t *testing.T) { forWebSocket(t, testStatsDiff) }
 func testStatsDiff(t *testing.T, engine string) {
 	cfg := config.Default()
 	tg := start(t, engine, socketio.Empty, nil)
-	adminSrv := httptest.NewServer(admin.Handler(settings.Admin(cfg, protocol.About{}), nil, tg.metrics, nil))
+	adminSrv := httptest.NewServer(admin.Handler(settings.Admin(cfg, protocol.About{}, nil), nil, tg.metrics, nil))
 	defer adminSrv.Close()
 
 	before := getStats(t, adminSrv.URL)

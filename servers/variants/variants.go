@@ -160,7 +160,7 @@ func (v Variant) Reads(name string) bool {
 // cap, the known-bad modes, the keep-alive of a quiet connection, and the
 // replicas the admin listener's dashboard shows.
 var Common = []string{
-	"variant", "list", "version", "addr", "admin-addr", "log-format", "log-level",
+	"variant", "list", "version", "addr", "admin-addr", "admin-token", "log-format", "log-level",
 	"backlog", "max-conns", "shutdown-timeout", "tls-cert", "tls-key", "tls-client-ca",
 	"handshake-timeout", "max-header-bytes", "idle-timeout", "body-timeout", "metrics", "pprof",
 	"fault-reject", "fault-delay", "fault-close-after", "fault-drop",

@@ -33,8 +33,12 @@ type Config struct {
 	List    bool
 	Version bool // print the build's version and exit
 
-	Addr            string
-	AdminAddr       string
+	Addr      string
+	AdminAddr string
+	// AdminToken, when set, is the bearer token the admin listener's
+	// run-time orders (/control/) need; without it they are served only
+	// on a loopback AdminAddr.
+	AdminToken      string
 	LogFormat       string
 	LogLevel        string
 	Backlog         int
@@ -325,6 +329,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	fs.BoolVar(&c.Version, "version", false, "print the module version, commit and Go version and exit")
 	str(&c.Addr, "addr", "listen address of the target")
 	str(&c.AdminAddr, "admin-addr", "listen address of /metrics, /health, /stats (and /debug/pprof with -pprof); empty turns it off")
+	str(&c.AdminToken, "admin-token", "token the admin listener's run-time orders (POST /control/...) need, sent as Authorization: Bearer TOKEN; without it they are served only when -admin-addr is a loopback address")
 	str(&c.LogFormat, "log-format", "log format: text or json")
 	str(&c.LogLevel, "log-level", "log level: debug, info, warn or error")
 	num(&c.Backlog, "backlog", "listen backlog; 0 = the kernel's net.core.somaxconn, which also caps any larger value")
@@ -393,6 +398,8 @@ func (c Config) Validate() error {
 		return bad("addr", "%q: %s; want host:port such as :8080 or 127.0.0.1:0", c.Addr, checkAddr(c.Addr))
 	case c.AdminAddr != "" && checkAddr(c.AdminAddr) != "":
 		return bad("admin-addr", "%q: %s; want host:port such as :9100 or 127.0.0.1:0, or empty for none", c.AdminAddr, checkAddr(c.AdminAddr))
+	case strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return bad("admin-token", "holds a space or a control character; want a token an Authorization header can carry")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return bad("log-format", "%q; want text or json", c.LogFormat)
 	case !validLevel(c.LogLevel):
@@ -599,6 +606,9 @@ func (c Config) Effective() map[string]string {
 			out[f.Name] = f.Value.String()
 		}
 	})
+	if c.AdminToken != "" {
+		out["admin-token"] = "(set)" // /health shows this map: never the token
+	}
 	return out
 }
 

@@ -63,6 +63,8 @@ type Metrics struct {
 	subprotocols      *prometheus.CounterVec
 	tlsFailures       *prometheus.CounterVec
 	namespaces        *prometheus.CounterVec
+	controls          *prometheus.CounterVec
+	storm             stormWatch
 	hops              *prometheus.HistogramVec
 
 	// handshakeHist keeps exact percentiles for /stats, which the
@@ -144,6 +146,8 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 				"none: the client offered some, none of them served.", "subprotocol"),
 		namespaces: f.counterVec("namespace_connects_total",
 			"Socket.IO: namespace CONNECTs acknowledged, by namespace (at most 1002 names: /, /custom and 1000 made by clients, or -namespaces).", "namespace"),
+		controls: f.counterVec("controls_total",
+			"Orders carried out from the admin listener at run time (/control/...), by action: drop (a fraction of the clients closed now).", "action"),
 		tlsFailures: f.counterVec("tls_failures_total",
 			"TLS handshakes that failed on the target's listener (-tls-cert), by cause: no_certificate, unknown_authority, expired, bad_certificate "+
 				"(-tls-client-ca: the client certificate missing or refused), timeout (-handshake-timeout), abandoned (the client left), protocol (anything else).", "cause"),
@@ -244,6 +248,7 @@ func (m *Metrics) Opened() {
 	}
 	m.connectionsTotal.Inc()
 	m.connectionsActive.Inc()
+	m.storm.opened(time.Now())
 }
 
 // Closed records a connection that ended, with its close code or reason.
@@ -469,6 +474,28 @@ const SubprotocolNone = "none"
 func (m *Metrics) Subprotocol(name string) {
 	if m != nil {
 		m.subprotocols.WithLabelValues(name).Inc()
+	}
+}
+
+// Control records an order carried out from the admin listener.
+func (m *Metrics) Control(action string) {
+	if m != nil {
+		m.controls.WithLabelValues(action).Inc()
+	}
+}
+
+// WatchStorm starts the report of how the clients come back after a drop
+// that begins now; it replaces the report of an earlier drop.
+func (m *Metrics) WatchStorm() {
+	if m != nil {
+		m.storm.watch(time.Now())
+	}
+}
+
+// StormDropped records how many clients the drop being watched closed.
+func (m *Metrics) StormDropped(n int) {
+	if m != nil {
+		m.storm.setDropped(n)
 	}
 }
 

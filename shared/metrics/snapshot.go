@@ -37,6 +37,7 @@ func (m *Metrics) Snapshot() protocol.Stats {
 			addMetric(&s, mf.GetName(), metric)
 		}
 	}
+	s.Storm = m.storm.report()
 	s.Goroutines = runtime.NumGoroutine()
 	s.SchedLatency = protocol.DistributionOf(schedlat.Buckets())
 	m.mu.Lock()
@@ -76,6 +77,7 @@ func (m *Metrics) emptyStats(active int64) protocol.Stats {
 		Subprotocols:          map[string]uint64{},
 		TLSFailures:           map[string]uint64{},
 		Namespaces:            map[string]uint64{},
+		Controls:              map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
@@ -104,6 +106,7 @@ func byLabel(s *protocol.Stats) map[string]labelled {
 		"knowngood_subprotocols_total":            {s.Subprotocols, "subprotocol"},
 		"knowngood_tls_failures_total":            {s.TLSFailures, "cause"},
 		"knowngood_namespace_connects_total":      {s.Namespaces, "namespace"},
+		"knowngood_controls_total":                {s.Controls, "action"},
 	}
 }
 

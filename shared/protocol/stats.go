@@ -91,6 +91,12 @@ type Stats struct {
 	// Namespaces counts Socket.IO namespace CONNECTs acknowledged, by
 	// namespace.
 	Namespaces map[string]uint64 `json:"namespaces,omitempty"`
+	// Controls counts the admin listener's run-time orders (/control/...),
+	// by action (drop).
+	Controls map[string]uint64 `json:"controls,omitempty"`
+	// Storm is how the clients came back after the last drop ordered from
+	// the admin listener; nil before any.
+	Storm *Storm `json:"storm,omitempty"`
 
 	// Hops times the events that asked for hop stamps (shared/hops), by
 	// hop (client_to_replica, replica, redis): each as a summary and as
@@ -232,6 +238,7 @@ func Diff(before, after Stats) Stats {
 	d.Subprotocols = diffMap(before.Subprotocols, after.Subprotocols)
 	d.TLSFailures = diffMap(before.TLSFailures, after.TLSFailures)
 	d.Namespaces = diffMap(before.Namespaces, after.Namespaces)
+	d.Controls = diffMap(before.Controls, after.Controls)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	d.SchedLatency = DistributionOf(DiffBuckets(before.SchedLatency.Histogram, after.SchedLatency.Histogram))
 	return d

@@ -1,6 +1,7 @@
 // Package admin serves the admin listener: the live dashboard at / (and
-// /dashboard), /metrics (Prometheus), /health and /stats (JSON), and
-// /debug/pprof/ when -pprof is on. It is a separate
+// /dashboard), /metrics (Prometheus), /health and /stats (JSON), the
+// run-time orders (POST /control/drop, and GET /control/storm for what
+// followed), and /debug/pprof/ when -pprof is on. It is a separate
 // listener so that a load test on the target never competes with the
 // scrape, and so that it can be bound to loopback alone.
 //
@@ -57,6 +58,8 @@ type Options struct {
 	// process (-dashboard-replicas).
 	Replicas []string
 	Pprof    bool // serve /debug/pprof
+	// Control is who may give orders at run time (/control/), and to what.
+	Control Control
 }
 
 // Handler returns the admin mux: /metrics serves reg, /stats reads m.
@@ -104,6 +107,7 @@ func Handler(o Options, reg *prometheus.Registry, m *metrics.Metrics, redis Redi
 		writeJSON(w, h)
 	})
 	newDashboard(m, o.Replicas).routes(mux)
+	o.controlRoutes(mux, m)
 	if o.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -31,7 +31,7 @@ func TestEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, cfg.Variant)
 	m.Opened()
-	h := admin.Handler(settings.Admin(cfg, protocol.About{}), reg, m, nil)
+	h := admin.Handler(settings.Admin(cfg, protocol.About{}, nil), reg, m, nil)
 
 	code, body := get(t, h, "/health")
 	var health admin.Health
@@ -52,13 +52,13 @@ func TestEndpoints(t *testing.T) {
 	}
 
 	cfg.Pprof = true
-	if code, _ := get(t, admin.Handler(settings.Admin(cfg, protocol.About{}), reg, m, nil), "/debug/pprof/"); code != 200 {
+	if code, _ := get(t, admin.Handler(settings.Admin(cfg, protocol.About{}, nil), reg, m, nil), "/debug/pprof/"); code != 200 {
 		t.Errorf("/debug/pprof/ with -pprof: %d, want 200", code)
 	}
 }
 
 func TestMetricsOff(t *testing.T) {
-	h := admin.Handler(settings.Admin(config.Default(), protocol.About{}), nil, nil, nil)
+	h := admin.Handler(settings.Admin(config.Default(), protocol.About{}, nil), nil, nil, nil)
 	for _, path := range []string{"/metrics", "/stats"} {
 		if code, body := get(t, h, path); code != http.StatusNotFound || !strings.Contains(body, "-metrics=false") {
 			t.Errorf("%s with -metrics=false: %d %s", path, code, body)
@@ -74,7 +74,7 @@ func TestPprofOnlyWithFlag(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		cfg := config.Default()
 		cfg.Pprof = on
-		srv := httptest.NewServer(admin.Handler(settings.Admin(cfg, protocol.About{}), nil, metrics.New(prometheus.NewRegistry(), "empty"), nil))
+		srv := httptest.NewServer(admin.Handler(settings.Admin(cfg, protocol.About{}, nil), nil, metrics.New(prometheus.NewRegistry(), "empty"), nil))
 		for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/symbol"} {
 			resp, err := http.Get(srv.URL + path)
 			if err != nil {
@@ -115,7 +115,7 @@ func TestHealthRedis(t *testing.T) {
 		{nil, 200, 503, `"status": "ok"`},
 	}
 	for _, c := range cases {
-		h := admin.Handler(settings.Admin(config.Default(), protocol.About{}), nil, nil, c.state)
+		h := admin.Handler(settings.Admin(config.Default(), protocol.About{}, nil), nil, nil, c.state)
 		code, body := get(t, h, "/health")
 		if code != c.plain || !strings.Contains(body, c.wantInBody) {
 			t.Errorf("%v: /health %d %s; want %d with %s", c.state, code, body, c.plain, c.wantInBody)
@@ -131,7 +131,7 @@ func TestHealthRedis(t *testing.T) {
 func TestHealthAbout(t *testing.T) {
 	cfg := config.Default()
 	about := protocol.About{Protocol: protocol.ProtocolSocketIO, Family: "socketio", Connect: protocol.ConnectSharedLoop}
-	_, body := get(t, admin.Handler(settings.Admin(cfg, about), nil, nil, nil), "/health")
+	_, body := get(t, admin.Handler(settings.Admin(cfg, about, nil), nil, nil, nil), "/health")
 	var health admin.Health
 	if err := json.Unmarshal([]byte(body), &health); err != nil {
 		t.Fatalf("/health: %v %s", err, body)

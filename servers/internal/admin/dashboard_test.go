@@ -36,7 +36,7 @@ func startReplica(t *testing.T, variant string, replicas ...string) replica {
 	cfg.Dashboard.Replicas = replicas
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, variant)
-	srv := httptest.NewServer(admin.Handler(settings.Admin(cfg, protocol.About{}), reg, m, nil))
+	srv := httptest.NewServer(admin.Handler(settings.Admin(cfg, protocol.About{}, nil), reg, m, nil))
 	t.Cleanup(srv.Close)
 	return replica{m: m, srv: srv}
 }
@@ -68,7 +68,7 @@ func TestDashboardRoutes(t *testing.T) {
 		t.Errorf("/dashboard/stats: %d %v %s", code, err, body)
 	}
 
-	_, body = get(t, admin.Handler(settings.Admin(config.Default(), protocol.About{}), nil, nil, nil), "/dashboard/stats")
+	_, body = get(t, admin.Handler(settings.Admin(config.Default(), protocol.About{}, nil), nil, nil, nil), "/dashboard/stats")
 	if !strings.Contains(body, "-metrics=false") {
 		t.Errorf("/dashboard/stats with -metrics=false: %s", body)
 	}

@@ -6,6 +6,8 @@
 package settings
 
 import (
+	"net"
+
 	"github.com/knowngood/knowngood/servers/broadcast"
 	"github.com/knowngood/knowngood/servers/echo"
 	"github.com/knowngood/knowngood/servers/internal/admin"
@@ -31,10 +33,28 @@ func Run(c config.Config) lifecycle.Options {
 	}
 }
 
-// Admin is what the admin listener shows; about is the catalog's entry
-// for the variant.
-func Admin(c config.Config, about protocol.About) admin.Options {
-	return admin.Options{Variant: c.Variant, About: about, Config: c.Effective(), Replicas: c.Dashboard.Replicas, Pprof: c.Pprof}
+// Admin is what the admin listener shows and takes orders for; about is
+// the catalog's entry for the variant, target what the orders go to.
+func Admin(c config.Config, about protocol.About, target any) admin.Options {
+	return admin.Options{
+		Variant: c.Variant, About: about, Config: c.Effective(), Replicas: c.Dashboard.Replicas, Pprof: c.Pprof,
+		Control: admin.Control{Target: target, Token: c.AdminToken, Loopback: loopback(c.AdminAddr)},
+	}
+}
+
+// loopback reports whether a listen address binds a loopback address
+// only: 127.0.0.1:9100, [::1]:9100, localhost:9100; not :9100, which
+// binds every address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // TCP is what echo-tcp obeys.

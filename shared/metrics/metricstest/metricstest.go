@@ -33,6 +33,7 @@ func RecordEvery(m *metrics.Metrics) {
 	m.Subprotocol("graphql-transport-ws")
 	m.TLSFailure("no_certificate")
 	m.NamespaceConnect("/chat")
+	m.Control("drop")
 }
 
 // RecordAll is RecordEvery, then the broadcast series, which it enables.

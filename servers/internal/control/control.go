@@ -1,0 +1,40 @@
+// Package control is what a target does when told to at run time from its
+// admin listener (POST /control/drop): drop a fraction of its clients now,
+// so that a client's reconnection and back-off can be tested against a
+// storm the target reports (/stats "storm").
+package control
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// How is how a drop closes each connection it picks.
+type How struct {
+	// Code is the close code the WebSocket targets send (1001 going away,
+	// 1012 service restart...).
+	Code int
+	// Disconnect, on the Socket.IO targets, sends each socket picked a
+	// Socket.IO DISCONNECT: the client's "io server disconnect", after
+	// which socket.io-client does not reconnect by itself. Otherwise the
+	// Engine.IO session picked is closed under its client, as a server
+	// that went away closes it: "transport close", after which the client
+	// reconnects with its back-off.
+	Disconnect bool
+}
+
+// Dropper is a target that drops clients on demand.
+type Dropper interface {
+	// Drop starts closing a random fraction (0 < fraction <= 1) of the
+	// connections (Socket.IO: sessions, or sockets with how.Disconnect)
+	// open now, as how says, and returns how many it picked and how many
+	// were open.
+	Drop(fraction float64, how How) (dropped, open int)
+}
+
+// Pick returns which of n to drop for fraction: ceil(fraction x n) of them
+// at random, so that a drop of 0.1 of 5 clients drops one.
+func Pick(n int, fraction float64) []int {
+	k := min(int(math.Ceil(fraction*float64(n))), n)
+	return rand.Perm(n)[:k]
+}

@@ -154,6 +154,30 @@ func testK6SocketIO(t *testing.T, engine []string) {
 	}
 }
 
+// TestK6SocketIOPathNamespace: the k6 recipe on a custom path and namespace
+// (SIO_PATH, NAMESPACE) against a target started with that -path: every
+// connect lands on the namespace, every ack matches, on each engine.
+func TestK6SocketIOPathNamespace(t *testing.T) {
+	t.Parallel()
+	k6(t)
+	for _, e := range sioEngines {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			tg := harness.Start(t, append([]string{"-variant", "empty", "-path", "/socket/socket.io/"}, e.flags...)...)
+			before := tg.Stats(t)
+			s := runK6(t, "k6/socketio.js", "TARGET=http://"+tg.Addr, "SIO_PATH=/socket/socket.io/", "NAMESPACE=/cobrowse", "VUS=2", "ITERATIONS=10", "EMITS=3")
+			d := tg.Settled(t, before)
+			connected, acks := uint64(s.Metrics["sio_connected"].Count), uint64(s.Metrics["sio_acks_matched"].Count)
+			if connected != 10 || acks != 30 || s.Metrics["checks"].Fails != 0 {
+				t.Errorf("k6: %d connected, %d acks, %v checks failed; want 10, 30, 0", connected, acks, s.Metrics["checks"].Fails)
+			}
+			if d.Namespaces["/cobrowse"] != connected || d.MessagesReceived != acks {
+				t.Errorf("k6 claims %d connected, %d acks; the server saw namespaces %v, %d events in", connected, acks, d.Namespaces, d.MessagesReceived)
+			}
+		})
+	}
+}
+
 // artillery runs a recipe of scripts/artillery and returns its aggregate
 // counters.
 func artillery(t *testing.T, script, target string) map[string]uint64 {
@@ -234,6 +258,31 @@ func testArtillerySocketIO(t *testing.T, engine []string) {
 	// Each user: 3 echo (acked) + 1 message (message-back): 4 in, 4 out.
 	if d.Handshakes[protocol.ResultOK] != c["vusers.created"] || d.MessagesReceived != c["socketio.emit"] || d.MessagesSent != c["socketio.emit"] {
 		t.Errorf("artillery claims %v; the server saw %v handshakes, %d events in, %d out", c, d.Handshakes, d.MessagesReceived, d.MessagesSent)
+	}
+}
+
+// TestArtillerySocketIOPathNamespace: artillery's own Socket.IO engine with
+// config.socketio.path and a namespace per step (socketio-path.yml),
+// unchanged, against a target started with that -path.
+func TestArtillerySocketIOPathNamespace(t *testing.T) {
+	t.Parallel()
+	for _, e := range sioEngines {
+		if e.ws {
+			continue // artillery's Socket.IO engine starts on polling
+		}
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			tg := harness.Start(t, append([]string{"-variant", "empty", "-path", "/socket/socket.io/"}, e.flags...)...)
+			before := tg.Stats(t)
+			c := artillery(t, "socketio-path.yml", "http://"+tg.Addr)
+			d := tg.Settled(t, before)
+			if c["vusers.created"] != 10 || c["vusers.failed"] != 0 || c["socketio.emit"] != 40 {
+				t.Errorf("artillery counters %v: want 10 users, none failed, 40 emits", c)
+			}
+			if d.Namespaces["/cobrowse"] != c["vusers.created"] || d.MessagesReceived != c["socketio.emit"] {
+				t.Errorf("artillery claims %v; the server saw namespaces %v, %d events in", c, d.Namespaces, d.MessagesReceived)
+			}
+		})
 	}
 }
 

@@ -3,11 +3,15 @@ package servers
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/protocol"
@@ -111,5 +115,89 @@ func TestDropStormWebSocket(t *testing.T) {
 				t.Errorf("disconnects 1012 = %d, want %d", d, n)
 			}
 		})
+	}
+}
+
+// postControl posts an order to s's admin listener and returns the answer.
+func postControl(t *testing.T, s *server, path string) string {
+	t.Helper()
+	res, err := http.Post(s.admin+path, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		t.Fatalf("POST %s: %d %s", path, res.StatusCode, body)
+	}
+	return string(body)
+}
+
+// TestPushControlBroadcast: a broadcast target started without a push
+// pushes once told to (numbered from 1, at the interval and size asked),
+// and stops when told.
+func TestPushControlBroadcast(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "-variant", "broadcast-gnet")
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+strings.TrimPrefix(s.url, "http://")+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	postControl(t, s, "/control/push?state=on&interval=20ms&size=7")
+	for want := uint64(1); want <= 3; want++ {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, msg, err := c.ReadMessage()
+		var p struct {
+			Type    string
+			Seq     uint64
+			Payload string
+		}
+		if err != nil || json.Unmarshal(msg, &p) != nil || p.Type != "push" || p.Seq != want || len(p.Payload) != 7 {
+			t.Fatalf("read %q, %v; want push %d with 7 bytes", msg, err, want)
+		}
+	}
+	postControl(t, s, "/control/push?state=off")
+	// The pushes sent before the order may still be on their way; after
+	// them, nothing for 25 intervals.
+	for late := 0; ; late++ {
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, _, err := c.ReadMessage(); err != nil {
+			break
+		}
+		if late == 50 {
+			t.Fatal("50 pushes after the push was stopped: it did not stop")
+		}
+	}
+	if d := s.stats(t).Controls["push"]; d != 2 {
+		t.Errorf("controls push = %d, want 2", d)
+	}
+}
+
+// TestPushControlSocketIO: a Socket.IO target started without a push
+// pushes to socket.io-client once told to, every push in order, and
+// stops when told, on each engine.
+func TestPushControlSocketIO(t *testing.T) { forWebSocketEngines(t, testPushControlSocketIO) }
+
+func testPushControlSocketIO(t *testing.T, engine string) {
+	need(t, "socket.io-client (scripts/node_modules)", haveNodeClients())
+	s := startServer(t, append(engineFlags(engine), "-variant", "empty")...)
+	listen := func() (received, missed int) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "node", "../scripts/clients/sio-push.mjs", "--url", s.url, "--n", "3", "--duration-ms", "600").Output()
+		var r struct{ Connected, Received, Missed int }
+		if err != nil || json.Unmarshal(out, &r) != nil || r.Connected != 3 {
+			t.Fatalf("sio-push.mjs: %v, %q", err, out)
+		}
+		return r.Received, r.Missed
+	}
+	postControl(t, s, "/control/push?state=on&interval=20ms")
+	if received, missed := listen(); received == 0 || missed != 0 {
+		t.Errorf("with the push on: %d received, %d missed; want some, none missed", received, missed)
+	}
+	postControl(t, s, "/control/push?state=off")
+	if received, _ := listen(); received != 0 {
+		t.Errorf("with the push off: %d received, want none", received)
 	}
 }

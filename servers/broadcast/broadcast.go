@@ -61,6 +61,11 @@ type target struct {
 	stop    context.CancelFunc
 	ctx     context.Context
 	pusher  sync.WaitGroup
+	// The push running (-push-interval, or POST /control/push): its
+	// settings, and how to stop it alone.
+	pushing  control.Push
+	stopPush context.CancelFunc
+	pushDone chan struct{} // closed when the push running has stopped
 }
 
 func newTarget(cfg Options, m *metrics.Metrics, log *slog.Logger, serve serveFunc) (lifecycle.Target, error) {
@@ -112,16 +117,44 @@ func (t *clusterTarget) Shutdown(ctx context.Context) error {
 
 // Serve starts the push (with -push-interval) and serves until Shutdown.
 func (t *target) Serve(ln net.Listener) error {
-	t.mu.Lock()
-	if !t.stopped && t.cfg.PushInterval > 0 {
-		if t.bus != nil {
-			t.pusher.Go(func() { t.bus.Push(t.ctx, t.cfg.PushInterval, t.pushFrame) })
-		} else {
-			t.pusher.Go(func() { t.push(t.ctx) })
-		}
+	if t.cfg.PushInterval > 0 {
+		_, _ = t.SetPush(control.Push{On: true})
 	}
-	t.mu.Unlock()
 	return t.Target.Serve(ln)
+}
+
+// SetPush starts, changes or stops the timed push (POST /control/push); a
+// push started again numbers from 1.
+func (t *target) SetPush(p control.Push) (control.Push, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return t.pushing, control.ErrStopped
+	}
+	if t.stopPush != nil {
+		// The old push ends before the new one starts: a client never
+		// sees two numberings at once.
+		t.stopPush()
+		<-t.pushDone
+		t.stopPush = nil
+	}
+	t.pushing = control.Push{}
+	if !p.On {
+		return t.pushing, nil
+	}
+	p = p.Defaults(t.cfg.PushInterval, t.cfg.PushSize)
+	ctx, stop := context.WithCancel(t.ctx)
+	done := make(chan struct{})
+	t.pushing, t.stopPush, t.pushDone = p, stop, done
+	t.pusher.Go(func() {
+		defer close(done)
+		if t.bus != nil {
+			t.bus.Push(ctx, p.Interval, func() (string, string) { return t.pushFrame(p.Size) })
+		} else {
+			t.push(ctx, p)
+		}
+	})
+	return p, nil
 }
 
 // Shutdown stops the push, then the connections.
@@ -138,10 +171,10 @@ func (t *target) Shutdown(ctx context.Context) error {
 // -push-interval. seq goes up by one per push whoever receives it, so a
 // client that sees a gap in seq has lost messages (-slow drop). A tick
 // missed because a fan-out ran long is skipped, not made up.
-func (t *target) push(ctx context.Context) {
-	ticker := time.NewTicker(t.cfg.PushInterval)
+func (t *target) push(ctx context.Context, p control.Push) {
+	ticker := time.NewTicker(p.Interval)
 	defer ticker.Stop()
-	filler := strings.Repeat("x", t.cfg.PushSize)
+	filler := strings.Repeat("x", p.Size)
 	var buf []byte
 	for seq := uint64(1); ; seq++ {
 		select {
@@ -157,8 +190,8 @@ func (t *target) push(ctx context.Context) {
 // pushFrame is a push made now, before and after its seq, for the
 // cluster's push (cluster.Bus.Push), which numbers it and sends it to
 // every replica.
-func (t *target) pushFrame() (head, tail string) {
-	return protocol.PushHead, string(protocol.AppendPushTail(nil, time.Now().UnixNano(), strings.Repeat("x", t.cfg.PushSize)))
+func (t *target) pushFrame(size int) (head, tail string) {
+	return protocol.PushHead, string(protocol.AppendPushTail(nil, time.Now().UnixNano(), strings.Repeat("x", size)))
 }
 
 // Drop drops clients of the WebSocket layer's target (POST /control/drop):

@@ -2,9 +2,12 @@ package socketio
 
 import (
 	"strconv"
+
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/knowngood/knowngood/servers/internal/control"
 )
 
 // pusher is the timed push of the Socket.IO targets (-push-interval): every
@@ -42,11 +45,8 @@ func newPusher(interval time.Duration, size, rooms int, send func(room string, s
 	return p
 }
 
-// start begins pushing; a nil pusher (no -push-interval) does nothing.
+// start begins pushing.
 func (p *pusher) start() {
-	if p == nil {
-		return
-	}
 	p.done.Go(func() {
 		ticker := time.NewTicker(p.interval)
 		defer ticker.Stop()
@@ -65,9 +65,53 @@ func (p *pusher) start() {
 
 // halt stops the push and waits for the one under way.
 func (p *pusher) halt() {
-	if p == nil {
-		return
-	}
 	p.once.Do(func() { close(p.stop) })
 	p.done.Wait()
+}
+
+// pushControl is the push a target runs now, started with -push-interval
+// or POST /control/push, and replaced or stopped by the latter.
+type pushControl struct {
+	cfg  Options // -push-interval, -push-size, -push-rooms
+	send func(room string, seq uint64, filler string)
+
+	mu      sync.Mutex
+	running *pusher // nil: off
+	pushing control.Push
+	halted  bool // Shutdown has begun
+}
+
+// SetPush starts, changes or stops the timed push (POST /control/push); a
+// push started again numbers from 1, and the old one has ended before.
+func (s *Server) SetPush(p control.Push) (control.Push, error) {
+	c := &s.push
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.halted {
+		return c.pushing, control.ErrStopped
+	}
+	if c.running != nil {
+		c.running.halt()
+		c.running = nil
+	}
+	c.pushing = control.Push{}
+	if !p.On {
+		return c.pushing, nil
+	}
+	p = p.Defaults(c.cfg.PushInterval, c.cfg.PushSize)
+	c.running = newPusher(p.Interval, p.Size, c.cfg.PushRooms, c.send)
+	c.running.start()
+	c.pushing = p
+	return p, nil
+}
+
+// shutdown stops the push for good.
+func (c *pushControl) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.halted = true
+	if c.running != nil {
+		c.running.halt()
+		c.running = nil
+	}
 }

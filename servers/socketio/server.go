@@ -42,6 +42,7 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/cluster"
 	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
 	"github.com/knowngood/knowngood/servers/internal/conns"
+	"github.com/knowngood/knowngood/servers/internal/control"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/sioengine"
 	"github.com/knowngood/knowngood/shared/config"
@@ -83,9 +84,9 @@ type Server struct {
 	eio3Refused sync.Once
 	// b serves the events, as the native engine's does.
 	b *behaviour[*socket.Socket, []any]
-	// push is the timed push (-push-interval), on either engine; nil
-	// without.
-	push *pusher
+	// push is the timed push (-push-interval, POST /control/push), on
+	// either engine (push.go).
+	push pushControl
 	// native is the target on the project's own engine (-engine native);
 	// nil on zishang520, whose fields are the rest.
 	native *native
@@ -145,14 +146,12 @@ func New(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*Server,
 	if err != nil {
 		return nil, err
 	}
-	if cfg.PushInterval > 0 {
-		event := cfg.PushEvent
-		send := func(room string, seq uint64, filler string) { s.b.push(event, room, seq, filler) }
-		if s.native != nil {
-			send = func(room string, seq uint64, filler string) { s.native.b.push(event, room, seq, filler) }
-		}
-		s.push = newPusher(cfg.PushInterval, cfg.PushSize, cfg.PushRooms, send)
+	event := cfg.PushEvent
+	send := func(room string, seq uint64, filler string) { s.b.push(event, room, seq, filler) }
+	if s.native != nil {
+		send = func(room string, seq uint64, filler string) { s.native.b.push(event, room, seq, filler) }
 	}
+	s.push = pushControl{cfg: cfg, send: send}
 	return s, nil
 }
 
@@ -452,7 +451,9 @@ func admitOpen(w http.ResponseWriter, transport string, f *faults.Injector, gate
 
 // Serve serves until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	s.push.start()
+	if s.push.cfg.PushInterval > 0 {
+		_, _ = s.SetPush(control.Push{On: true})
+	}
 	if s.native != nil {
 		return s.native.Serve(ln)
 	}
@@ -474,7 +475,7 @@ func serveHTTP(h *http.Server, ln net.Listener, cfg Options, m *metrics.Metrics)
 // leave on their own, every session left is closed. The library's own
 // close would drop what a WebSocket still has queued, hence the wait.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.push.halt()
+	s.push.shutdown()
 	if s.native != nil {
 		return s.native.Shutdown(ctx)
 	}

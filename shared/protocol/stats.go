@@ -92,7 +92,7 @@ type Stats struct {
 	// namespace.
 	Namespaces map[string]uint64 `json:"namespaces,omitempty"`
 	// Controls counts the admin listener's run-time orders (/control/...),
-	// by action (drop).
+	// by action (drop, push).
 	Controls map[string]uint64 `json:"controls,omitempty"`
 	// Storm is how the clients came back after the last drop ordered from
 	// the admin listener; nil before any.

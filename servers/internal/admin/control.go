@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/knowngood/knowngood/servers/internal/control"
 	"github.com/knowngood/knowngood/shared/metrics"
@@ -30,6 +31,9 @@ const defaultDropCode = 1001
 func (o Options) controlRoutes(mux *http.ServeMux, m *metrics.Metrics) {
 	mux.HandleFunc("POST /control/drop", o.Control.allowed(func(w http.ResponseWriter, r *http.Request) {
 		drop(w, r, o.Variant, o.Control.Target, m)
+	}))
+	mux.HandleFunc("POST /control/push", o.Control.allowed(func(w http.ResponseWriter, r *http.Request) {
+		push(w, r, o.Variant, o.Control.Target, m)
 	}))
 	mux.HandleFunc("GET /control/storm", func(w http.ResponseWriter, _ *http.Request) {
 		if m == nil {
@@ -126,4 +130,67 @@ func closeCodeSendable(code int) bool {
 	default:
 		return code >= 3000 && code <= 4999
 	}
+}
+
+// PushAnswer is what POST /control/push answers: the push running now.
+type PushAnswer struct {
+	Action     string  `json:"action"`
+	State      string  `json:"state"` // on or off
+	IntervalMs float64 `json:"interval_ms,omitempty"`
+	Size       int     `json:"size,omitempty"`
+}
+
+// Bounds of a push ordered at run time: as -push-interval and -push-size
+// are bounded at start.
+const (
+	minPushInterval = time.Millisecond
+	maxPushInterval = time.Hour
+	maxPushSize     = 1 << 20
+)
+
+// push reads ?state=on|off (required), ?interval= (a duration) and ?size=
+// (bytes); without them the push takes -push-interval and -push-size.
+func push(w http.ResponseWriter, r *http.Request, variant string, target any, m *metrics.Metrics) {
+	p, ok := target.(control.Pusher)
+	if !ok {
+		http.Error(w, variant+" has no timed push (the broadcast and Socket.IO targets do)", http.StatusNotImplemented)
+		return
+	}
+	q := r.URL.Query()
+	var want control.Push
+	switch q.Get("state") {
+	case "on":
+		want.On = true
+	case "off":
+	default:
+		http.Error(w, fmt.Sprintf("invalid value for state: %q; want on or off", q.Get("state")), http.StatusBadRequest)
+		return
+	}
+	if v := q.Get("interval"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < minPushInterval || d > maxPushInterval {
+			http.Error(w, fmt.Sprintf("invalid value for interval: %q; want a duration from %v to %v, such as 100ms", v, minPushInterval, maxPushInterval), http.StatusBadRequest)
+			return
+		}
+		want.Interval = d
+	}
+	if v := q.Get("size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPushSize {
+			http.Error(w, fmt.Sprintf("invalid value for size: %q; want bytes from 1 to %d", v, maxPushSize), http.StatusBadRequest)
+			return
+		}
+		want.Size = n
+	}
+	got, err := p.SetPush(want)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	m.Control("push")
+	a := PushAnswer{Action: "push", State: "off"}
+	if got.On {
+		a = PushAnswer{Action: "push", State: "on", IntervalMs: float64(got.Interval.Microseconds()) / 1000, Size: got.Size}
+	}
+	writeJSON(w, a)
 }

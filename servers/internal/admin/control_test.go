@@ -116,3 +116,53 @@ func TestControlDrop(t *testing.T) {
 		t.Errorf("drop on a target that cannot: %d, want 501", code)
 	}
 }
+
+// pusher keeps the push it was last told to run.
+type pusher struct{ now control.Push }
+
+func (p *pusher) SetPush(want control.Push) (control.Push, error) {
+	p.now = control.Push{}
+	if want.On {
+		p.now = want.Defaults(0, 0)
+	}
+	return p.now, nil
+}
+
+// TestControlPush: the push's answer, its defaults and refusals.
+func TestControlPush(t *testing.T) {
+	cfg := config.Default()
+	cfg.AdminAddr = "127.0.0.1:0"
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "broadcast-gnet")
+	p := &pusher{}
+	h := admin.Handler(settings.Admin(cfg, protocol.About{}, p), reg, m, nil)
+	for _, c := range []struct {
+		query string
+		want  admin.PushAnswer
+	}{
+		{"state=on&interval=50ms&size=20", admin.PushAnswer{Action: "push", State: "on", IntervalMs: 50, Size: 20}},
+		{"state=on", admin.PushAnswer{Action: "push", State: "on", IntervalMs: 1000, Size: 100}},
+		{"state=off", admin.PushAnswer{Action: "push", State: "off"}},
+	} {
+		code, body := post(t, h, "/control/push?"+c.query, "")
+		var a admin.PushAnswer
+		if err := json.Unmarshal([]byte(body), &a); code != 200 || err != nil || a != c.want {
+			t.Errorf("push?%s: %d %s; want %+v", c.query, code, body, c.want)
+		}
+	}
+	if got := m.Snapshot().Controls["push"]; got != 3 {
+		t.Errorf("controls push = %d, want 3", got)
+	}
+	for _, c := range []struct{ query, names string }{
+		{"", "state"}, {"state=maybe", "state"}, {"state=on&interval=0s", "interval"}, {"state=on&interval=2h", "interval"},
+		{"state=on&interval=fast", "interval"}, {"state=on&size=0", "size"}, {"state=on&size=2000000", "size"},
+	} {
+		if code, body := post(t, h, "/control/push?"+c.query, ""); code != 400 || !strings.Contains(body, "invalid value for "+c.names) {
+			t.Errorf("push?%s: %d %q; want 400 naming %s", c.query, code, body, c.names)
+		}
+	}
+	h = admin.Handler(settings.Admin(cfg, protocol.About{}, &dropper{}), nil, nil, nil)
+	if code, _ := post(t, h, "/control/push?state=on", ""); code != http.StatusNotImplemented {
+		t.Errorf("push on a target without one: %d, want 501", code)
+	}
+}

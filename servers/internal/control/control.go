@@ -5,8 +5,10 @@
 package control
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // How is how a drop closes each connection it picks.
@@ -30,6 +32,45 @@ type Dropper interface {
 	// open now, as how says, and returns how many it picked and how many
 	// were open.
 	Drop(fraction float64, how How) (dropped, open int)
+}
+
+// Push is the timed push a target runs: off, or every Interval a payload
+// of Size bytes.
+type Push struct {
+	On       bool
+	Interval time.Duration
+	Size     int
+}
+
+// Pusher is a target with a timed push (the broadcast and Socket.IO
+// targets) that can be started, changed or stopped while it serves.
+type Pusher interface {
+	// SetPush starts the push as p says (replacing the one running, whose
+	// numbering ends with it), or stops it, and returns the push now
+	// running. Zero Interval or Size keep the -push-interval and
+	// -push-size given at start (1 s and 100 bytes when none was).
+	SetPush(p Push) (Push, error)
+}
+
+// ErrStopped is SetPush's answer once the target is shutting down.
+var ErrStopped = errors.New("the target is shutting down")
+
+// Defaults fills p's zero Interval and Size from the flags, or 1 s and 100
+// bytes.
+func (p Push) Defaults(interval time.Duration, size int) Push {
+	if p.Interval <= 0 {
+		p.Interval = interval
+	}
+	if p.Interval <= 0 {
+		p.Interval = time.Second
+	}
+	if p.Size <= 0 {
+		p.Size = size
+	}
+	if p.Size <= 0 {
+		p.Size = 100
+	}
+	return p
 }
 
 // Pick returns which of n to drop for fraction: ceil(fraction x n) of them

@@ -52,7 +52,11 @@ func TestAllocations(t *testing.T) {
 		perMessage := float64(after.Mallocs-before.Mallocs) / n
 		limit := allowed + 0.1
 		if raceEnabled {
-			limit = allowed + 1
+			// sync.Pool drops a quarter of what it is given under -race:
+			// each pooled buffer a message takes may become an allocation,
+			// and a library that allocates more per message (nbio) pools
+			// more too (measured: nbio 5.1 against 4 without -race).
+			limit = allowed + 1 + allowed/4
 		}
 		t.Logf("%s: %.2f allocations per echoed message (limit %.1f)", name, perMessage, limit)
 		if perMessage > limit {

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -242,47 +243,33 @@ func TestArtillerySocketIO(t *testing.T) {
 		}
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
-			testArtillerySocketIO(t, e.flags)
+			testArtillerySocketIO(t, e.flags, "socketio.yml", "/")
+			// A user's script on its own path and namespace, unchanged:
+			// config.socketio.path and a namespace per step.
+			testArtillerySocketIO(t, append(slices.Clone(e.flags), "-path", "/socket/socket.io/"), "socketio-path.yml", "/cobrowse")
 		})
 	}
 }
 
-func testArtillerySocketIO(t *testing.T, engine []string) {
-	tg := harness.Start(t, append([]string{"-variant", "empty"}, engine...)...)
+func testArtillerySocketIO(t *testing.T, flags []string, script, namespace string) {
+	tg := harness.Start(t, append([]string{"-variant", "empty"}, flags...)...)
 	before := tg.Stats(t)
-	c := artillery(t, "socketio.yml", "http://"+tg.Addr)
+	c := artillery(t, script, "http://"+tg.Addr)
 	d := tg.Settled(t, before)
 	if c["vusers.created"] != 10 || c["vusers.failed"] != 0 || c["socketio.emit"] != 40 {
 		t.Errorf("artillery counters %v: want 10 users, none failed, 40 emits", c)
 	}
-	// Each user: 3 echo (acked) + 1 message (message-back): 4 in, 4 out.
-	if d.Handshakes[protocol.ResultOK] != c["vusers.created"] || d.MessagesReceived != c["socketio.emit"] || d.MessagesSent != c["socketio.emit"] {
+	// Each user: 3 echo (acked) + 1 message (message-back): 4 in, 4 out;
+	// on the main namespace one Engine.IO session. On another, artillery's
+	// engine may open a second session for the main namespace besides
+	// (19 sessions for 10 users measured), which sends nothing.
+	sessions, users := d.Handshakes[protocol.ResultOK], c["vusers.created"]
+	if sessions < users || (namespace == "/" && sessions != users) || sessions > 2*users ||
+		d.MessagesReceived != c["socketio.emit"] || d.MessagesSent != c["socketio.emit"] {
 		t.Errorf("artillery claims %v; the server saw %v handshakes, %d events in, %d out", c, d.Handshakes, d.MessagesReceived, d.MessagesSent)
 	}
-}
-
-// TestArtillerySocketIOPathNamespace: artillery's own Socket.IO engine with
-// config.socketio.path and a namespace per step (socketio-path.yml),
-// unchanged, against a target started with that -path.
-func TestArtillerySocketIOPathNamespace(t *testing.T) {
-	t.Parallel()
-	for _, e := range sioEngines {
-		if e.ws {
-			continue // artillery's Socket.IO engine starts on polling
-		}
-		t.Run(e.name, func(t *testing.T) {
-			t.Parallel()
-			tg := harness.Start(t, append([]string{"-variant", "empty", "-path", "/socket/socket.io/"}, e.flags...)...)
-			before := tg.Stats(t)
-			c := artillery(t, "socketio-path.yml", "http://"+tg.Addr)
-			d := tg.Settled(t, before)
-			if c["vusers.created"] != 10 || c["vusers.failed"] != 0 || c["socketio.emit"] != 40 {
-				t.Errorf("artillery counters %v: want 10 users, none failed, 40 emits", c)
-			}
-			if d.Namespaces["/cobrowse"] != c["vusers.created"] || d.MessagesReceived != c["socketio.emit"] {
-				t.Errorf("artillery claims %v; the server saw namespaces %v, %d events in", c, d.Namespaces, d.MessagesReceived)
-			}
-		})
+	if d.Namespaces[namespace] != c["vusers.created"] {
+		t.Errorf("%s: artillery claims %d users; the server counted namespaces %v, want each on %s", script, c["vusers.created"], d.Namespaces, namespace)
 	}
 }
 

@@ -31,19 +31,7 @@ func gorillaUpgrader(cfg Settings) upgrader {
 		wire = wsframe.WireLimit(cfg.MaxMessage)
 	}
 	return func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *metrics.Metrics) (wsConn, error) {
-		if cfg.Compression {
-			// gorilla's own answer (deflateAnswer) is right unless the offer
-			// named server_max_window_bits.
-			if answer, ok := chooseDeflate(r); ok && answer != deflateAnswer {
-				w = &answerOnHijack{ResponseWriter: w, answer: answer}
-			}
-		}
-		// The subprotocol chosen (subprotocol.go), which gorilla writes
-		// from the response header it is given, not from w's.
-		var answer http.Header
-		if p := w.Header().Get("Sec-WebSocket-Protocol"); p != "" {
-			answer = http.Header{"Sec-Websocket-Protocol": {p}}
-		}
+		w, answer := hijackAnswers(w, r, cfg.Compression)
 		gw := guard(w, raw, cfg.MaxMessage, true)
 		c, err := u.Upgrade(gw, r, answer)
 		if err != nil {
@@ -185,4 +173,22 @@ func (g *gorillaConn) close(code int) {
 // seen by the keepalive as bytes read.
 func (g *gorillaConn) ping(timeout time.Duration) error {
 	return g.c.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout))
+}
+
+// hijackAnswers readies the answers of a library that writes its own 101
+// to the hijacked connection (gorilla, nbio): its permessage-deflate line
+// (deflateAnswer) replaced when the offer named server_max_window_bits,
+// and the subprotocol chosen (subprotocol.go), which such a library
+// writes from the response header it is given, not from w's.
+func hijackAnswers(w http.ResponseWriter, r *http.Request, compression bool) (http.ResponseWriter, http.Header) {
+	if compression {
+		if answer, ok := chooseDeflate(r); ok && answer != deflateAnswer {
+			w = &answerOnHijack{ResponseWriter: w, answer: answer}
+		}
+	}
+	var header http.Header
+	if p := w.Header().Get("Sec-WebSocket-Protocol"); p != "" {
+		header = http.Header{"Sec-Websocket-Protocol": {p}}
+	}
+	return w, header
 }

@@ -53,19 +53,7 @@ func nbioUpgrader(cfg Settings) upgrader {
 		}
 	})
 	return func(w http.ResponseWriter, r *http.Request, raw *trackedConn, m *metrics.Metrics) (wsConn, error) {
-		if cfg.Compression {
-			// nbio's answer is deflateAnswer; a different one (an offer
-			// naming server_max_window_bits) replaces it.
-			if answer, ok := chooseDeflate(r); ok && answer != deflateAnswer {
-				w = &answerOnHijack{ResponseWriter: w, answer: answer}
-			}
-		}
-		// The subprotocol chosen (subprotocol.go): nbio writes the one it
-		// is given in the response header.
-		var answer http.Header
-		if p := w.Header().Get("Sec-WebSocket-Protocol"); p != "" {
-			answer = http.Header{"Sec-Websocket-Protocol": {p}}
-		}
+		w, answer := hijackAnswers(w, r, cfg.Compression)
 		gw := guard(w, raw, cfg.MaxMessage, true)
 		c, err := u.Upgrade(gw, r, answer)
 		if err != nil {

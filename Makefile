@@ -290,12 +290,12 @@ locust: deps
 js-ws-echo: deps
 	node scripts/clients/ws-echo.mjs --url $(WS)
 
-## observe: Debian's prometheus on OBSERVE_ADDR (127.0.0.1:9090), scraping the admin ports 9100-9109 of running targets (docker/prometheus/prometheus.host.yml: compose.yaml's, or make run-server's on 9100); no image pulled; Ctrl-C stops
+## observe: Debian's prometheus on OBSERVE_ADDR (127.0.0.1:9090), scraping the admin ports 9100-9111 of running targets (docker/prometheus/prometheus.host.yml: compose.yaml's, or make run-server's on 9100); no image pulled; Ctrl-C stops
 OBSERVE_ADDR ?= 127.0.0.1:9090
 observe:
 	@command -v prometheus >/dev/null || { echo "observe: no prometheus binary on PATH: make deps installs Debian's (apt-get install -y prometheus)" >&2; exit 1; }
 	@dir=$$(mktemp -d /tmp/knowngood-observe.XXXXXX) && trap : INT TERM && \
-		echo "observe: Prometheus on http://$(OBSERVE_ADDR), scraping 127.0.0.1:9100-9109 every 5 s; data in $$dir until it stops (Ctrl-C)" && \
+		echo "observe: Prometheus on http://$(OBSERVE_ADDR), scraping 127.0.0.1:9100-9111 every 5 s; data in $$dir until it stops (Ctrl-C)" && \
 		{ prometheus --config.file=docker/prometheus/prometheus.host.yml --storage.tsdb.path="$$dir" \
 			--web.listen-address=$(OBSERVE_ADDR) --log.level=warn; rc=$$?; rm -rf "$$dir"; exit $$rc; }
 

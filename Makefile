@@ -282,7 +282,7 @@ js-handshake: deps
 
 ## locust: the cluster report's client (python-socketio over WebSocket, trade_update every 1-5 s) as Locust users against SIO, headless, under loadgen watch (127.0.0.1:PORT; ADMIN, the target's admin URL, default 127.0.0.1:9100; LOCUSTARGS="-u 100 -r 10 -t 60s")
 ADMIN ?= http://127.0.0.1:$(if $(COMPOSE),$(KG_PORT_PREFIX)$(patsubst 809%,911%,$(patsubst 808%,910%,$(compose_port))),9100)
-LOCUSTARGS ?= -u $(N) -r 10 -t 30s
+LOCUSTARGS ?= -u $(N) -r 10 -t 30s --stop-timeout 10
 locust: deps
 	cd scripts && go run ../loadgen watch -admin $(ADMIN) -- locust -f locust/locustfile.py --headless --host $(SIO) $(LOCUSTARGS)
 

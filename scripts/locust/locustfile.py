@@ -17,9 +17,17 @@ Needs Debian's python3-locust and python3-socketio (make deps).
 import random
 import time
 
+import gevent
 import socketio
 from locust import User, between, task
 from locust.exception import StopUser
+
+# Locust 2.12 times --run-time with gevent.spawn_later, on the event loop's
+# clock, which gevent updates only when the loop runs. The hub is made when
+# Locust starts, before these imports: on a loaded machine they take
+# seconds, the clock stays that far behind, and a short run stopped at once,
+# in the middle of its users' connects. Bring the clock up to date here.
+gevent.get_hub().loop.update_now()
 
 # Connect and ack timeouts, in seconds: the report's client gave up on a
 # connect after its default wait, and an unanswered emit is a failure.
@@ -49,6 +57,12 @@ class TradeUser(User):
         except Exception as exc:  # a refused or timed-out connect is the user's end
             self._fire("connect", started, exc)
             raise StopUser() from exc
+        except BaseException:
+            # The run stopped mid-connect (GreenletExit): close what the
+            # client opened, whose background greenlets would keep Locust
+            # from exiting.
+            self.sio.disconnect()
+            raise
         self._fire("connect", started)
 
     @task

@@ -419,7 +419,7 @@ func TestLocust(t *testing.T) {
 			tg := harness.Start(t, append([]string{"-variant", "empty"}, e.flags...)...)
 			report := filepath.Join(t.TempDir(), "watch.json")
 			run(t, nil, harness.LoadgenT(t), "watch", "-admin", tg.AdminURL(), "-json", report, "--",
-				"locust", "-f", "locust/locustfile.py", "--headless", "-u", "10", "-r", "10", "-t", "4s", "--host", "http://"+tg.Addr, "--only-summary")
+				"locust", "-f", "locust/locustfile.py", "--headless", "-u", "10", "-r", "10", "-t", "4s", "--stop-timeout", "10", "--host", "http://"+tg.Addr, "--only-summary")
 			raw, err := os.ReadFile(report)
 			if err != nil {
 				t.Fatal(err)

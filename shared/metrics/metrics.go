@@ -248,7 +248,7 @@ func (m *Metrics) Opened() {
 	}
 	m.connectionsTotal.Inc()
 	m.connectionsActive.Inc()
-	m.storm.opened(time.Now())
+	m.storm.opened()
 }
 
 // Closed records a connection that ended, with its close code or reason.

@@ -39,7 +39,15 @@ func (w *stormWatch) setDropped(n int) {
 	}
 }
 
-func (w *stormWatch) opened(now time.Time) {
+// opened records a connection opened, when a drop is being watched: the
+// clock is read only then.
+func (w *stormWatch) opened() {
+	if w.cur.Load() != nil {
+		w.openedAt(time.Now())
+	}
+}
+
+func (w *stormWatch) openedAt(now time.Time) {
 	s := w.cur.Load()
 	if s == nil {
 		return

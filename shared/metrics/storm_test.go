@@ -32,7 +32,7 @@ func TestStormPattern(t *testing.T) {
 			w.watch(at)
 			w.setDropped(len(c.back))
 			for _, d := range c.back {
-				w.opened(ms(d))
+				w.openedAt(ms(d))
 			}
 			r := w.report()
 			if r.Pattern != c.pattern || r.Reconnects != uint64(len(c.back)) || r.Dropped != len(c.back) {
@@ -47,9 +47,9 @@ func TestStormPattern(t *testing.T) {
 	var w stormWatch
 	w.watch(at)
 	for _, d := range []float64{10, 20, 1500, 2500, 2600, 2700} {
-		w.opened(ms(d))
+		w.openedAt(ms(d))
 	}
-	w.opened(ms(1e9)) // past the seconds binned: counted, not binned
+	w.openedAt(ms(1e9)) // past the seconds binned: counted, not binned
 	r := w.report()
 	if want := []uint64{2, 1, 3}; len(r.PerSecond) != 3 || r.PerSecond[0] != 2 || r.PerSecond[1] != 1 || r.PerSecond[2] != 3 || r.PeakPerSecond != 3 || r.Reconnects != 7 {
 		t.Errorf("per second %v, peak %d, reconnects %d; want %v, 3, 7", r.PerSecond, r.PeakPerSecond, r.Reconnects, want)

@@ -7,10 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// eventPacket is 42[id]["event",args...].
-func eventPacket(id int64, event string, args []any) ([]byte, error) {
+// eventPacket is 42[nsp][id]["event",args...], nsp being "" for the
+// namespace "/" and "/name," for another.
+func eventPacket(nsp string, id int64, event string, args []any) ([]byte, error) {
 	packet := make([]byte, 0, 96)
-	packet = append(packet, '4', '2')
+	packet = append(append(packet, '4', '2'), nsp...)
 	if id >= 0 {
 		packet = strconv.AppendInt(packet, id, 10)
 	}

@@ -20,7 +20,7 @@ func TestEventPacket(t *testing.T) {
 	}
 	for _, id := range []int64{-1, 0, 42} {
 		for _, a := range args {
-			got, err := eventPacket(id, "echo", []any{a})
+			got, err := eventPacket("", id, "echo", []any{a})
 			if err != nil {
 				t.Fatalf("eventPacket(%v): %v", a, err)
 			}
@@ -43,10 +43,10 @@ func TestEventPacket(t *testing.T) {
 			}
 		}
 	}
-	if _, err := eventPacket(-1, "echo", []any{json.RawMessage(`{bad`)}); err == nil {
+	if _, err := eventPacket("", -1, "echo", []any{json.RawMessage(`{bad`)}); err == nil {
 		t.Error("an invalid json.RawMessage was sent")
 	}
-	if _, err := eventPacket(-1, "echo", []any{func() {}}); err == nil {
+	if _, err := eventPacket("", -1, "echo", []any{func() {}}); err == nil {
 		t.Error("a func was sent")
 	}
 }

@@ -22,7 +22,7 @@ import (
 // each costs a wake-up and two read syscalls per message (the second finds
 // the socket empty), and at 20,000 connections at one emit every 1-5 s the
 // lean client used more CPU than the gnet replicas it measured. A
-// connection is dialled, upgraded (gobwas/ws) and connected to "/" as
+// connection is dialled, upgraded (gobwas/ws) and connected to its namespace as
 // before, synchronously, then enrolled in a loop, which reads its frames,
 // answers its pings and hands on its events and acks; writes go out at
 // once from the writer's goroutine, through the loop (AsyncWrite) only
@@ -80,23 +80,30 @@ func (l *Loop) Close() error {
 }
 
 // watchPings closes, once a second, every connection whose server has
-// sent nothing for longer than its ping interval and timeout together.
+// sent nothing for longer than its ping interval and timeout together,
+// and fails the acks past their deadline.
 func (l *Loop) watchPings() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	var all []*Conn
 	for {
 		select {
 		case <-l.stop:
 			return
 		case now := <-tick.C:
 			var late []*Conn
+			all = all[:0]
 			l.mu.Lock()
 			for c := range l.conns {
 				if now.UnixNano()-c.lastRead.Load() > int64(c.pingWait) {
 					late = append(late, c)
 				}
+				all = append(all, c)
 			}
 			l.mu.Unlock()
+			for _, c := range all {
+				c.expireAcks(now.UnixNano())
+			}
 			for _, c := range late {
 				c.endErr.CompareAndSwap(nil, &errNoPing)
 				_ = c.g.Close()
@@ -106,6 +113,22 @@ func (l *Loop) watchPings() {
 }
 
 var errNoPing = errors.New("no ping from the server within its interval and timeout")
+
+// expireAcks fails the acks whose deadline is before now.
+func (c *Conn) expireAcks(now int64) {
+	var late []*pending
+	c.mu.Lock()
+	for id, p := range c.acks {
+		if p.deadline < now {
+			delete(c.acks, id)
+			late = append(late, p)
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range late {
+		p.done(nil, ErrAckTimeout)
+	}
+}
 
 // dialLoop opens the WebSocket with gobwas/ws and leaves it bare: connect
 // reads and writes frames on it until the namespace CONNECT is done.
@@ -121,7 +144,7 @@ func dialLoop(ctx context.Context, o Options, wsURL string) (*Conn, error) {
 	if br == nil {
 		br = bufio.NewReaderSize(raw, 512)
 	}
-	return &Conn{o: o, raw: raw, br: br, acks: map[int64]*pending{}, done: make(chan struct{})}, nil
+	return &Conn{o: o, raw: raw, br: br, nsp: nspPrefix(o.Namespace), acks: map[int64]*pending{}, done: make(chan struct{})}, nil
 }
 
 // enroll hands the connected socket to a loop, with what the reader

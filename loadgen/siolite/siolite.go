@@ -3,9 +3,9 @@
 // on a Loop's event loops (Options.Loop), or is a gorilla WebSocket and
 // one reader goroutine; either answers the server's pings and hands on
 // events and acks, and writes go out under a lock from whichever
-// goroutine makes them. It speaks the namespace "/" only, with
-// JSON arguments (no binary attachments), which is what loadgen sustain
-// sends.
+// goroutine makes them. It joins one namespace ("/" unless
+// Options.Namespace says another) and sends JSON arguments (no binary
+// attachments), which is what loadgen sustain and conns need.
 //
 // It exists because the zishang520 client (loadgen/sioclient) holds
 // several goroutines, timers and buffers per connection: at 100,000
@@ -59,13 +59,18 @@ var writePool sync.Pool
 
 // Options describe one connection.
 type Options struct {
-	URL string      // http(s)://HOST:PORT of the server
-	TLS *tls.Config // for https://, nil for the defaults
+	URL string // http(s)://HOST:PORT of the server
+	// Namespace is the namespace the connection joins; "" is "/".
+	Namespace string
+	TLS       *tls.Config // for https://, nil for the defaults
 	// NetDial opens the TCP connection (from a chosen source address,
 	// say); nil: net.Dialer's.
-	NetDial    func(ctx context.Context, network, addr string) (net.Conn, error)
-	AckTimeout time.Duration // how long an ack is waited for; zero: 10 s
-	// OnEvent gets every event the server emits to "/", on the reader
+	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// AckTimeout is how long an ack is waited for; zero: 10 s. On a Loop
+	// it is checked once a second, so an ack times out up to a second
+	// after it.
+	AckTimeout time.Duration
+	// OnEvent gets every event the server emits to the namespace, on the reader
 	// goroutine: it must not block.
 	OnEvent func(name string, args []json.RawMessage)
 	// OnClose is called once when the connection ends other than by
@@ -78,9 +83,10 @@ type Options struct {
 
 // Conn is one connected Socket.IO client.
 type Conn struct {
-	o  Options
-	ws *websocket.Conn // on a goroutine: gorilla's
-	id string
+	o   Options
+	ws  *websocket.Conn // on a goroutine: gorilla's
+	id  string
+	nsp string // what follows a packet's type in the namespace: "" for "/", else "/name,"
 
 	// On a Loop: the bare socket and its reader until the CONNECT is
 	// done (then enrolled), then the loop's connection (g, set in OnOpen),
@@ -108,10 +114,19 @@ type Conn struct {
 	done chan struct{} // closed when the reader has returned
 }
 
+// pending is an emit waiting for its ack. On a Loop its timeout is a
+// deadline the loop's sweep checks once a second (a timer made and
+// stopped per emit showed in the load client's profile); on a goroutine
+// it is a timer.
 type pending struct {
-	done  func(args []json.RawMessage, err error)
-	timer *time.Timer
+	done     func(args []json.RawMessage, err error)
+	timer    *time.Timer // nil on a Loop
+	deadline int64       // Unix ns, on a Loop
 }
+
+// claim reports whether the caller, which has taken p out of the acks
+// map, is the one to call done: a timer that has fired calls it itself.
+func (p *pending) claim() bool { return p.timer == nil || p.timer.Stop() }
 
 // handshake is the Engine.IO OPEN packet's fields the client uses.
 type handshake struct {
@@ -121,7 +136,7 @@ type handshake struct {
 }
 
 // Dial opens the WebSocket, reads the Engine.IO OPEN and connects to the
-// namespace "/", all before ctx's deadline.
+// namespace, all before ctx's deadline.
 func Dial(ctx context.Context, o Options) (*Conn, error) {
 	wsURL, err := socketURL(o.URL)
 	if err != nil {
@@ -143,7 +158,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		return nil, ctxErr(ctx, err)
 	}
 	ws.SetReadLimit(maxPacket)
-	c := &Conn{o: o, ws: ws, acks: map[int64]*pending{}, done: make(chan struct{})}
+	c := &Conn{o: o, ws: ws, nsp: nspPrefix(o.Namespace), acks: map[int64]*pending{}, done: make(chan struct{})}
 	hs, err := c.connect(ctx)
 	if err != nil {
 		ws.Close()
@@ -172,6 +187,15 @@ func dialOnLoop(ctx context.Context, o Options, wsURL string) (*Conn, error) {
 		return nil, ctxErr(ctx, err)
 	}
 	return c, nil
+}
+
+// nspPrefix is what follows a packet's type for namespace: nothing for
+// "/", the name and a comma for another.
+func nspPrefix(namespace string) string {
+	if namespace == "" || namespace == "/" {
+		return ""
+	}
+	return namespace + ","
 }
 
 // socketURL is the Engine.IO WebSocket endpoint of an http(s) URL.
@@ -217,9 +241,10 @@ func (c *Conn) connect(ctx context.Context) (handshake, error) {
 	if len(msg) == 0 || msg[0] != '0' || json.Unmarshal(msg[1:], &hs) != nil || hs.PingInterval <= 0 {
 		return hs, fmt.Errorf("no Engine.IO OPEN: %.60q", msg)
 	}
-	if err := c.write([]byte("40")); err != nil {
+	if err := c.write([]byte("40" + c.nsp)); err != nil {
 		return hs, err
 	}
+	connected, refused := []byte("40"+c.nsp), []byte("44"+c.nsp)
 	for {
 		msg, err := c.readMessage()
 		if err != nil {
@@ -230,18 +255,18 @@ func (c *Conn) connect(ctx context.Context) (handshake, error) {
 			if err := c.write([]byte("3")); err != nil {
 				return hs, err
 			}
-		case bytes.HasPrefix(msg, []byte("40")):
+		case bytes.HasPrefix(msg, connected):
 			var ok struct {
 				SID string `json:"sid"`
 			}
-			_ = json.Unmarshal(msg[2:], &ok)
+			_ = json.Unmarshal(msg[len(connected):], &ok)
 			c.id = ok.SID
 			return hs, nil
-		case bytes.HasPrefix(msg, []byte("44")):
+		case bytes.HasPrefix(msg, refused):
 			var refusal struct {
 				Message string `json:"message"`
 			}
-			_ = json.Unmarshal(msg[2:], &refusal)
+			_ = json.Unmarshal(msg[len(refused):], &refusal)
 			return hs, fmt.Errorf("connect_error: %s", refusal.Message)
 		default:
 			return hs, fmt.Errorf("unexpected packet before CONNECT: %.60q", msg)
@@ -294,7 +319,7 @@ func (c *Conn) finish(err error) {
 	c.mu.Unlock()
 	close(c.done) // before the callbacks, which may call Close
 	for _, p := range acks {
-		if p.timer.Stop() && !ours {
+		if p.claim() && !ours {
 			p.done(nil, ErrClosed)
 		}
 	}
@@ -323,14 +348,19 @@ func (c *Conn) handle(msg []byte) error {
 	return nil // pong, noop: nothing to do
 }
 
-// handleSIO is one Socket.IO packet on namespace "/"; those of another
-// namespace are not this client's.
+// handleSIO is one Socket.IO packet of the connection's namespace;
+// those of another namespace are not this client's.
 func (c *Conn) handleSIO(p []byte) error {
 	if len(p) == 0 {
 		return errors.New("empty Socket.IO packet")
 	}
 	typ, rest := p[0], p[1:]
-	if len(rest) > 0 && rest[0] == '/' {
+	if c.nsp != "" {
+		if !bytes.HasPrefix(rest, []byte(c.nsp)) {
+			return nil
+		}
+		rest = rest[len(c.nsp):]
+	} else if len(rest) > 0 && rest[0] == '/' {
 		return nil
 	}
 	switch typ {
@@ -359,7 +389,7 @@ func (c *Conn) handleSIO(p []byte) error {
 		pa := c.acks[id]
 		delete(c.acks, id)
 		c.mu.Unlock()
-		if pa != nil && pa.timer.Stop() {
+		if pa != nil && pa.claim() {
 			pa.done(args, nil)
 		}
 	}
@@ -399,7 +429,7 @@ func (c *Conn) ID() string { return c.id }
 
 // Emit sends an event without an ack.
 func (c *Conn) Emit(event string, args ...any) error {
-	packet, err := eventPacket(-1, event, args)
+	packet, err := eventPacket(c.nsp, -1, event, args)
 	if err != nil {
 		return err
 	}
@@ -418,15 +448,19 @@ func (c *Conn) EmitWithAck(event string, args []any, done func(args []json.RawMe
 	id := c.nextAck
 	c.nextAck++
 	pa := &pending{done: done}
-	pa.timer = time.AfterFunc(c.o.AckTimeout, func() {
-		c.mu.Lock()
-		delete(c.acks, id)
-		c.mu.Unlock()
-		done(nil, ErrAckTimeout)
-	})
+	if c.loop != nil {
+		pa.deadline = time.Now().Add(c.o.AckTimeout).UnixNano()
+	} else {
+		pa.timer = time.AfterFunc(c.o.AckTimeout, func() {
+			c.mu.Lock()
+			delete(c.acks, id)
+			c.mu.Unlock()
+			done(nil, ErrAckTimeout)
+		})
+	}
 	c.acks[id] = pa
 	c.mu.Unlock()
-	packet, err := eventPacket(id, event, args)
+	packet, err := eventPacket(c.nsp, id, event, args)
 	if err == nil {
 		err = c.write(packet)
 	}
@@ -434,7 +468,9 @@ func (c *Conn) EmitWithAck(event string, args []any, done func(args []json.RawMe
 		c.mu.Lock()
 		delete(c.acks, id)
 		c.mu.Unlock()
-		pa.timer.Stop()
+		if pa.timer != nil {
+			pa.timer.Stop()
+		}
 	}
 	return err
 }
@@ -450,7 +486,7 @@ func (c *Conn) Close() error {
 		// The DISCONNECT and the close frame, then the close, in turn on
 		// the loop; a connection already ended has its done closed.
 		c.wmu.Lock()
-		bye := append(wsframe.ClientFrame(ws.OpText, []byte("41")), wsframe.ClientFrame(ws.OpClose, ws.NewCloseFrameBody(ws.StatusNormalClosure, ""))...)
+		bye := append(wsframe.ClientFrame(ws.OpText, []byte("41"+c.nsp)), wsframe.ClientFrame(ws.OpClose, ws.NewCloseFrameBody(ws.StatusNormalClosure, ""))...)
 		_ = c.writeOnLoop(bye)
 		c.wmu.Unlock()
 		// After the writes above: the loop runs its tasks in order.
@@ -458,7 +494,7 @@ func (c *Conn) Close() error {
 	} else if !already {
 		c.wmu.Lock()
 		_ = c.ws.SetWriteDeadline(time.Now().Add(time.Second))
-		_ = c.ws.WriteMessage(websocket.TextMessage, []byte("41"))
+		_ = c.ws.WriteMessage(websocket.TextMessage, []byte("41"+c.nsp))
 		_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 		c.wmu.Unlock()
 		_ = c.ws.Close()

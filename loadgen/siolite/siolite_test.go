@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,6 +187,46 @@ func testAckTimeout(t *testing.T, loop *Loop) {
 	c.Close()
 	if err := c.Emit("echo"); err == nil {
 		t.Error("Emit after Close succeeded")
+	}
+}
+
+// TestNamespace: a connection joins the namespace it names, and its
+// events and acks travel there; Node's server, which serves "/" alone,
+// refuses another with its CONNECT_ERROR, which Dial returns.
+func TestNamespace(t *testing.T) { onLoop(t, testNamespace) }
+
+func testNamespace(t *testing.T, loop *Loop) {
+	for _, s := range servers {
+		t.Run(s.name, func(t *testing.T) {
+			url, _ := s.start(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := Dial(ctx, Options{URL: url, Loop: loop, Namespace: "/chat"})
+			if s.name == "node" {
+				if err == nil || !strings.Contains(err.Error(), "Invalid namespace") {
+					t.Errorf("Dial to /chat on Node's server: %v; want its connect_error Invalid namespace", err)
+				}
+				if c != nil {
+					c.Close()
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			echoed := make(chan string, 1)
+			err = c.EmitWithAck("echo", []any{"in /chat"}, func(args []json.RawMessage, err error) {
+				var got string
+				if err == nil && len(args) == 1 {
+					_ = json.Unmarshal(args[0], &got)
+				}
+				echoed <- got
+			})
+			if got := <-echoed; err != nil || got != "in /chat" {
+				t.Errorf("echo in /chat: %v, %q back", err, got)
+			}
+		})
 	}
 }
 

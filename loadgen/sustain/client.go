@@ -10,8 +10,8 @@ import (
 )
 
 // client is one simulated user: one connection at a time, and again
-// after a back-off when it is lost. Its emits run on a timer of their own,
-// one after another: the next one is set when the last one has gone out,
+// after a back-off when it is lost. Its emits come one after another from
+// the run's pacer: the next one is set when the last one has gone out,
 // whether or not its ack has come (the user does not wait either).
 type client struct {
 	id   int
@@ -20,11 +20,11 @@ type client struct {
 
 	mu       sync.Mutex
 	conn     link
-	gen      int  // counts connections, so that a stale timer or event does nothing
-	leaving  bool // the client closes its connection itself (churn, the end)
-	failures int  // connects failed in a row, for the back-off
-	timer    *time.Timer
-	ever     bool // it has been connected once
+	gen      int         // counts connections, so that a stale timer or event does nothing
+	leaving  bool        // the client closes its connection itself (churn, the end)
+	failures int         // connects failed in a row, for the back-off
+	timer    *time.Timer // the back-off's before the next connect
+	ever     bool        // it has been connected once
 	// dropped: the connection of this gen ended before dial registered
 	// it (the server closed it just after the CONNECT ack); dial then
 	// counts it lost at once instead of holding a dead connection.
@@ -76,7 +76,8 @@ func (c *client) dial(ctx context.Context) {
 	c.schedule(gen)
 }
 
-// schedule sets the timer of the next emit.
+// schedule sets the next emit of connection gen; emit drops it if the
+// connection has ended by then.
 func (c *client) schedule(gen int) {
 	r := c.r
 	span := r.cfg.EmitMax - r.cfg.EmitMin
@@ -84,11 +85,7 @@ func (c *client) schedule(gen int) {
 	if span > 0 {
 		wait += rand.N(span)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen == gen && c.conn != nil {
-		c.timer = time.AfterFunc(wait, func() { c.emit(gen) })
-	}
+	r.pacer.after(wait, c, gen)
 }
 
 // emit sends one event with an ack and times the ack.

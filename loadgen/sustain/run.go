@@ -69,6 +69,7 @@ type run struct {
 	emitHops, pushHops hopHists
 	sched              []protocol.Bucket // this process's scheduling latency at the step's start
 	loop               *siolite.Loop     // -loop's, nil on goroutines
+	pacer              *pacer            // fires the clients' emits
 
 	rep *Report
 }
@@ -111,6 +112,7 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		r.loop = loop
 	}
 	r.rep = newReport(cfg)
+	r.pacer = newPacer()
 	if f.Before != nil && f.Before.Err != nil {
 		r.rep.ServerError = fmt.Sprintf("no /stats from %s: %v", cfg.Admin, f.Before.Err)
 	}
@@ -145,6 +147,7 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	}
 	stopPushing()
 	r.stopping.Store(true)
+	r.pacer.close()
 	close(r.queue)
 	wg.Wait()
 	stopSampling()

@@ -55,6 +55,9 @@ type Config struct {
 	PID     int           // the target's process id, for its RSS from /proc; 0 for none
 	// Namespace is the namespace a Socket.IO URL's sockets join.
 	Namespace string
+	// Loop holds ws://, tcp:// and Socket.IO-over-WebSocket connections
+	// on event loops instead of a reader goroutine each (onLoops).
+	Loop bool
 	// FreeOSMemory: after the hold, also read the RSS once the target has
 	// returned its free memory to the OS (POST /debug/freeosmemory).
 	FreeOSMemory bool
@@ -76,6 +79,7 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.Duration(fs, &cfg.Timeout, "timeout", DefaultTimeout, false, "bounds each connection's dial and upgrade")
 	flagset.PID(fs, &cfg.PID, "pid", "the target's process `ID`, on this machine: its RSS comes from /proc/PID/status (for a target without /stats)")
 	fs.StringVar(&cfg.Namespace, "namespace", DefaultNamespace, "the `NAMESPACE` each socket joins, for a Socket.IO URL (ws://HOST:PORT/socket.io/)")
+	fs.BoolVar(&cfg.Loop, "loop", true, "hold the connections on event loops (gnet, gobwas/ws), not a reader goroutine each, so that the client costs less than the target it measures: ws:// and tcp:// ones, and Socket.IO over WebSocket with loadgen's lean client; TLS connections and Socket.IO over polling stay on goroutines (Socket.IO with the zishang520 client)")
 	fs.BoolVar(&cfg.FreeOSMemory, "free-os-memory", false, "after the hold, also ask the target to collect its garbage and return free memory to the OS (POST /debug/freeosmemory on -admin; start a knowngood target with -pprof), and read its RSS again: what the connections hold live, without the garbage collector's slack")
 }
 
@@ -113,12 +117,12 @@ func (c *Config) normalize(set map[string]bool) error {
 // Socket.IO client binds no source address), and a -namespace is only for
 // a Socket.IO URL.
 func (c *Config) checkSocketIO(u target.URL, set map[string]bool) error {
-	_, sio, err := socketIOTarget(u)
+	t, sio, err := socketIOTarget(u)
 	switch {
 	case err != nil:
 		return err
-	case sio && len(c.Sources) > 0:
-		return errors.New("flag -sources: a Socket.IO URL (/socket.io/) is dialled by the zishang520 client, which binds no source address: leave -sources out, or run a -shard per machine")
+	case sio && len(c.Sources) > 0 && !onLoops(*c, u, t):
+		return errors.New("flag -sources: this Socket.IO URL (/socket.io/ over polling, TLS, or with -loop=false) is dialled by the zishang520 client, which binds no source address: leave -sources out, or run a -shard per machine")
 	case !sio && set["namespace"]:
 		return fmt.Errorf("flag -namespace: only for a Socket.IO URL (ws://HOST:PORT%s), not %s", enginePath, c.URL)
 	case c.Namespace == "" || !strings.HasPrefix(c.Namespace, "/"):

@@ -10,7 +10,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	base := Config{Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"}, N: DefaultN, Batch: DefaultBatch, Hold: DefaultHold, Timeout: DefaultTimeout, Namespace: DefaultNamespace}
+	base := Config{Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"}, N: DefaultN, Batch: DefaultBatch, Hold: DefaultHold, Timeout: DefaultTimeout, Namespace: DefaultNamespace, Loop: true}
 	addrs := func(s ...string) []netip.Addr {
 		var out []netip.Addr
 		for _, a := range s {
@@ -29,6 +29,7 @@ func TestParseFlags(t *testing.T) {
 		{Args: []string{"-sources", "127.0.0.255-127.0.1.0"}, Want: func(c *Config) { c.Sources = addrs("127.0.0.255", "127.0.1.0") }},
 		{Args: []string{"-admin", ""}, Want: func(c *Config) { c.Admin = "" }},
 		{Args: []string{"-free-os-memory"}, Want: func(c *Config) { c.FreeOSMemory = true }},
+		{Args: []string{"-loop=false"}, Want: func(c *Config) { c.Loop = false }},
 		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=polling", "-namespace", "/custom"}, Want: func(c *Config) {
 			c.URL, c.Namespace = "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=polling", "/custom"
 		}},
@@ -52,7 +53,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{Args: []string{"-admin", "ftp://x:1"}, Want: "flag -admin: want http://HOST:PORT"},
 		{Args: []string{"-pid", "x"}, Want: "flag -pid: want a process id"},
 		{Args: []string{"-free-os-memory", "-admin", ""}, Want: "flag -free-os-memory: needs the target's admin listener (-admin)"},
-		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/", "-sources", "127.0.0.1-127.0.0.2"}, Want: "flag -sources: a Socket.IO URL (/socket.io/) is dialled by the zishang520 client, which binds no source address"},
+		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/?transport=polling", "-sources", "127.0.0.1-127.0.0.2"}, Want: "flag -sources: this Socket.IO URL (/socket.io/ over polling, TLS, or with -loop=false) is dialled by the zishang520 client, which binds no source address"},
+		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/", "-loop=false", "-sources", "127.0.0.1-127.0.0.2"}, Want: "flag -sources: this Socket.IO URL (/socket.io/ over polling, TLS, or with -loop=false) is dialled by the zishang520 client, which binds no source address"},
 		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=3&transport=websocket"}, Want: "EIO=3: the Socket.IO client speaks Engine.IO 4 (EIO=4) only"},
 		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/?transport=webtransport"}, Want: "transport=webtransport: want websocket or polling"},
 		{Args: []string{"-namespace", "/custom"}, Want: "flag -namespace: only for a Socket.IO URL (ws://HOST:PORT/socket.io/)"},

@@ -19,6 +19,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/internal/verdict"
 	"github.com/knowngood/knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/loadgen/siolite"
 	"github.com/knowngood/knowngood/loadgen/timeline"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -60,6 +61,23 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		r.workers = &sioclient.Workers{}
 		defer r.workers.Close()
 	}
+	switch {
+	case !onLoops(cfg, u, sio):
+	case isSIO:
+		if r.sioLoop, err = siolite.NewLoop(); err != nil {
+			return nil, err
+		}
+		defer r.sioLoop.Close()
+		_, r.rep.Version = target.Client(u, target.Gobwas)
+		r.rep.Client, r.rep.Version = leanClientName, r.rep.Version+loopsClient
+	default:
+		if r.holders, err = newHolders(r.errs); err != nil {
+			return nil, err
+		}
+		defer r.holders.stop()
+		r.rep.Client, r.rep.Version = target.Client(u, target.Gobwas)
+		r.rep.Version += loopsClient
+	}
 	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Scenario: "conns", Shard: cfg.Shard}, r)
 	if rep != nil && err == nil {
 		rep.OpenFiles = files.String()
@@ -68,11 +86,18 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	return rep, err
 }
 
-// held is one open connection: its close, and a reader that notices when
-// the target drops it.
+// held is one open connection: its close, and watch, which calls its
+// argument once when the connection ends (the target dropped it, or the
+// run closed it).
 type held struct {
 	close func()
-	read  func() error // blocks until the connection ends
+	watch func(ended func(error))
+}
+
+// onGoroutine watches a connection with a goroutine of its own, which
+// read blocks until the connection ends.
+func onGoroutine(read func() error) func(func(error)) {
+	return func(ended func(error)) { go func() { ended(read()) }() }
 }
 
 // run is the scenario's part of a run: the connections, held, and the
@@ -82,6 +107,8 @@ type run struct {
 	u       target.URL
 	sio     *sioTarget         // a Socket.IO URL; nil for a WebSocket or TCP one
 	workers *sioclient.Workers // open the Socket.IO sockets' transports
+	holders *holders           // -loop's, for ws:// and tcp:// URLs; nil on goroutines
+	sioLoop *siolite.Loop      // -loop's, for a Socket.IO URL over WebSocket; nil otherwise
 	rep     *Report
 	errs    *tally.Errors
 	notes   io.Writer
@@ -154,18 +181,38 @@ func (r *run) keep(h held) {
 	r.mu.Lock()
 	r.conns = append(r.conns, h)
 	r.mu.Unlock()
-	r.readers.Go(func() {
-		err := h.read()
+	r.readers.Add(1)
+	h.watch(func(err error) {
 		if !r.closing.Load() {
 			r.alive.Add(-1)
 			r.errs.Add(kindDropped, 1, err)
 		}
+		r.readers.Done()
 	})
+}
+
+// loopsClient follows the client library's version in a report when the
+// connections are held on event loops.
+const loopsClient = ", held on gnet event loops"
+
+// leanClientName names loadgen's lean Socket.IO client in a report.
+const leanClientName = "loadgen/siolite on gobwas/ws"
+
+// onLoops reports whether -loop holds u's connections on event loops:
+// ws:// and tcp:// ones, and Socket.IO sockets over WebSocket, which the
+// lean client (loadgen/siolite) holds there. TLS connections stay on
+// goroutines, and Socket.IO over polling stays with the zishang520
+// client; so does every Socket.IO URL with -loop=false.
+func onLoops(cfg Config, u target.URL, sio sioTarget) bool {
+	return cfg.Loop && !u.TLS && (sio.base == "" || sio.transport == sioclient.WebSocket)
 }
 
 // dial opens one connection from src.
 func (r *run) dial(ctx context.Context, src netip.Addr, writePool *target.BufferPool) (held, error) {
-	if r.sio != nil {
+	switch {
+	case r.sioLoop != nil:
+		return r.dialLean(ctx, src)
+	case r.sio != nil:
 		return r.dialSocketIO(ctx)
 	}
 	opts := target.Options{Timeout: r.cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool, TLS: r.cfg.TLS.Config()}
@@ -174,14 +221,24 @@ func (r *run) dial(ctx context.Context, src netip.Addr, writePool *target.Buffer
 		if err != nil {
 			return held{}, err
 		}
-		return held{close: func() { _ = c.Close() }, read: func() error {
+		if r.holders != nil {
+			return r.holders.hold(c, nil, false)
+		}
+		return held{close: func() { _ = c.Close() }, watch: onGoroutine(func() error {
 			var b [512]byte
 			for {
 				if _, err := c.Read(b[:]); err != nil {
 					return err
 				}
 			}
-		}}, nil
+		})}, nil
+	}
+	if r.holders != nil {
+		c, br, err := target.DialWebSocketStream(ctx, r.u, opts)
+		if err != nil {
+			return held{}, err
+		}
+		return r.holders.hold(c, br, true)
 	}
 	c, err := target.DialWebSocket(ctx, r.u, opts)
 	if err != nil {
@@ -193,13 +250,13 @@ func (r *run) dial(ctx context.Context, src netip.Addr, writePool *target.Buffer
 			_ = c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
 			_ = c.Close()
 		},
-		read: func() error {
+		watch: onGoroutine(func() error {
 			for {
 				if _, _, err := c.NextReader(); err != nil {
 					return err
 				}
 			}
-		},
+		}),
 	}, nil
 }
 

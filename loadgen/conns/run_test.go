@@ -52,11 +52,24 @@ func fakeAdmin(t *testing.T, srv *echotest.Server, perConn int64) string {
 	return admin.URL
 }
 
+// models are the two ways conns holds connections: a reader goroutine
+// each, and gnet's event loops (-loop).
+var models = []struct {
+	name string
+	loop bool
+}{{"goroutines", false}, {"loops", true}}
+
 func TestRun(t *testing.T) {
+	for _, m := range models {
+		t.Run(m.name, func(t *testing.T) { testRun(t, m.loop) })
+	}
+}
+
+func testRun(t *testing.T, loop bool) {
 	for _, start := range []func(testing.TB, echotest.Options) *echotest.Server{echotest.StartWebSocket, echotest.StartTCP} {
 		srv := start(t, echotest.Options{})
 		t.Run(srv.URL[:strings.Index(srv.URL, ":")], func(t *testing.T) {
-			cfg := Config{Common: scenario.Common{URL: srv.URL, Admin: fakeAdmin(t, srv, 3000)}, N: 20, Batch: 8, Sources: twoSources, Hold: 100 * time.Millisecond, Timeout: 5 * time.Second}
+			cfg := Config{Common: scenario.Common{URL: srv.URL, Admin: fakeAdmin(t, srv, 3000)}, N: 20, Batch: 8, Sources: twoSources, Hold: 100 * time.Millisecond, Timeout: 5 * time.Second, Loop: loop}
 			var notes strings.Builder
 			rep, err := Run(context.Background(), cfg, &notes)
 			if err != nil {
@@ -81,6 +94,9 @@ func TestRun(t *testing.T) {
 			}
 			if kib := rep.KiBPerConnection(); *kib != 3000.0/1024 {
 				t.Errorf("KiB per connection %v", *kib)
+			}
+			if onLoop := strings.HasSuffix(rep.Version, loopsClient); onLoop != loop {
+				t.Errorf("client %q %q: on loops %v, want %v", rep.Client, rep.Version, onLoop, loop)
 			}
 			if !strings.Contains(notes.String(), "room for") || !strings.Contains(rep.OpenFiles, "open-files limit") || rep.OpenFilesAllow < 20 {
 				t.Errorf("open files: notes %q, report %q, %d", notes.String(), rep.OpenFiles, rep.OpenFilesAllow)
@@ -112,13 +128,21 @@ func TestRunPID(t *testing.T) {
 // TestRunDroppedAndFailed: connections the server closes while held are
 // dropped; a dial nobody answers fails, with its first error.
 func TestRunDroppedAndFailed(t *testing.T) {
-	srv := echotest.StartWebSocket(t, echotest.Options{CloseIdleAfter: 50 * time.Millisecond})
-	rep, err := Run(context.Background(), Config{Common: scenario.Common{URL: srv.URL}, N: 6, Batch: 3, Hold: 500 * time.Millisecond, Timeout: 5 * time.Second}, new(strings.Builder))
-	if err != nil {
-		t.Fatal(err)
+	for _, m := range models {
+		t.Run(m.name, func(t *testing.T) { testRunDroppedAndFailed(t, m.loop) })
 	}
-	if rep.Established != 6 || rep.Dropped != 6 || rep.Held != 0 || rep.Errors[kindDropped].Count != 6 {
-		t.Errorf("established %d, dropped %d, held %d, errors %v", rep.Established, rep.Dropped, rep.Held, rep.Errors)
+}
+
+func testRunDroppedAndFailed(t *testing.T, loop bool) {
+	for _, start := range []func(testing.TB, echotest.Options) *echotest.Server{echotest.StartWebSocket, echotest.StartTCP} {
+		srv := start(t, echotest.Options{CloseIdleAfter: 50 * time.Millisecond})
+		rep, err := Run(context.Background(), Config{Common: scenario.Common{URL: srv.URL}, N: 6, Batch: 3, Hold: 500 * time.Millisecond, Timeout: 5 * time.Second, Loop: loop}, new(strings.Builder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Established != 6 || rep.Dropped != 6 || rep.Held != 0 || rep.Errors[kindDropped].Count != 6 {
+			t.Errorf("%s: established %d, dropped %d, held %d, errors %v", srv.URL, rep.Established, rep.Dropped, rep.Held, rep.Errors)
+		}
 	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -127,7 +151,7 @@ func TestRunDroppedAndFailed(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	rep, err = Run(context.Background(), Config{Common: scenario.Common{URL: "ws://" + addr + "/"}, N: 4, Batch: 4, Sources: twoSources, Timeout: 5 * time.Second}, new(strings.Builder))
+	rep, err := Run(context.Background(), Config{Common: scenario.Common{URL: "ws://" + addr + "/"}, N: 4, Batch: 4, Sources: twoSources, Timeout: 5 * time.Second, Loop: loop}, new(strings.Builder))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,12 +212,25 @@ func TestRunFreeOSMemory(t *testing.T) {
 // ping intervals the client's pongs keep every socket (none dropped for
 // ping timeout). The margin: the hold is 5 intervals of 100 ms, each with
 // 300 ms for the pong.
+// On the loops the sockets are the lean client's, from the -sources
+// given.
 func TestRunSocketIO(t *testing.T) {
 	tg := harness.Start(t, "-variant", "empty", "-ping-interval", "100ms", "-ping-timeout", "300ms")
+	for _, m := range models {
+		t.Run(m.name, func(t *testing.T) { testRunSocketIO(t, tg, m.loop) })
+	}
+}
+
+func testRunSocketIO(t *testing.T, tg *harness.Process, loop bool) {
+	client, sources := sioClientName, []netip.Addr(nil)
+	if loop {
+		client, sources = leanClientName, twoSources
+	}
 	for _, ns := range []string{"/", "/custom"} {
 		t.Run(ns, func(t *testing.T) {
 			url := "ws://" + tg.Addr + "/socket.io/?EIO=4&transport=websocket"
-			cfg := Config{Common: scenario.Common{URL: url, Admin: tg.AdminURL()}, N: 20, Batch: 8, Hold: 500 * time.Millisecond, Timeout: 10 * time.Second, Namespace: ns}
+			cfg := Config{Common: scenario.Common{URL: url, Admin: tg.AdminURL()}, N: 20, Batch: 8, Hold: 500 * time.Millisecond, Timeout: 10 * time.Second, Namespace: ns,
+				Loop: loop, Sources: sources}
 			rep, err := Run(context.Background(), cfg, new(strings.Builder))
 			if err != nil {
 				t.Fatal(err)
@@ -202,7 +239,7 @@ func TestRunSocketIO(t *testing.T) {
 				t.Errorf("established %d, held %d, dropped %d, errors %v", rep.Established, rep.Held, rep.Dropped, rep.Errors)
 			}
 			s := rep.Server
-			if s == nil || *s.HandshakesOK != 20 || *s.ConnectionsActive != 20 || rep.Namespace != ns || rep.Client != sioClientName {
+			if s == nil || *s.HandshakesOK != 20 || *s.ConnectionsActive != 20 || rep.Namespace != ns || rep.Client != client {
 				t.Fatalf("server view %+v, report namespace %q client %q", s, rep.Namespace, rep.Client)
 			}
 			for _, v := range rep.Verdicts {
@@ -216,5 +253,23 @@ func TestRunSocketIO(t *testing.T) {
 				t.Errorf("table (%v):\n%s", err, b.String())
 			}
 		})
+	}
+}
+
+// TestLoopHoldsThroughPings: on the loops, a real target's pings are
+// answered, so a hold far longer than its ping interval and timeout
+// keeps every connection.
+func TestLoopHoldsThroughPings(t *testing.T) {
+	tg := harness.Start(t, "-variant", "echo-gorilla", "-ping-interval", "100ms", "-ping-timeout", "100ms")
+	cfg := Config{Common: scenario.Common{URL: "ws://" + tg.Addr + "/", Admin: tg.AdminURL()}, N: 10, Batch: 10, Hold: time.Second, Timeout: 5 * time.Second, Loop: true}
+	rep, err := Run(context.Background(), cfg, new(strings.Builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Established != 10 || rep.Held != 10 || rep.Dropped != 0 || len(rep.Errors) != 0 {
+		t.Errorf("established %d, held %d, dropped %d, errors %v; want all 10 held through the pings", rep.Established, rep.Held, rep.Dropped, rep.Errors)
+	}
+	if s := rep.Server; s == nil || *s.ConnectionsActive != 10 {
+		t.Errorf("server view %+v", s)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/sioclient"
+	"github.com/knowngood/knowngood/loadgen/siolite"
 )
 
 // enginePath, on a -url, names a Socket.IO target. A bare WebSocket there
@@ -93,7 +96,32 @@ func (r *run) dialSocketIO(ctx context.Context) (held, error) {
 	}
 	return held{
 		close: func() { _ = c.Close() },
-		read:  func() error { return errors.New(<-gone) },
+		watch: onGoroutine(func() error { return errors.New(<-gone) }),
+	}, nil
+}
+
+// dialLean opens one Socket.IO socket with the lean client, read on the
+// run's loop: the Engine.IO open and the namespace CONNECT within
+// -timeout, from src when -sources gives one. The loop answers the
+// target's pings.
+func (r *run) dialLean(ctx context.Context, src netip.Addr) (held, error) {
+	end := &latch{}
+	o := siolite.Options{URL: r.sio.base, Namespace: r.cfg.Namespace, Loop: r.sioLoop, OnClose: end.fire}
+	if src.IsValid() {
+		o.NetDial = target.NetDialer(src, 0).DialContext
+	}
+	dctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	c, err := siolite.Dial(dctx, o)
+	if errors.Is(err, siolite.ErrDeadline) {
+		err = fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
+	}
+	if err != nil {
+		return held{}, err
+	}
+	return held{
+		close: func() { _ = c.Close(); end.fire(net.ErrClosed) },
+		watch: end.watch,
 	}, nil
 }
 

@@ -149,6 +149,35 @@ func TestRun(t *testing.T) {
 	if !strings.Contains(text, "Latency by hop") || rep.LargestHeld != 300 || !strings.Contains(text, "together at every step, up to 300 connections; lost>=0 held at every step") {
 		t.Errorf("largest held %d; no hop table or step-by-step thresholds:\n%s", rep.LargestHeld, text)
 	}
+	// What a connection cost the client, beside the replicas.
+	if c := last.cost(); c.held != 300 || c.clientCPU <= 0 || c.replicasKiB <= 0 || !strings.Contains(text, "The load client beside the replicas") ||
+		!strings.Contains(text, "load client at step 3 (300 held): ") {
+		t.Errorf("cost %+v; no client-beside-replicas table or verdict:\n%s", c, text)
+	}
+}
+
+// TestClientCostVerdict: the client's cost per connection against the
+// replicas', and which is the dearer.
+func TestClientCostVerdict(t *testing.T) {
+	step := func(clientCPU, clientRSS float64) *report {
+		return &report{Steps: []stepRow{{Step: 2, Held: 1000, ClientCPUPct: clientCPU, ClientRSSMiB: clientRSS,
+			Replicas: []replicaRow{{Active: 500, CPUPct: 5, RSSMiB: 10}, {Active: 500, CPUPct: 5, RSSMiB: 10}}}}}
+	}
+	for _, c := range []struct {
+		rep  *report
+		want string
+	}{
+		{step(5, 10), "load client at step 2 (1000 held): 0.50x the replicas' CPU and 0.50x their memory per connection, cheaper than the replicas in CPU and memory"},
+		{step(20, 10), "2.00x the replicas' CPU and 0.50x their memory per connection, dearer than the replicas in CPU: the client, not the target, limits this run's CPU"},
+		{step(20, 40), "dearer than the replicas in CPU and memory: the client, not the target, limits this run"},
+		{step(5, 40), "0.50x the replicas' CPU and 2.00x their memory per connection, dearer than the replicas in memory"},
+		{&report{}, ""},
+	} {
+		got := clientCostVerdict(c.rep)
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("got %q, want it to contain %q", got, c.want)
+		}
+	}
 }
 
 // TestStallReplica: a replica stopped for 2 s in the second step; the

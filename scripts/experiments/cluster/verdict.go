@@ -189,6 +189,9 @@ func verdicts(o options, c *cluster, rep *report, res *results) []string {
 	}
 	out = append(out, saturation(rep)...)
 	out = append(out, hopVerdicts(rep)...)
+	if v := clientCostVerdict(rep); v != "" {
+		out = append(out, v)
+	}
 	if len(o.thresholds) > 0 {
 		out = append(out, heldVerdict(o, rep))
 	}
@@ -205,6 +208,33 @@ func verdicts(o options, c *cluster, rep *report, res *results) []string {
 		out = append(out, fmt.Sprintf("stall: %s stopped (SIGSTOP) %s into the run for %s, then went on (SIGCONT)", r.name, o.stallAt, o.stallFor))
 	}
 	return out
+}
+
+// clientCostVerdict says, at the last step, what a connection cost the
+// load client beside what it cost the replicas, and whether the client
+// or the target is the dearer: on one machine the dearer one decides how
+// far a run gets.
+func clientCostVerdict(rep *report) string {
+	if len(rep.Steps) == 0 {
+		return ""
+	}
+	s := rep.Steps[len(rep.Steps)-1]
+	c := s.cost()
+	if c.held == 0 || c.replicasCPU <= 0 || c.replicasKiB <= 0 {
+		return ""
+	}
+	cpu, mem := c.clientCPU/c.replicasCPU, c.clientKiB/c.replicasKiB
+	which := "cheaper than the replicas in CPU and memory"
+	switch {
+	case cpu > 1 && mem > 1:
+		which = "dearer than the replicas in CPU and memory: the client, not the target, limits this run"
+	case cpu > 1:
+		which = "dearer than the replicas in CPU: the client, not the target, limits this run's CPU"
+	case mem > 1:
+		which = "dearer than the replicas in memory"
+	}
+	return fmt.Sprintf("load client at step %d (%d held): %.2fx the replicas' CPU and %.2fx their memory per connection, %s",
+		s.Step, c.held, cpu, mem, which)
 }
 
 // heldVerdict: up to which step every threshold held, step by step, and

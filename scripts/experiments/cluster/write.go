@@ -66,6 +66,7 @@ func (rep *report) parts() []htmlreport.Section {
 	if t := rep.hopTable(); len(t.Rows) > 0 {
 		parts = append(parts, htmlreport.Section{Text: "\nLatency by hop, p50/p99 ms (client -> replica through nginx, inside the replica, Redis between replicas, replica -> client through nginx):\n"}, t)
 	}
+	parts = append(parts, htmlreport.Section{Text: "\nThe load client beside the replicas, per connection held (CPU: % of a core per 1,000 connections; memory: resident KiB per connection, the process's whole RSS over its connections):\n"}, rep.costTable())
 	if n := len(rep.Steps); n > 0 {
 		parts = append(parts, htmlreport.Section{Text: fmt.Sprintf("\nEach replica at the last step (%d):\n", n)}, replicaTable(rep.Steps[n-1]))
 	}
@@ -122,6 +123,56 @@ func (rep *report) hopTable() htmlreport.Section {
 		t.Rows = append(t.Rows, append(row, f1(s.ClientSchedP99ms), f1(s.ReplicaSchedP99ms)))
 	}
 	return t
+}
+
+// costTable sets what each step's connections cost the load client
+// beside what they cost the replicas: a load client dearer than its
+// target decides on one machine how far a run gets.
+func (rep *report) costTable() htmlreport.Section {
+	t := htmlreport.Section{Columns: []string{"step", "held", "client CPU", "replicas CPU", "client / replicas CPU",
+		"client KiB", "replicas KiB", "client / replicas KiB"}}
+	for _, s := range rep.Steps {
+		c := s.cost()
+		if c.held == 0 {
+			continue
+		}
+		t.Rows = append(t.Rows, []string{itoa(s.Step), i64(c.held), f2(c.clientCPU), f2(c.replicasCPU), ratio(c.clientCPU, c.replicasCPU),
+			f1(c.clientKiB), f1(c.replicasKiB), ratio(c.clientKiB, c.replicasKiB)})
+	}
+	return t
+}
+
+// stepCost is one step's cost per connection, to the clients and to the
+// replicas: CPU in % of a core per 1,000 connections, KiB of RSS each.
+type stepCost struct {
+	held                                           int64
+	clientCPU, replicasCPU, clientKiB, replicasKiB float64
+}
+
+func (s stepRow) cost() stepCost {
+	var c stepCost
+	var active int64
+	var cpu, rss float64
+	for _, r := range s.Replicas {
+		active += r.Active
+		cpu += r.CPUPct
+		rss += r.RSSMiB
+	}
+	if s.Held <= 0 || active <= 0 {
+		return c
+	}
+	c.held = s.Held
+	c.clientCPU, c.clientKiB = 1000*s.ClientCPUPct/float64(s.Held), 1024*s.ClientRSSMiB/float64(s.Held)
+	c.replicasCPU, c.replicasKiB = 1000*cpu/float64(active), 1024*rss/float64(active)
+	return c
+}
+
+// ratio is a / b as "0.85x", "-" when b is zero.
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(a/b, 'f', 2, 64) + "x"
 }
 
 func replicaTable(s stepRow) htmlreport.Section {

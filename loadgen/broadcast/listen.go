@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/knowngood/knowngood/loadgen/internal/enroll"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/shared/wsframe"
@@ -25,12 +25,9 @@ import (
 // frames are read with gobwas/ws. The senders stay on gorilla.
 type listeners struct {
 	gnet.BuiltinEventEngine
-	r   *run
-	cli *gnet.Client
-	// One Enroll at a time: each duplicates its socket before it closes
-	// the original, so a batch of them at once would need a batch of
-	// descriptors beyond the connections the open-files check allowed for.
-	enrollMu sync.Mutex
+	r       *run
+	cli     *gnet.Client
+	enrolls enroll.Gate
 }
 
 // sub is a subscriber's state, in its gnet.Conn's context; touched only by
@@ -83,13 +80,9 @@ func (l *listeners) dial(ctx context.Context, u target.URL, o target.Options, m 
 		_ = c.Close()
 		return err
 	}
-	// Enroll hands a duplicate of the socket to a loop and closes c.
-	l.enrollMu.Lock()
-	g, err := l.cli.EnrollContext(c, s)
-	l.enrollMu.Unlock()
+	g, err := l.enrolls.Enroll(l.cli, c, s)
 	if err != nil {
-		_ = c.Close()
-		return fmt.Errorf("gnet enroll: %w", err)
+		return err
 	}
 	m.g = g
 	return nil

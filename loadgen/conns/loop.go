@@ -2,7 +2,6 @@ package conns
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/knowngood/knowngood/loadgen/internal/enroll"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/shared/wsframe"
 )
@@ -26,11 +26,8 @@ import (
 // goroutines.
 type holders struct {
 	gnet.BuiltinEventEngine
-	cli *gnet.Client
-	// One Enroll at a time: each duplicates its socket before it closes
-	// the original, so a batch of them at once would need a batch of
-	// descriptors beyond the connections the open-files check allowed for.
-	enrollMu sync.Mutex
+	cli     *gnet.Client
+	enrolls enroll.Gate
 }
 
 // loopHold is one connection's state, in its gnet.Conn's context.
@@ -72,15 +69,9 @@ func (h *holders) hold(c net.Conn, br *bufio.Reader, websocket bool) (held, erro
 			lh.carry = append([]byte(nil), b...)
 		}
 	}
-	h.enrollMu.Lock()
-	g, err := h.cli.EnrollContext(c, lh) // closes c; OnOpen has run when it returns
-	h.enrollMu.Unlock()
-	if err == nil && g == nil {
-		err = errors.New("not opened on the event loop")
-	}
+	g, err := h.enrolls.Enroll(h.cli, c, lh)
 	if err != nil {
-		_ = c.Close()
-		return held{}, fmt.Errorf("gnet enroll: %w", err)
+		return held{}, err
 	}
 	return held{
 		close: func() {

@@ -13,8 +13,10 @@ import (
 
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
-	"github.com/knowngood/knowngood/shared/wsframe"
 	"github.com/panjf2000/gnet/v2"
+
+	"github.com/knowngood/knowngood/loadgen/internal/enroll"
+	"github.com/knowngood/knowngood/shared/wsframe"
 )
 
 // Loop reads many connections on gnet's event loops (epoll, one per two
@@ -31,11 +33,8 @@ import (
 // connections stay on their goroutines.
 type Loop struct {
 	gnet.BuiltinEventEngine
-	cli *gnet.Client
-	// One Enroll at a time: each duplicates its socket before it closes
-	// the original, so a burst of them would need a burst of descriptors
-	// beyond the connections the open-files check allowed for.
-	enrollMu sync.Mutex
+	cli     *gnet.Client
+	enrolls enroll.Gate
 
 	mu    sync.Mutex
 	conns map[*Conn]struct{} // enrolled and not ended, for the ping sweep
@@ -156,15 +155,8 @@ func (l *Loop) enroll(c *Conn, pingWait time.Duration) error {
 	}
 	c.loop, c.pingWait, c.br = l, pingWait, nil
 	c.lastRead.Store(time.Now().UnixNano())
-	l.enrollMu.Lock()
-	g, err := l.cli.EnrollContext(c.raw, c) // closes c.raw; OnOpen has run when it returns
-	l.enrollMu.Unlock()
-	if err == nil && g == nil {
-		err = errors.New("not opened on the event loop")
-	}
-	if err != nil {
-		_ = c.raw.Close()
-		return fmt.Errorf("gnet enroll: %w", err)
+	if _, err := l.enrolls.Enroll(l.cli, c.raw, c); err != nil {
+		return err
 	}
 	l.mu.Lock()
 	l.conns[c] = struct{}{}

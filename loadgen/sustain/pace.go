@@ -16,7 +16,11 @@ const pacerTick = 5 * time.Millisecond
 // client: a timer that fires starts a goroutine, and at 10,000 clients
 // emitting every 1-5 s those goroutines' starts and wake-ups took about
 // a fifth of the load client's CPU (perf), more than the replica it
-// measured used for the same connections.
+// measured used for the same connections. An emit's write does not wait
+// on the loops (what does not fit goes through the loop); on a goroutine
+// connection it may wait up to siolite's write bound for a target that
+// stopped reading, and the shard's other emits with it, as they would
+// wait for the cores.
 type pacer struct {
 	shards []*paceShard
 	stop   chan struct{}

@@ -485,12 +485,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if deadline, ok := ctx.Deadline(); ok {
 		grace = time.Until(deadline) / 2
 	}
-	for _, nsp := range []string{"/", "/custom"} {
-		s.io.Of(nsp, nil).Sockets().Range(func(_ socket.SocketId, sock *socket.Socket) bool {
+	// Every session's sockets, in whichever namespaces its client made.
+	s.sessions.Range(func(_, v any) bool {
+		for _, sock := range v.(*session).namespaceSockets() {
 			sock.Disconnect(false)
-			return true
-		})
-	}
+		}
+		return true
+	})
 	began := time.Now()
 	waitUntil(grace, s.delivered)
 	waitUntil(min(sioengine.CloseLinger, grace-time.Since(began)), s.noSession)

@@ -90,8 +90,9 @@ func getStats(t *testing.T, adminURL string) protocol.Stats {
 }
 
 // TestShutdown checks that every connected client is told (a Socket.IO
-// disconnect from the server) and that Shutdown returns well within its
-// timeout; TestMain's goleak check then finds no goroutine left.
+// disconnect from the server), in a namespace the target names and in
+// one a client made, and that Shutdown returns well within its timeout;
+// TestMain's goleak check then finds no goroutine left.
 func TestShutdown(t *testing.T) { forWebSocket(t, testShutdown) }
 
 func testShutdown(t *testing.T, engine string) {
@@ -99,6 +100,7 @@ func testShutdown(t *testing.T, engine string) {
 	var clients []*client
 	for _, transports := range transportsOn(engine) {
 		clients = append(clients, dial(t, tg.url, "/", transports, nil))
+		clients = append(clients, dial(t, tg.url, "/made-by-the-client", transports, nil))
 	}
 	reasons := make(chan string, len(clients))
 	for _, c := range clients {

@@ -11,11 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/knowngood/knowngood/loadgen/internal/enroll"
+	"github.com/knowngood/knowngood/shared/protocol"
 	"github.com/knowngood/knowngood/shared/wsframe"
 )
 
@@ -40,7 +42,15 @@ type Loop struct {
 	conns map[*Conn]struct{} // enrolled and not ended, for the ping sweep
 	stop  chan struct{}
 	sweep sync.WaitGroup
+
+	lagMu sync.Mutex
+	lag   *hdrhistogram.Histogram // µs, since TakeLag (probeLag)
 }
+
+// lagProbe is how often probeLag asks a loop to run a task. Its readers
+// are not goroutines, so the Go scheduler's latency does not show a loop
+// that falls behind; the time a task waits for it does.
+const lagProbe = 100 * time.Millisecond
 
 // loopsFor is how many event loops a client on procs Go processors (Ps)
 // runs: half of them, at least one. A loop parks its P in epoll_wait, a
@@ -57,7 +67,7 @@ func loopsFor(procs int) int { return max(1, procs/2) }
 // NewLoop starts loopsFor(GOMAXPROCS) event loops. Close it once every
 // connection on it is closed.
 func NewLoop() (*Loop, error) {
-	l := &Loop{conns: map[*Conn]struct{}{}, stop: make(chan struct{})}
+	l := &Loop{conns: map[*Conn]struct{}{}, stop: make(chan struct{}), lag: protocol.NewHistogram()}
 	cli, err := gnet.NewClient(l, gnet.WithMulticore(true), gnet.WithNumEventLoop(loopsFor(runtime.GOMAXPROCS(0))),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogger(quietLog{}))
 	if err == nil {
@@ -68,7 +78,51 @@ func NewLoop() (*Loop, error) {
 	}
 	l.cli = cli
 	l.sweep.Go(l.watchPings)
+	l.sweep.Go(l.probeLag)
 	return l, nil
+}
+
+// probeLag times, every lagProbe, how long a task given to one of the
+// loops (one connection's, in turn at random) waits before it runs: how
+// late the loop reads what has come. A loop that stalls has every probe
+// made meanwhile waiting, and each is counted.
+func (l *Loop) probeLag() {
+	tick := time.NewTicker(lagProbe)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		var g gnet.Conn
+		l.mu.Lock()
+		for c := range l.conns {
+			g = c.g
+			break
+		}
+		l.mu.Unlock()
+		if g == nil {
+			continue
+		}
+		sent := time.Now()
+		_ = g.Wake(func(gnet.Conn, error) error {
+			l.lagMu.Lock()
+			_ = l.lag.RecordValue(max(1, time.Since(sent).Microseconds()))
+			l.lagMu.Unlock()
+			return nil
+		})
+	}
+}
+
+// TakeLag is how long the loops' tasks waited to run since the last
+// TakeLag (or NewLoop), and starts again.
+func (l *Loop) TakeLag() protocol.Latency {
+	l.lagMu.Lock()
+	defer l.lagMu.Unlock()
+	lat := protocol.LatencyOf(l.lag)
+	l.lag.Reset()
+	return lat
 }
 
 // Close stops the loops; a connection still open ends as closed.

@@ -264,3 +264,25 @@ func TestLoopsFor(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopLag: with a connection on it, the loop is probed every
+// lagProbe, and TakeLag hands the probes' wait over and starts again.
+func TestLoopLag(t *testing.T) {
+	url, _ := knowngood()(t)
+	loop, err := NewLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loop.Close()
+	c := dial(t, Options{URL: url, Loop: loop})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	var got uint64
+	for got < 2 && time.Now().Before(deadline) {
+		time.Sleep(lagProbe)
+		got += loop.TakeLag().Count
+	}
+	if got < 2 {
+		t.Errorf("%d probes of the loop in 10 s, want some every %v", got, lagProbe)
+	}
+}

@@ -62,6 +62,11 @@ type Step struct {
 	// scheduling latency): high, and the client itself held messages.
 	ClientSchedP50S float64 `json:"client_sched_p50_s"`
 	ClientSchedP99S float64 `json:"client_sched_p99_s"`
+	// With -loop, how long a task given to the event loops waited to
+	// run over the step: how late they read what came (their readers are
+	// not goroutines, so the scheduling latency above leaves them out).
+	ClientLoopLagP50S float64 `json:"client_loop_lag_p50_s,omitempty"`
+	ClientLoopLagP99S float64 `json:"client_loop_lag_p99_s,omitempty"`
 }
 
 // Report is a run of the scenario.
@@ -130,6 +135,10 @@ func (r *run) take(k int, start time.Time, cpu0 float64) Step {
 	var sched protocol.Distribution
 	sched, r.sched = schedlat.Since(r.sched)
 	s.ClientSchedP50S, s.ClientSchedP99S = sched.Latency.P50, sched.Latency.P99
+	if r.loop != nil {
+		lag := r.loop.TakeLag()
+		s.ClientLoopLagP50S, s.ClientLoopLagP99S = lag.P50, lag.P99
+	}
 	return s
 }
 

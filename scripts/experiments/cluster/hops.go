@@ -142,8 +142,8 @@ type part struct {
 // its workers were busy), or that none does.
 func holder(rep *report, s stepRow, hop string, p99ms float64) string {
 	if s.MachinePct >= busyPct {
-		return fmt.Sprintf("the machine's cores were busy (%.0f%%): every process queued for them (replicas %.0f%%, clients %.0f%%, nginx %.0f%% of a core; goroutines waited up to %.0f ms to run in a client, %.0f ms in a replica)",
-			s.MachinePct, sumReplicaCPU(s), s.ClientCPUPct, s.NginxCPUPct, s.ClientSchedP99ms, s.ReplicaSchedP99ms)
+		return fmt.Sprintf("the machine's cores were busy (%.0f%%): every process queued for them (replicas %.0f%%, clients %.0f%%, nginx %.0f%% of a core; goroutines waited up to %.0f ms to run in a client, %.0f ms in a replica; the client's event loops ran up to %.0f ms late)",
+			s.MachinePct, sumReplicaCPU(s), s.ClientCPUPct, s.NginxCPUPct, s.ClientSchedP99ms, s.ReplicaSchedP99ms, s.ClientLoopLagP99ms)
 	}
 	idle := fmt.Sprintf("no resource at its limit (cores %.0f%% busy)", s.MachinePct)
 	if s.MachinePct >= nearBusyPct {
@@ -155,6 +155,9 @@ func holder(rep *report, s stepRow, hop string, p99ms float64) string {
 		nginx.waitMs = p99ms // a worker that busy queues all it carries
 	}
 	client := func(side string) part {
+		if s.ClientLoopLagP99ms > s.ClientSchedP99ms {
+			return part{fmt.Sprintf("the load client's %s (its event loops ran their work up to %.0f ms late, p99)", side, s.ClientLoopLagP99ms), s.ClientLoopLagP99ms}
+		}
 		return part{fmt.Sprintf("the load client's %s (its goroutines waited up to %.0f ms to run, p99)", side, s.ClientSchedP99ms), s.ClientSchedP99ms}
 	}
 	replica := func(side string) part {

@@ -35,6 +35,8 @@ func TestHopVerdict(t *testing.T) {
 			[]string{"the most in replica->client, p99 800 ms", "cores were busy (99%)"}},
 		{"the client's readers", risen(hops.ReplicaToClient, func(s *stepRow) { s.ClientSchedP99ms = 600 }),
 			[]string{"no resource at its limit (cores 60% busy)", "the load client's readers"}},
+		{"the client's event loop", risen(hops.ReplicaToClient, func(s *stepRow) { s.ClientSchedP99ms = 5; s.ClientLoopLagP99ms = 650 }),
+			[]string{"the load client's readers (its event loops ran their work up to 650 ms late, p99)"}},
 		{"a replica's writers", risen(hops.ReplicaToClient, func(s *stepRow) { s.ReplicaSchedP99ms = 500; s.ClientSchedP99ms = 50 }),
 			[]string{"a replica's writers"}},
 		{"nginx", risen(hops.ClientToReplica, func(s *stepRow) { s.NginxCPUPct = 280 }),
@@ -78,7 +80,7 @@ func TestLargestHeld(t *testing.T) {
 	}
 	rep := &report{Steps: []stepRow{step(1000, 100, 50), step(2000, 100, 100), step(3000, 300, 100)}}
 	rep.LargestHeld, rep.LargestHeldMissed = largestHeld(th.thresholds, rep.Steps)
-	want := "thresholds, step by step: together at no step from the first; p99<=200ms held at 2 of 3 steps, 1000 to 2000 connections, success>=99% held at 2 of 3 steps, 2000 to 3000 connections"
+	want := "thresholds, step by step: together at no step from the first (all held at 2000 only); p99<=200ms held at 2 of 3 steps, 1000 to 2000 connections, success>=99% held at 2 of 3 steps, 2000 to 3000 connections"
 	if got := heldVerdict(th, rep); got != want {
 		t.Errorf("heldVerdict:\n%s\nwant\n%s", got, want)
 	}

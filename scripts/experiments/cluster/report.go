@@ -79,6 +79,9 @@ type stepRow struct {
 	// ClientSchedP99ms: the longest of the shards' Go scheduling latency
 	// p99 (how long a ready reader or writer waited to run).
 	ClientSchedP99ms float64 `json:"client_sched_p99_ms"`
+	// ClientLoopLagP99ms: the longest of the shards' event-loop lag p99
+	// (how late the lean client's loops read what came; 0 on goroutines).
+	ClientLoopLagP99ms float64 `json:"client_loop_lag_p99_ms"`
 	// ReplicaSchedP99ms: the same of the replicas (their /stats), the
 	// longest.
 	ReplicaSchedP99ms float64      `json:"replica_sched_p99_ms"`
@@ -171,6 +174,7 @@ func stepOf(k int, c *cluster, res *results) stepRow {
 		emitHops.add(s.EmitHops)
 		pushHops.add(s.PushHops)
 		row.ClientSchedP99ms = max(row.ClientSchedP99ms, 1000*s.ClientSchedP99S)
+		row.ClientLoopLagP99ms = max(row.ClientLoopLagP99ms, 1000*s.ClientLoopLagP99S)
 	}
 	row.SuccessPct = sustain.Percent(row.Connected, row.Attempts)
 	row.Emit, row.Push = protocol.LatencyOf(emit), protocol.LatencyOf(push)

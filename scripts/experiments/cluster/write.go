@@ -104,7 +104,7 @@ func (rep *report) hopTable() htmlreport.Section {
 			t.Columns = append(t.Columns, kind+" "+hopNames[hop])
 		}
 	}
-	t.Columns = append(t.Columns, "client sched p99 ms", "replica sched p99 ms")
+	t.Columns = append(t.Columns, "client sched p99 ms", "client loop lag p99 ms", "replica sched p99 ms")
 	for _, s := range rep.Steps {
 		if len(s.EmitHops)+len(s.PushHops) == 0 {
 			continue
@@ -120,7 +120,7 @@ func (rep *report) hopTable() htmlreport.Section {
 				row = append(row, cell)
 			}
 		}
-		t.Rows = append(t.Rows, append(row, f1(s.ClientSchedP99ms), f1(s.ReplicaSchedP99ms)))
+		t.Rows = append(t.Rows, append(row, f1(s.ClientSchedP99ms), f1(s.ClientLoopLagP99ms), f1(s.ReplicaSchedP99ms)))
 	}
 	return t
 }

@@ -171,6 +171,7 @@ func TestClientCostVerdict(t *testing.T) {
 		{step(20, 10), "2.00x the replicas' CPU and 0.50x their memory per connection, dearer than the replicas in CPU: the client, not the target, limits this run's CPU"},
 		{step(20, 40), "dearer than the replicas in CPU and memory: the client, not the target, limits this run"},
 		{step(5, 40), "0.50x the replicas' CPU and 2.00x their memory per connection, dearer than the replicas in memory"},
+		{func() *report { r := step(20, 10); r.Steps[0].MachinePct = 100; return r }(), "2.00x the replicas' CPU and 0.50x their memory per connection, with the cores saturated (100% busy)"},
 		{&report{}, ""},
 	} {
 		got := clientCostVerdict(c.rep)

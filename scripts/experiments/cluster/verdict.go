@@ -226,6 +226,10 @@ func clientCostVerdict(rep *report) string {
 	cpu, mem := c.clientCPU/c.replicasCPU, c.clientKiB/c.replicasKiB
 	which := "cheaper than the replicas in CPU and memory"
 	switch {
+	case s.MachinePct >= busyPct:
+		// Saturated cores are shared by the kernel: a share is then what a
+		// process got, not what it needed.
+		which = fmt.Sprintf("with the cores saturated (%.0f%% busy), so the CPU shares say how the kernel divided them more than what each needed", s.MachinePct)
 	case cpu > 1 && mem > 1:
 		which = "dearer than the replicas in CPU and memory: the client, not the target, limits this run"
 	case cpu > 1:
@@ -249,24 +253,34 @@ func heldVerdict(o options, rep *report) string {
 	case rep.LargestHeld == 0:
 		together = "together at no step from the first"
 	}
+	if rep.LargestHeldMissed != nil && rep.LargestHeld == 0 {
+		// A rate per replica holds only from some step on: say where
+		// they all held, if anywhere, which is the largest N they allow.
+		together += " (all " + heldAt(o.thresholds, rep.Steps) + ")"
+	}
 	var each []string
 	for _, t := range o.thresholds {
-		each = append(each, t.Expr+" "+heldAt(t, rep.Steps))
+		each = append(each, t.Expr+" "+heldAt([]passfail.Threshold{t}, rep.Steps))
 	}
 	return "thresholds, step by step: " + together + "; " + strings.Join(each, ", ")
 }
 
-// heldAt says at which steps' connections a threshold held.
-func heldAt(t passfail.Threshold, steps []stepRow) string {
+// heldAt says at which steps' connections the thresholds all held; a
+// step with no figure for one of them is not judged.
+func heldAt(ts []passfail.Threshold, steps []stepRow) string {
 	var at []int
 	judged := 0
 	for _, s := range steps {
-		r := passfail.Evaluate([]passfail.Threshold{t}, s.values())[0]
-		if r.Value == nil {
+		ok, figures := true, true
+		for _, r := range passfail.Evaluate(ts, s.values()) {
+			figures = figures && r.Value != nil
+			ok = ok && r.OK
+		}
+		if !figures {
 			continue // no figure at this step
 		}
 		judged++
-		if r.OK {
+		if ok {
 			at = append(at, s.Target)
 		}
 	}

@@ -236,11 +236,11 @@ func (l *Loop) OnOpen(g gnet.Conn) ([]byte, gnet.Action) {
 // waits in carry for the rest.
 func (l *Loop) OnTraffic(g gnet.Conn) gnet.Action {
 	c := g.Context().(*Conn)
-	c.lastRead.Store(time.Now().UnixNano())
 	buf, err := g.Next(-1)
 	if err != nil || len(buf) == 0 {
-		return gnet.None
+		return gnet.None // nothing came: probeLag's wake
 	}
+	c.lastRead.Store(time.Now().UnixNano())
 	if len(c.carry) > 0 {
 		buf = append(c.carry, buf...)
 	}

@@ -7,9 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -286,36 +284,5 @@ func TestLoopLag(t *testing.T) {
 	}
 	if got < 2 {
 		t.Errorf("%d probes of the loop in 10 s, want some every %v", got, lagProbe)
-	}
-}
-
-// TestLoopNoPing: a server that stops (SIGSTOP) sends no more pings, and
-// the loop's sweep ends its connection once the ping interval and
-// timeout have passed, though probeLag wakes that connection every
-// lagProbe meanwhile.
-func TestLoopNoPing(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no SIGSTOP")
-	}
-	p := harness.Start(t, "-variant", "empty", "-ping-interval", "100ms", "-ping-timeout", "100ms")
-	t.Cleanup(func() { _ = p.Signal(syscall.SIGCONT) })
-	loop, err := NewLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer loop.Close()
-	closed := make(chan error, 1)
-	c := dial(t, Options{URL: "http://" + p.Addr, Loop: loop, OnClose: func(err error) { closed <- err }})
-	defer c.Close()
-	if err := p.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-closed:
-		if !errors.Is(err, errNoPing) {
-			t.Errorf("closed with %v, want %v", err, errNoPing)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the connection to a stopped server was still open after 10 s")
 	}
 }

@@ -129,7 +129,9 @@ func TestComposeHost(t *testing.T) {
 		services[i] = c.service
 	}
 	if _, err := run(4*time.Minute, files[0], append(append(files[1:], "up", "-d", "--wait", "--wait-timeout", "180"), services...)...); err != nil {
-		t.Fatal(err)
+		// A container that exited says why only in its log.
+		logs, _ := run(time.Minute, files[0], append(files[1:], "logs", "--no-color", "--tail", "20")...)
+		t.Fatalf("%v\nthe containers' last lines:\n%s", err, logs)
 	}
 
 	// The targets are driven side by side: each loadgen container is a

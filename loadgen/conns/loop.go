@@ -8,15 +8,17 @@ import (
 	"sync"
 
 	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/knowngood/knowngood/loadgen/internal/enroll"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/loadgen/siolite"
 	"github.com/knowngood/knowngood/shared/wsframe"
 )
 
 // holders hold idle WebSocket and TCP connections on gnet's event loops
-// (epoll, one per two cores) instead of a reader goroutine each: an idle
+// (epoll, as many as siolite.LoopsFor says) instead of a reader goroutine each: an idle
 // connection then costs the client a few hundred bytes of loop state
 // instead of a goroutine's stack and buffered reader, and a drop is seen
 // by the loop, as the goroutine's read saw it. A connection is dialled
@@ -45,7 +47,7 @@ const maxHoldFrame = 1 << 20
 
 func newHolders(errs *tally.Errors) (*holders, error) {
 	h := &holders{}
-	cli, err := gnet.NewClient(h, gnet.WithMulticore(true), gnet.WithNumEventLoop(max(1, runtime.GOMAXPROCS(0)/2)),
+	cli, err := gnet.NewClient(h, gnet.WithMulticore(true), gnet.WithNumEventLoop(siolite.LoopsFor(runtime.GOMAXPROCS(0))),
 		gnet.WithLogger(tally.GnetLog{Errs: errs}))
 	if err == nil {
 		err = cli.Start()
@@ -139,23 +141,14 @@ func (lh *loopHold) frames(g gnet.Conn, buf []byte) (int, gnet.Action) {
 	return used, gnet.None
 }
 
-// closeError is a close frame's code and reason as the error a reader
-// goroutine (gorilla's) would have returned.
+// closeError is a close frame's code and reason as the error gobwas/ws's
+// readers return for it.
 func closeError(payload []byte) error {
 	if len(payload) < 2 {
-		return &closeErr{code: int(ws.StatusNoStatusRcvd)}
+		return wsutil.ClosedError{Code: ws.StatusNoStatusRcvd}
 	}
 	code, reason := ws.ParseCloseFrameData(payload)
-	return &closeErr{code: int(code), reason: reason}
-}
-
-type closeErr struct {
-	code   int
-	reason string
-}
-
-func (e *closeErr) Error() string {
-	return fmt.Sprintf("websocket: close %d: %s", e.code, e.reason)
+	return wsutil.ClosedError{Code: code, Reason: reason}
 }
 
 // OnClose passes the connection's end on.

@@ -22,7 +22,7 @@ import (
 )
 
 // Loop reads many connections on gnet's event loops (epoll, one per two
-// cores: see loopsFor) instead of a goroutine per connection: a goroutine
+// cores: see LoopsFor) instead of a goroutine per connection: a goroutine
 // each costs a wake-up and two read syscalls per message (the second finds
 // the socket empty), and at 20,000 connections at one emit every 1-5 s the
 // lean client used more CPU than the gnet replicas it measured. A
@@ -52,7 +52,7 @@ type Loop struct {
 // that falls behind; the time a task waits for it does.
 const lagProbe = 100 * time.Millisecond
 
-// loopsFor is how many event loops a client on procs Go processors (Ps)
+// LoopsFor is how many event loops a loadgen client on procs Go processors (Ps)
 // runs: half of them, at least one. A loop parks its P in epoll_wait, a
 // syscall the runtime cannot run other goroutines beside; with a loop on
 // every P, each emit's timer and each ack's callback waits for the
@@ -62,13 +62,13 @@ const lagProbe = 100 * time.Millisecond
 // with two loops the client used 1.6x the replica's CPU, a third of it in
 // the monitor thread; with one, about the same as the replica, and its
 // emit p99 stayed under 5 ms.
-func loopsFor(procs int) int { return max(1, procs/2) }
+func LoopsFor(procs int) int { return max(1, procs/2) }
 
-// NewLoop starts loopsFor(GOMAXPROCS) event loops. Close it once every
+// NewLoop starts LoopsFor(GOMAXPROCS) event loops. Close it once every
 // connection on it is closed.
 func NewLoop() (*Loop, error) {
 	l := &Loop{conns: map[*Conn]struct{}{}, stop: make(chan struct{}), lag: protocol.NewHistogram()}
-	cli, err := gnet.NewClient(l, gnet.WithMulticore(true), gnet.WithNumEventLoop(loopsFor(runtime.GOMAXPROCS(0))),
+	cli, err := gnet.NewClient(l, gnet.WithMulticore(true), gnet.WithNumEventLoop(LoopsFor(runtime.GOMAXPROCS(0))),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogger(quietLog{}))
 	if err == nil {
 		err = cli.Start()

@@ -259,8 +259,8 @@ func testDeadline(t *testing.T, loop *Loop) {
 
 func TestLoopsFor(t *testing.T) {
 	for procs, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 16: 8} {
-		if got := loopsFor(procs); got != want {
-			t.Errorf("loopsFor(%d) = %d, want %d", procs, got, want)
+		if got := LoopsFor(procs); got != want {
+			t.Errorf("LoopsFor(%d) = %d, want %d", procs, got, want)
 		}
 	}
 }

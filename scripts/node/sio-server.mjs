@@ -8,18 +8,25 @@
 // (nothing), async (a setTimeout of --delay-ms before next()) and blocking
 // (a busy-wait of --delay-ms: the one thread, and every socket on it,
 // stops meanwhile).
+// With --recovery-ms, Node's connection state recovery
+// (connectionStateRecovery.maxDisconnectionDuration); with
+// --push-interval-ms, the timed push of knowngood's -push-interval: a
+// "tick" of {seq, sentAt (Unix ns), room, payload} to every socket, or
+// with --push-rooms N to each room push-1..push-N, numbered per room.
 // Usage: node scripts/node/sio-server.mjs [port=3000] [host=127.0.0.1] [--connect empty|async|blocking] [--delay-ms 50]
+//   [--recovery-ms 0] [--push-interval-ms 0] [--push-rooms 0]
 // Prints one JSON line {"msg":"listening","addr":"HOST:PORT"} when ready.
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { Server } from "socket.io";
 
 const positional = [];
-const opts = { connect: "empty", delayMs: 50 };
+const opts = { connect: "empty", delayMs: 50, recoveryMs: 0, pushIntervalMs: 0, pushRooms: 0 };
+const numbers = { "--delay-ms": "delayMs", "--recovery-ms": "recoveryMs", "--push-interval-ms": "pushIntervalMs", "--push-rooms": "pushRooms" };
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
   if (a === "--connect") opts.connect = process.argv[++i];
-  else if (a === "--delay-ms") opts.delayMs = Number(process.argv[++i]);
+  else if (numbers[a]) opts[numbers[a]] = Number(process.argv[++i]);
   else positional.push(a);
 }
 const port = Number(positional[0] ?? 3000);
@@ -32,13 +39,27 @@ if (!["empty", "async", "blocking"].includes(opts.connect)) {
   console.error(`sio-server: bad --connect ${JSON.stringify(opts.connect)}: want empty, async or blocking`);
   process.exit(2);
 }
-if (!Number.isInteger(opts.delayMs) || opts.delayMs < 0) {
-  console.error(`sio-server: bad --delay-ms ${JSON.stringify(opts.delayMs)}: want 0 or more`);
-  process.exit(2);
+for (const [flag, key] of Object.entries(numbers)) {
+  if (!Number.isInteger(opts[key]) || opts[key] < 0) {
+    console.error(`sio-server: bad ${flag} ${JSON.stringify(opts[key])}: want 0 or more`);
+    process.exit(2);
+  }
 }
 
 const httpServer = createServer();
-const io = new Server(httpServer);
+const io = new Server(httpServer, opts.recoveryMs > 0 ? { connectionStateRecovery: { maxDisconnectionDuration: opts.recoveryMs } } : {});
+if (opts.pushIntervalMs > 0) {
+  const rooms = opts.pushRooms > 0 ? Array.from({ length: opts.pushRooms }, (_, i) => `push-${i + 1}`) : [""];
+  let seq = 0;
+  setInterval(() => {
+    seq++;
+    const sentAt = Date.now() * 1e6; // ns, as knowngood's; ms precision
+    for (const room of rooms) {
+      const push = { seq, sentAt, ...(room ? { room } : {}), payload: "x".repeat(100) };
+      (room ? io.to(room) : io).emit("tick", push);
+    }
+  }, opts.pushIntervalMs);
+}
 if (opts.connect === "async") {
   io.use((_socket, next) => setTimeout(next, opts.delayMs));
 } else if (opts.connect === "blocking") {

@@ -65,8 +65,18 @@ func (n *Namespace) ownRoom(room string) *Socket {
 // BroadcastTo sends an event to the sockets Select(rooms, except) picks
 // and returns how many it went to: encoded once, as Broadcast does.
 func (n *Namespace) BroadcastTo(rooms, except []string, event string, args []json.RawMessage, attachments [][]byte) int {
-	sockets := n.Select(rooms, except)
-	if len(sockets) == 0 {
+	var sockets []*Socket
+	send := func(frames []*frame) {
+		sockets = n.Select(rooms, except)
+		for _, s := range sockets {
+			s.conn.send(frames...)
+		}
+	}
+	if n.rec != nil {
+		n.rec.keep(n.name, rooms, except, event, args, attachments, send)
+		return len(sockets)
+	}
+	if sockets = n.Select(rooms, except); len(sockets) == 0 {
 		return 0
 	}
 	frames := encodeEvent(n.name, event, -1, args, attachments, true)

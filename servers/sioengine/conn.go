@@ -366,6 +366,9 @@ func (c *Conn) terminate(reason string) {
 	}
 	c.srv.conns.Delete(c.id)
 	for _, s := range sockets {
+		if r := s.nsp.rec; r != nil && s.pid != "" && recoverable(reason) {
+			r.save(s, s.nsp.joined(s))
+		}
 		s.nsp.remove(s)
 	}
 	close(c.closedCh)

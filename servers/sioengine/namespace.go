@@ -2,6 +2,7 @@ package sioengine
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 )
 
@@ -19,11 +20,17 @@ type Namespace struct {
 	// ids holds the sockets by id: as in Node, each socket is in the room
 	// named by its id (without a set of its own for it).
 	ids map[string]*Socket
+	// rec keeps what recovers its sockets (Options.Recovery); nil: off.
+	rec *recovery
 }
 
-func newNamespace(name string) *Namespace {
-	return &Namespace{name: name, sockets: map[*Socket]struct{}{}, rooms: map[string]map[*Socket]struct{}{},
+func newNamespace(name string, o Options) *Namespace {
+	n := &Namespace{name: name, sockets: map[*Socket]struct{}{}, rooms: map[string]map[*Socket]struct{}{},
 		ids: map[string]*Socket{}}
+	if o.Recovery > 0 {
+		n.rec = newRecovery(o.Recovery, o.Hooks.Evicted)
+	}
+	return n
 }
 
 // Name is the namespace's name ("/", "/custom").
@@ -67,6 +74,13 @@ func (n *Namespace) remove(s *Socket) {
 		}
 	}
 	s.rooms = nil
+}
+
+// joined is a copy of the rooms the socket joined by name.
+func (n *Namespace) joined(s *Socket) []string {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return slices.Clone(s.rooms)
 }
 
 func (n *Namespace) join(s *Socket, room string) bool {
@@ -114,11 +128,21 @@ var memberSlices = sync.Pool{New: func() any { s := make([]*Conn, 0, 64); return
 // namespace), and returns how many it went to. The packet is encoded
 // once, and the same frames are queued on every session.
 func (n *Namespace) Broadcast(room, event string, args []json.RawMessage, attachments [][]byte) int {
-	frames := encodeEvent(n.name, event, -1, args, attachments, true)
 	list := memberSlices.Get().(*[]*Conn)
-	*list = n.members(room, (*list)[:0])
-	for _, c := range *list {
-		c.send(frames...)
+	send := func(frames []*frame) {
+		*list = n.members(room, (*list)[:0])
+		for _, c := range *list {
+			c.send(frames...)
+		}
+	}
+	if n.rec != nil {
+		var rooms []string
+		if room != "" {
+			rooms = []string{room}
+		}
+		n.rec.keep(n.name, rooms, nil, event, args, attachments, send)
+	} else {
+		send(encodeEvent(n.name, event, -1, args, attachments, true))
 	}
 	count := len(*list)
 	clear(*list)

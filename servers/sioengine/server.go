@@ -49,7 +49,11 @@ type Options struct {
 	// request with EIO other than 4, as Node's allowEIO3 decides); without
 	// it their open is answered 400 "Unsupported protocol version".
 	AllowEIO3 bool
-	Hooks     Hooks
+	// Recovery, when not 0, is connection state recovery's window (Node's
+	// connectionStateRecovery.maxDisconnectionDuration; recovery.go).
+	// Engine.IO v3 sessions are not recovered (Node sends them no pid).
+	Recovery time.Duration
+	Hooks    Hooks
 }
 
 // DefaultMaxAttachments is the attachment count a binary packet may
@@ -91,6 +95,9 @@ type Hooks struct {
 	// Unsupported: an Engine.IO v3 open request was refused (no
 	// AllowEIO3).
 	Unsupported func(r *http.Request)
+	// Evicted: with Recovery, a kept socket (EvictedSession) or event
+	// (EvictedPacket) was let go before its window ended, over the bounds.
+	Evicted func(kind string)
 }
 
 // Server is an Engine.IO v4 / Socket.IO v5 server (and v3 / v2 with
@@ -117,7 +124,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{opts: o, nsps: map[string]*Namespace{}}
 	for _, name := range append([]string{"/"}, o.Namespaces...) {
-		s.nsps[name] = newNamespace(name)
+		s.nsps[name] = newNamespace(name, o)
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout:  o.HandshakeTimeout,
@@ -146,7 +153,7 @@ func (s *Server) joinable(name string) *Namespace {
 	s.nsMu.Lock()
 	nsp := s.nsps[name]
 	if nsp == nil && s.made < s.opts.MaxNamespaces {
-		nsp = newNamespace(name)
+		nsp = newNamespace(name, s.opts)
 		s.nsps[name] = nsp
 		s.made++
 	} else {

@@ -20,6 +20,10 @@ type Socket struct {
 	nsp   *Namespace
 	auth  json.RawMessage
 	rooms []string // under nsp.mu
+	// pid is the private id a client recovers the socket with (with
+	// Options.Recovery); recovered: it came back so.
+	pid       string
+	recovered bool
 }
 
 // ID is the socket's id (the CONNECT ack's sid).
@@ -34,8 +38,14 @@ func (s *Socket) Namespace() *Namespace { return s.nsp }
 // Auth is the CONNECT's auth payload, a JSON object ({} when none).
 func (s *Socket) Auth() json.RawMessage { return s.auth }
 
-// Emit sends an event to this socket.
+// Emit sends an event to this socket. With Options.Recovery it is kept
+// with its offset, as Node sends it to the socket's own room then.
 func (s *Socket) Emit(event string, args []json.RawMessage, attachments [][]byte) bool {
+	if r := s.nsp.rec; r != nil {
+		sent := false
+		r.keep(s.nsp.name, []string{s.id}, nil, event, args, attachments, func(frames []*frame) { sent = s.conn.send(frames...) })
+		return sent
+	}
 	return s.conn.send(encodeEvent(s.nsp.name, event, -1, args, attachments, false)...)
 }
 
@@ -228,6 +238,19 @@ func (c *Conn) connect(p sioPacket) {
 		auth = json.RawMessage("{}")
 	}
 	s := &Socket{id: newID(), conn: c, nsp: nsp, auth: auth}
+	if nsp.rec != nil && !c.eio3 {
+		if kept, missed := nsp.rec.restoreFor(auth); kept != nil {
+			// Node's skipMiddlewares: a socket that comes back is not
+			// put through the middleware again.
+			s.id, s.pid, s.recovered = kept.sid, kept.pid, true
+			c.mu.Lock()
+			c.pending++
+			c.mu.Unlock()
+			c.admitRecovered(s, kept.rooms, missed)
+			return
+		}
+		s.pid = newID()
+	}
 	c.mu.Lock()
 	if c.pending >= maxPendingConnects {
 		c.mu.Unlock()
@@ -246,7 +269,16 @@ func (c *Conn) connect(p sioPacket) {
 }
 
 // admit ends a CONNECT's middleware: the ack, or a CONNECT_ERROR.
-func (c *Conn) admit(s *Socket, err error) {
+func (c *Conn) admit(s *Socket, err error) { c.admitWith(s, err, nil, nil) }
+
+// admitRecovered admits a socket that came back: it rejoins its rooms,
+// and the events it missed go out before its CONNECT ack, as Node writes
+// them (socket.io-client holds them until the ack).
+func (c *Conn) admitRecovered(s *Socket, rooms []string, missed [][]*frame) {
+	c.admitWith(s, nil, rooms, missed)
+}
+
+func (c *Conn) admitWith(s *Socket, err error, rooms []string, missed [][]*frame) {
 	c.mu.Lock()
 	c.pending--
 	if c.state != stateOpen {
@@ -273,13 +305,25 @@ func (c *Conn) admit(s *Socket, err error) {
 	c.sockets[s.nsp.name] = s
 	c.joined = true
 	c.connectTmr.Stop()
+	for _, frames := range missed {
+		for _, f := range frames {
+			c.appendLocked(f)
+		}
+	}
 	ack := &frame{data: appendHeader(nil, sioConnect, 0, s.nsp.name, -1)}
-	if !c.eio3 { // Socket.IO v2's ack carries no sid
+	switch {
+	case c.eio3: // Socket.IO v2's ack carries no sid
+	case s.pid != "":
+		ack.data = fmt.Appendf(ack.data, `{"sid":"%s","pid":"%s"}`, s.id, s.pid)
+	default:
 		ack.data = fmt.Appendf(ack.data, `{"sid":"%s"}`, s.id)
 	}
 	c.enqueueLocked(ack)
 	// A member before the ack can be written (the writer needs mu).
 	s.nsp.add(s)
+	for _, room := range rooms {
+		s.nsp.join(s, room)
+	}
 	c.mu.Unlock()
 	if old != nil {
 		old.nsp.remove(old)

@@ -37,9 +37,14 @@ type backend[S, A any] interface {
 	// disconnect sends the socket a DISCONNECT after what it was sent
 	// before.
 	disconnect(s S)
-	// pushLocal sends an event to every socket of the namespace "/" in
-	// room ("": every one) on this replica only; it returns how many.
-	pushLocal(room, event string, args A) int
+	// recovery tells whether the socket's client came back asking for
+	// connection state recovery (a private id in its auth), and whether
+	// it was recovered.
+	recovery(s S) (asked, recovered bool)
+	// push sends an event to every socket of the namespace "/" in room
+	// ("": every one), on this replica only or, with cluster, on every
+	// replica (-redis); it returns how many of this replica's it went to.
+	push(room, event string, args A, cluster bool) int
 
 	// stamp sets stamp in every argument that asks for hop stamps and
 	// times the hop it ends (shared/hops).
@@ -62,6 +67,7 @@ type behaviour[S, A any] struct {
 	faults   *faults.Injector
 	emitAuth bool          // -emit-auth
 	ackDelay time.Duration // -ack-delay: before the ack of an event not served otherwise
+	recovery bool          // -recovery: recoveries are counted
 }
 
 // namespacesOf are the namespaces a target has from its start besides
@@ -103,6 +109,14 @@ func connectModel[S, E any](mode Mode, delay time.Duration, turn func(S, func(E)
 // handshake's auth object (auth, in the engine's form).
 func (b *behaviour[S, A]) connected(s S, holder any, auth func() A) {
 	b.m.NamespaceConnect(b.eng.namespace(s))
+	if b.recovery {
+		switch asked, recovered := b.eng.recovery(s); {
+		case recovered:
+			b.m.Recovery("recovered")
+		case asked:
+			b.m.Recovery("missed")
+		}
+	}
 	b.faults.LeakTimer(holder)
 	if b.emitAuth {
 		b.emit(s, "auth", auth())
@@ -229,9 +243,10 @@ func (b *behaviour[S, A]) onJoin(s S, args A, ack func(A)) {
 }
 
 // push sends one timed push (-push-interval) to the sockets of room
-// ("": all of them) on this replica and counts what it sent.
-func (b *behaviour[S, A]) push(event, room string, seq uint64, filler string) {
-	b.m.Sent(b.eng.pushLocal(room, event, b.eng.pushArg(seq, time.Now().UnixNano(), room, filler)), 0)
+// ("": all of them), of this replica or of the cluster, and counts what
+// this replica sent.
+func (b *behaviour[S, A]) push(event, room string, seq uint64, filler string, cluster bool) {
+	b.m.Sent(b.eng.push(room, event, b.eng.pushArg(seq, time.Now().UnixNano(), room, filler), cluster), 0)
 }
 
 // withFaults runs an event's handler with the known-bad modes applied:

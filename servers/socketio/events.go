@@ -62,6 +62,11 @@ func (zishang) emit(sock *socket.Socket, event string, args []any) bool {
 	return sock.Emit(event, args...) == nil
 }
 
+func (zishang) recovery(sock *socket.Socket) (asked, recovered bool) {
+	_, asked = sock.Handshake().Auth["pid"].(string)
+	return asked, sock.Recovered()
+}
+
 func (zishang) join(sock *socket.Socket, room string) { sock.Join(socket.Room(room)) }
 
 func (zishang) namespace(sock *socket.Socket) string { return sock.Nsp().Name() }
@@ -102,8 +107,8 @@ func (zishang) room(args []any) (string, []any) {
 	return fmt.Sprint(args[0]), args[1:]
 }
 
-func (z zishang) pushLocal(room, event string, args []any) int {
-	return emitTo(z.s.io.Of("/", nil), true, room, event, args)
+func (z zishang) push(room, event string, args []any, cluster bool) int {
+	return emitTo(z.s.io.Of("/", nil), !cluster, room, event, args)
 }
 
 // emitTo emits an event to room ("": every socket) of nsp, on this replica

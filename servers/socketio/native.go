@@ -68,7 +68,7 @@ func newNative(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*S
 		return nil, errors.New("-engine native-gnet cannot serve the blocking variant, whose connects freeze the server's one loop: use -engine native")
 	}
 	n := &native{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
-	n.b = &behaviour[*sioengine.Socket, nativeArgs]{eng: nativeBackend{n}, m: m, faults: n.faults, emitAuth: cfg.EmitAuth, ackDelay: cfg.AckDelay}
+	n.b = &behaviour[*sioengine.Socket, nativeArgs]{eng: nativeBackend{n}, m: m, faults: n.faults, emitAuth: cfg.EmitAuth, ackDelay: cfg.AckDelay, recovery: cfg.Recovery > 0}
 	connecting, err := connectModel(mode, cfg.Delay, n.takeTurn)
 	if err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func newNative(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*S
 		MaxPayload: cfg.MaxPayload, Transports: engineTransports(cfg), Origins: cfg.Origins,
 		Compression: cfg.Compression, HandshakeTimeout: cfg.HTTP.Header,
 		Namespaces: namespacesOf(cfg), AnyNamespace: cfg.Namespaces == nil, MaxNamespaces: config.MaxNamespaces,
-		AllowEIO3: cfg.AllowEIO3,
+		AllowEIO3: cfg.AllowEIO3, Recovery: cfg.Recovery,
 		Hooks: sioengine.Hooks{
 			Opened:        n.opened,
 			Closed:        n.closedSession,
@@ -94,6 +94,7 @@ func newNative(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*S
 			Received:      func(b int) { m.Received(0, b) },
 			Sent:          func(b int) { m.Sent(0, b) },
 			UnknownSid:    func() { m.Refused(ReasonUnknownSid) },
+			Evicted:       func(kind string) { m.Recovery("evicted_" + kind) },
 			Unsupported: func(r *http.Request) {
 				n.eio3Refused.Do(func() { logEIO3Refused(log, r) })
 			},

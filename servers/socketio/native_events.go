@@ -48,6 +48,15 @@ func (nativeBackend) emit(s *sioengine.Socket, event string, args nativeArgs) bo
 	return s.Emit(event, args.vals, args.attachments)
 }
 
+func (nativeBackend) recovery(s *sioengine.Socket) (asked, recovered bool) {
+	var auth struct {
+		PID any `json:"pid"`
+	}
+	_ = json.Unmarshal(s.Auth(), &auth)
+	_, asked = auth.PID.(string)
+	return asked, s.Recovered()
+}
+
 func (nativeBackend) join(s *sioengine.Socket, room string) { s.Join(room) }
 
 func (nativeBackend) namespace(s *sioengine.Socket) string { return s.Namespace().Name() }
@@ -110,8 +119,12 @@ func (nativeBackend) number(n int) nativeArgs {
 
 func (nativeBackend) none() nativeArgs { return nativeArgs{} }
 
-func (b nativeBackend) pushLocal(room, event string, args nativeArgs) int {
-	return b.n.eng.Namespace("/").Broadcast(room, event, args.vals, nil)
+func (b nativeBackend) push(room, event string, args nativeArgs, cluster bool) int {
+	listeners := b.n.eng.Namespace("/").Broadcast(room, event, args.vals, nil)
+	if a := b.n.adapter("/"); cluster && a != nil {
+		a.Publish(room, event, args.vals, nil)
+	}
+	return listeners
 }
 
 func (nativeBackend) pushArg(seq uint64, sentAt int64, room, filler string) nativeArgs {

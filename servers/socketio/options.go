@@ -26,6 +26,9 @@ type Options struct {
 	EmitAuth       bool          // -emit-auth: echo a CONNECT's auth back as an auth event
 	AckDelay       time.Duration // -ack-delay: the ack of an event of any other name waits this long
 	AllowEIO3      bool          // -allow-eio3: Engine.IO v3 / Socket.IO v2 clients too
+	// Recovery is the connection state recovery window (-recovery; 0 =
+	// off): a socket that may come back is kept this long.
+	Recovery time.Duration
 	// Path is where Socket.IO is served, with its trailing slash (-path).
 	Path string
 	// Namespaces restricts the namespaces a client may join to "/" and

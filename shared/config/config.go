@@ -115,6 +115,13 @@ type SocketIO struct {
 	// AckDelay holds the ack of an event the targets do not otherwise
 	// serve (any name but theirs) for this long.
 	AckDelay time.Duration
+	// Recovery is Socket.IO's connection state recovery window: a socket
+	// whose session ended in a way a client may come back from (its
+	// transport closed or failed, a ping timed out, the server dropped it)
+	// is kept this long, and a client that reconnects within it with the
+	// socket's pid and last offset gets its id, its rooms and the
+	// broadcasts it missed back (0 = off, as Node's default).
+	Recovery time.Duration
 	// AllowEIO3 accepts Engine.IO v3 / Socket.IO v2 clients beside v4 ones.
 	AllowEIO3 bool
 	// Engine is the Engine.IO / Socket.IO server the targets run on:
@@ -365,6 +372,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	size(&c.SocketIO.MaxPayload, "max-payload", "Socket.IO: largest Engine.IO payload in bytes")
 	dur(&c.SocketIO.ConnectTimeout, "connect-timeout", "Socket.IO: time a client has to join a namespace after the Engine.IO open")
 	str(&c.SocketIO.Path, "path", "Socket.IO: the path it is served at, as a client's path option names it (/socket/socket.io/); a trailing slash is implied")
+	dur(&c.SocketIO.Recovery, "recovery", "Socket.IO: connection state recovery window, Node's connectionStateRecovery.maxDisconnectionDuration: a client that reconnects within it gets its id, rooms and missed packets back, and socket.recovered (0 = off)")
 	dur(&c.SocketIO.AckDelay, "ack-delay", "Socket.IO: an event of any other name than the targets' own is acknowledged with its arguments, after this long (0 = at once)")
 	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
 	boolean(&c.SocketIO.AllowEIO3, "allow-eio3", "Socket.IO: also accept Engine.IO v3 / Socket.IO v2 clients (socket.io-client 2, older load tools); without it they get HTTP 400")
@@ -444,6 +452,10 @@ func (c Config) Validate() error {
 		return bad("push-event", "%q; want an event name a client may listen to (not connect, connect_error, disconnect, ...), such as tick", c.SocketIO.PushEvent)
 	case c.SocketIO.PushRooms < 0 || c.SocketIO.PushRooms > MaxPushRooms:
 		return bad("push-rooms", "%d; want 0 (every socket) to %d rooms", c.SocketIO.PushRooms, MaxPushRooms)
+	case c.SocketIO.Recovery < 0 || c.SocketIO.Recovery > MaxRecovery:
+		return bad("recovery", "%s; want 0 (off) or a window up to %s such as 2m (Node's default)", c.SocketIO.Recovery, MaxRecovery)
+	case c.SocketIO.Recovery > 0 && c.Cluster.Redis != "":
+		return bad("recovery", "%s with -redis: Node's @socket.io/redis-adapter, whose protocol -redis speaks, keeps no session, so no client would ever recover; run one replica, or drop -recovery", c.SocketIO.Recovery)
 	case c.SocketIO.AckDelay < 0:
 		return bad("ack-delay", "%s; want 0 or a positive duration such as 100ms", c.SocketIO.AckDelay)
 	case c.SocketIO.BlockingModel != BlockingAsyncio && c.SocketIO.BlockingModel != BlockingNode:
@@ -618,6 +630,10 @@ const MaxNamespaces = 1000
 
 // MaxPushRooms bounds -push-rooms: each tick is one broadcast per room.
 const MaxPushRooms = 10000
+
+// MaxRecovery bounds -recovery: what a target keeps for the sockets that
+// may come back is held at most this long.
+const MaxRecovery = time.Hour
 
 // badNamespace is the first of names that is not a namespace, or "".
 func badNamespace(names []string) string {

@@ -34,7 +34,7 @@ var invalid = [][]string{
 	{"-handshake-timeout", "0s"}, {"-idle-timeout", "0s"}, {"-body-timeout", "0s"}, {"-fault-delay", "-1s"},
 	{"-fault-close-after", "-1"}, {"-delay", "-1s"}, {"-blocking-model", "uvloop"}, {"-transports", ""}, {"-transports", "pigeon"},
 	{"-ping-interval", "0s"}, {"-ping-timeout", "0s"}, {"-max-payload", "0"}, {"-connect-timeout", "0s"}, {"-engine", "node"}, {"-native-lib", "epoll"},
-	{"-subprotocols", "a b"}, {"-subprotocol-required"}, {"-admin-token", "a b"}, {"-tls-client-ca", "ca.pem"}, {"-ack-delay", "-1s"}, {"-path", "socket.io"}, {"-path", "/"}, {"-push-event", "connect"}, {"-push-rooms", "10001"}, {"-namespaces", "chat"},
+	{"-subprotocols", "a b"}, {"-subprotocol-required"}, {"-admin-token", "a b"}, {"-tls-client-ca", "ca.pem"}, {"-ack-delay", "-1s"}, {"-path", "socket.io"}, {"-path", "/"}, {"-push-event", "connect"}, {"-push-rooms", "10001"}, {"-namespaces", "chat"}, {"-recovery", "-1s"}, {"-recovery", "2h"}, {"-recovery", "1m", "-redis", "redis://127.0.0.1:6379/0"},
 	{"-push-interval", "-1s"}, {"-push-size", "-1"}, {"-send-queue", "0"}, {"-slow", "wait"}, {"-loops", "-1"}, {"-redis", "localhost:6379"},
 	{"-dashboard-replicas", "127.0.0.1:9100"}, {"-dashboard-replicas", "http://a:1/stats"}, {"-dashboard-replicas", "http://a:99999"},
 	{"-dashboard-replicas", strings.Repeat("http://a:1,", config.MaxDashboardReplicas+1)},

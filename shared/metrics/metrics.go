@@ -64,6 +64,7 @@ type Metrics struct {
 	tlsFailures       *prometheus.CounterVec
 	namespaces        *prometheus.CounterVec
 	controls          *prometheus.CounterVec
+	recoveries        *prometheus.CounterVec
 	storm             stormWatch
 	hops              *prometheus.HistogramVec
 
@@ -148,6 +149,10 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 			"Socket.IO: namespace CONNECTs acknowledged, by namespace (at most 1002 names: /, /custom and 1000 made by clients, or -namespaces).", "namespace"),
 		controls: f.counterVec("controls_total",
 			"Orders carried out from the admin listener at run time (/control/...), by action: drop (a fraction of the clients closed now), push (the timed push started, changed or stopped).", "action"),
+		recoveries: f.counterVec("recoveries_total",
+			"Socket.IO connection state recovery (-recovery), by result: recovered (a socket came back with its id, rooms and missed events), "+
+				"missed (a client came back with its private id and was not recovered: expired, or its offset let go), "+
+				"evicted_session and evicted_packet (let go before the window ended, over the native engine's bounds).", "result"),
 		tlsFailures: f.counterVec("tls_failures_total",
 			"TLS handshakes that failed on the target's listener (-tls-cert), by cause: no_certificate, unknown_authority, expired, bad_certificate "+
 				"(-tls-client-ca: the client certificate missing or refused), timeout (-handshake-timeout), abandoned (the client left), protocol (anything else).", "cause"),
@@ -481,6 +486,13 @@ func (m *Metrics) Subprotocol(name string) {
 func (m *Metrics) Control(action string) {
 	if m != nil {
 		m.controls.WithLabelValues(action).Inc()
+	}
+}
+
+// Recovery records a result of connection state recovery.
+func (m *Metrics) Recovery(result string) {
+	if m != nil {
+		m.recoveries.WithLabelValues(result).Inc()
 	}
 }
 

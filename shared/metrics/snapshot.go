@@ -78,6 +78,7 @@ func (m *Metrics) emptyStats(active int64) protocol.Stats {
 		TLSFailures:           map[string]uint64{},
 		Namespaces:            map[string]uint64{},
 		Controls:              map[string]uint64{},
+		Recoveries:            map[string]uint64{},
 	}
 	for _, r := range []string{protocol.ResultOK, protocol.ResultRejected, protocol.ResultFailed, protocol.ResultAbandoned} {
 		s.Handshakes[r] = 0
@@ -107,6 +108,7 @@ func byLabel(s *protocol.Stats) map[string]labelled {
 		"knowngood_tls_failures_total":            {s.TLSFailures, "cause"},
 		"knowngood_namespace_connects_total":      {s.Namespaces, "namespace"},
 		"knowngood_controls_total":                {s.Controls, "action"},
+		"knowngood_recoveries_total":              {s.Recoveries, "result"},
 	}
 }
 

@@ -94,6 +94,12 @@ type Stats struct {
 	// Controls counts the admin listener's run-time orders (/control/...),
 	// by action (drop, push).
 	Controls map[string]uint64 `json:"controls,omitempty"`
+	// Recoveries counts Socket.IO connection state recovery (-recovery) by
+	// result: recovered, missed (a client came back with a private id and
+	// was not recovered: its socket or its offset expired or was let go),
+	// evicted_session and evicted_packet (let go before the window ended,
+	// over the bounds the native engine keeps).
+	Recoveries map[string]uint64 `json:"recoveries,omitempty"`
 	// Storm is how the clients came back after the last drop ordered from
 	// the admin listener; nil before any.
 	Storm *Storm `json:"storm,omitempty"`
@@ -239,6 +245,7 @@ func Diff(before, after Stats) Stats {
 	d.TLSFailures = diffMap(before.TLSFailures, after.TLSFailures)
 	d.Namespaces = diffMap(before.Namespaces, after.Namespaces)
 	d.Controls = diffMap(before.Controls, after.Controls)
+	d.Recoveries = diffMap(before.Recoveries, after.Recoveries)
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	d.SchedLatency = DistributionOf(DiffBuckets(before.SchedLatency.Histogram, after.SchedLatency.Histogram))
 	return d

@@ -77,7 +77,7 @@ func SocketIO(c config.Config) socketio.Options {
 		Name: c.Variant, Engine: s.Engine,
 		Delay: s.Delay, BlockingModel: s.BlockingModel,
 		Transports: s.Transports, MaxPayload: s.MaxPayload, ConnectTimeout: s.ConnectTimeout,
-		EmitAuth: s.EmitAuth, AckDelay: s.AckDelay, AllowEIO3: s.AllowEIO3,
+		EmitAuth: s.EmitAuth, AckDelay: s.AckDelay, AllowEIO3: s.AllowEIO3, Recovery: s.Recovery,
 		Path: s.MountPath(), Namespaces: s.Namespaces,
 		PushInterval: c.Broadcast.PushInterval, PushSize: c.Broadcast.PushSize, PushEvent: s.PushEvent, PushRooms: s.PushRooms,
 		Origins: c.Origins, MaxConns: c.MaxConns, Compression: c.Compression,

@@ -34,6 +34,7 @@ func RecordEvery(m *metrics.Metrics) {
 	m.TLSFailure("no_certificate")
 	m.NamespaceConnect("/chat")
 	m.Control("drop")
+	m.Recovery("recovered")
 }
 
 // RecordAll is RecordEvery, then the broadcast series, which it enables.

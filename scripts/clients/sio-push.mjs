@@ -1,10 +1,12 @@
 // Listen for a Socket.IO target's timed push (-push-interval) with the
 // official socket.io-client v4 and report, as one JSON line, what arrived:
-// how many pushes, how many were missed (gaps in each room's seq), and
-// their latency from the server's sentAt to their arrival here.
+// how many pushes, how many were missed (gaps in each room's seq) or came
+// twice, and their latency from the server's sentAt to their arrival
+// here; with --seqs, also each push's sentAt by seq (so that two clients
+// on two replicas can tell whether they saw one numbering).
 //
 //   node scripts/clients/sio-push.mjs --url http://127.0.0.1:8080 \
-//     [--n 10] [--event tick] [--room push-1] [--duration-ms 2000] [--path /socket.io/]
+//     [--n 10] [--event tick] [--room push-1] [--duration-ms 2000] [--path /socket.io/] [--seqs]
 //
 // The clock is the machine's: on one machine sentAt and the arrival share
 // it; across machines their difference also holds the clocks' offset.
@@ -20,11 +22,12 @@ function parse(argv) {
     room: { type: "string", default: "" },
     "duration-ms": { type: "string", default: "2000" },
     path: { type: "string", default: "/socket.io/" },
+    seqs: { type: "boolean", default: false },
   });
   if (values.url === undefined || !/^https?:\/\//.test(values.url)) {
     usage(`bad --url ${JSON.stringify(values.url)}: want http://HOST:PORT`);
   }
-  return { url: values.url, n: intFlag("n", 10000), event: values.event, room: values.room, durationMs: intFlag("duration-ms", 3600000), path: values.path };
+  return { url: values.url, n: intFlag("n", 10000), event: values.event, room: values.room, durationMs: intFlag("duration-ms", 3600000), path: values.path, seqs: values.seqs };
 }
 
 const percentile = (sorted, p) => (sorted.length ? sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] : null);
@@ -34,6 +37,8 @@ async function main() {
   const latencies = [];
   let received = 0;
   let missed = 0;
+  let duplicates = 0;
+  const seqs = {}; // sentAt by seq
   let connected = 0;
   const sockets = [];
   await Promise.all(
@@ -48,7 +53,9 @@ async function main() {
         latencies.push(nowMs - push.sentAt / 1e6);
         const room = push.room ?? "";
         if (last[room] !== undefined && push.seq > last[room] + 1) missed += push.seq - last[room] - 1;
-        last[room] = push.seq;
+        if (last[room] !== undefined && push.seq <= last[room]) duplicates++;
+        last[room] = Math.max(last[room] ?? 0, push.seq);
+        seqs[push.seq] = push.sentAt;
       });
       s.on("connect", () => {
         connected++;
@@ -62,7 +69,7 @@ async function main() {
   for (const s of sockets) s.close();
   latencies.sort((a, b) => a - b);
   const round = (v) => (v === null ? null : Math.round(v * 1000) / 1000);
-  console.log(JSON.stringify({ connected, received, missed, p50Ms: round(percentile(latencies, 50)), p99Ms: round(percentile(latencies, 99)), maxMs: round(latencies.at(-1) ?? null) }));
+  console.log(JSON.stringify({ connected, received, missed, duplicates, ...(opts.seqs ? { seqs } : {}), p50Ms: round(percentile(latencies, 50)), p99Ms: round(percentile(latencies, 99)), maxMs: round(latencies.at(-1) ?? null) }));
 }
 
 main();

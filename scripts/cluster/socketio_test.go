@@ -148,3 +148,29 @@ func TestIPHashOneMachine(t *testing.T) {
 		t.Errorf("handshakes ok by replica %v: want all %d on one", counts, n)
 	}
 }
+
+// TestCustomPathSocketIO: a cluster serving Socket.IO on a path of its own
+// (-path, as artillery users test /socket/socket.io/): nginx's front passes
+// every path through, so clients with that path connect, over polling
+// then the upgrade, through nginx to every replica, and echo; a client on
+// the default path gets the replicas' 404, not a session.
+func TestCustomPathSocketIO(t *testing.T) {
+	t.Parallel()
+	const path = "/socket/socket.io/"
+	c := up(t, "empty", "query_hash", 2, "-engine", "native", "-path", path)
+	const n = 40
+	r := sioConnect(t, c.URL(), "--n", strconv.Itoa(n), "--path", path, "--transports", "polling,websocket",
+		"--sticky", "--echo", "--deadline-ms", "30000")
+	if r.Connected != n || r.Echoed != n || len(r.HTTPErrors) != 0 {
+		t.Errorf("%d clients on %s: connected %d, echoed %d, errors %v, HTTP errors %v", n, path, r.Connected, r.Echoed, r.AttemptErrors, r.HTTPErrors)
+	}
+	for i, s := range c.stats(t) {
+		if s.Handshakes[protocol.ResultOK] == 0 {
+			t.Errorf("replica %d opened no session through nginx on %s", i+1, path)
+		}
+	}
+	r = sioConnect(t, c.URL(), "--n", "1", "--transports", "polling", "--deadline-ms", "5000")
+	if r.Connected != 0 {
+		t.Errorf("a client on the default path connected to a cluster on %s", path)
+	}
+}

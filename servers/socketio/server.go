@@ -147,11 +147,21 @@ func New(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*Server,
 		return nil, err
 	}
 	event := cfg.PushEvent
-	send := func(room string, seq uint64, filler string) { s.b.push(event, room, seq, filler) }
+	servers := s.redis
 	if s.native != nil {
-		send = func(room string, seq uint64, filler string) { s.native.b.push(event, room, seq, filler) }
+		servers = s.native.redis
+	}
+	inCluster := len(servers) > 0
+	send := func(room string, seq uint64, filler string) { s.b.push(event, room, seq, filler, inCluster) }
+	if s.native != nil {
+		send = func(room string, seq uint64, filler string) { s.native.b.push(event, room, seq, filler, inCluster) }
 	}
 	s.push = pushControl{cfg: cfg, send: send}
+	if inCluster {
+		// The lease and the counter on the first Redis: with several
+		// (rooms sharded), every replica dials the same first one.
+		s.push.lease = clusterLease(servers[0], event, log)
+	}
 	return s, nil
 }
 
@@ -161,7 +171,7 @@ func newOnEngine(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (
 		return newNative(mode, cfg, m, log)
 	}
 	s := &Server{cfg: cfg, m: m, log: log, gate: conns.NewGate(cfg.MaxConns), faults: faults.New(cfg.Faults, m)}
-	s.b = &behaviour[*socket.Socket, []any]{eng: zishang{s}, m: m, faults: s.faults, emitAuth: cfg.EmitAuth, ackDelay: cfg.AckDelay}
+	s.b = &behaviour[*socket.Socket, []any]{eng: zishang{s}, m: m, faults: s.faults, emitAuth: cfg.EmitAuth, ackDelay: cfg.AckDelay, recovery: cfg.Recovery > 0}
 	if mode == Blocking {
 		s.loop = newLoop(cfg.BlockingModel)
 		s.freeze = newFreezer(s.loop, cfg.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
@@ -191,6 +201,14 @@ func newOnEngine(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (
 			}
 			return nil
 		})
+	}
+	if cfg.Recovery > 0 {
+		// The library's session-aware adapter, a port of Node's: what it
+		// keeps is bounded by the window alone, as on Node.
+		rec := socket.DefaultConnectionStateRecovery()
+		rec.SetMaxDisconnectionDuration(cfg.Recovery.Milliseconds())
+		rec.SetSkipMiddlewares(true)
+		opts.SetConnectionStateRecovery(rec)
 	}
 	if cfg.Compression {
 		opts.SetPerMessageDeflate(&types.PerMessageDeflate{Threshold: 1024})

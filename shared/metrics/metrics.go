@@ -147,7 +147,8 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 		namespaces: f.counterVec("namespace_connects_total",
 			"Socket.IO: namespace CONNECTs acknowledged, by namespace (at most 1002 names: /, /custom and 1000 made by clients, or -namespaces).", "namespace"),
 		controls: f.counterVec("controls_total",
-			"Orders carried out from the admin listener at run time (/control/...), by action: drop (a fraction of the clients closed now), push (the timed push started, changed or stopped).", "action"),
+			"Orders carried out from the admin listener at run time (/control/...), by action: drop (a fraction of the clients closed now), push (the timed push started, changed or stopped), "+
+				"fault (the known-bad modes switched).", "action"),
 		tlsFailures: f.counterVec("tls_failures_total",
 			"TLS handshakes that failed on the target's listener (-tls-cert), by cause: no_certificate, unknown_authority, expired, bad_certificate "+
 				"(-tls-client-ca: the client certificate missing or refused), timeout (-handshake-timeout), abandoned (the client left), protocol (anything else).", "cause"),

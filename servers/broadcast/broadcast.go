@@ -25,6 +25,7 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/servers/variants"
+	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -192,6 +193,15 @@ func (t *target) push(ctx context.Context, p control.Push) {
 // every replica.
 func (t *target) pushFrame(size int) (head, tail string) {
 	return protocol.PushHead, string(protocol.AppendPushTail(nil, time.Now().UnixNano(), strings.Repeat("x", size)))
+}
+
+// Faults is the WebSocket layer's injector of the known-bad modes
+// (control.Faulter, POST /control/fault).
+func (t *target) Faults() *faults.Injector {
+	if f, ok := t.Target.(control.Faulter); ok {
+		return f.Faults()
+	}
+	return nil
 }
 
 // Drop drops clients of the WebSocket layer's target (POST /control/drop):

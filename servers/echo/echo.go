@@ -43,7 +43,9 @@ type TCPOptions struct {
 	MaxConns int    // -max-conns: a connection over it is closed at once (0 = no cap)
 	// Idle: a connection quiet that long is closed (-ping-interval plus
 	// -ping-timeout, the time a WebSocket target gives a silent client).
-	Idle   time.Duration
+	Idle time.Duration
+	// Faults are the known-bad modes in force at start (-fault-*); the
+	// target's Faults switches them while it serves.
 	Faults faults.Modes
 }
 

@@ -119,7 +119,8 @@ func (t *tcpTarget) serve(c net.Conn) {
 	// closed after between 15/16 of idle and idle.
 	idle := t.cfg.Idle
 	var armed time.Time
-	for reads := 1; ; reads++ {
+	var count faults.Count // reads towards -fault-close-after
+	for {
 		if now := time.Now(); now.Sub(armed) >= idle/16 {
 			armed = now
 			_ = c.SetReadDeadline(now.Add(idle))
@@ -129,16 +130,22 @@ func (t *tcpTarget) serve(c net.Conn) {
 			// The known-bad modes act on reads, echo-tcp's messages: the
 			// reader itself waits out -fault-delay.
 			t.m.Received(1, n)
-			drop, closeAfter := t.faults.Message(reads)
-			if !drop {
-				time.Sleep(t.faults.Delay())
+			var fate faults.Fate
+			if t.faults.On() {
+				fate = t.faults.Message(&count)
+			}
+			if !fate.Drop {
+				if fate.Delay > 0 && !t.wait(fate.Delay) {
+					reason = reasonShutdown
+					return
+				}
 				if _, werr := c.Write(buf[:n]); werr != nil {
 					reason = t.ended(werr)
 					return
 				}
 				t.m.Sent(1, n)
 			}
-			if closeAfter {
+			if fate.Close {
 				reason = reasonFault
 				return
 			}
@@ -147,6 +154,20 @@ func (t *tcpTarget) serve(c net.Conn) {
 			reason = t.ended(err)
 			return
 		}
+	}
+}
+
+// wait holds the reader for d (-fault-delay), or until the target shuts
+// down: it reports whether d passed. A delay set long at run time then
+// never holds a shutdown up.
+func (t *tcpTarget) wait(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-t.accepted:
+		return false
 	}
 }
 
@@ -175,6 +196,10 @@ func (t *tcpTarget) Shutdown(ctx context.Context) error {
 	t.wg.Wait()
 	return err
 }
+
+// Faults is the injector of the known-bad modes (control.Faulter): the
+// admin listener's POST /control/fault switches them.
+func (t *tcpTarget) Faults() *faults.Injector { return t.faults }
 
 // Drop closes a random fraction of the connections open now, at once:
 // raw TCP has no close code. The admin listener's POST /control/drop.

@@ -3,7 +3,6 @@ package socketio
 import (
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/knowngood/knowngood/shared/faults"
@@ -123,13 +122,13 @@ func (b *behaviour[S, A]) connected(s S, holder any, auth func() A) {
 	}
 }
 
-// event counts an event and serves it, with the known-bad modes; events
-// counts them for -fault-close-after.
-func (b *behaviour[S, A]) event(s S, name string, args A, ack func(A), events *atomic.Int64) {
+// event counts an event and serves it, with the known-bad modes in force;
+// events counts them for -fault-close-after.
+func (b *behaviour[S, A]) event(s S, name string, args A, ack func(A), events *faults.Count) {
 	b.m.Received(1, 0)
 	h := b.handlerOf(name)
 	args = b.eng.stamp(args, hops.Received, time.Now(), b.m.Hop)
-	if b.faults == nil {
+	if !b.faults.On() {
 		h(s, args, ack)
 		return
 	}
@@ -249,26 +248,27 @@ func (b *behaviour[S, A]) push(event, room string, seq uint64, filler string, cl
 	b.m.Sent(b.eng.push(room, event, b.eng.pushArg(seq, time.Now().UnixNano(), room, filler), cluster), 0)
 }
 
-// withFaults runs an event's handler with the known-bad modes applied:
-// -fault-drop leaves the event unanswered, -fault-delay answers it that
-// much later (on a timer: the socket's other events go on),
-// -fault-close-after disconnects the socket (a Socket.IO DISCONNECT, after
-// the answer to the last event) after that many events, counted in events.
-func (b *behaviour[S, A]) withFaults(s S, events *atomic.Int64, handle func()) {
-	drop, closeAfter := b.faults.Message(int(events.Add(1)))
+// withFaults runs an event's handler with the known-bad modes in force
+// applied, as one look at them decides: -fault-drop leaves the event
+// unanswered, -fault-delay answers it that much later (on a timer of its
+// own, as a handler that awaits a sleep: the socket's other events go on,
+// and an event that came after a change of the delay may be answered
+// before one that came before it), -fault-close-after disconnects the
+// socket (a Socket.IO DISCONNECT, after the answer to the last event)
+// after that many events, counted in events.
+func (b *behaviour[S, A]) withFaults(s S, events *faults.Count, handle func()) {
+	fate := b.faults.Message(events)
 	run := func() {
-		if !drop {
+		if !fate.Drop {
 			handle()
 		}
-		if closeAfter {
+		if fate.Close {
 			b.eng.disconnect(s)
 		}
 	}
-	if !drop {
-		if d := b.faults.Delay(); d > 0 {
-			time.AfterFunc(d, run)
-			return
-		}
+	if fate.Delay > 0 {
+		time.AfterFunc(fate.Delay, run)
+		return
 	}
 	run()
 }

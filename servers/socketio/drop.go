@@ -8,7 +8,19 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/control"
 	"github.com/knowngood/knowngood/servers/sioengine"
+	"github.com/knowngood/knowngood/shared/faults"
 )
+
+// Faults is the injector of the known-bad modes (control.Faulter): the
+// admin listener's POST /control/fault switches them. One per target,
+// whatever the engine: the behaviour, the open admission and the polling
+// front all ask it.
+func (s *Server) Faults() *faults.Injector {
+	if s.native != nil {
+		return s.native.faults
+	}
+	return s.faults
+}
 
 // Drop closes a random fraction of the Engine.IO sessions open now, or
 // with how.Disconnect sends each of their sockets a Socket.IO DISCONNECT

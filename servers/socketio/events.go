@@ -2,12 +2,12 @@ package socketio
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
 	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
+	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/hops"
 )
 
@@ -34,10 +34,9 @@ func (s *Server) onConnect(sock *socket.Socket) {
 	// connect. It runs on the socket's task queue, in the order the events
 	// arrived, as listeners per event do (which the library runs one turn of
 	// that queue later).
-	var events *atomic.Int64 // counted for the known-bad modes
-	if s.faults != nil {
-		events = new(atomic.Int64)
-	}
+	// Counted for -fault-close-after, which may be switched on at any
+	// time: 8 bytes of each socket's listener.
+	events := new(faults.Count)
 	_ = sock.OnAny(func(args ...any) {
 		if len(args) == 0 {
 			s.m.Received(1, 0)

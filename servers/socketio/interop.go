@@ -11,8 +11,8 @@ import (
 
 // interop counts the requests that a known server mishandles, so that a
 // user whose client sends them learns it here (loadgen watch warns), and
-// with -fault-drop-chunked-post answers them as that server does, for a
-// client author who cannot install it.
+// while -fault-drop-chunked-post is in force (f) answers them as that
+// server does, for a client author who cannot install it.
 //
 // chunked_post: a polling POST without Content-Length. The zishang520 Go
 // client sends every POST with Transfer-Encoding: chunked (it hands
@@ -23,7 +23,7 @@ import (
 // decodes no packet and answers 200 OK: the client's CONNECT is never
 // acknowledged, and later its PONGs are lost too. Node's engine.io and
 // both engines here read the body to its end.
-func interop(dropChunked bool, maxPayload int64, m *metrics.Metrics, next http.Handler) http.Handler {
+func interop(f *faults.Injector, maxPayload int64, m *metrics.Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if r.Method != http.MethodPost || r.ContentLength >= 0 || q.Get("transport") != "polling" || q.Get("sid") == "" {
@@ -37,14 +37,13 @@ func interop(dropChunked bool, maxPayload int64, m *metrics.Metrics, next http.H
 			return
 		}
 		m.Interop(metrics.InteropChunkedPost)
-		if !dropChunked {
+		if !f.DropChunkedPost() {
 			next.ServeHTTP(w, r)
 			return
 		}
 		// python-engineio's answer: 200, text/plain, "OK", and the
 		// credentials header it always sets (the origin one only for an
 		// allowed Origin, which the targets allow unless -origin).
-		m.Fault(faults.KindDropChunkedPost)
 		if origin := r.Header.Get("Origin"); origin != "" {
 			w.Header().Set("Access-Control-Allow-Origin", origin)
 		}

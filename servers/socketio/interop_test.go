@@ -119,3 +119,25 @@ func testChunkedPost(t *testing.T, engine string) {
 		t.Errorf("%d handshakes ok, want the one CONNECT sent with Content-Length", got)
 	}
 }
+
+// TestChunkedPostSwitched: -fault-drop-chunked-post switched while the
+// target serves (POST /control/fault) applies to the next POST: the Go
+// client over polling, which sends its POSTs chunked, does not connect
+// while it is on, and connects once it is off.
+func TestChunkedPostSwitched(t *testing.T) { forEngines(t, testChunkedPostSwitched) }
+
+func testChunkedPostSwitched(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Empty, func(c *config.Config) { c.PingInterval = time.Second })
+	f := tg.srv.Faults()
+	f.Set(faults.Modes{DropChunkedPost: true})
+	if pollingOnly(t, tg.url, 2*time.Second) {
+		t.Error("the Go client over polling connected with drop-chunked-post switched on")
+	}
+	if got := tg.metrics.Snapshot().Faults[faults.KindDropChunkedPost]; got == 0 {
+		t.Error("faults{drop_chunked_post} = 0 with it switched on")
+	}
+	f.Set(faults.Modes{})
+	if !pollingOnly(t, tg.url, 20*time.Second) {
+		t.Error("the Go client over polling did not connect with drop-chunked-post switched off")
+	}
+}

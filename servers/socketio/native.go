@@ -56,7 +56,7 @@ type nativeSession struct {
 	settled   atomic.Bool         // the handshake's result has been counted
 	release   sync.Once           // gives the -max-conns place back
 	refused   atomic.Bool         // answered a CONNECT_ERROR
-	events    atomic.Int64        // counted for the known-bad modes
+	events    faults.Count        // counted for -fault-close-after
 	turns     connectTurns[error] // the blocking model's pending connects
 	slot      *turnSlot           // the turn its read or request holds on the loop
 }
@@ -108,7 +108,7 @@ func newNative(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*S
 	}
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, wholeBody(cfg.MaxPayload, n.eng.TransportError,
-		interop(cfg.Faults.DropChunkedPost, cfg.MaxPayload, m, n.freeze.handler(http.HandlerFunc(n.track)))))
+		interop(n.faults, cfg.MaxPayload, m, n.freeze.handler(http.HandlerFunc(n.track)))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "knowngood "+cfg.Name+": Socket.IO is served at "+cfg.Path+" (-path)", http.StatusNotFound)
 	})

@@ -48,7 +48,7 @@ type Options struct {
 	PingTimeout  time.Duration // -ping-timeout
 	Loops        int           // -loops: gnet's event loops (-engine native-gnet)
 	Redis        string        // -redis: the cluster's Redis URLs, comma-separated
-	Faults       faults.Modes
+	Faults       faults.Modes  // -fault-*: in force at start; Server.Faults switches them
 	HTTP         lifecycle.HTTPLimits
 }
 

@@ -255,7 +255,7 @@ func newOnEngine(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (
 
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, wholeBody(cfg.MaxPayload, s.transportError,
-		interop(cfg.Faults.DropChunkedPost, cfg.MaxPayload, m, s.freeze.handler(s.track(eio)))))
+		interop(s.faults, cfg.MaxPayload, m, s.freeze.handler(s.track(eio)))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "knowngood "+cfg.Name+": Socket.IO is served at "+cfg.Path+" (-path)", http.StatusNotFound)
 	})

@@ -7,6 +7,8 @@ import (
 
 	"github.com/knowngood/knowngood/servers/variants"
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/faults"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func TestRows(t *testing.T) {
@@ -182,4 +184,19 @@ func onEachLibrary(prefix string, keep func(variants.WebSocketLibrary) bool) str
 		}
 	}
 	return strings.Join(names, " ")
+}
+
+// TestFaultModesRead: a variant reads the flag of every known-bad mode it
+// applies, which the admin listener's POST /control/fault switches: the
+// Socket.IO ones on the variants that speak Socket.IO (their /health
+// protocol, which the listener decides by), the others on every variant.
+func TestFaultModesRead(t *testing.T) {
+	for _, v := range variants.All() {
+		for _, name := range faults.Names() {
+			want := !faults.SocketIOOnly(name) || v.Health().Protocol == protocol.ProtocolSocketIO
+			if got := v.Reads("fault-" + name); got != want {
+				t.Errorf("%s reads -fault-%s: %v, want %v", v.Name, name, got, want)
+			}
+		}
+	}
 }

@@ -392,6 +392,13 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	return fs
 }
 
+// faultName is the name of the first known-bad mode of m out of range, or
+// "".
+func faultName(m Faults) string {
+	name, _ := m.Check()
+	return name
+}
+
 func envHint(name string) string { return " (env " + EnvName(name) + ")" }
 
 // Validate checks the values that parse but make no sense.
@@ -436,12 +443,11 @@ func (c Config) Validate() error {
 		return bad("idle-timeout", "%s; want a positive duration such as 5s", c.IdleTimeout)
 	case c.BodyTimeout <= 0:
 		return bad("body-timeout", "%s; want a positive duration such as 300s", c.BodyTimeout)
-	case c.Faults.Delay < 0:
-		return bad("fault-delay", "%s; want 0 or a positive duration", c.Faults.Delay)
-	case c.Faults.LeakTimers != 0 && c.Faults.LeakTimers < 10*time.Millisecond:
-		return bad("fault-leak-timers", "%s; want 0 (off) or a period of at least 10ms", c.Faults.LeakTimers)
-	case c.Faults.CloseAfter < 0:
-		return bad("fault-close-after", "%d; want 0 (off) or more", c.Faults.CloseAfter)
+	case faultName(c.Faults) != "":
+		// The admin listener's POST /control/fault holds a change to the
+		// same rule.
+		name, why := c.Faults.Check()
+		return bad("fault-"+name, "%s", why)
 	case c.SocketIO.Delay < 0:
 		return bad("delay", "%s; want 0 or a positive duration such as 50ms", c.SocketIO.Delay)
 	case !strings.HasPrefix(c.SocketIO.Path, "/") || c.SocketIO.Path == "/" || strings.ContainsAny(c.SocketIO.Path, "?# \t") || strings.Contains(c.SocketIO.Path, "//"):

@@ -64,7 +64,7 @@ type fractionValue float64
 func (f *fractionValue) String() string { return strconv.FormatFloat(float64(*f), 'g', -1, 64) }
 func (f *fractionValue) Set(s string) error {
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 || v > 1 {
+	if err != nil || !(v >= 0 && v <= 1) { // NaN too
 		return errors.New("want a fraction from 0 to 1 such as 0.2")
 	}
 	*f = fractionValue(v)

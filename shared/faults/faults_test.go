@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -14,49 +15,54 @@ func newMetrics() *metrics.Metrics { return metrics.New(prometheus.NewRegistry()
 
 func faultCounts(m *metrics.Metrics) map[string]uint64 { return m.Snapshot().Faults }
 
-func TestNewNilWhenOff(t *testing.T) {
-	if f := New(Modes{}, newMetrics()); f != nil {
-		t.Fatalf("every mode off: got %+v, want nil", f)
+// TestOffWhenOff: with every mode off nothing is in force (the targets'
+// one atomic load finds nil); any mode on puts the modes in force.
+func TestOffWhenOff(t *testing.T) {
+	if f := New(Modes{}, newMetrics()); f.On() || f.now.Load() != nil {
+		t.Fatal("every mode off: the injector is on")
 	}
 	for name, set := range map[string]func(*Modes){
-		"reject":      func(c *Modes) { c.Reject = 0.5 },
-		"delay":       func(c *Modes) { c.Delay = time.Millisecond },
-		"close-after": func(c *Modes) { c.CloseAfter = 3 },
-		"drop":        func(c *Modes) { c.Drop = 0.1 },
-		"leak-timers": func(c *Modes) { c.LeakTimers = time.Second },
+		"reject":            func(c *Modes) { c.Reject = 0.5 },
+		"delay":             func(c *Modes) { c.Delay = time.Millisecond },
+		"close-after":       func(c *Modes) { c.CloseAfter = 3 },
+		"drop":              func(c *Modes) { c.Drop = 0.1 },
+		"leak-timers":       func(c *Modes) { c.LeakTimers = time.Second },
+		"drop-chunked-post": func(c *Modes) { c.DropChunkedPost = true },
 	} {
 		var cfg Modes
 		set(&cfg)
-		if New(cfg, nil) == nil {
-			t.Errorf("-fault-%s on: got nil", name)
+		f := New(cfg, nil)
+		if !f.On() || f.Modes() != cfg {
+			t.Errorf("-fault-%s on: On %v, Modes %+v", name, f.On(), f.Modes())
+		}
+		if f.Set(Modes{}); f.On() {
+			t.Errorf("-fault-%s turned off: still on", name)
 		}
 	}
 }
 
 // TestNilInjector: a nil Injector, every mode off, injects nothing and
-// does not panic, so a target calls it without checking.
+// does not panic, so a layer whose faults another applies passes none.
 func TestNilInjector(t *testing.T) {
 	var f *Injector
-	for n := range 5 {
-		if f.Reject() || f.Drop() || f.CloseAfter(n) {
+	var c Count
+	for range 5 {
+		if f.Reject() || f.DropChunkedPost() || f.Message(&c) != (Fate{}) {
 			t.Fatal("a nil injector injected a fault")
 		}
-		if drop, closeAfter := f.Message(n); drop || closeAfter {
-			t.Fatal("a nil injector's Message injected a fault")
-		}
 	}
-	if f.Delay() != 0 || f.Delaying() {
-		t.Error("a nil injector delays")
+	f.LeakTimer(nil)
+	if f.On() || f.Modes() != (Modes{}) {
+		t.Error("a nil injector is on")
 	}
 }
 
 func TestAlwaysAndNever(t *testing.T) {
 	m := newMetrics()
-	var cfg Modes
-	cfg.Reject, cfg.Drop = 1, 1
-	f := New(cfg, m)
+	f := New(Modes{Reject: 1, Drop: 1}, m)
+	var c Count
 	for range 10 {
-		if !f.Reject() || !f.Drop() {
+		if !f.Reject() || !f.Message(&c).Drop {
 			t.Fatal("probability 1 did not strike")
 		}
 	}
@@ -67,11 +73,9 @@ func TestAlwaysAndNever(t *testing.T) {
 
 	// Only the modes given strike: a delay alone rejects and drops nothing.
 	m = newMetrics()
-	cfg = Modes{}
-	cfg.Delay = time.Millisecond
-	f = New(cfg, m)
+	f = New(Modes{Delay: time.Millisecond}, m)
 	for range 100 {
-		if f.Reject() || f.Drop() {
+		if f.Reject() || f.Message(&c).Drop || f.DropChunkedPost() {
 			t.Fatal("a mode that is off struck")
 		}
 	}
@@ -86,15 +90,14 @@ func TestAlwaysAndNever(t *testing.T) {
 func TestRates(t *testing.T) {
 	const n = 20000
 	m := newMetrics()
-	var cfg Modes
-	cfg.Reject, cfg.Drop = 0.25, 0.5
-	f := New(cfg, m)
+	f := New(Modes{Reject: 0.25, Drop: 0.5}, m)
+	var c Count
 	rejects, drops := 0, 0
 	for range n {
 		if f.Reject() {
 			rejects++
 		}
-		if f.Drop() {
+		if f.Message(&c).Drop {
 			drops++
 		}
 	}
@@ -110,32 +113,32 @@ func TestRates(t *testing.T) {
 	}
 }
 
+// TestDelay: every message not dropped is delayed, and counted; a dropped
+// one is neither.
 func TestDelay(t *testing.T) {
 	m := newMetrics()
-	var cfg Modes
-	cfg.Delay = 30 * time.Millisecond
-	f := New(cfg, m)
-	if !f.Delaying() {
-		t.Fatal("Delaying: false")
-	}
-	if f.Delaying(); faultCounts(m)[KindDelay] != 0 {
-		t.Error("Delaying counted a fault")
-	}
+	f := New(Modes{Delay: 30 * time.Millisecond}, m)
+	var c Count
 	for range 3 {
-		if d := f.Delay(); d != 30*time.Millisecond {
+		if d := f.Message(&c).Delay; d != 30*time.Millisecond {
 			t.Fatalf("Delay = %v", d)
 		}
 	}
 	if got := faultCounts(m)[KindDelay]; got != 3 {
 		t.Errorf("%d delays counted, want 3", got)
 	}
+	f.Set(Modes{Delay: time.Second, Drop: 1})
+	if fate := f.Message(&c); !fate.Drop || fate.Delay != 0 {
+		t.Errorf("a dropped message: %+v, want no delay", fate)
+	}
+	if got := faultCounts(m)[KindDelay]; got != 3 {
+		t.Errorf("%d delays counted, want 3: a dropped message is not delayed", got)
+	}
 
 	// Without -fault-delay, another mode on: no delay, none counted.
 	m = newMetrics()
-	cfg = Modes{}
-	cfg.CloseAfter = 1
-	f = New(cfg, m)
-	if f.Delay() != 0 || f.Delaying() {
+	f = New(Modes{CloseAfter: 1}, m)
+	if f.Message(&c).Delay != 0 {
 		t.Error("a delay without -fault-delay")
 	}
 	if got := faultCounts(m)[KindDelay]; got != 0 {
@@ -144,49 +147,122 @@ func TestDelay(t *testing.T) {
 }
 
 // TestCloseAfter: true for the n-th message only, so that a connection is
-// closed, and counted, once.
+// closed, and counted, once; a dropped message counts towards it, so the
+// connection closes after the same message either way.
 func TestCloseAfter(t *testing.T) {
 	m := newMetrics()
-	var cfg Modes
-	cfg.CloseAfter = 3
-	f := New(cfg, m)
-	for n := 0; n <= 6; n++ {
-		if got, want := f.CloseAfter(n), n == 3; got != want {
-			t.Errorf("CloseAfter(%d) = %v, want %v", n, got, want)
+	f := New(Modes{CloseAfter: 3}, m)
+	var c Count
+	for n := 1; n <= 6; n++ {
+		if got, want := f.Message(&c).Close, n == 3; got != want {
+			t.Errorf("message %d: Close %v, want %v", n, got, want)
 		}
 	}
 	if got := faultCounts(m)[KindCloseAfter]; got != 1 {
 		t.Errorf("%d closes counted, want 1", got)
 	}
-}
-
-// TestMessage: a dropped message still counts towards -fault-close-after,
-// so the connection closes after the same message either way.
-func TestMessage(t *testing.T) {
-	m := newMetrics()
-	var cfg Modes
-	cfg.Drop, cfg.CloseAfter = 1, 2
-	f := New(cfg, m)
+	f.Set(Modes{Drop: 1, CloseAfter: 2})
+	var d Count
 	for n := 1; n <= 3; n++ {
-		drop, closeAfter := f.Message(n)
-		if !drop || closeAfter != (n == 2) {
-			t.Errorf("Message(%d) = %v, %v; want true, %v", n, drop, closeAfter, n == 2)
+		if fate := f.Message(&d); !fate.Drop || fate.Close != (n == 2) {
+			t.Errorf("message %d: %+v; want dropped, Close %v", n, fate, n == 2)
 		}
 	}
-	got := faultCounts(m)
-	if got[KindDrop] != 3 || got[KindCloseAfter] != 1 {
-		t.Errorf("counts %v, want 3 drops and 1 close", got)
+}
+
+// TestCloseAfterSwitched: a connection counts towards close-after from
+// the moment it was last changed: one open before a change closes after
+// that many more messages, one opened after it after that many in all;
+// messages before close-after was on do not count, and setting the value
+// in force again changes nothing.
+func TestCloseAfterSwitched(t *testing.T) {
+	f := New(Modes{}, newMetrics())
+	var old, fresh Count
+	for range 10 {
+		f.Message(&old) // every mode off: nothing counted
+	}
+	f.Set(Modes{CloseAfter: 3})
+	closesAt := func(c *Count, most int) int {
+		for n := 1; n <= most; n++ {
+			if f.Message(c).Close {
+				return n
+			}
+		}
+		return 0
+	}
+	if n := closesAt(&old, 2); n != 0 {
+		t.Fatalf("the old connection closed at message %d of 2", n)
+	}
+	f.Update(func(m *Modes) { m.Drop = 0 }) // another mode: the count goes on
+	if n := closesAt(&old, 5); n != 1 {
+		t.Errorf("the old connection closed at its message %d after 2 more, want 1", n)
+	}
+	if n := closesAt(&fresh, 5); n != 3 {
+		t.Errorf("a new connection closed at message %d, want 3", n)
+	}
+	var moved Count
+	closesAt(&moved, 2)
+	f.Set(Modes{CloseAfter: 4}) // changed: counted again from here
+	if n := closesAt(&moved, 10); n != 4 {
+		t.Errorf("after a change to 4, closed at message %d, want 4", n)
+	}
+	var same Count
+	closesAt(&same, 2)
+	f.Set(Modes{CloseAfter: 4}) // the value in force: no change
+	if n := closesAt(&same, 10); n != 2 {
+		t.Errorf("after setting 4 again, closed at message %d more, want 2", n)
+	}
+	f.Set(Modes{})
+	f.Set(Modes{CloseAfter: 4}) // off and on again: a new count
+	var again Count
+	closesAt(&again, 1)
+	f.Set(Modes{})
+	f.Set(Modes{CloseAfter: 4})
+	if n := closesAt(&again, 10); n != 4 {
+		t.Errorf("after off and on again, closed at message %d, want 4", n)
+	}
+}
+
+// TestUpdateRace: updates at once are applied one after the other, each
+// on the other's result; messages decided meanwhile each see one set of
+// modes whole (run under -race).
+func TestUpdateRace(t *testing.T) {
+	f := New(Modes{}, newMetrics())
+	const n = 200
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			f.Update(func(m *Modes) {
+				m.CloseAfter++
+				if i%2 == 0 {
+					m.Delay += time.Millisecond
+				}
+			})
+		})
+		wg.Go(func() {
+			var c Count
+			if fate := f.Message(&c); fate.Drop {
+				t.Error("dropped with drop off")
+			}
+		})
+	}
+	wg.Wait()
+	if got := f.Modes(); got.CloseAfter != n || got.Delay != n/2*time.Millisecond {
+		t.Errorf("after %d updates at once: %+v", n, got)
 	}
 }
 
 // TestNoMetrics: with -metrics=false the injector decides alike and counts
 // nowhere.
 func TestNoMetrics(t *testing.T) {
-	var cfg Modes
-	cfg.Reject, cfg.Drop, cfg.Delay, cfg.CloseAfter = 1, 1, time.Second, 1
-	f := New(cfg, nil)
-	if !f.Reject() || !f.Drop() || f.Delay() != time.Second || !f.CloseAfter(1) {
-		t.Error("an injector without metrics decided otherwise")
+	f := New(Modes{Reject: 1, Drop: 1, Delay: time.Second, CloseAfter: 1, DropChunkedPost: true}, nil)
+	var c Count
+	if fate := f.Message(&c); !f.Reject() || !fate.Drop || !fate.Close || !f.DropChunkedPost() {
+		t.Errorf("an injector without metrics decided otherwise: %+v", fate)
+	}
+	f.Set(Modes{Delay: time.Second})
+	if f.Message(&c).Delay != time.Second {
+		t.Error("an injector without metrics did not delay")
 	}
 }
 
@@ -196,16 +272,34 @@ func TestCloseCode(t *testing.T) {
 	}
 }
 
+// TestDropChunkedPost: while on, every such POST is dropped and counted.
+func TestDropChunkedPost(t *testing.T) {
+	m := newMetrics()
+	f := New(Modes{DropChunkedPost: true}, m)
+	for range 2 {
+		if !f.DropChunkedPost() {
+			t.Fatal("drop-chunked-post on: not dropped")
+		}
+	}
+	f.Set(Modes{Reject: 0.5})
+	if f.DropChunkedPost() {
+		t.Fatal("drop-chunked-post off: dropped")
+	}
+	if got := faultCounts(m)[KindDropChunkedPost]; got != 2 {
+		t.Errorf("faults{drop_chunked_post} = %d, want 2", got)
+	}
+}
+
 // TestLeakTimer: each leaked timer is counted once, fires again and again
-// (it is never stopped), and keeps what it holds; a nil Injector starts
-// none.
+// (it is never stopped), and keeps what it holds; an injector with
+// leak-timers off starts none.
 func TestLeakTimer(t *testing.T) {
 	var none *Injector
 	none.LeakTimer(nil)
-	var cfg Modes
-	cfg.LeakTimers = 10 * time.Millisecond
 	m := newMetrics()
-	f := New(cfg, m)
+	f := New(Modes{Reject: 1}, m)
+	f.LeakTimer("socket")
+	f.Set(Modes{LeakTimers: 10 * time.Millisecond})
 	f.LeakTimer("socket")
 	f.LeakTimer("socket")
 	if got := faultCounts(m)[KindLeakTimer]; got != 2 {
@@ -219,5 +313,17 @@ func TestLeakTimer(t *testing.T) {
 	<-fired
 	if l.buf[0] != 1 {
 		t.Fatalf("the interval did not touch what it holds")
+	}
+}
+
+// TestMessageAllocates: with every mode off, and with one on, a message's
+// fate allocates nothing.
+func TestMessageAllocates(t *testing.T) {
+	for _, modes := range []Modes{{}, {Drop: 0.5, CloseAfter: 1 << 30, Delay: time.Millisecond}} {
+		f := New(modes, nil)
+		var c Count
+		if n := testing.AllocsPerRun(1000, func() { f.Message(&c) }); n != 0 {
+			t.Errorf("%+v: %v allocations per message", modes, n)
+		}
 	}
 }

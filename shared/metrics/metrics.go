@@ -148,7 +148,8 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 		namespaces: f.counterVec("namespace_connects_total",
 			"Socket.IO: namespace CONNECTs acknowledged, by namespace (at most 1002 names: /, /custom and 1000 made by clients, or -namespaces).", "namespace"),
 		controls: f.counterVec("controls_total",
-			"Orders carried out from the admin listener at run time (/control/...), by action: drop (a fraction of the clients closed now), push (the timed push started, changed or stopped).", "action"),
+			"Orders carried out from the admin listener at run time (/control/...), by action: drop (a fraction of the clients closed now), push (the timed push started, changed or stopped), "+
+				"fault (the known-bad modes switched).", "action"),
 		recoveries: f.counterVec("recoveries_total",
 			"Socket.IO connection state recovery (-recovery), by result: recovered (a socket came back with its id, rooms and missed events), "+
 				"missed (a client came back with its private id and was not recovered: expired, or its offset let go), "+

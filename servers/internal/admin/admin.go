@@ -1,7 +1,9 @@
 // Package admin serves the admin listener: the live dashboard at / (and
 // /dashboard), /metrics (Prometheus), /health and /stats (JSON), the
 // run-time orders (POST /control/drop, and GET /control/storm for what
-// followed), and /debug/pprof/ when -pprof is on. It is a separate
+// followed; POST /control/push; POST /control/fault, and GET
+// /control/fault for the known-bad modes in force), and /debug/pprof/
+// when -pprof is on. It is a separate
 // listener so that a load test on the target never competes with the
 // scrape, and so that it can be bound to loopback alone.
 //
@@ -11,6 +13,7 @@ package admin
 import (
 	"cmp"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
@@ -89,7 +92,7 @@ func Handler(o Options, reg *prometheus.Registry, m *metrics.Metrics, redis Redi
 		mux.HandleFunc("GET /stats", metricsOff)
 	}
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		h := Health{Status: "ok", Variant: o.Variant, About: o.About, UptimeSeconds: time.Since(started).Seconds(), Config: o.Config}
+		h := Health{Status: "ok", Variant: o.Variant, About: o.About, UptimeSeconds: time.Since(started).Seconds(), Config: o.config()}
 		if m != nil {
 			active := m.Snapshot().ConnectionsActive
 			h.ConnectionsActive = &active
@@ -124,6 +127,24 @@ func Handler(o Options, reg *prometheus.Registry, m *metrics.Metrics, redis Redi
 		})
 	}
 	return mux
+}
+
+// config is the configuration in effect for /health: the flags' values,
+// with the known-bad modes in force in place of those given at start
+// (POST /control/fault changes them).
+func (o Options) config() map[string]string {
+	f := injectorOf(o.Control.Target)
+	if f == nil {
+		return o.Config
+	}
+	c := maps.Clone(o.Config)
+	if c == nil {
+		c = map[string]string{}
+	}
+	for name, v := range f.Modes().Values() {
+		c["fault-"+name] = v
+	}
+	return c
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

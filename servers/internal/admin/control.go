@@ -14,8 +14,9 @@ import (
 
 // Control is who may give the target orders at run time, and the target.
 type Control struct {
-	// Target is checked for control.Dropper; a target that is not one
-	// answers 501.
+	// Target is checked for control.Dropper, control.Pusher and
+	// control.Faulter; a target that is not the one an order needs
+	// answers it 501.
 	Target any
 	// Token (-admin-token), when set, must come as Authorization: Bearer
 	// TOKEN; without one, orders are taken only when Loopback (the admin
@@ -35,6 +36,10 @@ func (o Options) controlRoutes(mux *http.ServeMux, m *metrics.Metrics) {
 	mux.HandleFunc("POST /control/push", o.Control.allowed(func(w http.ResponseWriter, r *http.Request) {
 		push(w, r, o.Variant, o.Control.Target, m)
 	}))
+	mux.HandleFunc("POST /control/fault", o.Control.allowed(func(w http.ResponseWriter, r *http.Request) {
+		o.setFault(w, r, m)
+	}))
+	mux.HandleFunc("GET /control/fault", o.showFault)
 	mux.HandleFunc("GET /control/storm", func(w http.ResponseWriter, _ *http.Request) {
 		if m == nil {
 			http.Error(w, "metrics are off (-metrics=false): no storm is watched", http.StatusNotFound)

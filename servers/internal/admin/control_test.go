@@ -14,6 +14,7 @@ import (
 	"github.com/knowngood/knowngood/servers/internal/control"
 	"github.com/knowngood/knowngood/servers/internal/settings"
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -40,7 +41,12 @@ func post(t *testing.T, h http.Handler, path, token string) (int, string) {
 
 // TestControlWho: orders are taken on a loopback admin listener, or with
 // -admin-token from whoever sends it; refused otherwise, naming the flag.
+// Every order alike: a drop, a switch of the known-bad modes.
 func TestControlWho(t *testing.T) {
+	target := struct {
+		*dropper
+		faulter
+	}{&dropper{}, faulter{faults.New(faults.Modes{}, nil)}}
 	for _, c := range []struct {
 		name, addr, token, sent string
 		want                    int
@@ -58,10 +64,17 @@ func TestControlWho(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.AdminAddr, cfg.AdminToken = c.addr, c.token
-			h := admin.Handler(settings.Admin(cfg, protocol.About{}, &dropper{}), nil, nil, nil)
-			code, body := post(t, h, "/control/drop", c.sent)
-			if code != c.want || !strings.Contains(body, c.says) {
-				t.Errorf("%d %q; want %d naming %q", code, body, c.want, c.says)
+			h := admin.Handler(settings.Admin(cfg, protocol.About{}, target), nil, nil, nil)
+			for _, order := range []string{"/control/drop", "/control/fault?drop=1"} {
+				code, body := post(t, h, order, c.sent)
+				if code != c.want || !strings.Contains(body, c.says) {
+					t.Errorf("%s: %d %q; want %d naming %q", order, code, body, c.want, c.says)
+				}
+			}
+			// Reading the modes in force is not an order: anyone may,
+			// as /health shows them to anyone.
+			if code, _ := get(t, h, "/control/fault"); code != 200 {
+				t.Errorf("GET /control/fault: %d, want 200", code)
 			}
 		})
 	}

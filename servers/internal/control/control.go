@@ -1,7 +1,8 @@
 // Package control is what a target does when told to at run time from its
-// admin listener (POST /control/drop): drop a fraction of its clients now,
+// admin listener: drop a fraction of its clients now (POST /control/drop),
 // so that a client's reconnection and back-off can be tested against a
-// storm the target reports (/stats "storm").
+// storm the target reports (/stats "storm"); start or stop its timed push
+// (POST /control/push); switch its known-bad modes (POST /control/fault).
 package control
 
 import (
@@ -9,6 +10,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/knowngood/knowngood/shared/faults"
 )
 
 // How is how a drop closes each connection it picks.
@@ -50,6 +53,14 @@ type Pusher interface {
 	// running. Zero Interval or Size keep the -push-interval and
 	// -push-size given at start (1 s and 100 bytes when none was).
 	SetPush(p Push) (Push, error)
+}
+
+// Faulter is a target whose known-bad modes (-fault-*) can be switched
+// while it serves.
+type Faulter interface {
+	// Faults is the injector that every point of the target where a fault
+	// can strike asks.
+	Faults() *faults.Injector
 }
 
 // ErrStopped is SetPush's answer once the target is shutting down.

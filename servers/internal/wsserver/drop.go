@@ -5,7 +5,15 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/servers/internal/control"
+	"github.com/knowngood/knowngood/shared/faults"
 )
+
+// Faults is the injector of the known-bad modes (control.Faulter): the
+// admin listener's POST /control/fault switches them.
+func (t *httpTarget) Faults() *faults.Injector { return t.faults }
+
+// Faults is httpTarget.Faults on the gnet loops.
+func (g *gnetTarget) Faults() *faults.Injector { return g.faults }
 
 // Drop closes a random fraction of the upgraded connections open now with
 // how.Code, each as Peer.Close does: the admin listener's POST

@@ -1,6 +1,7 @@
 package wsserver
 
 import (
+	"bytes"
 	"net/http"
 	"time"
 
@@ -13,67 +14,95 @@ func faultReject() *refusal {
 	return &refusal{status: http.StatusServiceUnavailable, msg: "fault injected (-fault-reject)", result: protocol.ResultRejected}
 }
 
-// delayer runs f once d has passed, in order, on the connection's writer:
-// a goroutine of the connection's own for gorilla and coder, the event loop
-// for gnet.
+// connFaults is what the known-bad modes keep of one connection. It is
+// made by the first message the connection receives while a mode is on:
+// one that never meets a mode carries a nil pointer. Only the
+// connection's reader (gnet: its loop) touches it.
+type connFaults struct {
+	count  faults.Count // messages towards -fault-close-after
+	closed bool         // -fault-close-after has struck: the messages after it are ignored
+	// held holds the deliveries -fault-delay holds back; nil until the
+	// first delay.
+	held delayer
+}
+
+// delayer holds a connection's delayed deliveries and runs them in order,
+// on the connection's writer: a goroutine of the connection's own for
+// gorilla, coder and nbio, the event loop for gnet.
 type delayer interface {
+	// after runs f once d has passed and whatever was handed over before
+	// has run.
 	after(d time.Duration, f func())
+	// holding reports whether a delivery that is not delayed must still
+	// go through after, behind the others: while some are waiting on
+	// gnet; for good on the net/http libraries, whose delayer, once made,
+	// is the connection's one writer of replies.
+	holding() bool
+	// stop drops what is held, once the connection has ended.
+	stop()
 }
 
-// faultSession applies -fault-drop, -fault-delay and -fault-close-after to
-// the messages of one connection before its session sees them. Its Message
-// is called by one goroutine at a time (the reader, or gnet's loop).
-type faultSession struct {
-	Session
-	p      Peer
-	f      *faults.Injector
-	later  delayer
-	n      int  // messages received
-	closed bool // -fault-close-after has struck: the rest are ignored
+// faultHost is a connection as the known-bad modes act on it: gorilla's,
+// coder's and nbio's (httpPeer), gnet's (gconn).
+type faultHost interface {
+	// closeAfterQueue closes with code once what the connection has
+	// queued is written (-fault-close-after: the client sees its n
+	// replies, then 1011), where Close drops the queue (a slow client).
+	closeAfterQueue(code int)
+	// newDelayer makes the connection's delayer, on its first delay.
+	newDelayer() delayer
 }
 
-// withFaults wraps s when a known-bad mode is on; s itself otherwise.
-func withFaults(s Session, p Peer, f *faults.Injector, later delayer) Session {
-	if f == nil {
-		return s
-	}
-	return &faultSession{Session: s, p: p, f: f, later: later}
-}
-
-func (s *faultSession) Message(op Op, data []byte) {
-	if s.closed {
+// faultMessage hands one message to s with the known-bad modes in force
+// applied, as one look at them decides (faults.Injector.Message):
+// -fault-drop drops it, -fault-delay hands it over that much later,
+// -fault-close-after closes the connection after it. Once a delay has
+// been made, the messages after it wait behind it, whatever the modes in
+// force then: a change of the modes never reorders a connection's
+// replies.
+func faultMessage(f *faults.Injector, cf *connFaults, h faultHost, s Session, op Op, data []byte) {
+	if cf.closed {
 		return
 	}
-	s.n++
-	drop, closeAfter := s.f.Message(s.n)
-	s.closed = closeAfter
-	deliver := func(data []byte) {
-		if !drop {
-			s.Session.Message(op, data)
-		}
-		if closeAfter {
-			// After the reply: a client sees n echoes, then 1011.
-			if dc, ok := s.p.(drainCloser); ok {
-				dc.closeAfterQueue(faults.CloseCode)
-			} else {
-				s.p.Close(faults.CloseCode)
-			}
-		}
+	fate := f.Message(&cf.count)
+	cf.closed = fate.Close
+	if fate.Drop && !fate.Close {
+		return
 	}
-	if !drop {
-		if d := s.f.Delay(); d > 0 {
-			data = append([]byte(nil), data...)
-			s.later.after(d, func() { deliver(data) })
-			return
-		}
+	if fate.Delay == 0 && (cf.held == nil || !cf.held.holding()) {
+		deliver(fate, h, s, op, data)
+		return
 	}
-	deliver(data)
+	if cf.held == nil {
+		cf.held = h.newDelayer()
+	}
+	data = bytes.Clone(data) // data is valid only during the call
+	cf.held.after(fate.Delay, func() { deliver(fate, h, s, op, data) })
 }
 
-// delayQueue is the delayer of a gorilla or coder connection: one goroutine
-// that runs the delayed deliveries in order, so that it is the connection's
-// one writer of replies (the reader then writes none). A full queue holds
-// the reader back, as a slow handler would.
+// deliver hands a message to s as its fate says, then closes the
+// connection if it says so: after the reply, so that a client sees n
+// echoes, then 1011.
+func deliver(fate faults.Fate, h faultHost, s Session, op Op, data []byte) {
+	if !fate.Drop {
+		s.Message(op, data)
+	}
+	if fate.Close {
+		h.closeAfterQueue(faults.CloseCode)
+	}
+}
+
+// stopFaults drops what cf holds, once the connection has ended.
+func stopFaults(cf *connFaults) {
+	if cf != nil && cf.held != nil {
+		cf.held.stop()
+	}
+}
+
+// delayQueue is the delayer of a gorilla, coder or nbio connection: one
+// goroutine that runs the delayed deliveries in order, so that it is the
+// connection's one writer of replies (the reader then writes none). A
+// full queue holds the reader back, as a slow handler would.
 type delayQueue struct {
 	ch   chan delayed
 	done chan struct{}
@@ -96,6 +125,10 @@ func (q *delayQueue) after(d time.Duration, f func()) {
 	case <-q.done:
 	}
 }
+
+// holding: the queue's goroutine is the connection's writer of replies
+// from its first delay to the end.
+func (q *delayQueue) holding() bool { return true }
 
 func (q *delayQueue) run() {
 	timer := time.NewTimer(time.Hour)

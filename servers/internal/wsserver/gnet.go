@@ -261,11 +261,8 @@ func (g *gnetTarget) OnClose(c gnet.Conn, _ error) gnet.Action {
 		st.timer.Stop()
 	}
 	g.leave(st)
-	if st.delay != nil {
-		st.delay.timer.Stop()
-		clear(st.delay.due)
-		st.delay = nil
-	}
+	stopFaults(st.faults)
+	st.faults = nil
 	switch st.phase {
 	case phaseHandshake, phaseLinger:
 		if !st.counted && st.hs.started() {

@@ -33,10 +33,10 @@ const (
 //
 // An idle connection is mostly this struct, so what only some connections
 // or some moments need lives elsewhere: the upgrade's state until the
-// upgrade, the send queue on queued (broadcast) targets, -fault-delay's
-// state once a delay is made, and what one OnTraffic call gathers (the
-// replies, the counts: its loop's, gloop). The keepalive has no timer of
-// its own: its loop's sweep looks at due.
+// upgrade, the send queue on queued (broadcast) targets, the known-bad
+// modes' state once a mode meets a message, and what one OnTraffic call
+// gathers (the replies, the counts: its loop's, gloop). The keepalive has
+// no timer of its own: its loop's sweep looks at due.
 type gconn struct {
 	conn    gnet.Conn
 	session Session
@@ -46,8 +46,8 @@ type gconn struct {
 	// queue is the send queue of a queued (broadcast) target
 	// (Options.Queue), made by the first Enqueue: an idle subscriber that
 	// is never sent anything does not carry one (96 bytes).
-	queue atomic.Pointer[sendQueue]
-	delay *delayState // -fault-delay; nil until the first delay
+	queue  atomic.Pointer[sendQueue]
+	faults *connFaults // the known-bad modes'; nil until a mode first meets a message
 	// due is when the running clock runs out, in clock() time: the
 	// upgrade's or the close wait's (timer), or, while open, the
 	// keepalive's next look (its loop's sweep).
@@ -103,11 +103,14 @@ var clockStart = time.Now()
 // bytes where a time.Time takes 24.
 func clock() int64 { return int64(time.Since(clockStart)) }
 
-// delayState is -fault-delay on one connection: messages waiting for
-// their time, in order, and the timer that wakes the loop for the first.
+// delayState is -fault-delay on one gnet connection, its delayer:
+// deliveries waiting for their time, in order, and the timer that wakes
+// the loop for the first. Only the loop touches it.
 type delayState struct {
-	due   []delayed
-	timer *time.Timer
+	st      *gconn
+	due     []delayed
+	timer   *time.Timer
+	stopped bool // the connection has closed
 }
 
 // arm (re)starts the connection's timer: when it fires, expire runs on the
@@ -182,27 +185,43 @@ func (g *gnetTarget) keepalive(st *gconn, now int64) {
 	}
 }
 
-// after is -fault-delay on gnet: f runs on the loop once d has passed, in
-// order, with the replies it makes written as one; the loop never waits.
-func (st *gconn) after(d time.Duration, f func()) {
-	if st.delay == nil {
-		st.delay = &delayState{}
-	}
-	dl := st.delay
+// newDelayer makes the connection's delayer, on its first delay.
+func (st *gconn) newDelayer() delayer { return &delayState{st: st} }
+
+// after is -fault-delay on gnet: f runs on the loop once d has passed and
+// the deliveries before it have run, with the replies it makes written as
+// one; the loop never waits.
+func (dl *delayState) after(d time.Duration, f func()) {
 	dl.due = append(dl.due, delayed{time.Now().Add(d), f})
 	if len(dl.due) > 1 {
 		return // the timer is set for the first
 	}
 	if dl.timer == nil {
-		dl.timer = time.AfterFunc(d, func() { st.loop.g.onLoop(st, st.loop.g.runDelayed) })
+		g := dl.st.loop.g
+		dl.timer = time.AfterFunc(d, func() { g.onLoop(dl.st, func(*gconn) { dl.run() }) })
 		return
 	}
 	dl.timer.Reset(d)
 }
 
-func (g *gnetTarget) runDelayed(st *gconn) {
-	dl := st.delay
-	if dl == nil {
+// holding: while deliveries wait, a new one waits behind them.
+func (dl *delayState) holding() bool { return len(dl.due) > 0 }
+
+// stop drops the deliveries waiting: the connection has closed.
+func (dl *delayState) stop() {
+	dl.stopped = true
+	if dl.timer != nil {
+		dl.timer.Stop()
+	}
+	clear(dl.due)
+	dl.due = nil
+}
+
+// run, on the loop, runs the deliveries whose time has come, in order,
+// and sets the timer for the next.
+func (dl *delayState) run() {
+	st := dl.st
+	if dl.stopped {
 		return // closed: OnClose dropped them
 	}
 	out := st.loop.begin(st)
@@ -216,7 +235,7 @@ func (g *gnetTarget) runDelayed(st *gconn) {
 		_, _ = st.conn.Write(*out)
 	}
 	wsframe.PutBuffer(out)
-	g.flushCounts(st.loop)
+	st.loop.g.flushCounts(st.loop)
 	if st.phase != phaseOpen {
 		return
 	}

@@ -165,7 +165,14 @@ func (g *gnetTarget) message(st *gconn, f *wsframe.Frame, out *[]byte) {
 		return
 	}
 	st.loop.rx.add(len(data))
-	st.session.Message(Op(f.Op), data)
+	if st.faults == nil {
+		if !g.faults.On() {
+			st.session.Message(Op(f.Op), data)
+			return
+		}
+		st.faults = new(connFaults)
+	}
+	faultMessage(g.faults, st.faults, st, st.session, Op(f.Op), data)
 }
 
 // closeFrame answers the client's close frame with its code and reason

@@ -176,7 +176,7 @@ func (g *gnetTarget) upgrade(c gnet.Conn, st *gconn, req requestHead, n int, ope
 	// Opened before the 101 is written: a client that has read it is a
 	// member. What is enqueued meanwhile is flushed by a task that runs on
 	// this loop after this call, so after the 101.
-	st.session = withFaults(open(st), st, g.faults, st)
+	st.session = open(st)
 	st.due = clock() + int64(g.cfg.PingInterval)
 	added := g.enter(st)
 	if _, _ = c.Write(resp); st.phase == phaseClosed {

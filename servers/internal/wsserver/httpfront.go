@@ -147,12 +147,8 @@ func (t *httpTarget) serve(p *httpPeer, added bool) {
 			t.conns.Remove(p)
 		}
 	}()
-	var q *delayQueue
-	if t.faults.Delaying() {
-		q = newDelayQueue()
-		defer q.stop()
-	}
-	s := withFaults(t.opts.Handler.Open(p), p, t.faults, q)
+	p.session = t.opts.Handler.Open(p)
+	s := (*readerSession)(p)
 	defer s.Closed()
 	// Only now the 101 goes out, with whatever was written behind it (a
 	// close); then the writer sends what was queued since Open.

@@ -25,20 +25,62 @@ type httpPeer struct {
 
 	pinger   *time.Timer
 	halfOpen atomic.Bool // the client answered no ping: the connection was dropped
+
+	// The reader's own (readerSession): the handler's session, and the
+	// known-bad modes' state, nil until a mode first meets a message.
+	session Session
+	faults  *connFaults
 }
 
 func newHTTPPeer(t *httpTarget, ws wsConn, raw *trackedConn) *httpPeer {
 	p := &httpPeer{t: t, ws: ws, raw: raw, m: t.m, done: make(chan struct{})}
 	// Replies from the reader are held back and sent together; a queued
 	// connection's writer sends as soon as it can. The reader counts its
-	// messages and replies in batches unless -fault-delay has another
-	// goroutine reply.
+	// messages and replies in batches until -fault-delay has another
+	// goroutine reply (newDelayer).
 	raw.coalesce = t.opts.Queue == 0
-	raw.m, raw.batchCounts = t.m, raw.coalesce && !t.faults.Delaying()
+	raw.m, raw.batchCounts = t.m, raw.coalesce
 	if t.opts.Queue > 0 {
 		p.queue = make(chan *Outgoing, t.opts.Queue)
 	}
 	return p
+}
+
+// readerSession is the connection as its library's reader hands it the
+// messages: the known-bad modes in force applied, then the handler's
+// session. It is the peer's own memory, so that serving it costs no
+// allocation; with every mode off it costs one atomic load per message.
+type readerSession httpPeer
+
+func (r *readerSession) Message(op Op, data []byte) {
+	p := (*httpPeer)(r)
+	if p.faults == nil {
+		if !p.t.faults.On() {
+			p.session.Message(op, data)
+			return
+		}
+		p.faults = new(connFaults)
+	}
+	faultMessage(p.t.faults, p.faults, p, p.session, op, data)
+}
+
+// Closed runs once the read loop is over: the session's end, then the
+// delayed deliveries' (which may still be running one).
+func (r *readerSession) Closed() {
+	p := (*httpPeer)(r)
+	p.session.Closed()
+	stopFaults(p.faults)
+}
+
+// newDelayer makes the goroutine that delivers the delayed messages: from
+// now on it, not the reader, writes the replies. The counts go straight
+// to the metrics from now on, as a queued connection's do: batched by the
+// reader, a reply's count would wait for the reader's next read. Set
+// before the goroutine starts, which alone reads it besides the reader.
+func (p *httpPeer) newDelayer() delayer {
+	p.raw.batchCounts = false
+	p.raw.flushCounts()
+	return newDelayQueue()
 }
 
 // startWriter starts the connection's one writer, once the 101 is out:

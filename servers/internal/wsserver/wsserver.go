@@ -116,7 +116,9 @@ type Settings struct {
 	PingTimeout         time.Duration // -ping-timeout: time to answer before the connection is dropped
 	Loops               int           // -loops: gnet's event loops (0 = one per CPU)
 	HTTP                lifecycle.HTTPLimits
-	Faults              faults.Modes
+	// Faults are the known-bad modes in force at start (-fault-*); the
+	// target's Faults switches them while it serves.
+	Faults faults.Modes
 }
 
 // Options are what a target chooses beyond the settings.
@@ -223,13 +225,6 @@ func Pair(first, second *Outgoing) *Outgoing {
 // Then is the message that goes out right after o in the same queue entry,
 // nil unless o is a Pair.
 func (o *Outgoing) Then() *Outgoing { return o.then }
-
-// drainCloser is a queued connection that can close after what it has
-// queued (-fault-close-after: the client sees its n replies, then 1011),
-// where Close drops the queue (a slow client).
-type drainCloser interface {
-	closeAfterQueue(code int)
-}
 
 // NewOutgoing wraps data, which must not change afterwards.
 func NewOutgoing(data []byte) *Outgoing { return &Outgoing{Data: data} }

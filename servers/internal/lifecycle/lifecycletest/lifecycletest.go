@@ -15,8 +15,10 @@ import (
 
 	"github.com/knowngood/knowngood/servers/internal/admin"
 	"github.com/knowngood/knowngood/servers/internal/conns"
+	"github.com/knowngood/knowngood/servers/internal/control"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/faults"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -104,6 +106,16 @@ func (tg *Target) Shutdown(timeout time.Duration) error {
 	}
 	tg.srv = nil
 	return err
+}
+
+// Faults is the target's injector of the known-bad modes, which a test
+// switches as the admin listener's POST /control/fault does; nil for a
+// target without one.
+func (tg *Target) Faults() *faults.Injector {
+	if f, ok := tg.srv.(control.Faulter); ok {
+		return f.Faults()
+	}
+	return nil
 }
 
 // URL is a ws:// URL of the target, on a path nobody chose.

@@ -69,18 +69,20 @@ func (n *Namespace) remove(s *Socket) {
 	s.rooms = nil
 }
 
-func (n *Namespace) join(s *Socket, room string) bool {
+// join puts s in room: ok unless s has left or is in maxRooms rooms;
+// added when it was not in the room before.
+func (n *Namespace) join(s *Socket, room string) (ok, added bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, in := n.sockets[s]; !in {
-		return false
+		return false, false
 	}
 	members := n.rooms[room]
 	if _, in := members[s]; in {
-		return true
+		return true, false
 	}
 	if len(s.rooms) >= maxRooms {
-		return false
+		return false, false
 	}
 	if members == nil {
 		members = map[*Socket]struct{}{}
@@ -88,7 +90,7 @@ func (n *Namespace) join(s *Socket, room string) bool {
 	}
 	members[s] = struct{}{}
 	s.rooms = append(s.rooms, room)
-	return true
+	return true, true
 }
 
 // members returns the sessions of a room ("" = the whole namespace).

@@ -62,6 +62,9 @@ type behaviour[S, A any] struct {
 	faults   *faults.Injector
 	emitAuth bool          // -emit-auth
 	ackDelay time.Duration // -ack-delay: before the ack of an event not served otherwise
+	// received and sent, with -admin-ui, see each event a socket sent,
+	// as it came, and each emitted to one socket (adminui.go).
+	received, sent func(s S, name string, args A)
 }
 
 // namespacesOf are the namespaces a target has from its start besides
@@ -113,6 +116,9 @@ func (b *behaviour[S, A]) connected(s S, holder any, auth func() A) {
 // counts them for -fault-close-after.
 func (b *behaviour[S, A]) event(s S, name string, args A, ack func(A), events *atomic.Int64) {
 	b.m.Received(1, 0)
+	if b.received != nil {
+		b.received(s, name, args)
+	}
 	h := b.handlerOf(name)
 	args = b.eng.stamp(args, hops.Received, time.Now(), b.m.Hop)
 	if b.faults == nil {
@@ -262,6 +268,9 @@ func (b *behaviour[S, A]) withFaults(s S, events *atomic.Int64, handle func()) {
 func (b *behaviour[S, A]) emit(s S, event string, args A) {
 	if b.eng.emit(s, event, args) {
 		b.m.Sent(1, 0)
+		if b.sent != nil {
+			b.sent(s, event, args)
+		}
 	}
 }
 

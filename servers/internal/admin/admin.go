@@ -1,7 +1,8 @@
 // Package admin serves the admin listener: the live dashboard at / (and
 // /dashboard), /metrics (Prometheus), /health and /stats (JSON), the
 // run-time orders (POST /control/drop, and GET /control/storm for what
-// followed), and /debug/pprof/ when -pprof is on. It is a separate
+// followed), the Socket.IO Admin UI's page at /admin-ui/ on a Socket.IO
+// target started with -admin-ui, and /debug/pprof/ when -pprof is on. It is a separate
 // listener so that a load test on the target never competes with the
 // scrape, and so that it can be bound to loopback alone.
 //
@@ -14,11 +15,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/knowngood/knowngood/servers/internal/adminui"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -60,6 +63,10 @@ type Options struct {
 	Pprof    bool // serve /debug/pprof
 	// Control is who may give orders at run time (/control/), and to what.
 	Control Control
+	// AdminUI, on a Socket.IO target started with -admin-ui, is what the
+	// page of the Socket.IO Admin UI (/admin-ui/) is served with; nil
+	// answers /admin-ui/ 404, saying why.
+	AdminUI *adminui.Link
 }
 
 // Handler returns the admin mux: /metrics serves reg, /stats reads m.
@@ -106,7 +113,16 @@ func Handler(o Options, reg *prometheus.Registry, m *metrics.Metrics, redis Redi
 		}
 		writeJSON(w, h)
 	})
-	newDashboard(m, o.Replicas).routes(mux)
+	newDashboard(m, o.Replicas, o.AdminUI != nil).routes(mux)
+	if o.AdminUI != nil {
+		ui := adminui.Handler(o.AdminUI)
+		mux.Handle("GET "+adminui.Prefix, ui)
+		mux.Handle("GET "+strings.TrimSuffix(adminui.Prefix, "/"), ui)
+	} else {
+		mux.HandleFunc("GET "+adminui.Prefix, func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "the Socket.IO Admin UI is served for a Socket.IO variant started with -admin-ui", http.StatusNotFound)
+		})
+	}
 	o.controlRoutes(mux, m)
 	if o.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -34,6 +34,9 @@ func RecordEvery(m *metrics.Metrics) {
 	m.TLSFailure("no_certificate")
 	m.NamespaceConnect("/chat")
 	m.Control("drop")
+	m.Opened()
+	m.AdminUISession("websocket")
+	m.AdminUIDropped(metrics.AdminUIQueueFull, 1)
 }
 
 // RecordAll is RecordEvery, then the broadcast series, which it enables.

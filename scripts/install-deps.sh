@@ -10,7 +10,8 @@
 # Everything:
 # - npm ci under scripts/: socket.io-client (4, and 2 as socket.io-client-v2),
 #   socket.io, ws and @socket.io/redis-adapter with its redis client, pinned: the real JS
-#   clients and the Node reference servers the tests run.
+#   clients and the Node reference servers the tests run; @socket.io/admin-ui and
+#   @mdi/font, whose files servers/internal/adminui vendors (its test compares them).
 # - Debian's python3-socketio, python3-aiohttp, python3-websockets and
 #   python3-uvicorn for /usr/bin/python3: the real Python clients, and the
 #   real python-socketio server on uvicorn that the blocking variant is
@@ -81,7 +82,7 @@ npm_step() {
 	installed=$((installed + 1))
 }
 
-npm_step . "socket.io-client (4, and 2 for -allow-eio3), socket.io, ws, @socket.io/redis-adapter: the JS clients and Node servers the tests run" "10 s"
+npm_step . "socket.io-client (4, and 2 for -allow-eio3), socket.io, ws, @socket.io/redis-adapter: the JS clients and Node servers the tests run; @socket.io/admin-ui, @mdi/font: what -admin-ui vendors" "10 s"
 
 # Debian packages: what is missing, and why each is needed, first; then one
 # apt-get for all of them, in the background.

@@ -100,7 +100,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	ctx, stop := lifecycle.SignalContext()
 	defer stop()
 	handler := admin.Handler(settings.Admin(cfg, v.Health(), target), reg, m, redisOf(target))
-	if err := lifecycle.Run(ctx, settings.Run(cfg), log, m, lifecycle.WithURL(target, v.URL), handler); err != nil {
+	if err := lifecycle.Run(ctx, settings.Run(cfg, target), log, m, lifecycle.WithURL(target, v.URL), handler); err != nil {
 		log.Error("exiting", "err", err)
 		return 1
 	}

@@ -121,9 +121,9 @@ func (s *Socket) Rooms() []string {
 func (s *Socket) Leave(room string) {
 	n := s.nsp
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	members := n.rooms[room]
 	if _, in := members[s]; !in {
+		n.mu.Unlock()
 		return
 	}
 	delete(members, s)
@@ -131,4 +131,8 @@ func (s *Socket) Leave(room string) {
 		delete(n.rooms, room)
 	}
 	s.rooms = slices.DeleteFunc(s.rooms, func(r string) bool { return r == room })
+	n.mu.Unlock()
+	if h := s.conn.srv.opts.Hooks.Left; h != nil {
+		h(s, room)
+	}
 }

@@ -261,7 +261,7 @@ func (c *Conn) appendLocked(f *frame) bool {
 	}
 	c.queue = append(c.queue, f)
 	if n := f.payloadBytes(); n > 0 && c.srv.opts.Hooks.Sent != nil {
-		c.srv.opts.Hooks.Sent(n)
+		c.srv.opts.Hooks.Sent(c, n)
 	}
 	return true
 }
@@ -369,6 +369,9 @@ func (c *Conn) terminate(reason string) {
 		if r := s.nsp.rec; r != nil && s.pid != "" && recoverable(reason) {
 			r.save(s, s.nsp.joined(s))
 		}
+		if h := c.srv.opts.Hooks.Disconnected; h != nil {
+			h(s, reason)
+		}
 		s.nsp.remove(s)
 	}
 	close(c.closedCh)
@@ -376,6 +379,31 @@ func (c *Conn) terminate(reason string) {
 	if h := c.srv.opts.Hooks.Closed; h != nil {
 		h(c, reason)
 	}
+}
+
+// Unwritten is how many frames the session holds for its client and has
+// not written: its queue, and on gnet what its loop and gnet hold (the
+// bytes gnet holds counted as frames of 1 KiB). A client that does not
+// read makes it grow, up to the bounds that then end the session.
+func (c *Conn) Unwritten() int {
+	c.mu.Lock()
+	n, ws := len(c.queue), c.ws
+	c.mu.Unlock()
+	if ws != nil {
+		n += ws.unwritten()
+	}
+	return n
+}
+
+// Sockets returns the session's sockets, one per namespace it joined.
+func (c *Conn) Sockets() []*Socket {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Socket, 0, len(c.sockets))
+	for _, s := range c.sockets {
+		out = append(out, s)
+	}
+	return out
 }
 
 // takeLocked takes what is queued.

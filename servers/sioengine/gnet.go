@@ -52,6 +52,11 @@ func (w *loopWS) startWriter(f func()) { w.p.Execute(f) }
 // nonBlocking: WriteFrames hands frames to the loop without waiting.
 func (w *loopWS) nonBlocking() bool { return true }
 
+func (w *loopWS) unwritten() int {
+	writes, bytes := w.p.Unwritten()
+	return writes + int(bytes>>10)
+}
+
 // writeFrames hands what is queued to the loop, in order: a shared frame
 // (a broadcast, a ping) as the one wire frame every session writes, the
 // session's own frames copied into one buffer between them. The loop

@@ -77,24 +77,27 @@ func (n *Namespace) remove(s *Socket) {
 }
 
 // joined is a copy of the rooms the socket joined by name.
+// joined is a copy of the rooms the socket joined by name.
 func (n *Namespace) joined(s *Socket) []string {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return slices.Clone(s.rooms)
 }
 
-func (n *Namespace) join(s *Socket, room string) bool {
+// join puts s in room: ok unless s has left or is in maxRooms rooms;
+// added when it was not in the room before.
+func (n *Namespace) join(s *Socket, room string) (ok, added bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, in := n.sockets[s]; !in {
-		return false
+		return false, false
 	}
 	members := n.rooms[room]
 	if _, in := members[s]; in {
-		return true
+		return true, false
 	}
 	if len(s.rooms) >= maxRooms {
-		return false
+		return false, false
 	}
 	if members == nil {
 		members = map[*Socket]struct{}{}
@@ -102,7 +105,7 @@ func (n *Namespace) join(s *Socket, room string) bool {
 	}
 	members[s] = struct{}{}
 	s.rooms = append(s.rooms, room)
-	return true
+	return true, true
 }
 
 // members returns the sessions of a room ("" = the whole namespace).

@@ -30,7 +30,11 @@ type Options struct {
 	Transports     []string      // polling, websocket
 	// Origins, when not empty, are the only Origin values an open request
 	// may carry (403 otherwise); CORS answers name the request's origin.
-	Origins     []string
+	Origins []string
+	// AllowOrigin, when set, allows more origins: one it accepts may open
+	// a session whatever Origins says, and its CORS answers name it
+	// (rather than "*", which a browser refuses with credentials).
+	AllowOrigin func(origin string) bool
 	Compression bool // permessage-deflate on WebSocket
 	// HandshakeTimeout bounds a WebSocket upgrade (10 s).
 	HandshakeTimeout time.Duration
@@ -87,9 +91,24 @@ type Hooks struct {
 	NamespaceMade func(n *Namespace)
 	// Event: a client event, in the order the session's events arrived.
 	Event func(s *Socket, e *Event)
-	// Received and Sent count message payload bytes (without the
-	// Engine.IO type byte), as they are read and as they are queued.
-	Received, Sent func(bytes int)
+	// Received sees each message a session reads, before it is acted
+	// on: its payload (without the Engine.IO type byte; valid only during
+	// the call), a Socket.IO packet or, binary, an attachment.
+	Received func(c *Conn, data []byte, binary bool)
+	// Sent counts the message payload bytes queued for a session. It
+	// runs under the session's lock: it must not call the Conn's methods.
+	Sent func(c *Conn, bytes int)
+	// Disconnected: a socket is leaving its namespace, with Node's
+	// reason ("client namespace disconnect", "server namespace
+	// disconnect", or its session's close reason); its rooms can still be
+	// read.
+	Disconnected func(s *Socket, reason string)
+	// Upgraded: the session's transport is WebSocket now, after polling.
+	Upgraded func(c *Conn)
+	// Joined and Left: a socket joined a room it was not in, or left
+	// one it was in (Join and Leave; not its own room, not the rooms it
+	// leaves by disconnecting, which Disconnected can read).
+	Joined, Left func(s *Socket, room string)
 	// UnknownSid: a request named a session this server does not hold.
 	UnknownSid func()
 	// Unsupported: an Engine.IO v3 open request was refused (no
@@ -141,6 +160,17 @@ func (s *Server) Namespace(name string) *Namespace {
 	s.nsMu.RLock()
 	defer s.nsMu.RUnlock()
 	return s.nsps[name]
+}
+
+// Namespaces returns every namespace the server has, in no order.
+func (s *Server) Namespaces() []*Namespace {
+	s.nsMu.RLock()
+	defer s.nsMu.RUnlock()
+	out := make([]*Namespace, 0, len(s.nsps))
+	for _, n := range s.nsps {
+		out = append(out, n)
+	}
+	return out
 }
 
 // joinable is the namespace a CONNECT names: one the server has, or with
@@ -235,7 +265,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, codeBadHandshake, "")
 	case transport == WebSocket && !upgrade:
 		refuse(w, r, codeBadRequest, "")
-	case s.opts.Origins != nil && !slices.Contains(s.opts.Origins, r.Header.Get("Origin")):
+	case s.opts.Origins != nil && !slices.Contains(s.opts.Origins, r.Header.Get("Origin")) && !s.allowed(r.Header.Get("Origin")):
 		refuse(w, r, codeForbidden, fmt.Sprintf("origin %q is not allowed (-origin)", r.Header.Get("Origin")))
 	case q.Get("EIO") != "4" && !s.opts.AllowEIO3:
 		if s.opts.Hooks.Unsupported != nil {
@@ -300,11 +330,14 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	h := w.Header()
 	origin := r.Header.Get("Origin")
 	switch {
-	case s.opts.Origins == nil:
-		h.Set("Access-Control-Allow-Origin", "*")
-	case slices.Contains(s.opts.Origins, origin):
+	case s.allowed(origin) || s.opts.Origins != nil && slices.Contains(s.opts.Origins, origin):
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Add("Vary", "Origin")
+	case s.opts.Origins == nil:
+		h.Set("Access-Control-Allow-Origin", "*")
+		if s.opts.AllowOrigin != nil {
+			h.Add("Vary", "Origin")
+		}
 	default:
 		h.Add("Vary", "Origin")
 	}
@@ -320,6 +353,11 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	h.Set("Content-Length", "0")
 	w.WriteHeader(http.StatusNoContent)
 	return true
+}
+
+// allowed reports whether AllowOrigin accepts origin.
+func (s *Server) allowed(origin string) bool {
+	return origin != "" && s.opts.AllowOrigin != nil && s.opts.AllowOrigin(origin)
 }
 
 // openPacket is the open packet of a new session.

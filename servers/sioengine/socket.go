@@ -51,7 +51,13 @@ func (s *Socket) Emit(event string, args []json.RawMessage, attachments [][]byte
 
 // Join puts the socket in a room; false if it has left its namespace or
 // is in maxRooms rooms already.
-func (s *Socket) Join(room string) bool { return s.nsp.join(s, room) }
+func (s *Socket) Join(room string) bool {
+	ok, added := s.nsp.join(s, room)
+	if h := s.conn.srv.opts.Hooks.Joined; added && h != nil {
+		h(s, room)
+	}
+	return ok
+}
 
 // Disconnect sends the client a DISCONNECT for the namespace and removes
 // the socket; the session stays open.
@@ -68,6 +74,9 @@ func (s *Socket) Disconnect() {
 		c.enqueueLocked(f)
 	}
 	c.mu.Unlock()
+	if h := c.srv.opts.Hooks.Disconnected; h != nil {
+		h(s, "server namespace disconnect")
+	}
 	s.nsp.remove(s)
 }
 
@@ -139,7 +148,7 @@ func (c *Conn) onPacket(p inPacket) {
 		c.terminate("transport error")
 	case eioMessage:
 		if h := c.srv.opts.Hooks.Received; h != nil {
-			h(len(p.data))
+			h(c, p.data, p.binary)
 		}
 		if err := c.onMessage(p); err != nil {
 			c.Close()
@@ -202,6 +211,9 @@ func (c *Conn) dispatch(p sioPacket, attachments [][]byte) {
 			delete(c.sockets, p.nsp)
 		}
 		c.mu.Unlock()
+		if h := c.srv.opts.Hooks.Disconnected; h != nil {
+			h(s, "client namespace disconnect")
+		}
 		s.nsp.remove(s)
 	case sioEvent, sioBinaryEvent:
 		elems := splitArray(p.data)
@@ -326,6 +338,10 @@ func (c *Conn) admitWith(s *Socket, err error, rooms []string, missed [][]*frame
 	}
 	c.mu.Unlock()
 	if old != nil {
+		// A second CONNECT to the namespace replaces the socket.
+		if h := c.srv.opts.Hooks.Disconnected; h != nil {
+			h(old, "client namespace disconnect")
+		}
 		old.nsp.remove(old)
 	}
 	if h := c.srv.opts.Hooks.Connected; h != nil {

@@ -151,6 +151,9 @@ func (c *Conn) onUpgradePacket(ws wsConn, p inPacket) bool {
 		c.writing = true
 		ws.startWriter(func() { c.writeWebSocket(ws) })
 		c.mu.Unlock()
+		if h := c.srv.opts.Hooks.Upgraded; h != nil {
+			h(c)
+		}
 		return true
 	}
 	c.abandonUpgrade(ws)

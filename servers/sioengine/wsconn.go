@@ -27,6 +27,10 @@ type wsConn interface {
 	// drop ends the connection after a write failed; its reader ends the
 	// session.
 	drop()
+	// unwritten is what was handed over and is not written yet, in
+	// frames (bytes a loop holds count as frames of 1 KiB); 0 where a
+	// writer writes what it takes at once (gorilla).
+	unwritten() int
 }
 
 // gorillaWS is a WebSocket of the net/http transport.
@@ -46,6 +50,8 @@ func (ws *gorillaWS) closeQuietly() {
 }
 
 func (ws *gorillaWS) drop() { _ = ws.Close() }
+
+func (ws *gorillaWS) unwritten() int { return 0 }
 
 func (ws *gorillaWS) writeFrames(frames []*frame) error {
 	// One deadline for the batch: each frame is written at once or the

@@ -67,6 +67,9 @@ type behaviour[S, A any] struct {
 	emitAuth bool          // -emit-auth
 	ackDelay time.Duration // -ack-delay: before the ack of an event not served otherwise
 	recovery bool          // -recovery: recoveries are counted
+	// received and sent, with -admin-ui, see each event a socket sent,
+	// as it came, and each emitted to one socket (adminui.go).
+	received, sent func(s S, name string, args A)
 }
 
 // namespacesOf are the namespaces a target has from its start besides
@@ -126,6 +129,9 @@ func (b *behaviour[S, A]) connected(s S, holder any, auth func() A) {
 // events counts them for -fault-close-after.
 func (b *behaviour[S, A]) event(s S, name string, args A, ack func(A), events *faults.Count) {
 	b.m.Received(1, 0)
+	if b.received != nil {
+		b.received(s, name, args)
+	}
 	h := b.handlerOf(name)
 	args = b.eng.stamp(args, hops.Received, time.Now(), b.m.Hop)
 	if !b.faults.On() {
@@ -277,6 +283,9 @@ func (b *behaviour[S, A]) withFaults(s S, events *faults.Count, handle func()) {
 func (b *behaviour[S, A]) emit(s S, event string, args A) {
 	if b.eng.emit(s, event, args) {
 		b.m.Sent(1, 0)
+		if b.sent != nil {
+			b.sent(s, event, args)
+		}
 	}
 }
 

@@ -31,7 +31,9 @@ func (s *Server) Drop(fraction float64, how control.How) (int, int) {
 	}
 	var open []*session
 	s.sessions.Range(func(_, v any) bool {
-		open = append(open, v.(*session))
+		if sess := v.(*session); !sess.kind.admin() { // the Admin UI is not a client
+			open = append(open, sess)
+		}
 		return true
 	})
 	picked := control.Pick(len(open), fraction)
@@ -50,7 +52,11 @@ func (s *Server) Drop(fraction float64, how control.How) (int, int) {
 
 func (n *native) drop(fraction float64, how control.How) (int, int) {
 	var open []*sioengine.Conn
-	n.eng.Conns(func(c *sioengine.Conn) { open = append(open, c) })
+	n.eng.Conns(func(c *sioengine.Conn) {
+		if sess, ok := c.Data.(*nativeSession); !ok || !sess.kind.admin() { // the Admin UI is not a client
+			open = append(open, c)
+		}
+	})
 	picked := control.Pick(len(open), fraction)
 	for _, i := range picked {
 		if how.Disconnect {

@@ -20,6 +20,9 @@ func (s *Server) onConnect(sock *socket.Socket) {
 		sess.registeredOne()
 		s.freeze.settle(sess.slot, func(gone bool) { settleHandshake(s.m, &sess.settled, sess.transport, sess.start, gone) })
 	}
+	if s.admin != nil {
+		s.admin.socketConnected(sock)
+	}
 	s.b.connected(sock, sock, func() []any {
 		auth := sock.Handshake().Auth
 		if auth == nil {

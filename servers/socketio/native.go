@@ -45,6 +45,8 @@ type native struct {
 	counts   sync.WaitGroup
 	// eio3Refused logs the first Engine.IO v3 client refused (-allow-eio3).
 	eio3Refused sync.Once
+	// admin serves the Socket.IO Admin UI (-admin-ui); nil without.
+	admin *nativeAdmin
 }
 
 // nativeSession follows one Engine.IO session from its open request to
@@ -59,6 +61,10 @@ type nativeSession struct {
 	events    faults.Count        // counted for -fault-close-after
 	turns     connectTurns[error] // the blocking model's pending connects
 	slot      *turnSlot           // the turn its read or request holds on the loop
+	// kind tells the Admin UI's session from a user's, and handshake is
+	// its open request as the Admin UI lists it (-admin-ui).
+	kind      sessionKind
+	handshake *nativeHandshake
 }
 
 func newNative(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
@@ -77,7 +83,7 @@ func newNative(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*S
 		n.loop = newLoop(cfg.BlockingModel)
 		n.freeze = newFreezer(n.loop, cfg.MaxPayload, func(r *http.Request) { openLeft(m, cfg, r) })
 	}
-	n.eng = sioengine.New(sioengine.Options{
+	opts := sioengine.Options{
 		PingInterval: cfg.PingInterval, PingTimeout: cfg.PingTimeout, ConnectTimeout: cfg.ConnectTimeout,
 		MaxPayload: cfg.MaxPayload, Transports: engineTransports(cfg), Origins: cfg.Origins,
 		Compression: cfg.Compression, HandshakeTimeout: cfg.HTTP.Header,
@@ -91,15 +97,19 @@ func newNative(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (*S
 			Refused:       func(c *sioengine.Conn) { c.Data.(*nativeSession).refused.Store(true) },
 			NamespaceMade: n.namespaceMade,
 			Event:         n.event,
-			Received:      func(b int) { m.Received(0, b) },
-			Sent:          func(b int) { m.Sent(0, b) },
+			Received:      func(_ *sioengine.Conn, data []byte, _ bool) { m.Received(0, len(data)) },
+			Sent:          func(_ *sioengine.Conn, b int) { m.Sent(0, b) },
 			UnknownSid:    func() { m.Refused(ReasonUnknownSid) },
 			Evicted:       func(kind string) { m.Recovery("evicted_" + kind) },
 			Unsupported: func(r *http.Request) {
 				n.eio3Refused.Do(func() { logEIO3Refused(log, r) })
 			},
 		},
-	})
+	}
+	if cfg.AdminUI != nil {
+		n.instrument(&opts)
+	}
+	n.eng = sioengine.New(opts)
 	if cfg.Redis != "" {
 		if err := n.joinCluster(); err != nil {
 			n.loop.stop()
@@ -197,6 +207,7 @@ func (n *native) Serve(ln net.Listener) error {
 // time left), then ends the HTTP server.
 func (n *native) Shutdown(ctx context.Context) error {
 	n.closed.Store(true)
+	n.admin.close()
 	n.loop.stop()
 	grace := 2 * time.Second
 	if deadline, ok := ctx.Deadline(); ok {

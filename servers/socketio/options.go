@@ -3,6 +3,7 @@ package socketio
 import (
 	"time"
 
+	"github.com/knowngood/knowngood/servers/internal/adminui"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/faults"
@@ -50,6 +51,10 @@ type Options struct {
 	Redis        string        // -redis: the cluster's Redis URLs, comma-separated
 	Faults       faults.Modes  // -fault-*: in force at start; Server.Faults switches them
 	HTTP         lifecycle.HTTPLimits
+	// AdminUI, when not nil (-admin-ui), serves the Socket.IO Admin UI's
+	// /admin namespace (adminui.go) and answers the admin listener's
+	// origin cross-origin; the admin listener serves the page with it.
+	AdminUI *adminui.Link
 }
 
 // Native reports whether the target runs on this project's own engine,

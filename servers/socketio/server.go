@@ -15,6 +15,10 @@
 // that did not answer by then are left out of it). Without -redis nothing
 // waits on anything but this replica.
 //
+// With -admin-ui a target of either engine also serves the /admin
+// namespace of the official Socket.IO Admin UI, as Node's
+// instrument(io, {auth: false}) does (adminui.go).
+//
 // What a client sees (the events, the connect models and their curve, the
 // library problems corrected here) is in servers/README.md.
 package socketio
@@ -39,6 +43,7 @@ import (
 	"github.com/zishang520/socket.io/v3/pkg/types"
 	"github.com/zishang520/socket.io/v3/pkg/utils"
 
+	"github.com/knowngood/knowngood/servers/internal/adminui"
 	"github.com/knowngood/knowngood/servers/internal/cluster"
 	"github.com/knowngood/knowngood/servers/internal/cluster/sioredis"
 	"github.com/knowngood/knowngood/servers/internal/conns"
@@ -87,6 +92,8 @@ type Server struct {
 	// push is the timed push (-push-interval, POST /control/push), on
 	// either engine (push.go).
 	push pushControl
+	// admin serves the Socket.IO Admin UI (-admin-ui); nil without.
+	admin *zishangAdmin
 	// native is the target on the project's own engine (-engine native);
 	// nil on zishang520, whose fields are the rest.
 	native *native
@@ -136,6 +143,8 @@ type session struct {
 	// turn its read or request holds on the loop.
 	turns connectTurns[*socket.ExtendedError]
 	slot  *turnSlot
+	// kind tells the Admin UI's session (-admin-ui) from a user's.
+	kind sessionKind
 }
 
 type sessionKey struct{}
@@ -193,7 +202,7 @@ func newOnEngine(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (
 	opts.SetServeClient(false)
 	opts.SetAllowEIO3(cfg.AllowEIO3)
 	opts.SetTransports(s.transportSet(cfg.Transports))
-	opts.SetCors(&types.Cors{Origin: corsOrigin(cfg.Origins), Credentials: true})
+	opts.SetCors(&types.Cors{Origin: corsOrigin(cfg.Origins, cfg.AdminUI), Credentials: true})
 	if len(cfg.Origins) > 0 {
 		opts.SetAllowRequest(func(ctx *types.HttpContext) error {
 			if origin := ctx.Headers().Peek("Origin"); !s.originAllowed(origin) {
@@ -231,6 +240,9 @@ func newOnEngine(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (
 	// library's emitter several allocations).
 	s.io.Engine().On("flush", func(args ...any) { s.onFlush(args) })
 	s.countUnknownSid()
+	if cfg.AdminUI != nil {
+		s.instrument()
+	}
 	nsps := []socket.Namespace{s.io.Of("/", nil)}
 	for _, name := range namespacesOf(cfg) {
 		nsps = append(nsps, s.io.Of(name, nil))
@@ -277,16 +289,36 @@ func (s *Server) transportSet(names []string) *types.Set[transports.TransportCto
 	return set
 }
 
-// originAllowed: any Origin without -origin, one of its values with it.
+// originAllowed: any Origin without -origin, one of its values with it,
+// and with -admin-ui the admin listener's.
 func (s *Server) originAllowed(origin string) bool {
-	return len(s.cfg.Origins) == 0 || slices.Contains(s.cfg.Origins, origin)
+	return len(s.cfg.Origins) == 0 || slices.Contains(s.cfg.Origins, origin) || s.cfg.AdminUI.AllowsOrigin(origin)
 }
 
-func corsOrigin(origins []string) any {
+// corsOrigin is the library's CORS origin option: "*" without -origin (the
+// library then names the request's origin, as credentials need), or
+// -origin's values, and with -admin-ui the admin listener's origin.
+func corsOrigin(origins []string, ui *adminui.Link) any {
 	if len(origins) == 0 {
 		return "*"
 	}
-	return origins
+	if ui == nil {
+		return origins
+	}
+	allowed := []any{func(origin string) bool { return ui.AllowsOrigin(origin) }}
+	for _, o := range origins {
+		allowed = append(allowed, o)
+	}
+	return allowed
+}
+
+// AdminUI is the Link the admin listener serves the Socket.IO Admin
+// UI's page with (-admin-ui); nil without.
+func (s *Server) AdminUI() *adminui.Link {
+	if s.native != nil {
+		return s.native.cfg.AdminUI
+	}
+	return s.cfg.AdminUI
 }
 
 // track wraps the Engine.IO handler. A request without a sid opens a new
@@ -353,7 +385,9 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.pongAfterPing()
 		}
 		data, text := messageData(args)
-		s.m.Received(0, len(data))
+		if !s.admin.packetIn(sess, data, text) {
+			s.m.Received(0, len(data))
+		}
 		switch {
 		case len(data) == 0:
 		case text && data[0] == socketIOConnect:
@@ -368,7 +402,9 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.pingCreated()
 		}
 		data, text := messageData(args)
-		s.m.Sent(0, len(data))
+		if !s.admin.packetOut(sess, data) {
+			s.m.Sent(0, len(data))
+		}
 		switch {
 		case len(data) == 0 || !text: // a binary attachment may start with any byte
 		case data[0] == socketIOConnect:
@@ -377,11 +413,15 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 			sess.refused.Store(true)
 		}
 	})
+	s.admin.opened(conn, sess)
 	conn.Once("close", func(args ...any) {
 		s.sessions.Delete(id)
 		s.freeze.unbind(string(id))
 		reason, _ := args[0].(string)
 		sess.release.Do(s.gate.Release)
+		if s.admin.closed(sess, reason) {
+			return // the Admin UI's session: counted in no figure but connections_total
+		}
 		if sess.settled.CompareAndSwap(false, true) {
 			result := unfinishedResult(reason)
 			if sess.serverClosed.Load() {
@@ -494,6 +534,7 @@ func serveHTTP(h *http.Server, ln net.Listener, cfg Options, m *metrics.Metrics)
 // close would drop what a WebSocket still has queued, hence the wait.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.push.shutdown()
+	s.admin.close()
 	if s.native != nil {
 		return s.native.Shutdown(ctx)
 	}

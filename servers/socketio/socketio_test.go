@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 // target is a Socket.IO target running in the test process.
 type target struct {
 	url     string
+	reg     *prometheus.Registry // the metrics' registry
 	metrics *metrics.Metrics
 	srv     *socketio.Server
 	done    chan error
@@ -105,7 +106,8 @@ func start(t testing.TB, engine string, mode socketio.Mode, tweak func(*config.C
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	m := metrics.New(prometheus.NewRegistry(), cfg.Variant)
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, cfg.Variant)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := socketio.New(mode, settings.SocketIO(cfg), m, log)
 	if err != nil {
@@ -115,7 +117,7 @@ func start(t testing.TB, engine string, mode socketio.Mode, tweak func(*config.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := &target{url: "http://" + ln.Addr().String(), metrics: m, srv: srv, done: make(chan error, 1)}
+	tg := &target{url: "http://" + ln.Addr().String(), reg: reg, metrics: m, srv: srv, done: make(chan error, 1)}
 	go func() { tg.done <- srv.Serve(ln) }()
 	t.Cleanup(func() { tg.shutdown(t) })
 	return tg

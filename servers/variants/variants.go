@@ -169,7 +169,7 @@ var Common = []string{
 
 // The flags a group of variants reads, composed into each row's Flags.
 var (
-	socketIOFlags  = []string{"compression", "origin", "transports", "max-payload", "connect-timeout", "emit-auth", "ack-delay", "path", "namespaces", "push-interval", "push-size", "push-event", "push-rooms", "allow-eio3", "engine", "fault-leak-timers", "fault-drop-chunked-post"}
+	socketIOFlags  = []string{"compression", "origin", "transports", "max-payload", "connect-timeout", "emit-auth", "ack-delay", "path", "namespaces", "push-interval", "push-size", "push-event", "push-rooms", "recovery", "allow-eio3", "admin-ui", "engine", "fault-leak-timers", "fault-drop-chunked-post"}
 	webSocketFlags = []string{"max-message", "compression", "origin", "subprotocols", "subprotocol-required"}
 	broadcastFlags = []string{"push-interval", "push-size", "send-queue", "slow"}
 	gnetFlags      = []string{"loops"}

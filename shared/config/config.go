@@ -124,6 +124,11 @@ type SocketIO struct {
 	Recovery time.Duration
 	// AllowEIO3 accepts Engine.IO v3 / Socket.IO v2 clients beside v4 ones.
 	AllowEIO3 bool
+	// AdminUI serves the /admin namespace of the official Socket.IO Admin
+	// UI (as Node's instrument(io, {auth: false}) does), answers the
+	// admin listener's origin cross-origin, and serves the UI's page on
+	// the admin listener at /admin-ui/.
+	AdminUI bool
 	// Engine is the Engine.IO / Socket.IO server the targets run on:
 	// EngineZishang520 (the library users deploy), EngineNative (this
 	// project's own, servers/sioengine, on net/http) or EngineNativeGnet
@@ -376,6 +381,7 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	dur(&c.SocketIO.AckDelay, "ack-delay", "Socket.IO: an event of any other name than the targets' own is acknowledged with its arguments, after this long (0 = at once)")
 	boolean(&c.SocketIO.EmitAuth, "emit-auth", "Socket.IO: on connect, emit \"auth\" with the handshake's auth object")
 	boolean(&c.SocketIO.AllowEIO3, "allow-eio3", "Socket.IO: also accept Engine.IO v3 / Socket.IO v2 clients (socket.io-client 2, older load tools); without it they get HTTP 400")
+	boolean(&c.SocketIO.AdminUI, "admin-ui", "Socket.IO: serve the official Socket.IO Admin UI's /admin namespace (as Node's instrument(io, {auth: false})), without authentication, and its page at /admin-ui/ on the admin listener, whose origin the target then answers cross-origin")
 	str(&c.SocketIO.Engine, "engine", "Socket.IO: the server underneath: zishang520 (the library), native (this project's own, on net/http) or native-gnet (this project's own on gnet's event loops; WebSocket only, polling gets HTTP 400)")
 	fs.Func("native-lib", "removed: use -engine native-gnet (was -native-lib gnet) or -engine native (was nethttp)", func(string) error { return errNativeLibRemoved })
 

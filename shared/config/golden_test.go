@@ -21,7 +21,7 @@ var every = []string{
 	"-origin", "a,b", "-tls-cert", "c.pem", "-tls-key", "k.pem", "-handshake-timeout", "7s", "-idle-timeout", "8s",
 	"-body-timeout", "9s", "-metrics=false", "-pprof", "-fault-reject", "0.1", "-fault-delay", "11ms",
 	"-fault-close-after", "12", "-fault-drop", "0.13", "-fault-drop-chunked-post", "-delay", "14ms", "-blocking-model", "node", "-transports", "websocket",
-	"-ping-interval", "15s", "-ping-timeout", "16s", "-max-payload", "17", "-connect-timeout", "18s", "-emit-auth", "-allow-eio3", "-engine", "native-gnet",
+	"-ping-interval", "15s", "-ping-timeout", "16s", "-max-payload", "17", "-connect-timeout", "18s", "-emit-auth", "-allow-eio3", "-admin-ui", "-engine", "native-gnet",
 	"-push-interval", "19ms", "-push-size", "20", "-send-queue", "21", "-slow", "close", "-loops", "22", "-redis", "redis://127.0.0.1:24/1",
 	"-dashboard-replicas", "http://127.0.0.1:25,http://127.0.0.1:26/", "-subprotocols", "mqtt,v1.ocpp", "-subprotocol-required",
 }

@@ -65,6 +65,8 @@ type Metrics struct {
 	namespaces        *prometheus.CounterVec
 	controls          *prometheus.CounterVec
 	recoveries        *prometheus.CounterVec
+	adminUISessions   *prometheus.CounterVec
+	adminUIDropped    *prometheus.CounterVec
 	storm             stormWatch
 	hops              *prometheus.HistogramVec
 
@@ -154,6 +156,13 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 			"Socket.IO connection state recovery (-recovery), by result: recovered (a socket came back with its id, rooms and missed events), "+
 				"missed (a client came back with its private id and was not recovered: expired, or its offset let go), "+
 				"evicted_session and evicted_packet (let go before the window ended, over the native engine's bounds).", "result"),
+		adminUISessions: f.counterVec("admin_ui_sessions_total",
+			"Socket.IO (-admin-ui): Engine.IO sessions whose first namespace was /admin, the Socket.IO Admin UI's, by the transport they opened on. "+
+				"Each is in connections_total (counted at its open, before its namespace is known) and in no other figure: "+
+				"not in connections_active, handshakes, messages, bytes, disconnects or namespace_connects.", "transport"),
+		adminUIDropped: f.counterVec("admin_ui_dropped_total",
+			"Socket.IO (-admin-ui): notifications for the Admin UI not sent, by reason: queue_full (the bounded queue of notifications waiting to be sent was full), "+
+				"slow_reader (the Admin UI's session had too many packets unwritten, a UI that reads slower than the notifications come; counted once per notification and Admin UI).", "reason"),
 		tlsFailures: f.counterVec("tls_failures_total",
 			"TLS handshakes that failed on the target's listener (-tls-cert), by cause: no_certificate, unknown_authority, expired, bad_certificate "+
 				"(-tls-client-ca: the client certificate missing or refused), timeout (-handshake-timeout), abandoned (the client left), protocol (anything else).", "cause"),
@@ -516,6 +525,30 @@ func (m *Metrics) StormDropped(n int) {
 func (m *Metrics) NamespaceConnect(namespace string) {
 	if m != nil {
 		m.namespaces.WithLabelValues(namespace).Inc()
+	}
+}
+
+// AdminUISession records that a session counted by Opened is the
+// Socket.IO Admin UI's (its first CONNECT named /admin): it leaves
+// connections_active, and its handshake and close are not recorded
+// (the caller records neither).
+func (m *Metrics) AdminUISession(transport string) {
+	if m != nil {
+		m.adminUISessions.WithLabelValues(transport).Inc()
+		m.connectionsActive.Dec()
+	}
+}
+
+// Reasons of AdminUIDropped.
+const (
+	AdminUIQueueFull  = "queue_full"
+	AdminUISlowReader = "slow_reader"
+)
+
+// AdminUIDropped records n notifications for the Admin UI not sent.
+func (m *Metrics) AdminUIDropped(reason string, n int) {
+	if m != nil && n > 0 {
+		m.adminUIDropped.WithLabelValues(reason).Add(float64(n))
 	}
 }
 

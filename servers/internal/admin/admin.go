@@ -2,8 +2,9 @@
 // /dashboard), /metrics (Prometheus), /health and /stats (JSON), the
 // run-time orders (POST /control/drop, and GET /control/storm for what
 // followed; POST /control/push; POST /control/fault, and GET
-// /control/fault for the known-bad modes in force), and /debug/pprof/
-// when -pprof is on. It is a separate
+// /control/fault for the known-bad modes in force), the Socket.IO Admin
+// UI's page at /admin-ui/ on a Socket.IO target started with -admin-ui,
+// and /debug/pprof/ when -pprof is on. It is a separate
 // listener so that a load test on the target never competes with the
 // scrape, and so that it can be bound to loopback alone.
 //
@@ -17,11 +18,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/knowngood/knowngood/servers/internal/adminui"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
@@ -63,6 +66,10 @@ type Options struct {
 	Pprof    bool // serve /debug/pprof
 	// Control is who may give orders at run time (/control/), and to what.
 	Control Control
+	// AdminUI, on a Socket.IO target started with -admin-ui, is what the
+	// page of the Socket.IO Admin UI (/admin-ui/) is served with; nil
+	// answers /admin-ui/ 404, saying why.
+	AdminUI *adminui.Link
 }
 
 // Handler returns the admin mux: /metrics serves reg, /stats reads m.
@@ -109,7 +116,16 @@ func Handler(o Options, reg *prometheus.Registry, m *metrics.Metrics, redis Redi
 		}
 		writeJSON(w, h)
 	})
-	newDashboard(m, o.Replicas).routes(mux)
+	newDashboard(m, o.Replicas, o.AdminUI != nil).routes(mux)
+	if o.AdminUI != nil {
+		ui := adminui.Handler(o.AdminUI)
+		mux.Handle("GET "+adminui.Prefix, ui)
+		mux.Handle("GET "+strings.TrimSuffix(adminui.Prefix, "/"), ui)
+	} else {
+		mux.HandleFunc("GET "+adminui.Prefix, func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "the Socket.IO Admin UI is served for a Socket.IO variant started with -admin-ui", http.StatusNotFound)
+		})
+	}
 	o.controlRoutes(mux, m)
 	if o.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

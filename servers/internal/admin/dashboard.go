@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -56,6 +57,7 @@ type ReplicaStats struct {
 type dashboard struct {
 	m        *metrics.Metrics
 	replicas []string
+	adminUI  bool // link the Socket.IO Admin UI (-admin-ui)
 	client   *http.Client
 
 	mu      sync.Mutex // held across a fetch: pages that ask meanwhile share it
@@ -63,10 +65,11 @@ type dashboard struct {
 	last    []ReplicaStats
 }
 
-func newDashboard(m *metrics.Metrics, replicas []string) *dashboard {
+func newDashboard(m *metrics.Metrics, replicas []string, adminUI bool) *dashboard {
 	return &dashboard{
 		m:        m,
 		replicas: replicas,
+		adminUI:  adminUI,
 		client: &http.Client{
 			Timeout: replicaTimeout,
 			// A fresh connection per fetch: at most two a second per
@@ -81,9 +84,14 @@ func newDashboard(m *metrics.Metrics, replicas []string) *dashboard {
 // script and style under /dashboard/, its figures at /dashboard/stats.
 func (d *dashboard) routes(mux *http.ServeMux) {
 	files, _ := fs.Sub(dashboardFiles, "dashboard") // the directory is embedded above
+	index, _ := fs.ReadFile(files, "index.html")
+	if d.adminUI {
+		index = bytes.Replace(index, []byte(` id="admin-ui" class="note" hidden>`), []byte(` id="admin-ui" class="note">`), 1)
+	}
 	page := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
-		http.ServeFileFS(w, r, files, "index.html")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		http.ServeContent(w, r, "index.html", time.Time{}, bytes.NewReader(index))
 	}
 	mux.HandleFunc("GET /{$}", page)
 	mux.HandleFunc("GET /dashboard", page)

@@ -119,6 +119,10 @@ type Options struct {
 	// Limits bound the HTTP listeners' clients (the admin listener's; the
 	// target's TLS handshake within Limits.Header).
 	Limits HTTPLimits
+	// Listening, when set, is told where the target and the admin
+	// listener listen (host:port; adminAddr "" when it is off) once both
+	// do, before either serves: a port may be picked only then (:0).
+	Listening func(addr, adminAddr string)
 }
 
 // Run listens on o.Addr and o.AdminAddr, serves target and admin until
@@ -141,15 +145,24 @@ func Run(ctx context.Context, o Options, log *slog.Logger, m *metrics.Metrics, t
 		ln = NewTLSListener(ln, tc, o.Limits.Header, m)
 	}
 	adminAddr := "off"
-	var adminSrv *http.Server
+	var adminLn net.Listener
 	if o.AdminAddr != "" {
-		adminLn, err := net.Listen("tcp", o.AdminAddr)
+		adminLn, err = net.Listen("tcp", o.AdminAddr)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("-admin-addr %s: %w", o.AdminAddr, err)
 		}
 		adminAddr = adminLn.Addr().String()
-		adminSrv = HTTPServer(o.Limits, admin, log)
+	}
+	if o.Listening != nil {
+		bound := ""
+		if adminLn != nil {
+			bound = adminAddr
+		}
+		o.Listening(ln.Addr().String(), bound)
+	}
+	if adminLn != nil {
+		adminSrv := HTTPServer(o.Limits, admin, log)
 		go func() { _ = ServeHTTP(adminSrv, adminLn, o.Limits.Body, m, metrics.ListenerAdmin) }()
 		defer adminSrv.Close()
 	}

@@ -7,10 +7,12 @@ package settings
 
 import (
 	"net"
+	"slices"
 
 	"github.com/knowngood/knowngood/servers/broadcast"
 	"github.com/knowngood/knowngood/servers/echo"
 	"github.com/knowngood/knowngood/servers/internal/admin"
+	"github.com/knowngood/knowngood/servers/internal/adminui"
 	"github.com/knowngood/knowngood/servers/internal/lifecycle"
 	"github.com/knowngood/knowngood/servers/internal/wsserver"
 	"github.com/knowngood/knowngood/servers/socketio"
@@ -24,13 +26,19 @@ func HTTP(c config.Config) lifecycle.HTTPLimits {
 	return lifecycle.HTTPLimits{Header: c.HandshakeTimeout, HeaderBytes: c.MaxHeaderBytes, Idle: c.IdleTimeout, Body: c.BodyTimeout}
 }
 
-// Run is what lifecycle.Run serves with.
-func Run(c config.Config) lifecycle.Options {
-	return lifecycle.Options{
+// Run is what lifecycle.Run serves target with: a Socket.IO target
+// started with -admin-ui and the admin listener learn where the other
+// listens (adminui.Link).
+func Run(c config.Config, target any) lifecycle.Options {
+	o := lifecycle.Options{
 		Name: c.Variant, Addr: c.Addr, AdminAddr: c.AdminAddr, Backlog: c.Backlog,
 		TLSCert: c.TLS.Cert, TLSKey: c.TLS.Key, TLSClientCA: c.TLS.ClientCA, ShutdownTimeout: c.ShutdownTimeout,
 		Limits: HTTP(c),
 	}
+	if link := adminUI(target); link != nil {
+		o.Listening = link.Listening
+	}
+	return o
 }
 
 // Admin is what the admin listener shows and takes orders for; about is
@@ -39,7 +47,28 @@ func Admin(c config.Config, about protocol.About, target any) admin.Options {
 	return admin.Options{
 		Variant: c.Variant, About: about, Config: c.Effective(), Replicas: c.Dashboard.Replicas, Pprof: c.Pprof,
 		Control: admin.Control{Target: target, Token: c.AdminToken, Loopback: loopback(c.AdminAddr)},
+		AdminUI: adminUI(target),
 	}
+}
+
+// adminUI is the Link of a Socket.IO target started with -admin-ui; nil
+// for any other.
+func adminUI(target any) *adminui.Link {
+	if t, ok := target.(interface{ AdminUI() *adminui.Link }); ok {
+		return t.AdminUI()
+	}
+	return nil
+}
+
+// adminUILink is the Link a Socket.IO target started with -admin-ui
+// shares with the admin listener; nil without -admin-ui.
+func adminUILink(c config.Config) *adminui.Link {
+	s := c.SocketIO
+	if !s.AdminUI {
+		return nil
+	}
+	wsOnly := s.Engine == config.EngineNativeGnet || !slices.Contains(s.Transports, "polling")
+	return adminui.NewLink(s.MountPath(), wsOnly, c.TLS.Cert != "")
 }
 
 // loopback reports whether a listen address binds a loopback address
@@ -83,6 +112,7 @@ func SocketIO(c config.Config) socketio.Options {
 		Origins: c.Origins, MaxConns: c.MaxConns, Compression: c.Compression,
 		PingInterval: c.PingInterval, PingTimeout: c.PingTimeout, Loops: c.Gnet.Loops,
 		Redis: c.Cluster.Redis, Faults: c.Faults, HTTP: HTTP(c),
+		AdminUI: adminUILink(c),
 	}
 }
 

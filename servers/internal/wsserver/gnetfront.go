@@ -42,6 +42,11 @@ type LoopPeer interface {
 	// Reason is the disconnect reason (a close code, ping_timeout,
 	// 1006); good in Session.Closed.
 	Reason() string
+	// Unwritten is what the connection holds for its client: the writes
+	// handed over that its loop has not written yet, and the bytes gnet
+	// holds unsent (as the loop last read them: each call that finds
+	// some has the loop read them again).
+	Unwritten() (writes int, bytes int64)
 }
 
 // unserved counts, with Options.Front, a request that ended before
@@ -89,6 +94,25 @@ func (st *gconn) Loop() Loop { return st.loop }
 
 // Reason: see LoopPeer.
 func (st *gconn) Reason() string { return st.disconnectReason() }
+
+// Unwritten: see LoopPeer. The bytes are read on the loop when it
+// flushes; a call that finds some asks the loop to read them again, so
+// that the next call sees what a client has read since, even if nothing
+// was handed over meanwhile (a writer that waits for the client to read
+// before it writes more).
+func (st *gconn) Unwritten() (writes int, bytes int64) {
+	sq := st.queue.Load()
+	if sq == nil {
+		return 0, 0
+	}
+	sq.mu.Lock()
+	writes = sq.entries
+	sq.mu.Unlock()
+	if bytes = sq.outbound.Load(); bytes > 0 {
+		st.loop.g.onLoop(st, func(st *gconn) { sq.outbound.Store(int64(st.conn.OutboundBuffered())) })
+	}
+	return writes, bytes
+}
 
 // front reads a whole request head and serves it with Options.Front,
 // which either upgrades it (UpgradeOnLoop) or answers it; an answer ends

@@ -35,6 +35,9 @@ func RecordEvery(m *metrics.Metrics) {
 	m.NamespaceConnect("/chat")
 	m.Control("drop")
 	m.Recovery("recovered")
+	m.Opened()
+	m.AdminUISession("websocket")
+	m.AdminUIDropped(metrics.AdminUIQueueFull, 1)
 }
 
 // RecordAll is RecordEvery, then the broadcast series, which it enables.

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -36,6 +37,9 @@ type Metrics struct {
 	// Registerer.
 	stats *prometheus.Registry
 	f     factory
+	// listenQueue reads the kernel's side of the target's listener
+	// (SetListenQueue); nil until the target listens.
+	listenQueue atomic.Pointer[func() protocol.ListenQueue]
 
 	connectionsActive prometheus.Gauge
 	connectionsTotal  prometheus.Counter
@@ -180,6 +184,7 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 	}, []string{"version", "goversion", "variant"})
 	buildInfo.WithLabelValues(version(), runtime.Version(), variant).Set(1)
 	reg.MustRegister(buildInfo)
+	m.registerListenQueue(reg, f.labels)
 	return m
 }
 

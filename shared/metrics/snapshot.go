@@ -38,6 +38,9 @@ func (m *Metrics) Snapshot() protocol.Stats {
 		}
 	}
 	s.Storm = m.storm.report()
+	if q, ok := m.readListenQueue(); ok {
+		s.ListenQueue = &q
+	}
 	s.Goroutines = runtime.NumGoroutine()
 	s.SchedLatency = protocol.DistributionOf(schedlat.Buckets())
 	m.mu.Lock()

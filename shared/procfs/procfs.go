@@ -240,3 +240,68 @@ func PIDFiles(files ...string) []int {
 	}
 	return pids
 }
+
+// ListenQueue is what the kernel counted of the connects it turned away at
+// listen queues (TcpExt in /proc/net/netstat): ListenOverflows, a
+// handshake completed when its listener's accept queue was full, and
+// ListenDrops, every connect dropped at a listener for any reason (the
+// overflows among them). They count for the whole network namespace of
+// the reader, every listener in it, since the namespace began: not per
+// socket, and not per process.
+type ListenQueue struct {
+	Overflows, Drops uint64
+}
+
+// ReadListenQueue reads the namespace's ListenQueue counts.
+func ReadListenQueue() (ListenQueue, error) {
+	b, err := os.ReadFile("/proc/net/netstat")
+	if err != nil {
+		return ListenQueue{}, err
+	}
+	return ParseListenQueue(b)
+}
+
+// ParseListenQueue reads ListenOverflows and ListenDrops from the text of
+// /proc/net/netstat, whose TcpExt section is a line of names and a line of
+// values.
+func ParseListenQueue(b []byte) (ListenQueue, error) {
+	var names []string
+	for line := range strings.Lines(string(b)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] != "TcpExt:" {
+			continue
+		}
+		if names == nil {
+			names = fields[1:]
+			continue
+		}
+		values := fields[1:]
+		if len(values) != len(names) {
+			return ListenQueue{}, fmt.Errorf("netstat: TcpExt has %d names and %d values", len(names), len(values))
+		}
+		var q ListenQueue
+		found := 0
+		for i, name := range names {
+			var into *uint64
+			switch name {
+			case "ListenOverflows":
+				into = &q.Overflows
+			case "ListenDrops":
+				into = &q.Drops
+			default:
+				continue
+			}
+			v, err := strconv.ParseUint(values[i], 10, 64)
+			if err != nil {
+				return ListenQueue{}, fmt.Errorf("netstat: TcpExt %s %q: %w", name, values[i], err)
+			}
+			*into = v
+			found++
+		}
+		if found != 2 {
+			return ListenQueue{}, errors.New("netstat: TcpExt has no ListenOverflows and ListenDrops")
+		}
+		return q, nil
+	}
+	return ListenQueue{}, errors.New("netstat: no TcpExt section")
+}

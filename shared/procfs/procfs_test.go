@@ -191,3 +191,25 @@ func TestPIDFiles(t *testing.T) {
 		t.Errorf("PIDFiles: %v, want [12 13 14 15]", got)
 	}
 }
+
+func TestParseListenQueue(t *testing.T) {
+	netstat := "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPHPHits\nTcpExt: 0 1184 1190 7\nIpExt: InNoRoutes\nIpExt: 0\n"
+	if q, err := ParseListenQueue([]byte(netstat)); err != nil || q != (ListenQueue{Overflows: 1184, Drops: 1190}) {
+		t.Errorf("ParseListenQueue: %+v, %v; want 1184 overflows, 1190 drops", q, err)
+	}
+	for _, bad := range []string{"", "TcpExt: ListenOverflows ListenDrops\n", "TcpExt: ListenOverflows ListenDrops\nTcpExt: 1\n",
+		"TcpExt: ListenOverflows ListenDrops\nTcpExt: 1 x\n", "TcpExt: A B\nTcpExt: 1 2\n"} {
+		if _, err := ParseListenQueue([]byte(bad)); err == nil {
+			t.Errorf("ParseListenQueue(%q): no error", bad)
+		}
+	}
+}
+
+func TestReadListenQueue(t *testing.T) {
+	if _, err := os.Stat("/proc/net/netstat"); err != nil {
+		t.Skip("no /proc/net/netstat (not Linux)")
+	}
+	if _, err := ReadListenQueue(); err != nil {
+		t.Fatal(err)
+	}
+}

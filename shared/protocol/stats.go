@@ -100,6 +100,10 @@ type Stats struct {
 	// evicted_session and evicted_packet (let go before the window ended,
 	// over the bounds the native engine keeps).
 	Recoveries map[string]uint64 `json:"recoveries,omitempty"`
+	// ListenQueue is the kernel's side of the target's listener: the
+	// connects turned away at listen queues and its accept queue now; nil
+	// where it is not read (a target started other than by the binary).
+	ListenQueue *ListenQueue `json:"listen_queue,omitempty"`
 	// Storm is how the clients came back after the last drop ordered from
 	// the admin listener; nil before any.
 	Storm *Storm `json:"storm,omitempty"`
@@ -246,6 +250,12 @@ func Diff(before, after Stats) Stats {
 	d.Namespaces = diffMap(before.Namespaces, after.Namespaces)
 	d.Controls = diffMap(before.Controls, after.Controls)
 	d.Recoveries = diffMap(before.Recoveries, after.Recoveries)
+	if after.ListenQueue != nil && before.ListenQueue != nil {
+		q := *after.ListenQueue
+		q.Overflows -= min(before.ListenQueue.Overflows, q.Overflows)
+		q.Drops -= min(before.ListenQueue.Drops, q.Drops)
+		d.ListenQueue = &q
+	}
 	d.CPUSeconds = after.CPUSeconds - before.CPUSeconds
 	d.SchedLatency = DistributionOf(DiffBuckets(before.SchedLatency.Histogram, after.SchedLatency.Histogram))
 	return d
@@ -306,4 +316,23 @@ func DecodeStats(r io.Reader) (Stats, error) {
 		return Stats{}, fmt.Errorf("not a knowngood /stats document: no variant")
 	}
 	return s, nil
+}
+
+// ListenQueue is what the kernel did with the connects to a target's
+// listener.
+type ListenQueue struct {
+	// Overflows and Drops are the kernel's TcpExt ListenOverflows (a
+	// handshake completed when an accept queue was full) and ListenDrops
+	// (a connect dropped at a listener for any reason, the overflows
+	// among them) since the target started. They count for the target's
+	// whole network namespace, every listener in it, not for its socket
+	// alone: on a machine where other servers are refusing connects too,
+	// they include theirs.
+	Overflows uint64 `json:"overflows"`
+	Drops     uint64 `json:"drops"`
+	// Queued is how many handshakes wait in the target's own accept queue
+	// now, and Limit the most it holds (the backlog in effect; Linux
+	// takes one more); -1 where they cannot be read (not Linux).
+	Queued int `json:"queued"`
+	Limit  int `json:"limit"`
 }

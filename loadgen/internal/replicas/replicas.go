@@ -204,7 +204,30 @@ func AddStats(a, b protocol.Stats) protocol.Stats {
 	out.Timeouts = addMap2(a.Timeouts, b.Timeouts)
 	out.CPUSeconds = a.CPUSeconds + b.CPUSeconds
 	out.ResidentBytes = a.ResidentBytes + b.ResidentBytes
+	out.ListenQueue = addListenQueue(a.ListenQueue, b.ListenQueue)
 	return out
+}
+
+// addListenQueue sums the replicas' accept queues; of the kernel's
+// counts it keeps the larger, since they count a whole network namespace:
+// replicas on one machine share it, and a sum would count each drop once
+// per replica (replicas on several machines are then under-counted).
+func addListenQueue(a, b *protocol.ListenQueue) *protocol.ListenQueue {
+	if a == nil || b == nil {
+		if a == nil {
+			a = b
+		}
+		if a == nil {
+			return nil
+		}
+		q := *a
+		return &q
+	}
+	q := protocol.ListenQueue{Overflows: max(a.Overflows, b.Overflows), Drops: max(a.Drops, b.Drops), Queued: -1, Limit: -1}
+	if a.Queued >= 0 && b.Queued >= 0 {
+		q.Queued, q.Limit = a.Queued+b.Queued, a.Limit+b.Limit
+	}
+	return &q
 }
 
 func addMap(a, b map[string]uint64) map[string]uint64 {

@@ -40,8 +40,9 @@ func tcpConnections(r Run, s *protocol.Stats, add func(string, string, ...any)) 
 		add(ClaimsMore, "the client claims %d TCP connections, more than the %d the server accepted: the client's count is wrong, or counts something else%s", connected, accepted, from(r))
 	}
 	if accepted < n {
-		add(NeverReached, "the server accepted %d of %d TCP connections: %d never reached it (check the listen backlog, open-files limits, ephemeral ports)%s", accepted, n, n-accepted, onlyInSum(r))
+		add(NeverReached, "the server accepted %d of %d TCP connections: %d never reached it%s%s", accepted, n, n-accepted, whyNeverReached(s), onlyInSum(r))
 	}
+	listenQueue(s, accepted, n, add)
 	if accepted > connected {
 		add(ClientLost, "the server accepted %d TCP connections; the client counted %d: %s lost on the client side", accepted, connected, other(int64(accepted-connected)))
 	}

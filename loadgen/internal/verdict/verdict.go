@@ -273,8 +273,9 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		claims(r, connected, ok, seen, open, add)
 	}
 	if reached < n {
-		add(NeverReached, "the server saw %d of %d attempts: %d never reached it (check the listen backlog, open-files limits, ephemeral ports)%s", reached, n, n-reached, onlyInSum(r))
+		add(NeverReached, "the server saw %d of %d attempts: %d never reached it%s%s", reached, n, n-reached, whyNeverReached(s), onlyInSum(r))
 	}
+	listenQueue(s, reached, n, add)
 	if connected := uint64(max(r.Connected, 0)); ok > connected && (r.Connected >= 0 || !r.Unknown) {
 		add(ClientLost, "the server completed %d of %d handshakes (p99 %s); the client counted %d: %s lost on the client side",
 			ok, n, p99, connected, other(int64(ok-connected)))

@@ -135,6 +135,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger, m *metrics.Metrics, t
 	if err != nil {
 		return fmt.Errorf("-addr %s: %w", o.Addr, err)
 	}
+	m.SetListenQueue(listenQueue(tcp, backlog))
 	var ln net.Listener = conns.Guard(tcp, m, log)
 	if o.TLSCert != "" {
 		tc, err := TLSConfig(o.TLSCert, o.TLSKey, o.TLSClientCA)

@@ -42,6 +42,8 @@ const ROWS = [
   { key: "refused_emfile", label: "EMFILE (open-files limit)", fmt: int, warn: true },
   { key: "refused_accept", label: "other accept errors", fmt: int, warn: true },
   { key: "refused_cap", label: "at -max-conns", fmt: int, warn: true },
+  { key: "listen_drops", label: "connects the kernel dropped at listen queues (whole network namespace)", fmt: int, warn: true },
+  { key: "accept_queue", label: "waiting in the accept queue now", fmt: int },
   { key: "faults", label: "faults injected (-fault-*)", fmt: int, warn: true },
   { key: "interop", label: "requests a known server mishandles", fmt: int, warn: true },
   { group: "process" },
@@ -114,6 +116,8 @@ function figures(cur, prev) {
     refused_emfile: emfile,
     refused_accept: sum(cur.accept_errors) - emfile,
     refused_cap: cur.max_conns_refused || 0,
+    listen_drops: cur.listen_queue ? cur.listen_queue.drops : null,
+    accept_queue: cur.listen_queue && cur.listen_queue.queued >= 0 ? cur.listen_queue.queued : null,
     faults: sum(cur.faults),
     loop_holds: sum(cur.loop_holds),
     loop_gone: (cur.loop_holds || {}).gone || 0,
@@ -146,6 +150,10 @@ function total(cols, docs) {
   t.p50_all = percentile(all, 0.5);
   t.p99_all = percentile(all, 0.99);
   t.dt = live.length ? Math.max(...live.map((c) => c.dt)) : 0;
+  // The kernel counts a namespace's drops once for every replica in it:
+  // the largest, not the sum (replicas on one machine share one).
+  const drops = live.map((c) => c.listen_drops).filter((v) => v !== null && v !== undefined);
+  t.listen_drops = drops.length ? Math.max(...drops) : null;
   return t;
 }
 

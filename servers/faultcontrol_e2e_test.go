@@ -1,7 +1,6 @@
 package servers
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -310,47 +308,24 @@ type nodeSteps struct {
 
 func startNodeSteps(t *testing.T, args ...string) *nodeSteps {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cmd := exec.CommandContext(ctx, "node", append([]string{"../scripts/clients/client-steps.mjs"}, args...)...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &nodeSteps{t: t, in: in, out: make(chan stepEvent, 64)}
-	read := make(chan struct{})
+	r := startClient(t, "client-steps.mjs", args...)
+	c := &nodeSteps{t: t, in: r.stdin, out: make(chan stepEvent, 64)}
 	go func() {
-		defer close(read)
 		defer close(c.out)
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
+		for line := range r.lines {
 			var e stepEvent
-			if err := json.Unmarshal(lines.Bytes(), &e); err != nil || e.Event == "error" {
-				t.Errorf("client-steps.mjs printed %q", lines.Text())
+			if err := json.Unmarshal(line, &e); err != nil || e.Event == "error" {
+				t.Errorf("client-steps.mjs printed %s", line)
 				continue
 			}
 			c.out <- e
 		}
 	}()
 	t.Cleanup(func() {
-		_ = in.Close() // the script closes its connections and exits
 		go func() {
-			for range c.out { // what the test did not read
+			for range c.out { // what the test did not read: the script ends after this cleanup
 			}
 		}()
-		<-read
-		if err := cmd.Wait(); err != nil && ctx.Err() == nil {
-			t.Errorf("client-steps.mjs: %v\n%s", err, stderr.String())
-		}
-		cancel()
 	})
 	return c
 }

@@ -1,6 +1,7 @@
 package sioengine
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -149,7 +150,7 @@ func (r *recovery) restore(pid, offset string) (*keptSession, [][]*frame) {
 		return nil, nil
 	}
 	live := r.packets[r.head:]
-	i, found := slices.BinarySearchFunc(live, id, func(p keptPacket, id uint64) int { return cmpUint(p.id, id) })
+	i, found := slices.BinarySearchFunc(live, id, func(p keptPacket, id uint64) int { return cmp.Compare(p.id, id) })
 	if !found {
 		return nil, nil // older than what is kept, or never sent
 	}
@@ -162,16 +163,6 @@ func (r *recovery) restore(pid, offset string) (*keptSession, [][]*frame) {
 		}
 	}
 	return k, missed
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // includes is Node's shouldIncludePacket: an event sent to rooms less

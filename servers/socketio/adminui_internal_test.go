@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/knowngood/knowngood/shared/metrics"
+	"github.com/knowngood/knowngood/shared/metrics/metricstest"
 )
 
 // fakeEngine is an engine of Admin UI sockets numbered 1, 2...
@@ -92,23 +93,7 @@ func newTestHub(t *testing.T) (*adminHub[int], *fakeEngine, *prometheus.Registry
 // dropped is knowngood_admin_ui_dropped_total{reason}.
 func dropped(t *testing.T, reg *prometheus.Registry, reason string) int {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "knowngood_admin_ui_dropped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return int(m.GetCounter().GetValue())
-				}
-			}
-		}
-	}
-	return 0
+	return metricstest.Counter(t, reg, "knowngood_admin_ui_dropped_total", "reason", reason)
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/knowngood/knowngood/servers/socketio"
 	"github.com/knowngood/knowngood/shared/config"
+	"github.com/knowngood/knowngood/shared/metrics/metricstest"
 )
 
 // TestAdminUIUnderLoad: a target under load with an Admin UI attached
@@ -91,21 +92,5 @@ func testAdminUIUnderLoad(t *testing.T, engine string) {
 // dropped is knowngood_admin_ui_dropped_total{reason}.
 func dropped(t *testing.T, tg *target, reason string) int {
 	t.Helper()
-	families, err := tg.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "knowngood_admin_ui_dropped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return int(m.GetCounter().GetValue())
-				}
-			}
-		}
-	}
-	return 0
+	return metricstest.Counter(t, tg.reg, "knowngood_admin_ui_dropped_total", "reason", reason)
 }

@@ -67,3 +67,26 @@ func Names(t testing.TB, reg prometheus.Gatherer) map[string]bool {
 	}
 	return names
 }
+
+// Counter is the value of the counter name{label="value"} that reg holds
+// (0 when it has none).
+func Counter(t testing.TB, reg prometheus.Gatherer, name, label, value string) int {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return int(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -1,6 +1,8 @@
 package sioengine
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -399,11 +401,7 @@ func (c *Conn) Unwritten() int {
 func (c *Conn) Sockets() []*Socket {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]*Socket, 0, len(c.sockets))
-	for _, s := range c.sockets {
-		out = append(out, s)
-	}
-	return out
+	return slices.Collect(maps.Values(c.sockets))
 }
 
 // takeLocked takes what is queued.

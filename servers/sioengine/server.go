@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -166,11 +167,7 @@ func (s *Server) Namespace(name string) *Namespace {
 func (s *Server) Namespaces() []*Namespace {
 	s.nsMu.RLock()
 	defer s.nsMu.RUnlock()
-	out := make([]*Namespace, 0, len(s.nsps))
-	for _, n := range s.nsps {
-		out = append(out, n)
-	}
-	return out
+	return slices.Collect(maps.Values(s.nsps))
 }
 
 // joinable is the namespace a CONNECT names: one the server has, or with

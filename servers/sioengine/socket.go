@@ -82,13 +82,7 @@ func (s *Socket) Disconnect() {
 
 // DisconnectSockets sends every socket of the session a DISCONNECT.
 func (c *Conn) DisconnectSockets() {
-	c.mu.Lock()
-	var sockets []*Socket
-	for _, s := range c.sockets {
-		sockets = append(sockets, s)
-	}
-	c.mu.Unlock()
-	for _, s := range sockets {
+	for _, s := range c.Sockets() {
 		s.Disconnect()
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/shared/browser"
+	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
@@ -389,7 +390,12 @@ func testAdminUINamespace(t *testing.T, engine, transports, path string) {
 	gone := await(t, admin, "socket_disconnected", wait, func(e adminEvent) bool {
 		return e.Event == "socket_disconnected" && e.str(1) == ids[5]
 	})
-	if gone.str(0) != "/" || gone.str(2) != "server namespace disconnect" {
+	// socket.io-client closes its Manager's transport as soon as the
+	// server disconnects its only socket; zishang520 runs the socket's own
+	// close on its task queue, so on a loaded machine that transport close
+	// can reach it first, and the socket ends with that reason (Node closes
+	// the socket before it reads anything more).
+	if reason := gone.str(2); gone.str(0) != "/" || (reason != "server namespace disconnect" && !(engine == config.EngineZishang520 && reason == "transport close")) {
 		t.Errorf("socket_disconnected %s, want / %s server namespace disconnect", gone.Args, ids[5])
 	}
 	if l := await(t, users, "the disconnect", wait, func(l userLine) bool { return l.Disconnect != "" }); l.ID != ids[5] || l.Disconnect != "io server disconnect" {

@@ -139,11 +139,14 @@ func (t *tcpTarget) serve(c net.Conn) {
 					reason = reasonShutdown
 					return
 				}
+				// Counted before it goes out, as the WebSocket targets count
+				// their replies: a client that has its echo finds it
+				// counted. A write that fails then ends the connection.
+				t.m.Sent(1, n)
 				if _, werr := c.Write(buf[:n]); werr != nil {
 					reason = t.ended(werr)
 					return
 				}
-				t.m.Sent(1, n)
 			}
 			if fate.Close {
 				reason = reasonFault

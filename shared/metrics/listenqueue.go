@@ -24,31 +24,40 @@ func (m *Metrics) readListenQueue() (protocol.ListenQueue, bool) {
 	return protocol.ListenQueue{}, false
 }
 
-// registerListenQueue exposes the listener's figures, read at each scrape,
-// on reg alone: Snapshot reads them once itself.
-func (m *Metrics) registerListenQueue(reg prometheus.Registerer, labels prometheus.Labels) {
-	value := func(pick func(protocol.ListenQueue) float64) func() float64 {
-		return func() float64 {
-			q, ok := m.readListenQueue()
-			if !ok {
-				return 0
-			}
-			return pick(q)
-		}
-	}
-	opts := func(name, help string) (prometheus.CounterOpts, prometheus.GaugeOpts) {
-		return prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels},
-			prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}
+// listenQueueCollector serves the listener's figures at each scrape, from
+// one read of the kernel's (one file and one socket option) for all four.
+type listenQueueCollector struct {
+	m                               *Metrics
+	overflows, drops, queued, limit *prometheus.Desc
+}
+
+func newListenQueueCollector(m *Metrics, labels prometheus.Labels) *listenQueueCollector {
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, nil, labels)
 	}
 	perNamespace := " Counted by the kernel for the target's whole network namespace (every listener in it), since the target started."
-	overflows, _ := opts("listen_overflows_total", "Connects whose handshake completed while a listener's accept queue was full (TcpExt ListenOverflows)."+perNamespace)
-	drops, _ := opts("listen_drops_total", "Connects dropped at a listener for any reason, the overflows among them (TcpExt ListenDrops)."+perNamespace)
-	_, queued := opts("accept_queue", "Handshakes waiting in the target's own accept queue now (-1 where it cannot be read: not Linux).")
-	_, limit := opts("accept_queue_limit", "The most the target's accept queue holds: the backlog in effect, -backlog capped by net.core.somaxconn (-1 where it cannot be read).")
-	reg.MustRegister(
-		prometheus.NewCounterFunc(overflows, value(func(q protocol.ListenQueue) float64 { return float64(q.Overflows) })),
-		prometheus.NewCounterFunc(drops, value(func(q protocol.ListenQueue) float64 { return float64(q.Drops) })),
-		prometheus.NewGaugeFunc(queued, value(func(q protocol.ListenQueue) float64 { return float64(q.Queued) })),
-		prometheus.NewGaugeFunc(limit, value(func(q protocol.ListenQueue) float64 { return float64(q.Limit) })),
-	)
+	return &listenQueueCollector{
+		m:         m,
+		overflows: desc("listen_overflows_total", "Connects whose handshake completed while a listener's accept queue was full (TcpExt ListenOverflows)."+perNamespace),
+		drops:     desc("listen_drops_total", "Connects dropped at a listener for any reason, the overflows among them (TcpExt ListenDrops)."+perNamespace),
+		queued:    desc("accept_queue", "Handshakes waiting in the target's own accept queue now (-1 where it cannot be read: not Linux)."),
+		limit:     desc("accept_queue_limit", "The most the target's accept queue holds: the backlog in effect, -backlog capped by net.core.somaxconn (-1 where it cannot be read)."),
+	}
+}
+
+func (c *listenQueueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.overflows
+	ch <- c.drops
+	ch <- c.queued
+	ch <- c.limit
+}
+
+// Collect reports zeros until the target listens, so that every series is
+// there from the first scrape.
+func (c *listenQueueCollector) Collect(ch chan<- prometheus.Metric) {
+	q, _ := c.m.readListenQueue()
+	ch <- prometheus.MustNewConstMetric(c.overflows, prometheus.CounterValue, float64(q.Overflows))
+	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(q.Drops))
+	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(q.Queued))
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(q.Limit))
 }

@@ -184,7 +184,8 @@ func New(reg prometheus.Registerer, variant string) *Metrics {
 	}, []string{"version", "goversion", "variant"})
 	buildInfo.WithLabelValues(version(), runtime.Version(), variant).Set(1)
 	reg.MustRegister(buildInfo)
-	m.registerListenQueue(reg, f.labels)
+	// On reg alone: Snapshot reads the listener's figures itself, once.
+	reg.MustRegister(newListenQueueCollector(m, f.labels))
 	return m
 }
 

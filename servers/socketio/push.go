@@ -154,6 +154,13 @@ return redis.call('INCR', KEYS[2])
 // the clients see a pause, not a gap. While Redis does not answer, no
 // replica pushes (logged once per outage); the counter in Redis outlives
 // a replica and a push stopped and started again, not a Redis restart.
+//
+// Numbering and broadcasting are two steps here (the broadcast goes
+// through the adapter, in @socket.io/redis-adapter's format, which a
+// script cannot write as the broadcast bus's lease script writes its
+// own): a holder stalled between them for longer than the lease could
+// deliver seq N after its successor's N+1, which a client counts as one
+// push out of order.
 func clusterLease(r *cluster.Redis, event string, log *slog.Logger) func(time.Duration) func() (uint64, bool) {
 	keys := []string{"knowngood:push:" + event + ":lease", "knowngood:push:" + event + ":seq"}
 	return func(interval time.Duration) func() (uint64, bool) {

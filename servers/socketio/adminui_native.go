@@ -226,15 +226,25 @@ func (a *nativeAdmin) sockets(max int) []adminSocket {
 // selected are the sockets of a user namespace in room filter ("": every
 // one).
 func (a *nativeAdmin) selected(name, filter string) []*sioengine.Socket {
-	nsp := a.n.eng.Namespace(name)
-	if nsp == nil || name == adminNamespace {
+	nsp, rooms := a.target(name, filter)
+	if nsp == nil {
 		return nil
 	}
-	var rooms []string
-	if filter != "" {
-		rooms = []string{filter}
-	}
 	return nsp.Select(rooms, nil)
+}
+
+// target is the user namespace an order names (nil for /admin or one the
+// server does not have) and the rooms of its filter ("": none, every
+// socket).
+func (a *nativeAdmin) target(name, filter string) (*sioengine.Namespace, []string) {
+	nsp := a.n.eng.Namespace(name)
+	if nsp == nil || name == adminNamespace {
+		return nil, nil
+	}
+	if filter == "" {
+		return nsp, nil
+	}
+	return nsp, []string{filter}
 }
 
 // disconnect: with close, the socket's whole session, its other sockets
@@ -263,13 +273,9 @@ func (a *nativeAdmin) leave(nsp, filter, room string) {
 }
 
 func (a *nativeAdmin) emitTo(name, filter, event string, args []json.RawMessage) int {
-	nsp := a.n.eng.Namespace(name)
-	if nsp == nil || name == adminNamespace {
+	nsp, rooms := a.target(name, filter)
+	if nsp == nil {
 		return 0
-	}
-	var rooms []string
-	if filter != "" {
-		rooms = []string{filter}
 	}
 	return nsp.BroadcastTo(rooms, nil, event, args, nil)
 }

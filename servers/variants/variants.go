@@ -91,8 +91,8 @@ type Goals struct {
 // webSocketLibraries is the registry, in the order -list prints their
 // variants.
 var webSocketLibraries = []WebSocketLibrary{
-	{Gorilla, "gorilla/websocket", true, false, false, false, Goals{IdleKiB: 18, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 1}},
-	{Coder, "coder/websocket", true, false, false, false, Goals{IdleKiB: 24, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 0}},
+	{Gorilla, "gorilla/websocket", true, false, false, true, Goals{IdleKiB: 18, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 1}},
+	{Coder, "coder/websocket", true, false, false, true, Goals{IdleKiB: 24, EchoOfTCP: 0.6, PushP99ms: 100, DeliveryCPU: 2, EchoAllocs: 0}},
 	{Gnet, "gnet event loops with gobwas/ws framing", false, true, false, true, Goals{IdleKiB: 1, EchoOfTCP: 0.9, PushP99ms: 50, DeliveryCPU: 1.5, EchoAllocs: 0, IdleOfFloor: 1.2, CPUOfFloor: 1.2}},
 	// The floor is nbio on its own poller, the targets nbio's framing on
 	// net/http: the ratios are reported, not judged.

@@ -1,7 +1,7 @@
 // Command conns is the idle-connections benchmark (make bench-conns): for
 // each echo target (echo-tcp and one per WebSocket library), the
 // gnet broadcast (its idle subscribers), the minimal echo server on each
-// library alone that has one (gnet-floor, nbio-floor:
+// library alone (gorilla-floor, coder-floor, gnet-floor, nbio-floor:
 // scripts/bench/floors/LIBecho) and the Node `ws` echo server for comparison, and the Socket.IO rows (sio.go:
 // the baseline variant on each engine, the bare zishang520 server and Node's
 // socket.io, each holding Socket.IO sockets), it starts a fresh server, runs
@@ -13,7 +13,7 @@
 // (the registry's Goals.IdleOfFloor; nbio's is reported only).
 //
 //	go run ./scripts/bench/conns [-n 0] [-batch 1000] [-sources 127.0.0.1-127.0.0.8] [-hold 5s]
-//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,echo-nbio,broadcast-gnet,gnet-floor,nbio-floor,node,
+//	                             [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,echo-nbio,broadcast-gnet,gorilla-floor,coder-floor,gnet-floor,nbio-floor,node,
 //	                                        sio-zishang520,sio-native,sio-native-gnet,sio-bare,sio-node]
 //
 // Run it from the repository root. Everything listens on 127.0.0.1; every

@@ -8,12 +8,13 @@
 // against off), and the project's goals for them.
 //
 //	go run ./scripts/bench/echo [-duration 5s] [-warmup 1s] [-reps 3] [-conns 1,100] [-modes sync,pipelined]
-//	                            [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,echo-nbio,gnet-floor,nbio-floor,node] [-metrics-off=true]
+//	                            [-variants echo-tcp,echo-gorilla,echo-coder,echo-gnet,echo-nbio,gorilla-floor,coder-floor,gnet-floor,nbio-floor,node] [-metrics-off=true]
 //
-// gnet-floor and nbio-floor are the minimal WebSocket echo servers on each
-// library alone (scripts/bench/floors/LIBecho): a target's server CPU per
-// message is set beside its library's floor, and held to the registry's
-// Goals.CPUOfFloor where it has one (echo-gnet's).
+// gorilla-floor, coder-floor, gnet-floor and nbio-floor are the minimal
+// WebSocket echo servers on each library alone
+// (scripts/bench/floors/LIBecho): a target's server CPU per message is set
+// beside its library's floor, and held to the registry's Goals.CPUOfFloor
+// where it has one (echo-gnet's).
 //
 // Every repetition starts a fresh server for each target, and the targets
 // take turns within a repetition, so that a slow minute of the machine

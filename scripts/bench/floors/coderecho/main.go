@@ -1,0 +1,73 @@
+// Command coderecho is the floor that echo-coder and broadcast-coder are
+// measured against in make bench-conns and make bench-echo, and the
+// nhooyr.io (coder) row of the frameworks experiment: a minimal WebSocket
+// echo server on github.com/coder/websocket (nhooyr.io/websocket as it is
+// maintained now) on net/http, accepting at "/" and writing every message
+// back as it came (text as text, binary as binary), with the library's
+// defaults otherwise: compression disabled, no logging. It keeps no
+// metrics, no timeouts, no connection cap and no registry: what a
+// connection costs here is what net/http and the library cost, and
+// whatever the targets spend beyond it is knowngood's own. Go's net sets
+// TCP_NODELAY on every TCP connection by default, so the server does not.
+//
+//	go run ./scripts/bench/floors/coderecho [-addr 127.0.0.1:0]
+//
+// Once it accepts, it prints {"msg":"listening","addr":"HOST:PORT"} on
+// stdout, the line the benchmarks read. It is a benchmark floor, not a
+// server to expose: it accepts any Origin.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/coder/websocket"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "TCP `address` to listen on")
+	maxMessage := flag.Int64("max-message", 1<<20, "largest message accepted, in bytes")
+	flag.Parse()
+
+	opts := &websocket.AcceptOptions{InsecureSkipVerify: true, CompressionMode: websocket.CompressionDisabled}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, opts)
+		if err != nil {
+			return // Accept has answered the client
+		}
+		defer c.CloseNow()
+		c.SetReadLimit(*maxMessage)
+		ctx := context.Background()
+		for {
+			op, msg, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			if err := c.Write(ctx, op, msg); err != nil {
+				return
+			}
+		}
+	})
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coderecho:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("{\"msg\":\"listening\",\"addr\":%q}\n", ln.Addr().String())
+	go func() {
+		err := http.Serve(ln, mux)
+		fmt.Fprintln(os.Stderr, "coderecho:", err)
+		os.Exit(1)
+	}()
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	<-stop
+}

@@ -21,6 +21,10 @@
 #   compose tests, make observe and the scrape-config tests, the tsung and
 #   Locust recipes, the cluster, and the browser tests of the dashboard and
 #   the HTML reports.
+# - Debian's python3-fastapi, python3-uvloop, libnetty-java,
+#   libtomcat10-java and (where javac is missing) openjdk-17-jdk-headless:
+#   the frameworks experiment's servers (scripts/python, scripts/java),
+#   whose Java ones scripts/java/build.sh then compiles.
 # - Docker Compose v2 as a docker CLI plugin and k6, both built from their
 #   Go modules, and the artillery and wscat recipes (npm ci each).
 # - kubectl, where it is missing, from dl.k8s.io (the docker/k8s tests).
@@ -111,6 +115,20 @@ if [ "$mode" = all ]; then
 		nginx|nginx|the cluster's front: make cluster and its tests
 		chromium|chromium|headless browser: the tests of the admin dashboard and of loadgen's HTML reports
 		unzip|unzip|the release test, which unpacks make dist's Windows archives as a user would
+		javac|openjdk-17-jdk-headless|javac for scripts/java/build.sh: the frameworks experiment's Netty and Tomcat servers
+	EOF
+	# The frameworks experiment's servers: libraries, not commands, so
+	# each is looked for as its server loads it.
+	while IFS='|' read -r check pkg why; do
+		if ! eval "$check" 2>/dev/null; then
+			apt_missing+=("$pkg")
+			apt_why+=("$pkg: $why")
+		fi
+	done <<-'EOF'
+		/usr/bin/python3 -c 'import fastapi'|python3-fastapi|the frameworks experiment's FastAPI echo server (scripts/python/fastapi_echo_server.py)
+		/usr/bin/python3 -c 'import uvloop'|python3-uvloop|the frameworks experiment's websockets and FastAPI servers on uvloop
+		test -f /usr/share/java/netty-codec-http.jar|libnetty-java|Netty 4.1: the frameworks experiment's Netty echo server (scripts/java/NettyEcho.java)
+		test -f /usr/share/java/tomcat10-websocket.jar|libtomcat10-java|embedded Tomcat 10 and its Jakarta WebSocket: the frameworks experiment's Spring WebSocket row (scripts/java/TomcatEcho.java)
 	EOF
 fi
 if [ ${#apt_missing[@]} -gt 0 ]; then
@@ -134,7 +152,7 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
 	apt_pid=$!
 	installed=$((installed + 1))
 else
-	say "have Debian's python3-socketio, python3-aiohttp, python3-websockets, python3-uvicorn$([ "$mode" = all ] && echo ", docker.io, prometheus, tsung, python3-locust, redis-server, nginx, chromium")"
+	say "have Debian's python3-socketio, python3-aiohttp, python3-websockets, python3-uvicorn$([ "$mode" = all ] && echo ", docker.io, prometheus, tsung, python3-locust, redis-server, nginx, chromium, python3-fastapi, python3-uvloop, libnetty-java, libtomcat10-java, a JDK")"
 fi
 
 # apt_wait waits for the apt-get started above, if any; its failure stops
@@ -216,5 +234,10 @@ fi
 npm_step artillery "artillery 2 with its ws and socketio engines: make artillery-ws, make artillery-socketio" "2 min"
 npm_step wscat "wscat: make wscat" "5 s"
 apt_wait
+
+# The frameworks experiment's Java servers, against the jars just checked
+# or installed; build.sh compiles only what changed.
+say "scripts/java/build.sh: the frameworks experiment's Netty and Tomcat servers (javac; ~5 s cold, nothing when current)"
+java/build.sh
 
 say "finished in $((SECONDS - started))s$([ $installed = 0 ] && echo ", nothing to install")"

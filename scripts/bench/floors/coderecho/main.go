@@ -12,9 +12,10 @@
 //
 //	go run ./scripts/bench/floors/coderecho [-addr 127.0.0.1:0]
 //
-// Once it accepts, it prints {"msg":"listening","addr":"HOST:PORT"} on
-// stdout, the line the benchmarks read. It is a benchmark floor, not a
-// server to expose: it accepts any Origin.
+// Once it accepts, it prints {"msg":"listening","addr":"HOST:PORT",
+// "framework":"github.com/coder/websocket vX.Y.Z"} on stdout, the line
+// the benchmarks read. It is a benchmark floor, not a server to expose: it
+// accepts any Origin.
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/coder/websocket"
@@ -61,7 +63,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "coderecho:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("{\"msg\":\"listening\",\"addr\":%q}\n", ln.Addr().String())
+	fmt.Printf("{\"msg\":\"listening\",\"addr\":%q,\"framework\":%q}\n", ln.Addr().String(), framework())
 	go func() {
 		err := http.Serve(ln, mux)
 		fmt.Fprintln(os.Stderr, "coderecho:", err)
@@ -70,4 +72,17 @@ func main() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	<-stop
+}
+
+// framework is the library and the version this binary was built with.
+func framework() string {
+	const path = "github.com/coder/websocket"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Path == path {
+				return path + " " + m.Version
+			}
+		}
+	}
+	return path
 }

@@ -13,7 +13,8 @@
 //     it delayed, not only to the one in flight (no coordinated omission).
 //
 // ws:// URLs speak WebSocket (gobwas/ws for the upgrade, binary messages
-// framed here, several to a write when pipelined);
+// framed here, several to a write when pipelined; text messages with
+// -text, whose echoes must come back as text);
 // tcp:// URLs send the same bytes without framing and read back as many.
 // wss:// and tls:// are the same in TLS (-ca, -insecure).
 // Every echo is compared with the message sent.
@@ -76,6 +77,7 @@ type Config struct {
 	Timeout  time.Duration // bounds each dial, and the wait for the last echoes after the window
 	PID      int           // the target's process id, for its CPU from /proc; 0 for none
 	Loops    int           // pipelined over ws:// or tcp://: the client's event loops; 0 for half the cores
+	Text     bool          // WebSocket: text messages (ASCII), not binary
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
@@ -99,6 +101,7 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 		}
 		return fmt.Errorf("want %s", strings.Join(Modes, ", "))
 	})
+	fs.BoolVar(&cfg.Text, "text", false, "WebSocket: send text messages (ASCII, the sequence number in hex), and want them back as text, not binary; many servers decode and check text as UTF-8, which binary spares them")
 	flagset.Int(fs, &cfg.Inflight, "inflight", DefaultInflight, 1, maxInflight, "pipelined: `N` messages awaiting their echo on each connection")
 	flagset.Int(fs, &cfg.Rate, "rate", DefaultRate, 1, maxRate, "rate: `MSG/S` sent by all connections together, evenly spread")
 	flagset.Duration(fs, &cfg.Duration, "duration", DefaultDuration, false, "the measured window, after the warmup")
@@ -124,6 +127,9 @@ func (c *Config) normalize(set map[string]bool) error {
 	c.URL = u.String
 	if err := target.NotSocketIO(u, "echo"); err != nil {
 		return err
+	}
+	if c.Text && u.TCP {
+		return fmt.Errorf("flag -text: want a ws:// or wss:// -url, not %s: raw TCP has no frames to mark as text", c.URL)
 	}
 	if c.Shard.Set() {
 		// This shard's connections and its part of the rate.

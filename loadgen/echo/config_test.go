@@ -26,6 +26,7 @@ func TestParseFlags(t *testing.T) {
 		}},
 		{Args: []string{"-url", "ws://127.0.0.1:8080"}, Want: func(c *Config) { c.URL = "ws://127.0.0.1:8080/" }},
 		{Args: []string{"-url", "tcp://127.0.0.1:7000/", "-mode", "rate", "-rate", "10"}, Want: func(c *Config) { c.URL, c.Mode, c.Rate = "tcp://127.0.0.1:7000", Rate, 10 }},
+		{Args: []string{"-text", "-url", "wss://127.0.0.1:8443/"}, Want: func(c *Config) { c.Text, c.URL = true, "wss://127.0.0.1:8443/" }},
 		{Args: []string{"-admin", "", "-pid", "123"}, Want: func(c *Config) { c.Admin, c.PID = "", 123 }},
 		{Args: []string{"-admin", "127.0.0.1:9200"}, Want: func(c *Config) { c.Admin = "http://127.0.0.1:9200" }},
 	})
@@ -42,6 +43,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{Args: []string{"-ca", "/nonexistent/cert.pem"}, Want: "flag -ca: open /nonexistent/cert.pem"},
 		{Args: []string{"-url", "ws://127.0.0.1/"}, Want: "flag -url: want ws://HOST:PORT"},
 		{Args: []string{"-url", "tcp://127.0.0.1:7000/echo"}, Want: "flag -url: a tcp:// URL has no path"},
+		{Args: []string{"-text", "-url", "tcp://127.0.0.1:7000"}, Want: "flag -text: want a ws:// or wss:// -url, not tcp://127.0.0.1:7000: raw TCP has no frames"},
+		{Args: []string{"-url", "tls://127.0.0.1:7000", "-text"}, Want: "flag -text: want a ws:// or wss:// -url, not tls://"},
 		{Args: []string{"-c", "0"}, Want: "flag -c: want an integer from 1 to"},
 		{Args: []string{"-c", "many"}, Want: "flag -c: want an integer"},
 		{Args: []string{"-size", "0"}, Want: "flag -size: want an integer from 1 to 16777216"},
@@ -62,5 +65,5 @@ func TestParseFlagsErrors(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	t.Parallel()
-	scenariotest.ListsFlags(t, Usage, "-url", "-c", "-size", "-mode", "-inflight", "-rate", "-duration", "-warmup", "-timeout", "-admin", "-pid", "-json")
+	scenariotest.ListsFlags(t, Usage, "-url", "-c", "-size", "-mode", "-inflight", "-rate", "-duration", "-warmup", "-timeout", "-admin", "-pid", "-json", "-text")
 }

@@ -66,7 +66,7 @@ func dialer(cfg Config) dialFunc {
 		if err != nil {
 			return nil, err
 		}
-		return &wsConn{writer: writer{c: c}, r: r, rhdr: make([]byte, ws.MaxHeaderSize), whdr: make([]byte, ws.MaxHeaderSize)}, nil
+		return &wsConn{writer: writer{c: c}, r: r, rhdr: make([]byte, ws.MaxHeaderSize), whdr: make([]byte, ws.MaxHeaderSize), text: cfg.Text}, nil
 	}
 }
 
@@ -89,11 +89,12 @@ func (w *writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// wsConn frames binary messages as a client must (masked, RFC 6455 5.3),
-// each in one frame, and reads the target's frames.
+// wsConn frames messages as a client must (masked, RFC 6455 5.3), each in
+// one frame, binary (text with -text), and reads the target's frames.
 type wsConn struct {
 	writer
-	r *bufio.Reader
+	r    *bufio.Reader
+	text bool
 	// ws.ReadHeaderBuffer's and WriteHeaderBuffer's scratch (one each:
 	// the receiver and the sender run at once), kept so that neither
 	// allocates.
@@ -102,7 +103,7 @@ type wsConn struct {
 }
 
 func (w *wsConn) queue(p []byte) {
-	h := ws.Header{Fin: true, OpCode: ws.OpBinary, Masked: true, Mask: ws.NewMask(), Length: int64(len(p))}
+	h := ws.Header{Fin: true, OpCode: dataOp(w.text), Masked: true, Mask: ws.NewMask(), Length: int64(len(p))}
 	_ = ws.WriteHeaderBuffer(&w.writer, h, w.whdr) // appends: cannot fail
 	start := len(w.out)
 	w.out = append(w.out, p...)
@@ -148,10 +149,26 @@ func (w *wsConn) recv(p []byte) (int, error) {
 			break
 		}
 	}
-	if op != ws.OpBinary {
-		return n, fmt.Errorf("%w: a text message for a binary one", errMismatch)
+	return n, opErr(op, dataOp(w.text))
+}
+
+// dataOp is the opcode of the messages sent, which their echoes must
+// have too: a server may take text and binary apart (text is UTF-8 to
+// check), so an echo of the other kind is not the message sent.
+func dataOp(text bool) ws.OpCode {
+	if text {
+		return ws.OpText
 	}
-	return n, nil
+	return ws.OpBinary
+}
+
+// opErr is the mismatch of an echo that came as op for a message sent as
+// want; nil when they are the same.
+func opErr(op, want ws.OpCode) error {
+	if op != want {
+		return fmt.Errorf("%w: a %s message for a %s one", errMismatch, opName(op), opName(want))
+	}
+	return nil
 }
 
 // handleControl reads a control frame's payload: a close ends the
@@ -216,28 +233,57 @@ func (t *tcpConn) recv(p []byte) (int, error) { return io.ReadFull(t.r, p) }
 func (t *tcpConn) close() { _ = t.c.Close() }
 
 // payload makes and checks the messages of a run: the same pattern each
-// time, with the message's sequence number (little-endian) in its first
-// eight bytes (fewer when the message is shorter), so that an echo of the
-// wrong message does not pass.
-type payload struct{ pattern []byte }
+// time (lowercase letters), with the message's sequence number at its
+// start, so that an echo of the wrong message does not pass. A binary
+// message carries it in its first eight bytes, little-endian; a text
+// message, which must be valid UTF-8, in its first sixteen as hex digits,
+// the most significant first, so that the whole message is ASCII. A
+// shorter message carries as much of the number as fits, its low-order
+// part: seq mod 256^size in binary, mod 16^size in text.
+type payload struct {
+	pattern []byte
+	text    bool
+}
 
-func newPayload(size int) payload {
+func newPayload(size int, text bool) payload {
 	p := make([]byte, size)
 	for i := range p {
 		p[i] = 'a' + byte(i%26)
 	}
-	return payload{pattern: p}
+	return payload{pattern: p, text: text}
 }
 
+// maxSeqBytes is the most bytes a sequence number takes: 16 hex digits.
+const maxSeqBytes = 16
+
 // seqBytes is how many bytes of a message carry its sequence number.
-func (p payload) seqBytes() int { return min(8, len(p.pattern)) }
+func (p payload) seqBytes() int {
+	if p.text {
+		return min(maxSeqBytes, len(p.pattern))
+	}
+	return min(8, len(p.pattern))
+}
+
+// putSeq writes seq's low-order part into b (len(b) == p.seqBytes()).
+func (p payload) putSeq(b []byte, seq uint64) {
+	if p.text {
+		for i := len(b) - 1; i >= 0; i-- {
+			b[i] = hexDigits[seq&0xf]
+			seq >>= 4
+		}
+		return
+	}
+	for i := range b {
+		b[i] = byte(seq >> (8 * i))
+	}
+}
+
+const hexDigits = "0123456789abcdef"
 
 // fill writes message seq into buf (len(buf) == size).
 func (p payload) fill(buf []byte, seq uint64) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], seq)
 	k := p.seqBytes()
-	copy(buf[:k], b[:k])
+	p.putSeq(buf[:k], seq)
 	copy(buf[k:], p.pattern[k:])
 }
 
@@ -248,8 +294,10 @@ func (p payload) check(got []byte, n int, seq uint64) error {
 		return fmt.Errorf("%w: %d bytes for a %d-byte message", errMismatch, n, len(p.pattern))
 	}
 	k := p.seqBytes()
-	if !seqIs(got[:k], seq) {
-		return seqErr(got[:k], seq)
+	var want [maxSeqBytes]byte
+	p.putSeq(want[:k], seq)
+	if !bytes.Equal(got[:k], want[:k]) {
+		return p.seqErr(got[:k], seq)
 	}
 	if !bytes.Equal(got[k:], p.pattern[k:]) {
 		i := k
@@ -261,22 +309,15 @@ func (p payload) check(got []byte, n int, seq uint64) error {
 	return nil
 }
 
-// seqIs reports whether b (up to 8 bytes) is seq's first len(b) bytes,
-// little-endian.
-func seqIs(b []byte, seq uint64) bool {
-	if len(b) == 8 {
-		return binary.LittleEndian.Uint64(b) == seq
+// seqErr is the mismatch of got, the sequence number of an echo, for
+// message seq. It makes its own copy of the number wanted: check's, given
+// to fmt, would move to the heap on every call.
+func (p payload) seqErr(got []byte, seq uint64) error {
+	want := make([]byte, len(got))
+	p.putSeq(want, seq)
+	format := "%w: sequence number %x, want %x (a message lost, repeated or reordered)"
+	if p.text {
+		format = "%w: sequence number %q, want %q (a message lost, repeated or reordered)"
 	}
-	for i, c := range b {
-		if c != byte(seq>>(8*i)) {
-			return false
-		}
-	}
-	return true
-}
-
-func seqErr(got []byte, seq uint64) error {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], seq)
-	return fmt.Errorf("%w: sequence number %x, want %x (a message lost, repeated or reordered)", errMismatch, got, b[:len(got)])
+	return fmt.Errorf(format, errMismatch, got, want)
 }

@@ -119,15 +119,22 @@ func TestWebSocketFrameOut(t *testing.T) {
 		w.queue([]byte(m))
 	}
 	out.Write(w.out)
-	checkClientFrames(t, &out, []string{"a", strings.Repeat("b", 200), strings.Repeat("c", 70000)})
+	checkClientFrames(t, &out, ws.OpBinary, []string{"a", strings.Repeat("b", 200), strings.Repeat("c", 70000)})
+
+	// -text: text frames.
+	w.out, w.text = w.out[:0], true
+	w.queue([]byte("0123"))
+	w.queue([]byte(strings.Repeat("d", 300)))
+	out.Write(w.out)
+	checkClientFrames(t, &out, ws.OpText, []string{"0123", strings.Repeat("d", 300)})
 }
 
-// checkClientFrames checks that r holds, and holds only, one masked binary
-// frame for each of msgs, in order.
+// checkClientFrames checks that r holds, and holds only, one masked frame
+// of opcode op for each of msgs, in order.
 func checkClientFrames(t *testing.T, r interface {
 	io.Reader
 	Len() int
-}, msgs []string) {
+}, op ws.OpCode, msgs []string) {
 	t.Helper()
 	for _, want := range msgs {
 		f, err := readFrame(r)
@@ -135,11 +142,86 @@ func checkClientFrames(t *testing.T, r interface {
 			t.Fatal(err)
 		}
 		ws.Cipher(f.Payload, f.Header.Mask, 0)
-		if !f.Header.Fin || !f.Header.Masked || f.Header.OpCode != ws.OpBinary || string(f.Payload) != want {
-			t.Errorf("frame %+v with %d bytes, want a masked binary frame of %d", f.Header, len(f.Payload), len(want))
+		if !f.Header.Fin || !f.Header.Masked || f.Header.OpCode != op || string(f.Payload) != want {
+			t.Errorf("frame %+v with %d bytes, want a masked %s frame of %d", f.Header, len(f.Payload), opName(op), len(want))
 		}
 	}
 	if r.Len() != 0 {
 		t.Errorf("%d bytes more", r.Len())
+	}
+}
+
+// TestTextPayload: a -text message is ASCII with its sequence number in
+// hex at its start (as much of it as fits), and its check, which allocates
+// nothing for a match, finds a wrong number or byte.
+func TestTextPayload(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun.
+	pl := newPayload(20, true)
+	msg := make([]byte, 20)
+	pl.fill(msg, 0x1234abcd)
+	if got := string(msg); got != "000000001234abcdqrst" {
+		t.Errorf("message %q", got)
+	}
+	if err := pl.check(msg, 20, 0x1234abcd); err != nil {
+		t.Errorf("its own echo: %v", err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		pl.fill(msg, 0xfedcba9876543210)
+		_ = pl.check(msg, 20, 0xfedcba9876543210)
+	}); allocs != 0 {
+		t.Errorf("fill and check allocate %v times", allocs)
+	}
+	pl.fill(msg, 7)
+	for _, c := range []struct {
+		name string
+		got  []byte
+		seq  uint64
+		want string
+	}{
+		{"wrong number", msg, 8, `sequence number "0000000000000007", want "0000000000000008"`},
+		{"wrong byte", append(bytes.Clone(msg[:17]), "!st"...), 7, "byte 17 is 0x21, want 0x72"},
+		{"wrong digit", append([]byte("000000000000000G"), msg[16:]...), 7, `sequence number "000000000000000G"`},
+	} {
+		if err := pl.check(c.got, 20, c.seq); !errors.Is(err, errMismatch) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a mismatch that says %s", c.name, err, c.want)
+		}
+	}
+
+	// Shorter than a whole number: the low-order digits, which tell
+	// apart 16^size messages in a row.
+	short := newPayload(3, true)
+	msg = msg[:3]
+	short.fill(msg, 0x1abc)
+	if string(msg) != "abc" || short.check(msg, 3, 0x1abc) != nil || short.check(msg, 3, 0xabd) == nil {
+		t.Errorf("3 bytes: %q", msg)
+	}
+
+	// A binary echo of a text message, and the other way round.
+	if err := opErr(ws.OpBinary, dataOp(true)); !errors.Is(err, errMismatch) || !strings.Contains(err.Error(), "a binary message for a text one") {
+		t.Errorf("binary for text: %v", err)
+	}
+	if opErr(ws.OpText, dataOp(true)) != nil || opErr(ws.OpBinary, dataOp(false)) != nil || opErr(ws.OpText, dataOp(false)) == nil {
+		t.Error("opErr: wrong verdict")
+	}
+}
+
+// TestBinaryPayload: the binary message's sequence number, little-endian,
+// and its check, which allocates nothing for a match.
+func TestBinaryPayload(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun.
+	pl := newPayload(10, false)
+	msg := make([]byte, 10)
+	pl.fill(msg, 0x0102030405060708)
+	if want := "\x08\x07\x06\x05\x04\x03\x02\x01ij"; string(msg) != want {
+		t.Errorf("message %q, want %q", msg, want)
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		pl.fill(msg, 42)
+		_ = pl.check(msg, 10, 42)
+	}); allocs != 0 {
+		t.Errorf("fill and check allocate %v times", allocs)
+	}
+	if err := pl.check(msg, 10, 43); !errors.Is(err, errMismatch) || !strings.Contains(err.Error(), "sequence number 2a00000000000000, want 2b00000000000000") {
+		t.Errorf("wrong number: %v", err)
 	}
 }

@@ -44,6 +44,7 @@ type pipeConn struct {
 	w        *worker
 	g        gnet.Conn
 	ws       bool
+	text     bool // ws: text messages, not binary
 	win      window
 	free     int // messages that may be sent now
 	most     int // messages to a write, at most
@@ -106,7 +107,7 @@ func (r *run) startLoops(win window, workers []*worker, inflight int) (*loops, b
 	for i, w := range workers {
 		_, isWS := w.conn.(*wsConn)
 		size := len(w.pl.pattern)
-		p := &pipeConn{w: w, ws: isWS, win: win, free: inflight, most: min(inflight, max(1, batchBytes/size)),
+		p := &pipeConn{w: w, ws: isWS, text: r.cfg.Text, win: win, free: inflight, most: min(inflight, max(1, batchBytes/size)),
 			msg: make([]byte, size)}
 		l.drained.Add(1)
 		l.closed.Add(1)
@@ -239,7 +240,7 @@ func (p *pipeConn) send() error {
 		for i := range uint64(n) {
 			p.w.pl.fill(p.msg, p.next+i)
 			if p.ws {
-				p.out = appendClientFrame(p.out, p.msg)
+				p.out = appendClientFrame(p.out, dataOp(p.text), p.msg)
 			} else {
 				p.out = append(p.out, p.msg...)
 			}
@@ -255,17 +256,17 @@ func (p *pipeConn) send() error {
 	return nil
 }
 
-// appendClientFrame appends p as one masked binary frame (RFC 6455 5.2,
-// 5.3), with a fresh random mask.
-func appendClientFrame(out, p []byte) []byte {
+// appendClientFrame appends p as one masked frame of opcode op (RFC 6455
+// 5.2, 5.3), with a fresh random mask.
+func appendClientFrame(out []byte, op ws.OpCode, p []byte) []byte {
 	n := len(p)
 	switch {
 	case n < 126:
-		out = append(out, 0x80|byte(ws.OpBinary), 0x80|byte(n))
+		out = append(out, 0x80|byte(op), 0x80|byte(n))
 	case n <= 0xffff:
-		out = append(out, 0x80|byte(ws.OpBinary), 0x80|126, byte(n>>8), byte(n))
+		out = append(out, 0x80|byte(op), 0x80|126, byte(n>>8), byte(n))
 	default:
-		out = append(out, 0x80|byte(ws.OpBinary), 0x80|127)
+		out = append(out, 0x80|byte(op), 0x80|127)
 		out = binary.BigEndian.AppendUint64(out, uint64(n))
 	}
 	mask := ws.NewMask()
@@ -326,7 +327,7 @@ func (p *pipeConn) parse(buf []byte, now time.Time) (int, error) {
 		if p.op == 0 && h.Fin && int64(len(buf)-used) >= h.Length { // a whole message, the usual case
 			payload := buf[used : used+int(h.Length)]
 			used += int(h.Length)
-			p.echoed(payload, len(payload), opErr(h.OpCode), now)
+			p.echoed(payload, len(payload), opErr(h.OpCode, dataOp(p.text)), now)
 			continue
 		}
 		if p.op == 0 {
@@ -350,15 +351,8 @@ func (p *pipeConn) keep(b []byte) {
 
 // complete takes the message that spanned reads or frames.
 func (p *pipeConn) complete(now time.Time) {
-	p.echoed(p.partial, p.n, opErr(p.op), now)
+	p.echoed(p.partial, p.n, opErr(p.op, dataOp(p.text)), now)
 	p.partial, p.n, p.op = p.partial[:0], 0, 0
-}
-
-func opErr(op ws.OpCode) error {
-	if op != ws.OpBinary {
-		return fmt.Errorf("%w: a text message for a binary one", errMismatch)
-	}
-	return nil
 }
 
 // echoed takes one echo of n bytes (got holds the first of them), read at

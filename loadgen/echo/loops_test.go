@@ -28,7 +28,7 @@ func (f *fakeGnet) Write(p []byte) (int, error) { return f.out.Write(p) }
 func newTestPipe(size, n int) (*pipeConn, *fakeGnet) {
 	start := time.Now().Add(-time.Second)
 	tl := timeline.New(start)
-	w := &worker{pl: newPayload(size), errs: &tally.Errors{}, closing: &atomic.Bool{}, lat: protocol.NewHistogram(),
+	w := &worker{pl: newPayload(size, false), errs: &tally.Errors{}, closing: &atomic.Bool{}, lat: protocol.NewHistogram(),
 		late: protocol.NewHistogram(), tl: tl, seconds: tl.Local()}
 	g := &fakeGnet{}
 	win := window{start: start, from: start, to: start.Add(time.Hour), stop: make(chan struct{})}
@@ -40,7 +40,7 @@ func newTestPipe(size, n int) (*pipeConn, *fakeGnet) {
 // message is echo seq of a size-byte payload.
 func message(size int, seq uint64) []byte {
 	b := make([]byte, size)
-	newPayload(size).fill(b, seq)
+	newPayload(size, false).fill(b, seq)
 	return b
 }
 
@@ -114,13 +114,16 @@ func TestLoopFrames(t *testing.T) {
 	}
 }
 
-// TestLoopFrameOut: a batch is masked frames that unmask to the messages.
+// TestLoopFrameOut: a batch is masked frames of the opcode given that
+// unmask to the messages.
 func TestLoopFrameOut(t *testing.T) {
 	t.Parallel()
-	var out []byte
 	msgs := []string{"a", strings.Repeat("b", 200), strings.Repeat("c", 70000)}
-	for _, m := range msgs {
-		out = appendClientFrame(out, []byte(m))
+	for _, op := range []ws.OpCode{ws.OpBinary, ws.OpText} {
+		var out []byte
+		for _, m := range msgs {
+			out = appendClientFrame(out, op, []byte(m))
+		}
+		checkClientFrames(t, bytes.NewReader(out), op, msgs)
 	}
-	checkClientFrames(t, bytes.NewReader(out), msgs)
 }

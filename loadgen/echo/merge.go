@@ -17,12 +17,12 @@ import (
 // shard's window, from each replica's earliest read before and latest
 // read after. A shard's -pid CPU figures are left out.
 func Merge(names []string, data [][]byte) (*Report, error) {
-	reps, whole, g, err := scenario.ReadShards(names, data, "an echo", "-mode, -size, -duration or -warmup", (*Report).shardFigures)
+	reps, whole, g, err := scenario.ReadShards(names, data, "an echo", "-mode, -size, -text, -duration or -warmup", (*Report).shardFigures)
 	if err != nil {
 		return nil, err
 	}
 	first := reps[0]
-	out := &Report{Heading: first.Heading, Mode: first.Mode, Size: first.Size, Inflight: first.Inflight,
+	out := &Report{Heading: first.Heading, Mode: first.Mode, Size: first.Size, Text: first.Text, Inflight: first.Inflight,
 		Duration: first.Duration, Warmup: first.Warmup}
 	late := protocol.NewHistogram()
 	var windows [][]replicas.Replica
@@ -94,6 +94,6 @@ func mergedView(admin string, parts []replicas.Replica) *ServerView {
 
 // shardFigures are what Merge reads alike from every shard's report.
 func (r *Report) shardFigures() scenario.ShardFigures {
-	return scenario.ShardFigures{Part: r.Shard, Flags: [4]any{r.Mode, r.Size, r.Duration, r.Warmup}, URL: r.URL, Samples: r.Samples,
+	return scenario.ShardFigures{Part: r.Shard, Flags: [5]any{r.Mode, r.Size, r.Text, r.Duration, r.Warmup}, URL: r.URL, Samples: r.Samples,
 		Errors: r.Errors, ServerError: r.ServerError, Counted: r.Messages > 0, Latency: r.LatencyHistogram}
 }

@@ -29,6 +29,7 @@ type Report struct {
 	Mode     string `json:"mode"`
 	Conns    int    `json:"connections"`
 	Size     int    `json:"size"`
+	Text     bool   `json:"text"`               // -text: WebSocket text messages, not binary
 	Inflight int    `json:"inflight,omitempty"` // pipelined
 	Rate     int    `json:"rate,omitempty"`     // rate: the target, msg/s
 	Duration string `json:"duration"`
@@ -120,7 +121,7 @@ type ServerView struct {
 
 func newReport(cfg Config) *Report {
 	r := &Report{
-		Heading: scenario.Heading{URL: cfg.URL}, Mode: cfg.Mode, Conns: cfg.Conns, Size: cfg.Size,
+		Heading: scenario.Heading{URL: cfg.URL}, Mode: cfg.Mode, Conns: cfg.Conns, Size: cfg.Size, Text: cfg.Text,
 		Duration: cfg.Duration.String(), Warmup: cfg.Warmup.String(), Errors: map[string]tally.Count{},
 	}
 	u, _ := target.ParseURL(cfg.URL)
@@ -199,7 +200,7 @@ func (r *Report) WriteCSV(w io.Writer) error { return timeline.WriteCSV(w, r.Sam
 // echoed against those the server says it echoed.
 func (r *Report) HTMLRun() (htmlreport.Run, error) {
 	run := htmlreport.Run{
-		Name:    fmt.Sprintf("%d connections to %s, %d-byte messages, %s", r.Conns, r.URL, r.Size, r.Mode),
+		Name:    fmt.Sprintf("%d connections to %s, %d-byte %s, %s", r.Conns, r.URL, r.Size, r.messages(), r.Mode),
 		Samples: r.Samples, Unit: "echoes", Distribution: r.Distribution,
 	}
 	var echoed *float64
@@ -220,8 +221,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	case Rate:
 		how = fmt.Sprintf("rate (%d msg/s in total, latency from each message's due time)", r.Rate)
 	}
-	fmt.Fprintf(w, "echo: %s to %s, %d-byte messages, %s, %s after a %s warmup (%s %s)\n",
-		plural.Of(r.Conns, "connection"), r.URL, r.Size, how, r.Duration, r.Warmup, r.Client, r.Version)
+	fmt.Fprintf(w, "echo: %s to %s, %d-byte %s, %s, %s after a %s warmup (%s %s)\n",
+		plural.Of(r.Conns, "connection"), r.URL, r.Size, r.messages(), how, r.Duration, r.Warmup, r.Client, r.Version)
 	if r.Interrupted {
 		fmt.Fprintf(w, "interrupted: the figures cover %.1fs of the window\n", r.WindowSeconds)
 	}
@@ -272,6 +273,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 		t.Replicas(s.Replicas)
 	}
 	return t.Close(w, r.Errors, r.ServerError, r.Verdicts)
+}
+
+// messages names what was sent: WebSocket text or binary messages, or
+// the bytes of a raw TCP stream.
+func (r *Report) messages() string {
+	switch {
+	case r.Text:
+		return "text messages"
+	case strings.HasPrefix(r.URL, "ws"):
+		return "binary messages"
+	}
+	return "messages"
 }
 
 func msString(v *float64) string {

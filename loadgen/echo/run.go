@@ -150,7 +150,7 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 // for them to end, and stop, called after closeAll, stops what they
 // started.
 func (r *run) startWorkers(win window, tl *timeline.Timeline, closing *atomic.Bool) (wait, stop func()) {
-	pl := newPayload(r.cfg.Size)
+	pl := newPayload(r.cfg.Size, r.cfg.Text)
 	r.workers = make([]*worker, len(r.conns))
 	for i, c := range r.conns {
 		r.workers[i] = &worker{id: i, conn: c, pl: pl, errs: r.errs, closing: closing, lat: protocol.NewHistogram(), late: protocol.NewHistogram(),

@@ -13,15 +13,21 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/knowngood/knowngood/loadgen/internal/echotest"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/shared/leaktest"
 )
 
 func TestMain(m *testing.M) {
 	// Pipelined mode's gnet loops share gnet's package-level worker pool.
-	leaktest.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		harness.RemoveBuilds()
+		os.Exit(code)
+	}))
 }
 
 // testConfig is a short run against url, without /stats.
@@ -97,6 +103,25 @@ func TestModes(t *testing.T) {
 	}
 }
 
+// TestText: with -text, a knowngood echo target (the process) gets text
+// messages and echoes them as text, on the goroutines (sync) and on the
+// event loops (pipelined); sizes with the whole sequence number and with
+// part of it.
+func TestText(t *testing.T) {
+	t.Parallel()
+	tg := harness.Start(t, "-variant", "echo-gorilla")
+	for _, mode := range []string{Sync, Pipelined} {
+		for _, size := range []int{128, 5} {
+			cfg := testConfig("ws://"+tg.Addr+"/", mode)
+			cfg.Text, cfg.Size = true, size
+			rep := mustRun(t, cfg) // fails on a note: pipelined ran on the loops
+			if rep.Connected != 4 || len(rep.Errors) != 0 || rep.Messages == 0 || !rep.Text {
+				t.Errorf("%s, %d bytes: connected %d, errors %v, messages %d, text %v", mode, size, rep.Connected, rep.Errors, rep.Messages, rep.Text)
+			}
+		}
+	}
+}
+
 // TestPipelinedInflight: a TCP server that reads but echoes nothing for a
 // while receives exactly -inflight messages from each connection.
 func TestPipelinedInflight(t *testing.T) {
@@ -117,9 +142,10 @@ func TestPipelinedInflight(t *testing.T) {
 func TestWrongEchoes(t *testing.T) {
 	t.Parallel()
 	for name, srv := range map[string]*echotest.Server{
-		"ws corrupt": echotest.StartWebSocket(t, echotest.Options{Corrupt: true}),
-		"ws text":    echotest.StartWebSocket(t, echotest.Options{Text: true}),
-		"tcp":        echotest.StartTCP(t, echotest.Options{Corrupt: true}),
+		"ws corrupt":      echotest.StartWebSocket(t, echotest.Options{Corrupt: true}),
+		"ws text":         echotest.StartWebSocket(t, echotest.Options{Text: true}),
+		"ws binary -text": echotest.StartWebSocket(t, echotest.Options{Binary: true}),
+		"tcp":             echotest.StartTCP(t, echotest.Options{Corrupt: true}),
 	} {
 		for _, mode := range []string{Sync, Pipelined} { // goroutines; event loops
 			if mode == Pipelined && name == "tcp" {
@@ -127,14 +153,19 @@ func TestWrongEchoes(t *testing.T) {
 			}
 			t.Run(name+"/"+mode, func(t *testing.T) {
 				t.Parallel() // a run's checks are of its own connections
-				rep := mustRun(t, testConfig(srv.URL, mode))
+				cfg := testConfig(srv.URL, mode)
+				cfg.Text = name == "ws binary -text"
+				rep := mustRun(t, cfg)
 				m := rep.Errors[kindMismatch]
 				if rep.Messages != 0 || m.Count == 0 || int64(m.Count) != rep.Sent || len(rep.Errors) != 1 || rep.P50ms != nil {
 					t.Errorf("%s %s: messages %d, sent %d, errors %v, p50 %v", name, mode, rep.Messages, rep.Sent, rep.Errors, rep.P50ms)
 				}
 				want := "byte 127 is 0x87, want 0x78"
-				if name == "ws text" {
+				switch name {
+				case "ws text":
 					want = "a text message for a binary one"
+				case "ws binary -text":
+					want = "a binary message for a text one"
 				}
 				if !strings.Contains(m.First, want) {
 					t.Errorf("%s %s: first mismatch %q, want it to say %q", name, mode, m.First, want)

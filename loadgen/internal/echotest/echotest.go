@@ -27,8 +27,9 @@ type Options struct {
 	Stall      time.Duration
 	// Corrupt: every echo has its last byte changed.
 	Corrupt bool
-	// Text (WebSocket): every echo goes back as a text message.
-	Text bool
+	// Text (WebSocket): every echo goes back as a text message; Binary:
+	// as a binary one.
+	Text, Binary bool
 	// Silent: messages are read and never echoed.
 	Silent bool
 	// CloseAfter > 0: each connection is closed after that many messages
@@ -146,6 +147,9 @@ func StartWebSocket(t testing.TB, opts Options) *Server {
 			}
 			if opts.Text {
 				typ = websocket.TextMessage
+			}
+			if opts.Binary {
+				typ = websocket.BinaryMessage
 			}
 			if err := c.WriteMessage(typ, msg); err != nil {
 				return

@@ -195,6 +195,10 @@ experiment-handshake: deps
 experiment-cluster: deps
 	flock /tmp/knowngood-bench.lock go run ./scripts/experiments/cluster $(ARGS)
 
+## experiment-frameworks: the eight-framework comparison rerun: Node ws and socket.io, Python websockets and FastAPI (with and without uvloop), Netty, Tomcat 10's WebSocket, gorilla and coder beside knowngood's targets; echo, connections held, latency at 10,000 (ARGS="-frameworks ... -scenarios ... -reps 3"; not a test)
+experiment-frameworks: deps
+	flock /tmp/knowngood-bench.lock go run ./scripts/experiments/frameworks -out experiment-frameworks.md $(ARGS)
+
 ## experiment-echo: every echo target and Node ws, sync and pipelined, C = 1 and 100, one run each (not a test)
 experiment-echo: deps
 	go run ./scripts/bench/echo -reps 1 -metrics-off=false

@@ -17,11 +17,23 @@ import (
 func LoadgenReport[R any](cmd *exec.Cmd) (*R, error) {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := harness.LoadgenRan(cmd.Run(), out.Bytes()); err != nil {
-		return nil, fmt.Errorf("loadgen: %v: %s", err, LastLine(errOut.String()))
+	runErr := cmd.Run() // before out.Bytes(), which it fills
+	rep, err := DecodeLoadgen[R](out.Bytes(), runErr)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, LastLine(errOut.String()))
+	}
+	return rep, nil
+}
+
+// DecodeLoadgen decodes the report a loadgen run with -json - printed
+// (out), given how the run ended (runErr): for runs started some other
+// way than LoadgenReport's, several at once, say.
+func DecodeLoadgen[R any](out []byte, runErr error) (*R, error) {
+	if err := harness.LoadgenRan(runErr, out); err != nil {
+		return nil, fmt.Errorf("loadgen: %v", err)
 	}
 	var rep R
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+	if err := json.Unmarshal(out, &rep); err != nil {
 		return nil, fmt.Errorf("loadgen output: %v", err)
 	}
 	return &rep, nil

@@ -36,7 +36,7 @@ GOTEST := KNOWNGOOD_TEST_BINDIR=$(TEST_BINDIR) go test -race -count=1 -timeout 4
 LONG_PKGS := ./servers ./scripts/soak ./scripts/experiments/cluster ./scripts/recipes ./docker ./scripts/crossbuild \
 	./loadgen ./servers/broadcast ./servers/internal/wsserver ./servers/socketio ./scripts/readme ./scripts/cluster
 
-.PHONY: help dist k8s-nginx-conf run-server list deps deps-quick test test-quick test-slow test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
+.PHONY: help dist k8s-nginx-conf run-server list deps deps-quick test test-quick test-slow test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-burst experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo locust
 
 ## help: every target with its line (this list)
@@ -186,6 +186,10 @@ bench-broadcast: deps
 ## bench-cluster: push to 9,000 subscribers on 1 vs 3 replicas on Redis (CPU per delivery); Socket.IO room broadcast, 2 knowngood vs 2 Node redis-adapter servers, and 1 bare zishang520 vs 1 empty vs 1 Node (not a test)
 bench-cluster: deps
 	go run ./scripts/bench/cluster
+
+## experiment-burst: the listen-backlog report rerun: C = 5000..10000 connects at once (a WebSocket echo, a plain GET) against a busy echo-gorilla at backlog 512 and 16384, beside the report's figures (ARGS="-c ... -backlogs ..."; not a test)
+experiment-burst:
+	flock /tmp/knowngood-bench.lock go run ./scripts/experiments/burst -out experiment-burst.md $(ARGS)
 
 ## experiment-handshake: the founding report rerun: knowngood's empty, async, blocking (both models) beside python-socketio on uvicorn and Node's socket.io, N = 50..500, the report's client and the others (ARGS="-servers ... -clients ... -reps 3"; not a test)
 experiment-handshake: deps

@@ -107,6 +107,16 @@ func TestMergeFromLogs(t *testing.T) {
 	if !ok || c.Held != 9 || c.Server == nil || c.Server.Admin == "" {
 		t.Errorf("merged %T %+v; want 9 held and the server's view", rep, rep)
 	}
+	// The connect times merge from the shards' histograms: all 9.
+	var timed int64
+	if ok {
+		for _, b := range c.ConnectHistogram {
+			timed += b.Count
+		}
+	}
+	if !ok || timed != 9 || c.Connect == nil || c.Connect.P99 < c.Connect.P50 || c.ConnectsPerSecond <= 0 {
+		t.Errorf("merged connect times: %d timed, %+v, %v/s; want 9 and their percentiles", timed, c.Connect, c.ConnectsPerSecond)
+	}
 
 	_, err = merge.Run(context.Background(), merge.Config{Reports: []string{"-"}, Stdin: strings.NewReader("a table\nand no report\n")}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "standard input has no report") {

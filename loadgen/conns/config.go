@@ -19,7 +19,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -39,6 +41,8 @@ const (
 	DefaultNamespace = "/"
 
 	maxN = 10000000
+	// maxEcho bounds -echo: one message, not a transfer.
+	maxEcho = 1 << 20
 )
 
 // Config is one run of the scenario.
@@ -61,6 +65,15 @@ type Config struct {
 	// FreeOSMemory: after the hold, also read the RSS once the target has
 	// returned its free memory to the OS (POST /debug/freeosmemory).
 	FreeOSMemory bool
+	// Echo: each WebSocket or TCP connection sends one message of Echo
+	// bytes once open and waits for it back before it counts as
+	// established; 0 for none.
+	Echo int
+	// Get: each connection is one HTTP GET of the -url (http://) on a new
+	// TCP connection, closed once answered; one answered with Status
+	// counts as established.
+	Get    bool
+	Status int
 }
 
 // ParseFlags parses the scenario's flags. A bad value gives a one-line error
@@ -80,25 +93,33 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	flagset.PID(fs, &cfg.PID, "pid", "the target's process `ID`, on this machine: its RSS comes from /proc/PID/status (for a target without /stats)")
 	fs.StringVar(&cfg.Namespace, "namespace", DefaultNamespace, "the `NAMESPACE` each socket joins, for a Socket.IO URL (ws://HOST:PORT/socket.io/)")
 	fs.BoolVar(&cfg.Loop, "loop", true, "hold the connections on event loops (gnet, gobwas/ws), not a reader goroutine each, so that the client costs less than the target it measures: ws:// and tcp:// ones, and Socket.IO over WebSocket with loadgen's lean client; TLS connections and Socket.IO over polling stay on goroutines (Socket.IO with the zishang520 client)")
+	flagset.Int(fs, &cfg.Echo, "echo", 0, 0, maxEcho, "`BYTES`: once open, each WebSocket or TCP connection sends one message of this size and waits for its echo before it counts as established, the echo inside its connect time and -timeout (the request of a connect-and-request burst); 0: none")
+	fs.BoolVar(&cfg.Get, "get", false, "instead of WebSocket connections, one HTTP/1.1 GET of the -url (http://HOST:PORT/PATH) per new TCP connection, with Connection: close (no keep-alive): a response with the -status counts as established, its time from the dial to the whole response read; nothing is held. A knowngood WebSocket target answers a plain GET on its main listener 426 Upgrade Required, so use -status 426 there")
+	flagset.Int(fs, &cfg.Status, "status", http.StatusOK, 100, 599, "with -get, the HTTP `STATUS` that counts a response as a success (any other is a failure, by its status)")
 	fs.BoolVar(&cfg.FreeOSMemory, "free-os-memory", false, "after the hold, also ask the target to collect its garbage and return free memory to the OS (POST /debug/freeosmemory on -admin; start a knowngood target with -pprof), and read its RSS again: what the connections hold live, without the garbage collector's slack")
 }
 
 // flags are the scenario's: the common ones, then its own (ownFlags).
 var flags = scenario.Flags[Config, *Config]{Name: "conns", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{
 	Metrics: metrics, DefaultURL: DefaultURL,
-	URL:   "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), ws://HOST:PORT/socket.io/ (Socket.IO sockets, namespace CONNECT done; ?transport=polling for polling), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
+	URL:   "`URL` of the target: ws://HOST:PORT/PATH (WebSocket), http://HOST:PORT/PATH (with -get), ws://HOST:PORT/socket.io/ (Socket.IO sockets, namespace CONNECT done; ?transport=polling for polling), tcp://HOST:PORT (raw TCP), or wss://, tls:// for the same in TLS (see -ca, -insecure)",
 	Admin: "`URL` of the target's admin listener, http://HOST:PORT, for /stats before and after" + scenario.AdminMore,
 }}
 
 // normalize checks the URL and fills in the admin address.
 func (c *Config) normalize(set map[string]bool) error {
-	u, err := target.ParseURL(c.URL)
+	u, err := c.parseURL(set)
 	if err != nil {
 		return err
 	}
 	c.URL = u.String
-	if err := c.checkSocketIO(u, set); err != nil {
-		return err
+	if !c.Get {
+		if err := c.checkSocketIO(u, set); err != nil {
+			return err
+		}
+		if c.Echo > 0 && u.SocketIO() {
+			return fmt.Errorf("flag -echo: not for a Socket.IO URL (%s), whose sockets echo events, not bare messages: use loadgen handshake -echo", c.URL)
+		}
 	}
 	if c.Shard.Set() {
 		if c.N, _ = c.Shard.Split(c.N); c.N == 0 {
@@ -111,6 +132,39 @@ func (c *Config) normalize(set map[string]bool) error {
 		err = errors.New("flag -free-os-memory: needs the target's admin listener (-admin)")
 	}
 	return err
+}
+
+// parseURL reads -url: an http:// one with -get, the scenario's others
+// without it.
+func (c *Config) parseURL(set map[string]bool) (target.URL, error) {
+	switch {
+	case set["status"] && !c.Get:
+		return target.URL{}, errors.New("flag -status: only with -get")
+	case !c.Get && strings.HasPrefix(c.URL, "http://"):
+		return target.URL{}, fmt.Errorf("invalid value %q for flag -url: an http:// URL is for -get (one GET per connection); for WebSocket connections give ws://", c.URL)
+	case !c.Get:
+		return target.ParseURL(c.URL)
+	case c.Echo > 0:
+		return target.URL{}, errors.New("flag -echo: not with -get, whose request is the GET")
+	case set["namespace"]:
+		return target.URL{}, errors.New("flag -namespace: not with -get")
+	}
+	if !set["hold"] {
+		c.Hold = 0 // a GET's connection is closed once answered: nothing to hold
+	}
+	return httpURL(c.URL)
+}
+
+// httpURL reads a -get URL, http://HOST:PORT/PATH.
+func httpURL(raw string) (target.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" || u.User != nil || u.Fragment != "" {
+		return target.URL{}, fmt.Errorf("invalid value %q for flag -url: -get wants http://HOST:PORT/PATH", raw)
+	}
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	return target.URL{String: u.String(), Addr: u.Host, Host: u.Hostname()}, nil
 }
 
 // checkSocketIO refuses what a Socket.IO URL cannot take: -sources (the

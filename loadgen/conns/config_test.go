@@ -10,7 +10,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	base := Config{Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"}, N: DefaultN, Batch: DefaultBatch, Hold: DefaultHold, Timeout: DefaultTimeout, Namespace: DefaultNamespace, Loop: true}
+	base := Config{Common: scenario.Common{URL: DefaultURL, Admin: "http://127.0.0.1:9100"}, N: DefaultN, Batch: DefaultBatch, Hold: DefaultHold, Timeout: DefaultTimeout, Namespace: DefaultNamespace, Loop: true, Status: 200}
 	addrs := func(s ...string) []netip.Addr {
 		var out []netip.Addr
 		for _, a := range s {
@@ -30,6 +30,10 @@ func TestParseFlags(t *testing.T) {
 		{Args: []string{"-admin", ""}, Want: func(c *Config) { c.Admin = "" }},
 		{Args: []string{"-free-os-memory"}, Want: func(c *Config) { c.FreeOSMemory = true }},
 		{Args: []string{"-loop=false"}, Want: func(c *Config) { c.Loop = false }},
+		{Args: []string{"-echo", "128"}, Want: func(c *Config) { c.Echo = 128 }},
+		{Args: []string{"-get", "-url", "http://127.0.0.1:8080", "-status", "426"}, Want: func(c *Config) { // nothing to hold by default
+			c.Get, c.Status, c.URL, c.Hold, c.Admin = true, 426, "http://127.0.0.1:8080/", 0, "http://127.0.0.1:9100"
+		}},
 		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=polling", "-namespace", "/custom"}, Want: func(c *Config) {
 			c.URL, c.Namespace = "ws://127.0.0.1:8080/socket.io/?EIO=4&transport=polling", "/custom"
 		}},
@@ -38,7 +42,14 @@ func TestParseFlags(t *testing.T) {
 
 func TestParseFlagsErrors(t *testing.T) {
 	scenariotest.RefusesFlags(t, ParseFlags, []scenariotest.BadFlag{
-		{Args: []string{"-url", "http://127.0.0.1:8080"}, Want: "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
+		{Args: []string{"-url", "http://127.0.0.1:8080"}, Want: `invalid value "http://127.0.0.1:8080" for flag -url: an http:// URL is for -get (one GET per connection)`},
+		{Args: []string{"-url", "ftp://127.0.0.1:8080"}, Want: "flag -url: want ws://HOST:PORT/PATH, wss://HOST:PORT/PATH, tcp://HOST:PORT or tls://HOST:PORT"},
+		{Args: []string{"-get"}, Want: "flag -url: -get wants http://HOST:PORT/PATH"},
+		{Args: []string{"-get", "-url", "http://127.0.0.1:8080/", "-echo", "10"}, Want: "flag -echo: not with -get"},
+		{Args: []string{"-status", "426"}, Want: "flag -status: only with -get"},
+		{Args: []string{"-get", "-url", "http://127.0.0.1:8080/", "-status", "99"}, Want: "flag -status: want an integer from 100 to 599"},
+		{Args: []string{"-echo", "-1"}, Want: "flag -echo: want an integer from 0 to 1048576"},
+		{Args: []string{"-url", "ws://127.0.0.1:8080/socket.io/", "-echo", "10"}, Want: "flag -echo: not for a Socket.IO URL"},
 		{Args: []string{"-url", "ws://127.0.0.1"}, Want: "flag -url: want ws://"},
 		{Args: []string{"-n", "0"}, Want: "flag -n: want an integer from 1 to 10000000"},
 		{Args: []string{"-n", "1e3"}, Want: "flag -n: want an integer"},
@@ -62,5 +73,5 @@ func TestParseFlagsErrors(t *testing.T) {
 		{Args: []string{"-json"}, Want: "flag needs an argument: -json"},
 		{Args: []string{"extra"}, Want: `unexpected argument "extra"`},
 	})
-	scenariotest.ListsFlags(t, Usage, "-url", "-n", "-batch", "-sources", "-hold", "-timeout", "-admin", "-pid", "-json")
+	scenariotest.ListsFlags(t, Usage, "-url", "-n", "-batch", "-sources", "-hold", "-timeout", "-admin", "-pid", "-json", "-echo", "-get", "-status")
 }

@@ -1,6 +1,9 @@
 package conns
 
-import "github.com/knowngood/knowngood/loadgen/internal/scenario"
+import (
+	"github.com/knowngood/knowngood/loadgen/internal/scenario"
+	"github.com/knowngood/knowngood/shared/protocol"
+)
 
 // Merge makes the report of a whole run from the -json reports of its
 // shards (data, read from the files names, in any order): the client's
@@ -16,8 +19,10 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 	}
 	first := reps[0]
 	out := &Report{Heading: first.Heading, Batch: first.Batch, Sources: first.Sources, Hold: first.Hold, Namespace: first.Namespace,
-		OpenFiles: first.OpenFiles, Batches: []Batch{}}
+		Echo: first.Echo, Get: first.Get, Status: first.Status, OpenFiles: first.OpenFiles, Batches: []Batch{}}
+	connect := protocol.NewHistogram()
 	for _, r := range reps {
+		connect.Merge(protocol.HistogramOf(r.ConnectHistogram))
 		out.N += r.N
 		out.OpenFilesAllow += r.OpenFilesAllow
 		out.Established += r.Established
@@ -28,6 +33,9 @@ func Merge(names []string, data [][]byte) (*Report, error) {
 		out.Batches = append(out.Batches, r.Batches...)
 		out.ClientCPUSeconds += r.ClientCPUSeconds
 	}
+	// The shards connect at the same time: the phase is the longest
+	// shard's, and the rate is the whole run's over it.
+	out.setConnect(connect)
 	out.URL = g.URL()
 	out.Samples = g.Samples()
 	out.Errors = g.Errors()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/knowngood/knowngood/loadgen/htmlreport"
 	"github.com/knowngood/knowngood/loadgen/internal/plural"
 	"github.com/knowngood/knowngood/loadgen/internal/replicas"
@@ -17,6 +19,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 	"github.com/knowngood/knowngood/loadgen/internal/target"
 	"github.com/knowngood/knowngood/loadgen/timeline"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 // Report is the result of a run: the table and the JSON object carry the
@@ -30,6 +33,13 @@ type Report struct {
 	// Namespace: the namespace each Socket.IO socket joined; "" for
 	// WebSocket and TCP connections.
 	Namespace string `json:"namespace,omitempty"`
+	// Echo: the bytes each connection echoed once before it counted as
+	// established (-echo); 0 for none.
+	Echo int `json:"echo,omitempty"`
+	// Get: each connection was one GET (-get), established when answered
+	// with Status.
+	Get    bool `json:"get,omitempty"`
+	Status int  `json:"status,omitempty"`
 	// OpenFiles says the open-files budget plainly; OpenFilesAllow is the
 	// number of connections it leaves room for.
 	OpenFiles      string `json:"open_files"`
@@ -42,7 +52,16 @@ type Report struct {
 	// EstablishSeconds is the connect phase, from the first batch's start
 	// to the last one's end; Batches has each batch's.
 	EstablishSeconds float64 `json:"establish_seconds"`
-	Batches          []Batch `json:"batches"`
+	// ConnectsPerSecond is Established / EstablishSeconds: a burst's
+	// throughput, the "requests/s" of a connect-and-request benchmark.
+	ConnectsPerSecond float64 `json:"connects_per_second"`
+	// Connect: each established connection's time from its dial to
+	// established (the upgrade, the -echo or the -get response
+	// included); nil when none was. ConnectHistogram is the same as
+	// the HdrHistogram's non-empty buckets, which shards merge exactly.
+	Connect          *ConnectTime      `json:"connect_ms"`
+	ConnectHistogram []protocol.Bucket `json:"connect_histogram"`
+	Batches          []Batch           `json:"batches"`
 	// Samples: every second of the connect phase, from the first dial:
 	// the connections established in it (count), the dials that failed in
 	// it (errors), and how long the established ones took to dial and
@@ -57,6 +76,28 @@ type Report struct {
 	// Server is the target's view: its resident memory before the first
 	// dial and at the end of the hold, from /stats or -pid.
 	scenario.Judgment[ServerView]
+}
+
+// ConnectTime summarises the connections' times, in milliseconds.
+type ConnectTime struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// setConnect fills in the connect times from h (µs) and the rate.
+func (r *Report) setConnect(h *hdrhistogram.Histogram) {
+	r.ConnectHistogram = protocol.Buckets(h)
+	r.Connect = nil
+	if h.TotalCount() > 0 {
+		ms := func(us float64) float64 { return us / 1000 }
+		r.Connect = &ConnectTime{Mean: ms(h.Mean()), P50: ms(float64(h.ValueAtPercentile(50))), P99: ms(float64(h.ValueAtPercentile(99))), Max: ms(float64(h.Max()))}
+	}
+	r.ConnectsPerSecond = 0
+	if r.EstablishSeconds > 0 {
+		r.ConnectsPerSecond = float64(r.Established) / r.EstablishSeconds
+	}
 }
 
 // Batch is one batch of connections dialled at once.
@@ -92,7 +133,11 @@ type ServerView struct {
 }
 
 func newReport(cfg Config, u target.URL, socketIO bool) *Report {
-	r := &Report{Heading: scenario.Heading{URL: cfg.URL}, N: cfg.N, Batch: cfg.Batch, Hold: cfg.Hold.String(), Sources: []string{}, Errors: map[string]tally.Count{}}
+	r := &Report{Heading: scenario.Heading{URL: cfg.URL}, N: cfg.N, Batch: cfg.Batch, Hold: cfg.Hold.String(), Sources: []string{}, Errors: map[string]tally.Count{},
+		Echo: cfg.Echo, Get: cfg.Get, ConnectHistogram: []protocol.Bucket{}}
+	if cfg.Get {
+		r.Status = cfg.Status
+	}
 	r.Client, r.Version = target.Client(u, target.Gorilla)
 	if socketIO {
 		r.Namespace = cfg.Namespace
@@ -157,8 +202,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		sources = fmt.Sprintf("%s (%s)", plural.Of(len(r.Sources), "source address"), target.SourceList(addrs))
 	}
 	what := plural.Of(r.N, "idle connection")
-	if r.Namespace != "" {
+	switch {
+	case r.Namespace != "":
 		what = plural.Of(r.N, "idle Socket.IO socket") + " (namespace " + r.Namespace + ")"
+	case r.Get:
+		what = plural.Of(r.N, "GET") + fmt.Sprintf(", one per TCP connection, HTTP %d counted,", r.Status)
+	case r.Echo > 0:
+		what = plural.Of(r.N, "connection") + fmt.Sprintf(" echoing %d bytes once,", r.Echo)
 	}
 	fmt.Fprintf(w, "conns: %s to %s in batches of %d from %s, held %s (%s %s)\n",
 		what, r.URL, r.Batch, sources, r.Hold, r.Client, r.Version)
@@ -196,6 +246,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		rate = strconv.FormatFloat(float64(r.Established)/r.EstablishSeconds, 'f', 0, 64) + "/s"
 	}
 	t.Row("establish", fmt.Sprintf("%s (%s)", seconds(r.EstablishSeconds), rate), "")
+	if c := r.Connect; c != nil {
+		t.Row("connect ms", fmt.Sprintf("mean %.1f, p50 %.1f, p99 %.1f, max %.1f", c.Mean, c.P50, c.P99, c.Max), "")
+	}
 	t.Row("batches", batchSummary(r.Batches), "")
 	t.Row("cpu seconds", strconv.FormatFloat(r.ClientCPUSeconds, 'f', 2, 64), "")
 	if s != nil && s.RSSSource != "" {

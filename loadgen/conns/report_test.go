@@ -7,6 +7,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/scenario"
 	"github.com/knowngood/knowngood/loadgen/internal/scenario/scenariotest"
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
+	"github.com/knowngood/knowngood/shared/protocol"
 )
 
 func sampleReport() *Report {
@@ -60,6 +61,25 @@ errors:
 	scenariotest.HasAll(t, got, "from the kernel's choice of source address", "batches             19 (median 1s, slowest 1.9s)", "server: no /stats from")
 	if strings.Contains(got, "per connection") {
 		t.Errorf("per-connection figure without a server:\n%s", got)
+	}
+}
+
+// TestWriteConnectTimes: the connect times and the rate, in the table
+// and in the JSON, from the histogram.
+func TestWriteConnectTimes(t *testing.T) {
+	r := sampleReport()
+	h := protocol.NewHistogram()
+	for _, ms := range []int64{10, 20, 30, 1000} {
+		_ = h.RecordValue(ms * 1000)
+	}
+	r.Established, r.EstablishSeconds, r.Echo = 4, 2, 128
+	r.setConnect(h)
+	got := scenariotest.Text(t, r.WriteTable)
+	scenariotest.HasAll(t, got, "conns: 19000 connections echoing 128 bytes once, to ws://", "connect ms          mean 265.4, p50 20.1, p99 1003.5, max 1003.5")
+	m := scenariotest.JSONObject(t, r)
+	scenariotest.HasFields(t, m, map[string]any{"connects_per_second": 2.0, "echo": 128.0})
+	if c := m["connect_ms"].(map[string]any); c["p50"] != 20.095 || len(m["connect_histogram"].([]any)) != 4 {
+		t.Errorf("connect_ms %v, histogram %v", c, m["connect_histogram"])
 	}
 }
 

@@ -1,15 +1,19 @@
 package conns
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
+	"net/url"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/gorilla/websocket"
 
 	"github.com/knowngood/knowngood/loadgen/internal/proc"
@@ -47,6 +51,9 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Get {
+		return runGet(ctx, cfg, notes, files)
+	}
 	u, err := cfg.CheckURL(ctx, notes, cfg.Timeout)
 	if err != nil {
 		return nil, err
@@ -55,7 +62,7 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, u: u, rep: newReport(cfg, u, isSIO), errs: &tally.Errors{}, notes: notes}
+	r := newRun(cfg, u, newReport(cfg, u, isSIO), notes)
 	if isSIO {
 		r.sio = &sio
 		r.workers = &sioclient.Workers{}
@@ -78,7 +85,34 @@ func Run(ctx context.Context, cfg Config, notes io.Writer) (*Report, error) {
 		r.rep.Client, r.rep.Version = target.Client(u, target.Gobwas)
 		r.rep.Version += loopsClient
 	}
-	rep, err := scenario.Run(ctx, scenario.Options{Admin: cfg.Admin, Scenario: "conns", Shard: cfg.Shard}, r)
+	return r.run(ctx, files)
+}
+
+// runGet is Run with -get: one GET per connection, nothing held.
+func runGet(ctx context.Context, cfg Config, notes io.Writer, files proc.Files) (*Report, error) {
+	u, err := httpURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	rep := newReport(cfg, u, false)
+	rep.Client, rep.Version = "net/http (one GET per TCP connection)", runtime.Version()
+	r := newRun(cfg, u, rep, notes)
+	p, _ := url.Parse(u.String)
+	r.request = "GET " + p.RequestURI() + " HTTP/1.1\r\nHost: " + u.Addr + "\r\nUser-Agent: loadgen\r\nConnection: close\r\n\r\n"
+	return r.run(ctx, files)
+}
+
+func newRun(cfg Config, u target.URL, rep *Report, notes io.Writer) *run {
+	r := &run{cfg: cfg, u: u, rep: rep, errs: &tally.Errors{}, notes: notes, connect: protocol.NewHistogram()}
+	if cfg.Echo > 0 {
+		r.payload = bytes.Repeat([]byte{'e'}, cfg.Echo)
+	}
+	return r
+}
+
+// run runs the scenario's frame around r.
+func (r *run) run(ctx context.Context, files proc.Files) (*Report, error) {
+	rep, err := scenario.Run(ctx, scenario.Options{Admin: r.cfg.Admin, Scenario: "conns", Shard: r.cfg.Shard}, r)
 	if rep != nil && err == nil {
 		rep.OpenFiles = files.String()
 		rep.OpenFilesAllow = files.Allows()
@@ -113,9 +147,15 @@ type run struct {
 	errs    *tally.Errors
 	notes   io.Writer
 
-	mu    sync.Mutex
-	conns []held
-	alive atomic.Int64 // established and not dropped
+	payload []byte // -echo's message; nil without
+	request string // -get's request
+
+	mu      sync.Mutex
+	conns   []held
+	connect *hdrhistogram.Histogram // each established connection's time from its dial, µs
+	// answeredGets: -get's requests answered with -status, closed since
+	answeredGets atomic.Int64
+	alive        atomic.Int64 // established and not dropped
 	// answered: dials the target answered with an HTTP status, not a 101
 	answered atomic.Int64
 	closing  atomic.Bool // set before the run closes them: their ends are not drops
@@ -140,7 +180,13 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	rep.Batches = target.Ramp(ctx, cfg.N, cfg.Batch, cfg.Sources, r.errs, func(ctx context.Context, _ int, src netip.Addr) error {
 		defer bar.Add(1)
 		t0 := time.Now()
-		h, err := r.dial(ctx, src, writePool)
+		var h held
+		var err error
+		if r.cfg.Get {
+			err = r.get(ctx, src)
+		} else {
+			h, err = r.dial(ctx, src, writePool)
+		}
 		t1 := time.Now()
 		if err != nil {
 			tl.Error(t1)
@@ -150,14 +196,22 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 			return err
 		}
 		tl.Record(t1, t1.Sub(t0))
+		r.mu.Lock()
+		_ = r.connect.RecordValue(max(1, t1.Sub(t0).Microseconds())) // beyond 10 min is dropped
+		r.mu.Unlock()
+		if r.cfg.Get {
+			r.answeredGets.Add(1)
+			return nil
+		}
 		r.keep(h)
 		return nil
 	})
 	bar.Done()
 	rep.EstablishSeconds = time.Since(start).Seconds()
 	rep.Samples = tl.Samples(time.Since(start))
-	rep.Established = len(r.conns)
+	rep.Established = len(r.conns) + int(r.answeredGets.Load())
 	rep.Failed = cfg.N - rep.Established
+	rep.setConnect(r.connect)
 	fmt.Fprintf(r.notes, "loadgen: %d connections established in %.2fs; holding them %s\n", rep.Established, rep.EstablishSeconds, cfg.Hold)
 
 	bar = progress.Timed(r.notes, cfg.Hold, "holding")
@@ -168,7 +222,11 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		hold.Stop()
 	}
 	bar.Done()
-	awaitAccepted(ctx, f, rep.Established)
+	if cfg.Get {
+		awaitAnswered(ctx, f, int(r.answered.Load()))
+	} else {
+		awaitAccepted(ctx, f, rep.Established)
+	}
 	// Held counts the connections alive when the target's memory is read.
 	rep.Held = int(r.alive.Load())
 	r.after = procSample(cfg.PID)
@@ -215,9 +273,13 @@ func (r *run) dial(ctx context.Context, src netip.Addr, writePool *target.Buffer
 	case r.sio != nil:
 		return r.dialSocketIO(ctx)
 	}
+	deadline := time.Now().Add(r.cfg.Timeout)
 	opts := target.Options{Timeout: r.cfg.Timeout, Source: src, ReadBuffer: wsReadBuffer, WriteBuffer: wsReadBuffer, WriteBufferPool: writePool, TLS: r.cfg.TLS.Config()}
 	if r.u.TCP {
 		c, err := target.DialTCP(ctx, r.u, opts)
+		if err == nil && r.payload != nil {
+			err = echoTCP(c, r.payload, deadline)
+		}
 		if err != nil {
 			return held{}, err
 		}
@@ -235,12 +297,18 @@ func (r *run) dial(ctx context.Context, src netip.Addr, writePool *target.Buffer
 	}
 	if r.holders != nil {
 		c, br, err := target.DialWebSocketStream(ctx, r.u, opts)
+		if err == nil && r.payload != nil {
+			err = echoStream(c, br, r.payload, deadline)
+		}
 		if err != nil {
 			return held{}, err
 		}
 		return r.holders.hold(c, br, true)
 	}
 	c, err := target.DialWebSocket(ctx, r.u, opts)
+	if err == nil && r.payload != nil {
+		err = echoGorilla(c, r.payload, deadline)
+	}
 	if err != nil {
 		return held{}, err
 	}
@@ -275,7 +343,7 @@ func (r *run) Finish(ctx context.Context, f *scenario.Frame) *Report {
 			freed = &s
 		}
 	}
-	rep.Dropped = rep.Established - rep.Held
+	rep.Dropped = len(r.conns) - rep.Held
 
 	r.closing.Store(true)
 	closeAll(r.conns)
@@ -288,7 +356,7 @@ func (r *run) Finish(ctx context.Context, f *scenario.Frame) *Report {
 	}
 	rep.Errors = r.errs.Map()
 	rep.Server, rep.ServerError = serverView(cfg, before, after, freed, rep.Held)
-	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Unit: unit(r.u), Answered: int(r.answered.Load()), Sent: -1, Received: -1,
+	rep.Verdicts = f.Judge(verdict.Run{Attempts: cfg.N, Connected: rep.Established, Deadline: cfg.Timeout, Unit: r.unit(), Answered: int(r.answered.Load()), Sent: -1, Received: -1,
 		ClientCPU: f.ClientCPU, Window: f.Window, ServerCPU: f.ServerCPU()})
 	rep.Shard = f.ShardPart()
 	if rep.ServerError != "" {
@@ -297,9 +365,12 @@ func (r *run) Finish(ctx context.Context, f *scenario.Frame) *Report {
 	return rep
 }
 
-// unit is what the connections to u are, for the verdicts.
-func unit(u target.URL) string {
-	if u.TCP {
+// unit is what the run's connections are, for the verdicts.
+func (r *run) unit() string {
+	switch {
+	case r.cfg.Get:
+		return verdict.UnitHTTP
+	case r.u.TCP:
 		return verdict.UnitTCP
 	}
 	return ""
@@ -398,6 +469,21 @@ func serverView(cfg Config, before, after sample, freed *sample, heldConns int) 
 		return nil, problem
 	}
 	return v, problem
+}
+
+// awaitAnswered is awaitAccepted for -get: a target that answers a GET
+// with a status counts it when it has written it (a WebSocket target, as
+// a handshake that failed), so the client can read the answer first.
+func awaitAnswered(ctx context.Context, f *scenario.Frame, n int) {
+	seen := func(s protocol.Stats) (n uint64) {
+		for _, c := range s.Handshakes {
+			n += c
+		}
+		return n
+	}
+	f.Target.Await(ctx, f.Before, acceptWait, func(before, now protocol.Stats) bool {
+		return seen(now)-seen(before) >= uint64(n)
+	})
 }
 
 // acceptWait bounds awaitAccepted.

@@ -273,3 +273,73 @@ func TestLoopHoldsThroughPings(t *testing.T) {
 		t.Errorf("server view %+v", s)
 	}
 }
+
+// TestRunEchoAndGet: against a knowngood WebSocket target, -echo counts a
+// connection once its message came back (the server echoed one per
+// connection), on the loops and on goroutines; -get sends one GET per TCP
+// connection, which the target answers 426 and counts as a failed
+// handshake: with -status 426 every one counts, with the default 200 none
+// does, each failure named by its status. Every run reports the connect
+// times and the rate.
+func TestRunEchoAndGet(t *testing.T) {
+	tg := harness.Start(t, "-variant", "echo-gorilla")
+	base := Config{Common: scenario.Common{URL: "ws://" + tg.Addr + "/", Admin: tg.AdminURL()}, N: 20, Batch: 20, Timeout: 10 * time.Second, Echo: 128}
+	for _, loop := range []bool{true, false} {
+		cfg := base
+		cfg.Loop = loop
+		before := tg.Stats(t)
+		rep, err := Run(context.Background(), cfg, new(strings.Builder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := tg.Settled(t, before)
+		if got := d.MessagesReceived; rep.Established != 20 || got != 20 {
+			t.Errorf("-echo, loop %v: established %d, server received %d messages; want 20 and 20 (errors %v)", loop, rep.Established, got, rep.Errors)
+		}
+		checkConnect(t, rep)
+	}
+	get := base
+	get.URL, get.Echo, get.Get, get.Status = "http://"+tg.Addr+"/", 0, true, 426
+	rep, err := Run(context.Background(), get, new(strings.Builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Established != 20 || rep.Held != 0 || rep.Dropped != 0 || !hasKind(rep, "agree") {
+		t.Errorf("-get -status 426: established %d, held %d, dropped %d, verdicts %v; want 20, 0, 0 and agreement", rep.Established, rep.Held, rep.Dropped, rep.Verdicts)
+	}
+	checkConnect(t, rep)
+	get.Status = 200
+	rep, err = Run(context.Background(), get, new(strings.Builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Established != 0 || rep.Connect != nil || len(rep.Errors) != 1 || !strings.Contains(fmt.Sprint(rep.Errors), "GET answered HTTP 426 Upgrade Required, not the -status 200") {
+		t.Errorf("-get -status 200: established %d, connect %v, errors %v; want none, and the 426s named", rep.Established, rep.Connect, rep.Errors)
+	}
+}
+
+// checkConnect checks that a run that established connections gives
+// their times in order and a rate.
+func checkConnect(t *testing.T, rep *Report) {
+	t.Helper()
+	c := rep.Connect
+	if c == nil || c.P50 <= 0 || c.P50 > c.P99 || c.P99 > c.Max || c.Mean <= 0 || c.Mean > c.Max || rep.ConnectsPerSecond <= 0 || len(rep.ConnectHistogram) == 0 {
+		t.Errorf("connect times %+v, rate %v, histogram %v", c, rep.ConnectsPerSecond, rep.ConnectHistogram)
+	}
+	var n int64
+	for _, b := range rep.ConnectHistogram {
+		n += b.Count
+	}
+	if n != int64(rep.Established) {
+		t.Errorf("the connect histogram holds %d, established %d", n, rep.Established)
+	}
+}
+
+func hasKind(rep *Report, kind string) bool {
+	for _, v := range rep.Verdicts {
+		if v.Kind == kind {
+			return true
+		}
+	}
+	return false
+}

@@ -50,3 +50,36 @@ func TestListenQueueVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPRequests: plain GETs against a WebSocket target, which counts
+// each as a failed handshake: all answered agree; some never answered
+// and unseen by the server are placed at the listen queue when the kernel
+// dropped connects there; none is a handshake the server gave up on.
+func TestHTTPRequests(t *testing.T) {
+	drops := &protocol.ListenQueue{Overflows: 40, Drops: 40, Limit: 16}
+	for _, c := range []struct {
+		name      string
+		failed    uint64
+		answered  int
+		q         *protocol.ListenQueue
+		wantKinds []string
+	}{
+		{"all answered", 300, 300, &protocol.ListenQueue{Limit: 4096}, []string{Agree}},
+		{"all answered after retries", 300, 300, drops, []string{ListenQueue, Agree}},
+		{"some never reached", 250, 250, drops, []string{NeverReached}},
+		{"seen, not answered", 300, 290, nil, []string{ClientLost}},
+	} {
+		s := &protocol.Stats{Handshakes: map[string]uint64{protocol.ResultFailed: c.failed}, ListenQueue: c.q}
+		vs := Judge(Run{Attempts: 300, Connected: c.answered, Answered: c.answered, Unit: UnitHTTP, Sent: -1, Received: -1, ClientCPU: -1, Server: s})
+		var kinds []string
+		for _, v := range vs {
+			kinds = append(kinds, v.Kind)
+		}
+		if fmt.Sprint(kinds) != fmt.Sprint(c.wantKinds) {
+			t.Errorf("%s: %v; want %v", c.name, vs, c.wantKinds)
+		}
+		if c.q == drops && !strings.Contains(vs[0].Text, "the kernel dropped 40 connects at the listen queue (backlog 16)") {
+			t.Errorf("%s: %q does not name the listen queue", c.name, vs[0].Text)
+		}
+	}
+}

@@ -7,6 +7,11 @@ import (
 // UnitTCP is Run.Unit for a client whose connections are raw TCP.
 const UnitTCP = "tcp"
 
+// UnitHTTP is Run.Unit for a client whose attempts are plain HTTP
+// requests, one per TCP connection (loadgen conns -get); Answered counts
+// those that got a response.
+const UnitHTTP = "http"
+
 // The rules in this file keep the client's count and the server's of one
 // unit: a figure of one kind is never judged against one of another (an
 // Engine.IO session against a Socket.IO handshake, a TCP connection
@@ -48,6 +53,32 @@ func tcpConnections(r Run, s *protocol.Stats, add func(string, string, ...any)) 
 	}
 	if accepted == n && connected == n {
 		add(Agree, "client and server agree: %d of %d TCP connections accepted%s", n, n, from(r))
+	}
+}
+
+// httpRequests judges plain HTTP requests against what the server saw of
+// them: a WebSocket target answers a GET that is not an upgrade with 426
+// and counts it as a failed handshake; a target that serves the GET
+// itself counts the connection. Either is a request that reached it.
+func httpRequests(r Run, s *protocol.Stats, add func(string, string, ...any)) {
+	if r.Attempts <= 0 {
+		return
+	}
+	var seen uint64
+	for _, c := range s.Handshakes {
+		seen += c
+	}
+	n, answered := uint64(r.Attempts), uint64(max(r.Answered, 0))
+	reached := max(seen, s.ConnectionsTotal, answered)
+	if reached < n {
+		add(NeverReached, "the server saw %d of %d requests: %d never reached it%s%s", reached, n, n-reached, whyNeverReached(s), onlyInSum(r))
+	}
+	listenQueue(s, reached, n, add)
+	if reached > answered {
+		add(ClientLost, "the server saw %d requests; the client had %d answered: %s lost on the client side", reached, answered, other(int64(reached-answered)))
+	}
+	if reached == n && answered == n {
+		add(Agree, "client and server agree: all %d requests reached the server and were answered (%d with the status the client counts)%s", n, r.Connected, from(r))
 	}
 }
 

@@ -241,6 +241,10 @@ func connections(r Run, s *protocol.Stats, add func(string, string, ...any)) {
 		tcpConnections(r, s, add) // a raw TCP target has no handshake to count
 		return
 	}
+	if r.Unit == UnitHTTP {
+		httpRequests(r, s, add)
+		return
+	}
 	if r.Unit == UnitTCP {
 		add(Incomparable, "the client counted TCP connections (%d of %d), and this target counts handshakes (WebSocket upgrades or Socket.IO CONNECTs; %d completed): the two cannot be compared%s",
 			r.Connected, r.Attempts, s.Handshakes[protocol.ResultOK], from(r))

@@ -36,7 +36,7 @@ GOTEST := KNOWNGOOD_TEST_BINDIR=$(TEST_BINDIR) go test -race -count=1 -timeout 4
 LONG_PKGS := ./servers ./scripts/soak ./scripts/experiments/cluster ./scripts/recipes ./docker ./scripts/crossbuild \
 	./loadgen ./servers/broadcast ./servers/internal/wsserver ./servers/socketio ./scripts/readme ./scripts/cluster
 
-.PHONY: help dist k8s-nginx-conf run-server list deps deps-quick test test-quick test-slow test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-burst experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
+.PHONY: help dist k8s-nginx-conf run-server list deps deps-quick test test-quick test-slow test-slow-only test-bins observe lint test-go test-docker docker fuzz stress stress-races soak bench-handshake bench-blocking bench-echo bench-conns bench-instr bench-broadcast bench-cluster experiment-burst experiment-frameworks experiment-handshake experiment-echo experiment-cluster build clean cluster cluster-down cluster-status \
 	k6-echo k6-socketio artillery-ws artillery-socketio tsung wscat python-handshake js-handshake js-ws-echo locust
 
 ## help: every target with its line (this list)

@@ -20,7 +20,8 @@
 #   with python3-websocket, redis-server, nginx and chromium: the image and
 #   compose tests, make observe and the scrape-config tests, the tsung and
 #   Locust recipes, the cluster, and the browser tests of the dashboard and
-#   the HTML reports.
+#   the HTML reports; iproute2 for ss, which the burst experiment reads the
+#   target's listener drops with.
 # - Debian's python3-fastapi, python3-uvloop, libnetty-java,
 #   libtomcat10-java and (where javac is missing) openjdk-17-jdk-headless:
 #   the frameworks experiment's servers (scripts/python, scripts/java),
@@ -115,6 +116,7 @@ if [ "$mode" = all ]; then
 		nginx|nginx|the cluster's front: make cluster and its tests
 		chromium|chromium|headless browser: the tests of the admin dashboard and of loadgen's HTML reports
 		unzip|unzip|the release test, which unpacks make dist's Windows archives as a user would
+		ss|iproute2|ss: the burst experiment reads the target's listener drops with it (and its test)
 		javac|openjdk-17-jdk-headless|javac for scripts/java/build.sh: the frameworks experiment's Netty and Tomcat servers
 	EOF
 	# The frameworks experiment's servers: libraries, not commands, so

@@ -168,7 +168,7 @@ func (t tables) measured(p string) []subject {
 
 func (t tables) echoTable(w io.Writer) {
 	fmt.Fprintf(w, "\n### Echo throughput, one connection\n\nsync: send one, wait for its echo; async: up to %d awaiting their echo.\n\n", t.o.inflight)
-	fmt.Fprintln(w, "| server | runs here | sync msg/s | x gorilla | report | CPU | async msg/s | x gorilla | report | CPU | bound by | errors |")
+	fmt.Fprintln(w, "| server | runs here | sync msg/s | x gorilla | in the report | CPU | async msg/s | x gorilla | in the report | CPU | bound by | errors |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
 	for _, s := range t.measured(partSync) {
 		cells := []string{s.row, benchrun.Cell(s.runs)}
@@ -194,7 +194,7 @@ func (t tables) echoTable(w io.Writer) {
 func (t tables) connsTable(w io.Writer) {
 	fmt.Fprintf(w, "\n### Connections held\n\n%d connections over %d loadgen processes, %d at a time, held idle %s; the report's held counts against the memory one costs here (x gorilla: gorilla's KiB over the row's, so that more is better in both).\n\n",
 		t.o.conns, t.o.shards, t.o.batch, t.o.hold)
-	fmt.Fprintln(w, "| server | held | KiB per connection | x gorilla | report held | report x gorilla | CPU over the connects | failed or dropped |")
+	fmt.Fprintln(w, "| server | held | KiB per connection | x gorilla | held in the report | x gorilla in the report | CPU over the connects | failed or dropped |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range t.measured(partConns) {
 		x, ok := t.sum(s.key, partConns)
@@ -214,7 +214,7 @@ func (t tables) connsTable(w io.Writer) {
 func (t tables) latencyTable(w io.Writer) {
 	fmt.Fprintf(w, "\n### Round trips at %d connections\n\nEach connection sends one message every %s; a WebSocket message's round trip is timed from when it was due, a Socket.IO emit's to its ack (the connects included).\n\n",
 		t.o.latencyConns, t.o.heartbeat)
-	fmt.Fprintln(w, "| server | connected | p50 ms | x gorilla | report | p99 ms | x gorilla | report | CPU | bound by | errors |")
+	fmt.Fprintln(w, "| server | connected | p50 ms | x gorilla | in the report | p99 ms | x gorilla | in the report | CPU | bound by | errors |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
 	for _, s := range t.measured(partLatency) {
 		x, ok := t.sum(s.key, partLatency)

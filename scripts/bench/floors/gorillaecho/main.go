@@ -20,15 +20,11 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"runtime/debug"
-	"syscall"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/knowngood/knowngood/scripts/bench/floors/internal/floorhttp"
 )
 
 func main() {
@@ -55,32 +51,5 @@ func main() {
 			}
 		}
 	})
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gorillaecho:", err)
-		os.Exit(1)
-	}
-	fmt.Printf("{\"msg\":\"listening\",\"addr\":%q,\"framework\":%q}\n", ln.Addr().String(), framework())
-	go func() {
-		err := http.Serve(ln, mux)
-		fmt.Fprintln(os.Stderr, "gorillaecho:", err)
-		os.Exit(1)
-	}()
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	<-stop
-}
-
-// framework is the library and the version this binary was built with.
-func framework() string {
-	const path = "github.com/gorilla/websocket"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range info.Deps {
-			if m.Path == path {
-				return path + " " + m.Version
-			}
-		}
-	}
-	return path
+	floorhttp.Serve("gorillaecho", *addr, "github.com/gorilla/websocket", mux)
 }

@@ -13,6 +13,18 @@
 // as Socket.IO's docs test recovery); --drop server asks the target to
 // close it (knowngood's POST /control/drop?how=transport on --admin).
 // The client reconnects after --reconnect-ms, without jitter.
+//
+// A push can come twice through the client itself: socket.io-client hands
+// each decoded packet to its socket one timer tick later, but acts on a
+// close at once, so a push read just before the transport closed reaches
+// the socket after its disconnect. The socket holds it and delivers it on
+// the next connect, first among what it buffered, and only then records
+// its offset: the CONNECT it sent carried the offset before it, so the
+// recovery sends that push again. Such a push is counted as held (the
+// socket's receive buffer holds it when the reconnect starts; the pushes
+// the recovery sends come before the server's CONNECT, into the same
+// buffer, after it), and its second copy as heldTwice, not as a duplicate
+// of the server's: against Node's socket.io the same client does the same.
 import { io } from "socket.io-client";
 
 import { flags } from "./flags.mjs";
@@ -44,13 +56,20 @@ function parse(argv) {
 }
 
 const opts = parse(process.argv.slice(2));
-const report = { connects: 0, ids: [], recovered: false, received: 0, missed: 0, duplicates: 0, withOffset: 0, timedOut: false };
+const report = { connects: 0, ids: [], recovered: false, received: 0, missed: 0, duplicates: 0, held: 0, heldTwice: 0, withOffset: 0, timedOut: false };
 const s = io(opts.url, {
   path: opts.path, transports: opts.transports, forceNew: true,
   reconnectionDelay: opts.reconnectMs, reconnectionDelayMax: opts.reconnectMs, randomizationFactor: 0,
 });
 const last = {}; // seq of the last push, by room
 let afterDrop = -1; // pushes seen since the reconnect; -1 before it
+let disconnected = false; // the first connection has ended
+let heldLeft = 0; // pushes the socket holds from before the gap, not yet delivered
+const held = new Set(); // room and seq of each push the socket held across the gap
+
+s.io.on("reconnect_attempt", () => {
+  heldLeft = s.receiveBuffer.length;
+});
 
 const finish = (code) => {
   s.close();
@@ -76,14 +95,25 @@ s.on("connect", () => {
   afterDrop = 0;
 });
 
+s.on("disconnect", () => {
+  disconnected = true;
+});
+
 s.on(opts.event, (push, ...rest) => {
   // With recovery on, the server appends the event's offset (a string).
   if (typeof rest.at(-1) === "string") report.withOffset++;
   report.received++;
   const room = push.room ?? "";
+  const key = `${room}/${push.seq}`;
+  if (disconnected && report.connects === 1 && heldLeft > 0) {
+    heldLeft--;
+    report.held++;
+    held.add(key);
+  }
   if (last[room] !== undefined) {
-    if (push.seq <= last[room]) report.duplicates++;
-    else report.missed += push.seq - last[room] - 1;
+    if (push.seq > last[room]) report.missed += push.seq - last[room] - 1;
+    else if (held.has(key)) report.heldTwice++;
+    else report.duplicates++;
   }
   last[room] = Math.max(last[room] ?? 0, push.seq);
   if (afterDrop >= 0) {

@@ -37,7 +37,7 @@ func holdConns(ctx context.Context, o options, loadgen, url string, sio bool, pi
 	if err != nil {
 		return sample{err: err}
 	}
-	cpu0, _ := benchrun.ProcCPUSeconds(pid)
+	cpu0, _ := procfs.CPUSeconds(pid)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -83,7 +83,7 @@ func holdConns(ctx context.Context, o options, loadgen, url string, sio bool, pi
 		}
 	}
 	rss1, _ := procfs.ResidentBytes(pid)
-	cpu1, _ := benchrun.ProcCPUSeconds(pid)
+	cpu1, _ := procfs.CPUSeconds(pid)
 	span := time.Since(start).Seconds()
 	wg.Wait()
 

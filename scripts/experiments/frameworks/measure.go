@@ -11,6 +11,7 @@ import (
 	"github.com/knowngood/knowngood/loadgen/echo"
 	"github.com/knowngood/knowngood/loadgen/sustain"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/shared/procfs"
 )
 
 // Parts of the tables: the echo scenario gives two.
@@ -159,7 +160,7 @@ func sioLatency(ctx context.Context, o options, loadgen, url string, pid int) sa
 	stepLength := o.warmup + o.duration
 	ctx, cancel := context.WithTimeout(ctx, stepLength+2*time.Minute)
 	defer cancel()
-	cpu0, _ := benchrun.ProcCPUSeconds(pid)
+	cpu0, _ := procfs.CPUSeconds(pid)
 	start := time.Now()
 	rep, err := benchrun.LoadgenReport[sustain.Report](exec.CommandContext(ctx, loadgen, "sustain", "-url", url,
 		"-n", strconv.Itoa(o.latencyConns), "-steps", "1", "-step-duration", stepLength.String(),
@@ -167,7 +168,7 @@ func sioLatency(ctx context.Context, o options, loadgen, url string, pid int) sa
 	if err != nil {
 		return sample{err: err}
 	}
-	cpu1, _ := benchrun.ProcCPUSeconds(pid)
+	cpu1, _ := procfs.CPUSeconds(pid)
 	span := time.Since(start).Seconds()
 	if len(rep.Steps) == 0 {
 		return sample{err: fmt.Errorf("loadgen sustain gave no step")}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/knowngood/knowngood/loadgen/siolite"
-	"github.com/knowngood/knowngood/scripts/internal/benchrun"
 	"github.com/knowngood/knowngood/scripts/internal/frameworks"
 	"github.com/knowngood/knowngood/shared/procfs"
 )
@@ -73,7 +72,7 @@ func sioEcho(ctx context.Context, o options, url string, pid int, async bool) sa
 		if !measuring && !now.Before(windowStart) {
 			measuring = true
 			client0, _ = procfs.CPUSeconds(os.Getpid())
-			server0, _ = benchrun.ProcCPUSeconds(pid)
+			server0, _ = procfs.CPUSeconds(pid)
 			windowStart = now
 		}
 		if !now.Before(end) {
@@ -92,7 +91,7 @@ func sioEcho(ctx context.Context, o options, url string, pid int, async bool) sa
 	}
 	span := time.Since(windowStart).Seconds()
 	client1, _ := procfs.CPUSeconds(os.Getpid())
-	server1, _ := benchrun.ProcCPUSeconds(pid)
+	server1, _ := procfs.CPUSeconds(pid)
 	r.rate, r.held, r.asked = float64(counted)/span, 1, 1
 	r.clientCPU, r.serverCPU = perCore(client1-client0, span), perCore(server1-server0, span)
 	return r

@@ -23,6 +23,7 @@ import (
 
 	"github.com/knowngood/knowngood/scripts/harness"
 	"github.com/knowngood/knowngood/scripts/internal/benchrun"
+	"github.com/knowngood/knowngood/servers/variants"
 )
 
 // Server is one framework's minimal echo server.
@@ -54,7 +55,7 @@ type kind int
 const (
 	node   kind = iota // node scripts/node/FILE 0 (benchrun.StartNode)
 	python             // /usr/bin/python3 scripts/python/FILE --port 0 ARGS
-	floor              // the floor on library FILE, built from this module
+	floor              // the floor on library FILE, built from this module (benchrun.StartEchoTarget)
 	java               // java @scripts/java/build/FILE.args 0
 )
 
@@ -158,9 +159,13 @@ func (s Server) Start(ctx context.Context, stderr io.Writer) (p *harness.Process
 	if err := s.Available(); err != nil {
 		return nil, "", err
 	}
-	if s.kind == node {
+	switch s.kind {
+	case node:
 		p, err = benchrun.StartNode(ctx, stderr, s.file, s.Key)
-	} else {
+	case floor:
+		// The benchmarks' floor, started as they start it.
+		p, _, _, err = benchrun.StartEchoTarget(ctx, stderr, benchrun.FloorOf(variants.Library(s.file)))
+	default:
 		p, err = s.start(ctx, stderr)
 	}
 	if err != nil {
@@ -172,8 +177,7 @@ func (s Server) Start(ctx context.Context, stderr io.Writer) (p *harness.Process
 	return p, "ws://" + p.Addr + "/", nil
 }
 
-// start starts s, a server other than Node's (benchrun.StartNode), on a
-// free port.
+// start starts s, a Python or Java server, on a free port.
 func (s Server) start(ctx context.Context, stderr io.Writer) (*harness.Process, error) {
 	argv, err := s.command(stderr)
 	if err != nil {
@@ -192,12 +196,6 @@ func (s Server) command(stderr io.Writer) ([]string, error) {
 	switch s.kind {
 	case python:
 		return append([]string{Python, "scripts/python/" + s.file, "--host", "127.0.0.1", "--port", "0"}, s.args...), nil
-	case floor:
-		bin, err := harness.Floor(s.file)
-		if err != nil {
-			return nil, err
-		}
-		return []string{bin, "-addr", "127.0.0.1:0"}, nil
 	case java:
 		if err := buildJava(stderr); err != nil {
 			return nil, err

@@ -305,13 +305,18 @@ func (g *gnetTarget) OnTraffic(c gnet.Conn) (action gnet.Action) {
 		if action, upgraded := g.handshake(c, st); !upgraded {
 			return action
 		}
+		st.late = false // served by its late read; the close wait's clock is new
 		if c.InboundBuffered() == 0 {
 			return gnet.None
 		}
 		return g.frames(c, st)
 	case phaseOpen, phaseClosing:
 		st.heard = true
-		return g.frames(c, st)
+		action = g.frames(c, st)
+		if st.late && st.phase == phaseClosing {
+			return gnet.Close // the close wait's last read (expire)
+		}
+		return action
 	default:
 		_, _ = c.Discard(-1)
 		return gnet.None

@@ -75,6 +75,10 @@ type gconn struct {
 	// ping is out.
 	heard  bool
 	pinged bool
+	// late: the upgrade's or the close wait's clock ran out while bytes
+	// the client had sent waited unread; the next read is their last
+	// chance (expire).
+	late bool
 }
 
 // reasonCodePingTimeout is gconn.reason for a connection dropped by the
@@ -146,15 +150,29 @@ func (g *gnetTarget) expire(st *gconn) {
 	if clock() < st.due || st.phase == phaseOpen {
 		return // a timer that fired just before being re-armed or stopped
 	}
+	if !st.late && rawSockets && inputBytes(uintptr(st.conn.Fd())) > 0 {
+		// The client's bytes are in, unread: the loop is late, not the
+		// client (held up by other connections, or short of CPU).
+		// net/http's clock starts when its goroutine first reads, so it
+		// would read them, and closing them unread resets the client.
+		// They get one read (OnTraffic), then the clock has run out.
+		st.late = true
+		return
+	}
 	if st.phase == phaseHandshake {
-		g.m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
-		if st.hs.started() && !st.counted {
-			st.counted = true
-			g.m.Handshake(protocol.ResultFailed, transport, 0)
-			g.unserved(true)
-		}
+		g.headerTimeout(st)
 	}
 	_ = st.conn.EventLoop().Close(st.conn)
+}
+
+// headerTimeout counts an upgrade whose request did not complete in time.
+func (g *gnetTarget) headerTimeout(st *gconn) {
+	g.m.Timeout(metrics.ListenerTarget, metrics.StageHeader)
+	if st.hs.started() && !st.counted {
+		st.counted = true
+		g.m.Handshake(protocol.ResultFailed, transport, 0)
+		g.unserved(true)
+	}
 }
 
 // keepalive pings a connection that has been quiet for -ping-interval and

@@ -19,6 +19,7 @@ import (
 	"github.com/knowngood/knowngood/shared/config"
 	"github.com/knowngood/knowngood/shared/metrics"
 	"github.com/knowngood/knowngood/shared/wsframe"
+	"github.com/knowngood/knowngood/shared/wstest"
 )
 
 // frontEcho is an Options.Front: /ws upgrades, and each message comes
@@ -116,5 +117,76 @@ func TestGnetFrontUpgrades(t *testing.T) {
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseNoStatusReceived {
 		t.Errorf("after the queue: %v, want a close without a status code (1005)", err)
+	}
+}
+
+// stallFront upgrades every request; a connection's "stall" holds its loop until
+// release is closed, as a loop starved of CPU or busy with other
+// connections would be, and says so on stalled.
+type stallFront struct{ stalled, release chan struct{} }
+
+func (f stallFront) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.(wsserver.LoopUpgrader).UpgradeOnLoop(func(p wsserver.LoopPeer) wsserver.Session { return &stallSession{p: p, f: f} })
+}
+
+type stallSession struct {
+	wsserver.NopSession
+	p wsserver.LoopPeer
+	f stallFront
+}
+
+func (s *stallSession) Message(wsserver.Op, []byte) {
+	s.p.Loop().Execute(func() {
+		close(s.f.stalled)
+		<-s.f.release
+	})
+}
+
+// TestGnetLateLoopServesTimelyRequest: an upgrade request that reached
+// the target before -handshake-timeout is served even when its loop gets
+// to it only after the deadline (held up by other connections, or by a
+// machine short of CPU), as net/http serves it: its deadline starts when
+// its goroutine first reads, and the bytes are there. Closing it unread
+// resets a client that did nothing wrong. A request still incomplete in
+// that late read is closed then, and counted as timed out: the grace is
+// one read, so a client that trickles bytes gains nothing.
+func TestGnetLateLoopServesTimelyRequest(t *testing.T) {
+	t.Parallel()
+	const timeout = 300 * time.Millisecond
+	f := stallFront{stalled: make(chan struct{}), release: make(chan struct{})}
+	b := func(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (lifecycle.Target, error) {
+		return wsserver.NewGnet(settings.WebSocket(cfg), m, log, wsserver.Options{Front: f, NoKeepalive: true})
+	}
+	tg := start(t, "gnet", b, func(c *config.Config) {
+		c.HandshakeTimeout = timeout
+		c.Gnet.Loops = 1
+	})
+	// The one loop opens rc before holder: the accept queue and the
+	// loop's tasks keep that order, so rc's clock runs once holder is
+	// upgraded.
+	rc := dialTCP(t, tg.Addr)
+	half := dialTCP(t, tg.Addr)
+	holder, _, err := websocket.DefaultDialer.Dial("ws://"+tg.Addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := holder.WriteMessage(websocket.TextMessage, []byte("stall")); err != nil {
+		t.Fatal(err)
+	}
+	<-f.stalled
+	rc.write([]byte(wstest.UpgradeRequest()))
+	half.write([]byte("GET / HTTP/1.1\r\nHost: example.test\r\nUpgrade: webs"))
+	// The loop is held: nothing can read the request. Release it once
+	// the deadline is well past, and both the expired clock and the
+	// request wait on it.
+	time.Sleep(3 * timeout)
+	close(f.release)
+	if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("a request sent %v before its deadline, read late: %s", timeout, resp.Status)
+	}
+	half.expectEOF()
+	if n := tg.Stats().Timeouts[metrics.ListenerTarget][metrics.StageHeader]; n != 1 {
+		t.Errorf("%d header timeouts, want 1 (the incomplete request)", n)
 	}
 }

@@ -65,6 +65,11 @@ func (g *gnetTarget) handshake(c gnet.Conn, st *gconn) (gnet.Action, bool) {
 		if rf := hs.partial(buf, g.cfg.HTTP.HeaderBytes); rf != nil {
 			return g.refuse(c, st, rf), false
 		}
+		if st.late {
+			// Read after its clock ran out (expire), and still not whole.
+			g.headerTimeout(st)
+			return gnet.Close, false
+		}
 		return gnet.None, false
 	}
 	n := end + len(headerEnd)

@@ -4,6 +4,7 @@ package lifecycletest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -86,6 +87,12 @@ func Start(t testing.TB, name string, b Build, o Options) *Target {
 	}
 	go func() { tg.done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
+		if t.Failed() && m != nil {
+			// A client's error alone cannot say which side gave up
+			// (a reset may be the target's handshake timeout or an
+			// EMFILE); the target's own counters can.
+			t.Logf("the target's own account: %s", tg.Account())
+		}
 		if err := tg.Shutdown(5 * time.Second); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
@@ -123,6 +130,14 @@ func (tg *Target) URL() string { return "ws://" + tg.Addr + "/any/path?x=1" }
 
 // Stats is the target's /stats document now.
 func (tg *Target) Stats() protocol.Stats { return tg.Metrics.Snapshot() }
+
+// Account is the part of the target's stats that says why it closed or
+// refused connections, in one line.
+func (tg *Target) Account() string {
+	s := tg.Stats()
+	return fmt.Sprintf("connections %d active, %d total; handshakes %v; timeouts %v; accept errors %v; refused at max-conns %d; disconnects %v",
+		s.ConnectionsActive, s.ConnectionsTotal, s.Handshakes, s.Timeouts, s.AcceptErrors, s.MaxConnsRefused, s.Disconnects)
+}
 
 // Settled waits until no connection is open, then returns the stats.
 func (tg *Target) Settled(t testing.TB) protocol.Stats {

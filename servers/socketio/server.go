@@ -544,6 +544,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if deadline, ok := ctx.Deadline(); ok {
 		grace = time.Until(deadline) / 2
 	}
+	// The library writes a CONNECT's ack before it registers the socket
+	// (onConnect): a client that has its ack may not be in its session's
+	// sockets yet, and would be left out of the DISCONNECTs.
+	waitUntil(grace, s.registered)
 	// Every session's sockets, in whichever namespaces its client made.
 	s.sessions.Range(func(_, v any) bool {
 		for _, sock := range v.(*session).namespaceSockets() {
@@ -625,6 +629,17 @@ func (s *Server) delivered() bool {
 	done := true
 	s.sessions.Range(func(_, v any) bool {
 		done = v.(*session).written()
+		return done
+	})
+	return done
+}
+
+// registered reports whether every CONNECT acked so far has its socket
+// registered.
+func (s *Server) registered() bool {
+	done := true
+	s.sessions.Range(func(_, v any) bool {
+		done = v.(*session).registering.Load() <= 0
 		return done
 	})
 	return done

@@ -150,12 +150,13 @@ func (g *gnetTarget) expire(st *gconn) {
 	if clock() < st.due || st.phase == phaseOpen {
 		return // a timer that fired just before being re-armed or stopped
 	}
-	if !st.late && rawSockets && inputBytes(uintptr(st.conn.Fd())) > 0 {
+	if st.phase != phaseLinger && !st.late && rawSockets && inputBytes(uintptr(st.conn.Fd())) > 0 {
 		// The client's bytes are in, unread: the loop is late, not the
 		// client (held up by other connections, or short of CPU).
 		// net/http's clock starts when its goroutine first reads, so it
 		// would read them, and closing them unread resets the client.
-		// They get one read (OnTraffic), then the clock has run out.
+		// They get one read (OnTraffic), then the clock has run out. A
+		// refused connection's linger drops what comes: no read for it.
 		st.late = true
 		return
 	}

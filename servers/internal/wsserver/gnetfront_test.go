@@ -149,7 +149,8 @@ func (s *stallSession) Message(wsserver.Op, []byte) {
 // its goroutine first reads, and the bytes are there. Closing it unread
 // resets a client that did nothing wrong. A request still incomplete in
 // that late read is closed then, and counted as timed out: the grace is
-// one read, so a client that trickles bytes gains nothing.
+// one read, so a client that trickles bytes gains nothing. A refused
+// connection's linger gets no such read: it ends on its clock.
 func TestGnetLateLoopServesTimelyRequest(t *testing.T) {
 	t.Parallel()
 	const timeout = 300 * time.Millisecond
@@ -161,11 +162,18 @@ func TestGnetLateLoopServesTimelyRequest(t *testing.T) {
 		c.HandshakeTimeout = timeout
 		c.Gnet.Loops = 1
 	})
-	// The one loop opens rc before holder: the accept queue and the
-	// loop's tasks keep that order, so rc's clock runs once holder is
-	// upgraded.
+	// The one loop opens rc, half and refused before holder: the accept
+	// queue and the loop's tasks keep that order, so their clocks run
+	// once holder is upgraded.
 	rc := dialTCP(t, tg.Addr)
 	half := dialTCP(t, tg.Addr)
+	// refused lingers after its answer, dropping what it sends on; the
+	// linger's clock (2 s) must end it even with bytes unread.
+	refused := dialTCP(t, tg.Addr)
+	refused.write([]byte("NOT A REQUEST\r\n\r\n"))
+	if resp := refused.response(); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a malformed request: %s", resp.Status)
+	}
 	holder, _, err := websocket.DefaultDialer.Dial("ws://"+tg.Addr+"/ws", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -177,15 +185,22 @@ func TestGnetLateLoopServesTimelyRequest(t *testing.T) {
 	<-f.stalled
 	rc.write([]byte(wstest.UpgradeRequest()))
 	half.write([]byte("GET / HTTP/1.1\r\nHost: example.test\r\nUpgrade: webs"))
-	// The loop is held: nothing can read the request. Release it once
-	// the deadline is well past, and both the expired clock and the
-	// request wait on it.
-	time.Sleep(3 * timeout)
+	refused.write([]byte("more"))
+	// The loop is held: nothing can read the requests. Release it once
+	// the deadlines (and the linger's) are past, and both the expired
+	// clocks and the requests wait on it.
+	time.Sleep(3 * time.Second)
 	close(f.release)
 	if resp := rc.response(); resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("a request sent %v before its deadline, read late: %s", timeout, resp.Status)
+		t.Fatalf("a whole request sent within -handshake-timeout %v, read after it: %s", timeout, resp.Status)
 	}
 	half.expectEOF()
+	// The refusal's FIN came with its answer; the end of its linger shows
+	// as a reset to what the client writes on.
+	waitFor(t, "the refused connection's linger to end", func() bool {
+		_, err := refused.c.Write([]byte("x"))
+		return err != nil
+	})
 	if n := tg.Stats().Timeouts[metrics.ListenerTarget][metrics.StageHeader]; n != 1 {
 		t.Errorf("%d header timeouts, want 1 (the incomplete request)", n)
 	}

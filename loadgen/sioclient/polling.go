@@ -33,7 +33,7 @@ type pollingCtor struct {
 func (*pollingCtor) Name() string { return Polling }
 
 func (c *pollingCtor) New(s engine.Socket, opts engine.SocketOptionsInterface) engine.Transport {
-	p := &pollingTransport{Transport: engine.MakeTransport(), gate: c.gate, timeout: cmp.Or(c.timeout, DefaultPollTimeout)}
+	p := &pollingTransport{Transport: engine.MakeTransport(), socket: s, gate: c.gate, timeout: cmp.Or(c.timeout, DefaultPollTimeout)}
 	p.Prototype(p) // the base Open, Close and Send call our DoOpen, DoClose and Write
 	p.Construct(s, opts)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -60,6 +60,7 @@ func (c *pollingCtor) New(s engine.Socket, opts engine.SocketOptionsInterface) e
 type pollingTransport struct {
 	engine.Transport // the client's base transport: state, events, URIs
 
+	socket  engine.Socket // whose write buffer takes back what an upgrade caught
 	gate    *gate
 	timeout time.Duration // of a GET
 	http    *http.Client
@@ -135,10 +136,33 @@ func (p *pollingTransport) OnData(data types.BufferInterface) {
 	}
 }
 
+// Send is Write: the base's Send drops packets when the transport is not
+// open, which an upgrade can make it mid-flush (see Write).
+func (p *pollingTransport) Send(packets []*packet.Packet) { p.Write(packets) }
+
 // Write posts packets on their own goroutine: writable again, and "drain",
 // once the server has them.
+//
+// The client's socket looks for an upgrade under way before it takes its
+// buffer to write, and the upgrade's probe, on another goroutine, can
+// begin pausing this transport between the two: Node's client, on one
+// thread, cannot interleave them. Packets that arrive once the transport
+// is pausing go back to the front of the socket's buffer, which the socket
+// flushes on the new transport after the upgrade (it waits for the flush
+// in progress, so nothing overtakes them): an emit is never dropped, and
+// never posted to a polling transport the server has already left.
 func (p *pollingTransport) Write(packets []*packet.Packet) {
 	p.mu.Lock()
+	switch p.ReadyState() {
+	case engine.TransportStateOpen:
+	case engine.TransportStatePausing, engine.TransportStatePaused:
+		p.mu.Unlock()
+		p.socket.WriteBuffer().Unshift(packets...)
+		return
+	default: // closed, as the base's Send: the socket is closing
+		p.mu.Unlock()
+		return
+	}
 	p.SetWritable(false)
 	p.writing = true
 	p.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zishang520/socket.io/clients/engine/v3"
+	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 )
 
@@ -59,5 +60,43 @@ func TestPauseWhilePollEnds(t *testing.T) {
 			t.Fatalf("run %d: Pause called back twice", i)
 		case <-time.After(time.Millisecond):
 		}
+	}
+}
+
+// TestWriteWhilePausing writes packets as the client's socket does when it
+// took its buffer just before an upgrade began pausing the transport: its
+// flush looks for an upgrade under way first, and the probe, on another
+// goroutine, pauses the transport before the write. The base transport
+// dropped such packets (an echo's ack then never came); they must go back
+// to the front of the socket's buffer, for the new transport.
+func TestWriteWhilePausing(t *testing.T) {
+	g := newGate()
+	g.finished = true // no request leaves: the test plays the server
+	socket := engine.MakeSocketWithUpgrade()
+	p := (&pollingCtor{gate: g}).New(socket, engine.DefaultSocketOptions()).(*pollingTransport)
+	p.OnOpen()
+	p.mu.Lock()
+	p.polling = true // the long-poll GET after the handshake
+	p.mu.Unlock()
+
+	queued := &packet.Packet{Type: packet.MESSAGE, Data: types.NewStringBufferString("emitted after")}
+	socket.WriteBuffer().Push(queued)
+	paused := make(chan struct{})
+	p.Pause(func() { close(paused) })
+	caught := &packet.Packet{Type: packet.MESSAGE, Data: types.NewStringBufferString("taken before")}
+	p.Send([]*packet.Packet{caught}) // pausing: the GET is still pending
+	if got := socket.WriteBuffer().All(); len(got) != 2 || got[0] != caught || got[1] != queued {
+		t.Fatalf("write buffer %v after a write while pausing, want the written packet first, then the one emitted after it", got)
+	}
+
+	p.OnData(types.NewStringBufferString("6")) // the GET ends: paused
+	<-paused
+	late := &packet.Packet{Type: packet.MESSAGE, Data: types.NewStringBufferString("late")}
+	p.Send([]*packet.Packet{late}) // paused, the new transport not yet in place
+	if got := socket.WriteBuffer().All(); len(got) != 3 || got[0] != late {
+		t.Fatalf("write buffer %v after a write while paused, want %v first", got, late)
+	}
+	if p.writing {
+		t.Error("a pausing transport posted the packets")
 	}
 }

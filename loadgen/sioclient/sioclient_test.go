@@ -137,3 +137,50 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestEchoAcrossUpgrade emits back to back from the moment each connection
+// opens over polling, so that emits are in flight while the client upgrades
+// to WebSocket: every one must be answered (see pollingTransport.Write for
+// the emit an upgrade used to drop).
+func TestEchoAcrossUpgrade(t *testing.T) {
+	url := siotest.StartServer(t)
+	const conns, echoes = 30, 30
+	// Bounds a lost echo, not the machine's speed: an answered one is
+	// back in milliseconds.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, conns)
+	for i := range conns {
+		wg.Go(func() {
+			c, err := sioclient.Connect(ctx, sioclient.Options{URL: url, Transport: sioclient.PollingWebSocket})
+			if err != nil {
+				errs[i] = fmt.Errorf("connect: %w", err)
+				return
+			}
+			defer c.Close()
+			// Three emitters, so that emits queue while a POST is out
+			// and the flush on its drain races the upgrade too.
+			var emitters sync.WaitGroup
+			lost := make([]error, 3)
+			for e := range lost {
+				emitters.Go(func() {
+					for j := range echoes / len(lost) {
+						if err := c.Echo(ctx, fmt.Sprint(e, j)); err != nil {
+							lost[e] = fmt.Errorf("echo %d of emitter %d: %w", j, e, err)
+							return
+						}
+					}
+				})
+			}
+			emitters.Wait()
+			errs[i] = errors.Join(lost...)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("connection %d: %v", i, err)
+		}
+	}
+}

@@ -18,6 +18,12 @@ type reconcileRow struct {
 	Client   int64    `json:"client"`
 	Server   int64    `json:"server"`
 	Replicas []uint64 `json:"replicas"`
+	// Unread bounds what the servers' sum may miss: the connects a killed
+	// replica completed after its last reading. Each was either lost at
+	// the kill, beyond the connections that reading held, or closed by its
+	// client on purpose (-churn) before. Server <= Client <= Server +
+	// Unread.
+	Unread int64 `json:"unread,omitempty"`
 }
 
 // lastStats is each replica's last /stats: at the end, or, for the one
@@ -65,8 +71,19 @@ func reconcile(c *cluster, res *results) []reconcileRow {
 			received += s.Acks + s.PushesReceived
 		}
 	}
+	connects := server("connects completed (server: handshakes ok)", connected, func(s *protocol.Stats) uint64 { return s.Handshakes[protocol.ResultOK] })
+	if c.killed != nil && c.killedStats != nil {
+		var lost, churned int64
+		for _, sh := range res.shards {
+			for _, s := range sh.Steps {
+				lost += s.Lost
+				churned += s.Churned
+			}
+		}
+		connects.Unread = max(0, lost-c.killedStats.ConnectionsActive) + churned
+	}
 	rows := []reconcileRow{
-		server("connects completed (server: handshakes ok)", connected, func(s *protocol.Stats) uint64 { return s.Handshakes[protocol.ResultOK] }),
+		connects,
 		server("events to the servers: emits, joins, pushes (server: received)", sent, func(s *protocol.Stats) uint64 { return s.MessagesReceived }),
 		server("events from the servers: acks, push deliveries (server: sent)", received, func(s *protocol.Stats) uint64 { return s.MessagesSent }),
 	}

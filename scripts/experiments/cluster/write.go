@@ -201,6 +201,9 @@ func (rep *report) reconcileTable() htmlreport.Section {
 		if r.Server >= 0 {
 			row[2] = i64(r.Server)
 		}
+		if r.Unread > 0 {
+			row[2] += fmt.Sprintf(" (+ up to %d after the killed replica's last reading)", r.Unread)
+		}
 		for i := range rep.Replicas {
 			if i < len(r.Replicas) {
 				row = append(row, strconv.FormatUint(r.Replicas[i], 10))

@@ -625,34 +625,28 @@ func closeRedis(servers []*cluster.Redis) {
 }
 
 // delivered reports whether every session has written what it queued.
-func (s *Server) delivered() bool {
-	done := true
-	s.sessions.Range(func(_, v any) bool {
-		done = v.(*session).written()
-		return done
-	})
-	return done
-}
+func (s *Server) delivered() bool { return s.everySession((*session).written) }
 
 // registered reports whether every CONNECT acked so far has its socket
 // registered.
 func (s *Server) registered() bool {
-	done := true
-	s.sessions.Range(func(_, v any) bool {
-		done = v.(*session).registering.Load() <= 0
-		return done
-	})
-	return done
+	return s.everySession(func(ss *session) bool { return ss.registering.Load() <= 0 })
 }
 
 // noSession reports whether every session has ended.
 func (s *Server) noSession() bool {
-	none := true
-	s.sessions.Range(func(any, any) bool {
-		none = false
-		return false
+	return s.everySession(func(*session) bool { return false })
+}
+
+// everySession reports whether ok holds for every session, stopping at
+// the first that fails it.
+func (s *Server) everySession(ok func(*session) bool) bool {
+	all := true
+	s.sessions.Range(func(_, v any) bool {
+		all = ok(v.(*session))
+		return all
 	})
-	return none
+	return all
 }
 
 // waitUntil polls cond every 10 ms for at most d.

@@ -122,37 +122,41 @@ func (r *recovery) save(s *Socket, rooms []string) {
 
 // restoreFor restores the socket a CONNECT's auth names by its pid and
 // offset, as the client sends them: strings, or no recovery.
-func (r *recovery) restoreFor(auth json.RawMessage) (*keptSession, [][]*frame) {
+func (r *recovery) restoreFor(auth json.RawMessage, admit func(*keptSession, [][]*frame)) bool {
 	var asked struct {
 		PID    any `json:"pid"`
 		Offset any `json:"offset"`
 	}
 	if json.Unmarshal(auth, &asked) != nil {
-		return nil, nil
+		return false
 	}
 	pid, ok1 := asked.PID.(string)
 	offset, ok2 := asked.Offset.(string)
 	if !ok1 || !ok2 {
-		return nil, nil
+		return false
 	}
-	return r.restore(pid, offset)
+	return r.restore(pid, offset, admit)
 }
 
 // restore takes the socket kept under pid, if the packet of offset is
-// still kept, and returns it with the frames of the events it missed.
-func (r *recovery) restore(pid, offset string) (*keptSession, [][]*frame) {
+// still kept, and has admit register it with the frames of the events it
+// missed. admit runs under mu, as keep's send does: an event kept after
+// the missed ones were picked waits until the socket is in its rooms, and
+// goes to it then. Node has no such gap to close: it restores a socket
+// and adds it to its rooms in one turn of its loop.
+func (r *recovery) restore(pid, offset string, admit func(*keptSession, [][]*frame)) bool {
 	id, err := strconv.ParseUint(offset, 36, 64)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.trimLocked(time.Now())
 	k := r.sessions[pid]
 	if k == nil || err != nil {
-		return nil, nil
+		return false
 	}
 	live := r.packets[r.head:]
 	i, found := slices.BinarySearchFunc(live, id, func(p keptPacket, id uint64) int { return cmp.Compare(p.id, id) })
 	if !found {
-		return nil, nil // older than what is kept, or never sent
+		return false // older than what is kept, or never sent
 	}
 	delete(r.sessions, pid)
 	rooms := append([]string{k.sid}, k.rooms...)
@@ -162,7 +166,8 @@ func (r *recovery) restore(pid, offset string) (*keptSession, [][]*frame) {
 			missed = append(missed, p.frames)
 		}
 	}
-	return k, missed
+	admit(k, missed)
+	return true
 }
 
 // includes is Node's shouldIncludePacket: an event sent to rooms less

@@ -15,6 +15,18 @@ func keepN(r *recovery, n int, rooms ...string) string {
 	return strconv.FormatUint(r.nextID, 36)
 }
 
+// restored is r.restore's socket and missed events, or nil.
+func restored(r *recovery, pid, offset string) (kept *keptSession, missed [][]*frame) {
+	r.restore(pid, offset, func(k *keptSession, m [][]*frame) { kept, missed = k, m })
+	return kept, missed
+}
+
+// restoredFor is r.restoreFor's socket and missed events, or nil.
+func restoredFor(r *recovery, auth json.RawMessage) (kept *keptSession, missed [][]*frame) {
+	r.restoreFor(auth, func(k *keptSession, m [][]*frame) { kept, missed = k, m })
+	return kept, missed
+}
+
 func TestRecoveryMissed(t *testing.T) {
 	r := newRecovery(time.Minute, nil)
 	s := &Socket{id: "sid", pid: "pid"}
@@ -25,7 +37,7 @@ func TestRecoveryMissed(t *testing.T) {
 	keepN(r, 1, "b")                                                     // not to it
 	keepN(r, 1, "sid")                                                   // to it alone
 	r.keep("/", nil, []string{"a"}, "tick", nil, nil, func([]*frame) {}) // everyone but room a
-	kept, missed := r.restore("pid", offset)
+	kept, missed := restored(r, "pid", offset)
 	if kept == nil || kept.sid != "sid" || len(kept.rooms) != 1 || kept.rooms[0] != "a" {
 		t.Fatalf("restore: %+v; want sid, in room a", kept)
 	}
@@ -37,8 +49,27 @@ func TestRecoveryMissed(t *testing.T) {
 	if want := `"` + strconv.FormatUint(r.nextID-1, 36) + `"`; len(last) == 0 || string(last[len(last)-1]) != want {
 		t.Errorf("the kept event %s; want its offset %s last", missed[2][0].data, want)
 	}
-	if again, _ := r.restore("pid", offset); again != nil {
+	if again, _ := restored(r, "pid", offset); again != nil {
 		t.Error("a private id recovered twice")
+	}
+}
+
+// TestRecoveryAdmitsUnderLock: the socket is admitted (in its rooms)
+// under the lock every kept event is numbered and sent under, so an
+// event comes either among the missed ones or to the socket in its
+// rooms, never between the two.
+func TestRecoveryAdmitsUnderLock(t *testing.T) {
+	r := newRecovery(time.Minute, nil)
+	r.save(&Socket{id: "sid", pid: "pid"}, nil)
+	offset := keepN(r, 1)
+	admitted := r.restore("pid", offset, func(*keptSession, [][]*frame) {
+		if r.mu.TryLock() {
+			r.mu.Unlock()
+			t.Error("admitted outside the lock keep takes: an event kept meanwhile would be lost")
+		}
+	})
+	if !admitted {
+		t.Fatal("not restored")
 	}
 }
 
@@ -51,16 +82,16 @@ func TestRecoveryRefuses(t *testing.T) {
 		{"unknown offset", "pid", "zzz"},
 		{"not an offset", "pid", "!"},
 	} {
-		if kept, _ := r.restore(c.pid, c.offset); kept != nil {
+		if kept, _ := restored(r, c.pid, c.offset); kept != nil {
 			t.Errorf("%s: recovered", c.name)
 		}
 	}
 	for _, auth := range []string{`{}`, `{"pid":"pid"}`, `{"pid":1,"offset":"1"}`, `not json`} {
-		if kept, _ := r.restoreFor(json.RawMessage(auth)); kept != nil {
+		if kept, _ := restoredFor(r, json.RawMessage(auth)); kept != nil {
 			t.Errorf("auth %s: recovered", auth)
 		}
 	}
-	if kept, _ := r.restoreFor(json.RawMessage(`{"pid":"pid","offset":"` + offset + `"}`)); kept == nil {
+	if kept, _ := restoredFor(r, json.RawMessage(`{"pid":"pid","offset":"`+offset+`"}`)); kept == nil {
 		t.Error("a kept socket with a kept offset: not recovered")
 	}
 }
@@ -70,7 +101,7 @@ func TestRecoveryExpires(t *testing.T) {
 	offset := keepN(r, 1)
 	r.save(&Socket{id: "sid", pid: "pid"}, nil)
 	time.Sleep(5 * time.Millisecond) // the window, which is the subject here
-	if kept, _ := r.restore("pid", offset); kept != nil {
+	if kept, _ := restored(r, "pid", offset); kept != nil {
 		t.Error("recovered after the window")
 	}
 	if len(r.sessions) != 0 || len(r.packets)-r.head != 0 || r.bytes != 0 {
@@ -87,7 +118,7 @@ func TestRecoveryBounds(t *testing.T) {
 		t.Errorf("%d kept, %d evicted; want %d, 1", got, evicted[EvictedPacket], maxKeptPackets)
 	}
 	r.save(&Socket{id: "s0", pid: "p0"}, nil)
-	if kept, _ := r.restore("p0", first); kept != nil {
+	if kept, _ := restored(r, "p0", first); kept != nil {
 		t.Error("recovered from an offset let go")
 	}
 	for i := range maxKeptSessions + 1 {

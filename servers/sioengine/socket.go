@@ -245,14 +245,17 @@ func (c *Conn) connect(p sioPacket) {
 	}
 	s := &Socket{id: newID(), conn: c, nsp: nsp, auth: auth}
 	if nsp.rec != nil && !c.eio3 {
-		if kept, missed := nsp.rec.restoreFor(auth); kept != nil {
-			// Node's skipMiddlewares: a socket that comes back is not
-			// put through the middleware again.
+		var then func()
+		// Node's skipMiddlewares: a socket that comes back is not put
+		// through the middleware again.
+		if nsp.rec.restoreFor(auth, func(kept *keptSession, missed [][]*frame) {
 			s.id, s.pid, s.recovered = kept.sid, kept.pid, true
 			c.mu.Lock()
 			c.pending++
 			c.mu.Unlock()
-			c.admitRecovered(s, kept.rooms, missed)
+			then = c.admitWith(s, nil, kept.rooms, missed)
+		}) {
+			then()
 			return
 		}
 		s.pid = newID()
@@ -275,34 +278,31 @@ func (c *Conn) connect(p sioPacket) {
 }
 
 // admit ends a CONNECT's middleware: the ack, or a CONNECT_ERROR.
-func (c *Conn) admit(s *Socket, err error) { c.admitWith(s, err, nil, nil) }
+func (c *Conn) admit(s *Socket, err error) { c.admitWith(s, err, nil, nil)() }
 
-// admitRecovered admits a socket that came back: it rejoins its rooms,
-// and the events it missed go out before its CONNECT ack, as Node writes
-// them (socket.io-client holds them until the ack).
-func (c *Conn) admitRecovered(s *Socket, rooms []string, missed [][]*frame) {
-	c.admitWith(s, nil, rooms, missed)
-}
-
-func (c *Conn) admitWith(s *Socket, err error, rooms []string, missed [][]*frame) {
+// admitWith registers s, or refuses it, and returns the rest, which runs
+// the hooks and may close the session: a socket that comes back is
+// registered under its namespace's recovery lock (recovery.restore), and
+// the rest runs after that is let go. Such a socket rejoins its rooms, and
+// the events it missed go out before its CONNECT ack, as Node writes them
+// (socket.io-client holds them until the ack).
+func (c *Conn) admitWith(s *Socket, err error, rooms []string, missed [][]*frame) (then func()) {
 	c.mu.Lock()
 	c.pending--
 	if c.state != stateOpen {
 		c.mu.Unlock()
-		return
+		return func() {}
 	}
 	if err != nil {
 		c.mu.Unlock()
-		c.refuseConnect(s.nsp.name, err.Error(), c.eio3)
-		return
+		return func() { c.refuseConnect(s.nsp.name, err.Error(), c.eio3) }
 	}
 	if !c.joined && !time.Now().Before(c.connectBy) {
 		// The connect timeout was due before the middleware ended: its
 		// timer, late on a loaded process, would have closed the session
 		// first on Node, whose timers run on time. So it does here.
 		c.mu.Unlock()
-		c.Close()
-		return
+		return c.Close
 	}
 	old := c.sockets[s.nsp.name]
 	if c.sockets == nil {
@@ -331,6 +331,11 @@ func (c *Conn) admitWith(s *Socket, err error, rooms []string, missed [][]*frame
 		s.nsp.join(s, room)
 	}
 	c.mu.Unlock()
+	return func() { c.connected(s, old) }
+}
+
+// connected runs the hooks of s's admission, which replaced old, if any.
+func (c *Conn) connected(s, old *Socket) {
 	if old != nil {
 		// A second CONNECT to the namespace replaces the socket.
 		if h := c.srv.opts.Hooks.Disconnected; h != nil {

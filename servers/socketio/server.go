@@ -213,11 +213,13 @@ func newOnEngine(mode Mode, cfg Options, m *metrics.Metrics, log *slog.Logger) (
 	}
 	if cfg.Recovery > 0 {
 		// The library's session-aware adapter, a port of Node's: what it
-		// keeps is bounded by the window alone, as on Node.
+		// keeps is bounded by the window alone, as on Node. Its restore
+		// loses a broadcast sent while the socket is built (recovery.go).
 		rec := socket.DefaultConnectionStateRecovery()
 		rec.SetMaxDisconnectionDuration(cfg.Recovery.Milliseconds())
 		rec.SetSkipMiddlewares(true)
 		opts.SetConnectionStateRecovery(rec)
+		opts.SetAdapter(restoringAdapters{})
 	}
 	if cfg.Compression {
 		opts.SetPerMessageDeflate(&types.PerMessageDeflate{Threshold: 1024})

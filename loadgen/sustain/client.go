@@ -53,20 +53,26 @@ func (c *client) dial(ctx context.Context) {
 		return
 	}
 	c.mu.Lock()
-	if c.gen != gen || r.stopping.Load() {
+	if c.gen != gen {
+		c.mu.Unlock()
+		go conn.close()
+		return
+	}
+	if c.ever {
+		r.counts.reconnected.Add(1)
+	}
+	c.ever = true
+	r.counts.connected.Add(1)
+	if r.stopping.Load() {
+		// Connected after the last step: it counts, and goes.
 		c.mu.Unlock()
 		go conn.close()
 		return
 	}
 	c.conn, c.failures = conn, 0
-	if c.ever {
-		r.counts.reconnected.Add(1)
-	}
-	c.ever = true
 	dropped := c.dropped
 	c.mu.Unlock()
 	r.held.Add(1)
-	r.counts.connected.Add(1)
 	if dropped {
 		c.onDisconnect(gen)
 		return

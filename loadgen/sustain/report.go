@@ -21,10 +21,15 @@ import (
 
 // Step is one step's figures, over its window.
 type Step struct {
-	Step    int     `json:"step"`   // from 1
-	Target  int     `json:"target"` // clients this step holds
-	Held    int64   `json:"held"`   // connected at its end
-	WindowS float64 `json:"window_s"`
+	Step   int   `json:"step"`   // from 1
+	Target int   `json:"target"` // clients this step holds
+	Held   int64 `json:"held"`   // connected at its end
+	// Connecting: clients queued for a connect or in one at its end, the
+	// load client's connects not yet done (the target may have counted
+	// some of them). Held + Connecting below Target is what the target
+	// refused or dropped, or a client waiting out its back-off.
+	Connecting int64   `json:"connecting"`
+	WindowS    float64 `json:"window_s"`
 	// Connects: attempts (first connects, reconnects and retries), those
 	// that succeeded, and of those the reconnects of a client that had
 	// been connected before.
@@ -111,7 +116,7 @@ func newReport(cfg Config) *Report {
 // take closes step k: its counts and histograms, swapped for fresh ones.
 func (r *run) take(k int, start time.Time, cpu0 float64) Step {
 	c := &r.counts
-	s := Step{Step: k + 1, Target: r.cfg.target(k), Held: r.held.Load(), WindowS: time.Since(start).Seconds()}
+	s := Step{Step: k + 1, Target: r.cfg.target(k), Held: r.held.Load(), Connecting: r.connecting.Load(), WindowS: time.Since(start).Seconds()}
 	// Outcomes before their causes: a connect, emit or push that comes
 	// between the two reads counts in this step and its outcome in the
 	// next, never an outcome here whose cause no step counts (acks above
@@ -212,6 +217,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, s := range rep.Steps {
+		if s.Connecting > 0 {
+			fmt.Fprintf(w, "step %d ended with %d clients still connecting (queued for one of -inflight's dialers, or in a connect): neither held nor failed\n", s.Step, s.Connecting)
+		}
 	}
 	fmt.Fprintf(w, "connects %d of %d attempts (%.2f%%), %d reconnects, %d lost, %d acks missing; %d clients connected at least once\n",
 		rep.Connected, rep.Attempts, rep.SuccessPct, rep.Reconnected, rep.Lost, rep.AckErrors, rep.Ever)

@@ -56,10 +56,14 @@ type run struct {
 
 	clientsMu sync.RWMutex // clients grows in Load while the pusher reads it
 	clients   []*client
+	queueMu   sync.Mutex   // orders the last enqueue before the queue's close
 	queue     chan *client // clients waiting for a dialer
-	held      atomic.Int64
-	stopping  atomic.Bool
-	start     time.Time
+	// connecting: clients in the queue or in a connect; a step's end
+	// reads it, the connects the load client had not finished.
+	connecting atomic.Int64
+	held       atomic.Int64
+	stopping   atomic.Bool
+	start      time.Time
 
 	counts  counts
 	latMu   sync.Mutex
@@ -90,9 +94,20 @@ func (c *counts) failed(key string) {
 }
 
 func (r *run) enqueue(c *client) {
+	r.queueMu.Lock()
+	defer r.queueMu.Unlock()
 	if !r.stopping.Load() {
+		r.connecting.Add(1)
 		r.queue <- c // room for every client: a client is queued at most once at a time
 	}
+}
+
+// stop ends the queue: a retry's timer that fires later queues nothing.
+func (r *run) stop() {
+	r.queueMu.Lock()
+	defer r.queueMu.Unlock()
+	r.stopping.Store(true)
+	close(r.queue)
 }
 
 func (r *run) Prepare(context.Context, *scenario.Frame) error { return nil }
@@ -146,10 +161,10 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		}
 	}
 	stopPushing()
-	r.stopping.Store(true)
+	r.stop()
 	r.pacer.close()
-	close(r.queue)
 	wg.Wait()
+	r.lateConnects()
 	stopSampling()
 	r.rep.Ever = r.ever()
 	r.closeAll()
@@ -159,13 +174,33 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	return ctx.Err() == nil
 }
 
+// lateConnects gives the last step the outcomes of the connects still
+// running at its end, which it counted the attempts of: a connect that
+// succeeded late is not a failed one.
+func (r *run) lateConnects() {
+	n := len(r.rep.Steps)
+	if n == 0 {
+		return
+	}
+	last, c := &r.rep.Steps[n-1], &r.counts
+	last.Attempts += c.attempts.Swap(0)
+	last.Connected += c.connected.Swap(0)
+	last.Reconnected += c.reconnected.Swap(0)
+	c.mu.Lock()
+	for e, k := range c.errors {
+		last.Errors[e] += k
+	}
+	c.errors = map[string]int{}
+	c.mu.Unlock()
+}
+
 // dialer connects the queued clients, one at a time.
 func (r *run) dialer(ctx context.Context) {
 	for c := range r.queue {
-		if r.stopping.Load() || ctx.Err() != nil {
-			continue // drain
+		if !r.stopping.Load() && ctx.Err() == nil {
+			c.dial(ctx)
 		}
-		c.dial(ctx)
+		r.connecting.Add(-1)
 	}
 }
 

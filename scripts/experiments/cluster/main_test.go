@@ -112,8 +112,8 @@ func reconciled(t *testing.T, rep *report) {
 	t.Helper()
 	for _, r := range rep.Reconcile {
 		if strings.HasPrefix(r.Name, "connects") || strings.HasPrefix(r.Name, "connections held") {
-			if r.Client < r.Server || r.Client > r.Server+r.Unread {
-				t.Errorf("%s: client %d, server %d (+ up to %d unread)", r.Name, r.Client, r.Server, r.Unread)
+			if r.Client+r.Connecting < r.Server || r.Client > r.Server+r.Unread {
+				t.Errorf("%s: client %d (+ %d connecting), server %d (+ up to %d unread)", r.Name, r.Client, r.Connecting, r.Server, r.Unread)
 			}
 		}
 	}
@@ -128,8 +128,11 @@ func TestRun(t *testing.T) {
 		t.Fatalf("conns %d, replicas %d, steps %d", rep.Conns, rep.Replicas, len(rep.Steps))
 	}
 	last := rep.Steps[2]
-	if last.Held != 300 || last.ServerActive != 300 || rep.SuccessPct != 100 || rep.Lost != 0 {
-		t.Errorf("held %d, server %d, success %.2f%%, lost %d; want 300, 300, 100%%, 0", last.Held, last.ServerActive, rep.SuccessPct, rep.Lost)
+	// On a loaded machine some clients may still be connecting at the
+	// step's end (reconciled bounds the servers' count by them).
+	if last.Held+last.Connecting != 300 || last.ServerActive > 300 || rep.SuccessPct != 100 || rep.Lost != 0 {
+		t.Errorf("held %d + connecting %d, server %d, success %.2f%%, lost %d; want 300 held or connecting, 100%%, 0",
+			last.Held, last.Connecting, last.ServerActive, rep.SuccessPct, rep.Lost)
 	}
 	if last.Emit.Count == 0 || last.Push.Count == 0 || last.MsgsPerSPer <= 0 || len(last.Replicas) != 2 {
 		t.Errorf("the last step measured no emits, pushes or messages: %+v", last)
@@ -252,8 +255,9 @@ func TestKillReplica(t *testing.T) {
 	t.Parallel()
 	rep, text := small(t, "-replicas", "3", "-kill-replica", "6s")
 	last := rep.Steps[len(rep.Steps)-1]
-	if rep.Lost == 0 || rep.Reconnected < rep.Lost || rep.RecoverS == nil || last.Held != 300 || last.ServerActive != 300 {
-		t.Errorf("lost %d, reconnected %d, recovered %v, held %d, server %d", rep.Lost, rep.Reconnected, rep.RecoverS, last.Held, last.ServerActive)
+	if rep.Lost == 0 || rep.Reconnected < rep.Lost || rep.RecoverS == nil || last.Held+last.Connecting != 300 || last.ServerActive > 300 {
+		t.Errorf("lost %d, reconnected %d, recovered %v, held %d + connecting %d, server %d",
+			rep.Lost, rep.Reconnected, rep.RecoverS, last.Held, last.Connecting, last.ServerActive)
 	}
 	if !strings.Contains(text, "nothing counted twice") {
 		t.Errorf("kill verdict:\n%s", text)

@@ -59,6 +59,7 @@ type stepRow struct {
 	Step         int              `json:"step"`
 	Target       int              `json:"target"`
 	Held         int64            `json:"held"`
+	Connecting   int64            `json:"connecting"` // the clients' connects not done at the step's end
 	ServerActive int64            `json:"server_active"`
 	Attempts     int64            `json:"attempts"`
 	Connected    int64            `json:"connected"`
@@ -160,6 +161,7 @@ func stepOf(k int, c *cluster, res *results) stepRow {
 		s := sh.Steps[k-1]
 		row.Target += s.Target
 		row.Held += s.Held
+		row.Connecting += s.Connecting
 		row.Attempts += s.Attempts
 		row.Connected += s.Connected
 		row.Lost += s.Lost

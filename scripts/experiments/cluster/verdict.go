@@ -24,6 +24,10 @@ type reconcileRow struct {
 	// client on purpose (-churn) before. Server <= Client <= Server +
 	// Unread.
 	Unread int64 `json:"unread,omitempty"`
+	// Connecting: the clients' connects not done when they were read; the
+	// servers, read a moment before, may count some of them. Server <=
+	// Client + Connecting.
+	Connecting int64 `json:"connecting,omitempty"`
 }
 
 // lastStats is each replica's last /stats: at the end, or, for the one
@@ -92,6 +96,7 @@ func reconcile(c *cluster, res *results) []reconcileRow {
 		for _, sh := range res.shards {
 			if len(sh.Steps) == n-1 {
 				held.Client += sh.Steps[n-2].Held
+				held.Connecting += sh.Steps[n-2].Connecting
 			}
 		}
 		for _, r := range res.samples[n-1].replicas {

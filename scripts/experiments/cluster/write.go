@@ -79,7 +79,7 @@ func (rep *report) parts() []htmlreport.Section {
 }
 
 func (rep *report) stepTable() htmlreport.Section {
-	t := htmlreport.Section{Columns: []string{"step", "target", "held", "server active", "connect %", "lost", "reconnected",
+	t := htmlreport.Section{Columns: []string{"step", "target", "held", "connecting", "server active", "connect %", "lost", "reconnected",
 		"msgs/s", "msgs/s per replica", "emit p50 ms", "emit p99 ms", "emit max ms", "push p50 ms", "push p99 ms", "push max ms",
 		"replica CPU % max", "replica RSS MiB max", "Redis CPU %", "nginx CPU %", "client CPU %", "machine CPU %", "memory %"}}
 	for _, s := range rep.Steps {
@@ -87,7 +87,7 @@ func (rep *report) stepTable() htmlreport.Section {
 		for _, r := range s.Replicas {
 			cpu, rss = max(cpu, r.CPUPct), max(rss, r.RSSMiB)
 		}
-		t.Rows = append(t.Rows, []string{itoa(s.Step), itoa(s.Target), i64(s.Held), i64(s.ServerActive), f2(s.SuccessPct),
+		t.Rows = append(t.Rows, []string{itoa(s.Step), itoa(s.Target), i64(s.Held), i64(s.Connecting), i64(s.ServerActive), f2(s.SuccessPct),
 			i64(s.Lost), i64(s.Reconnected), f0(s.MsgsPerS), f0(s.MsgsPerSPer), ms(s.Emit.P50), ms(s.Emit.P99), ms(s.Emit.Max),
 			ms(s.Push.P50), ms(s.Push.P99), ms(s.Push.Max), f0(cpu), f0(rss), joinF(s.RedisCPUPct), f0(s.NginxCPUPct),
 			f0(s.ClientCPUPct), f0(s.MachinePct), f0(s.MemPct)})
@@ -198,6 +198,9 @@ func (rep *report) reconcileTable() htmlreport.Section {
 	}
 	for _, r := range rep.Reconcile {
 		row := []string{r.Name, i64(r.Client), "-"}
+		if r.Connecting > 0 {
+			row[1] += fmt.Sprintf(" (+ %d still connecting)", r.Connecting)
+		}
 		if r.Server >= 0 {
 			row[2] = i64(r.Server)
 		}

@@ -129,9 +129,13 @@ func TestComposeHost(t *testing.T) {
 		services[i] = c.service
 	}
 	if _, err := run(4*time.Minute, files[0], append(append(files[1:], "up", "-d", "--wait", "--wait-timeout", "180"), services...)...); err != nil {
-		// A container that exited says why only in its log.
+		// A container that exited says why only in its log; one that
+		// found its fixed port taken, after the check above found it
+		// free, is told apart by what listens there now (ss names the
+		// process).
 		logs, _ := run(time.Minute, files[0], append(files[1:], "logs", "--no-color", "--tail", "20")...)
-		t.Fatalf("%v\nthe containers' last lines:\n%s", err, logs)
+		listeners, _ := exec.Command("ss", "-Htlnp").Output()
+		t.Fatalf("%v\nthe containers' last lines:\n%s\nlistening now:\n%s", err, logs, listeners)
 	}
 
 	// The targets are driven side by side: each loadgen container is a

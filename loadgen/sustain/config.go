@@ -65,6 +65,9 @@ type Config struct {
 	Loop         bool         // the lean client reads on event loops, not a goroutine per connection
 	Client       string       // ClientLean or ClientZishang520
 	Sources      []netip.Addr // source addresses, client i dials from Sources[i mod len]; none = the kernel's choice
+	// StartAt is when the first step starts (-start-at), for shards
+	// started apart to step together; zero: at once.
+	StartAt time.Time
 
 	offset int // the first client's number in this shard
 }
@@ -111,7 +114,22 @@ func ownFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.Client, "client", ClientLean, "Socket.IO `CLIENT`: lean (loadgen/siolite, on event loops with -loop, for 100,000 from one machine) or zishang520 (the Go client library users deploy, several goroutines and timers per connection)")
 	target.SourcesVar(fs, &cfg.Sources, ", by client number; each gives its own ephemeral ports to one target, and connect() slows past half the range from one address to one port (lean client only)")
 	flagset.Duration(fs, &cfg.BackoffMax, "backoff-max", DefaultBackoffMax, false, "`DURATION` the back-off grows to at most")
+	fs.Func("start-at", "`TIME` (RFC 3339, 2026-12-07T15:04:05.5Z) at which the first step starts, within the hour, so that shards started apart, or on machines whose clocks agree, step together; a shard that starts later keeps the schedule, its first step shorter (default: at once)", func(v string) error {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return errors.New("want an RFC 3339 time such as 2026-12-07T15:04:05.5Z")
+		}
+		if time.Until(t) > maxStartWait {
+			return fmt.Errorf("%s is more than %s from now (%s)", v, maxStartWait, time.Now().UTC().Format(time.RFC3339))
+		}
+		cfg.StartAt = t
+		return nil
+	})
 }
+
+// maxStartWait bounds -start-at: a time further off is more likely a
+// mistake (a date, a time zone) than a plan.
+const maxStartWait = time.Hour
 
 // flags are the scenario's: the common ones, then its own (ownFlags).
 var flags = scenario.Flags[Config, *Config]{Name: "sustain", Own: ownFlags, Normalize: (*Config).normalize, Words: scenario.Words{

@@ -117,7 +117,9 @@ func (r *run) Prepare(context.Context, *scenario.Frame) error { return nil }
 // leave and come back), then the step's figures are taken at its end.
 func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 	cfg := r.cfg
-	r.start = time.Now()
+	if !r.waitStart(ctx) {
+		return false
+	}
 	r.sched = schedlat.Buckets()
 	if cfg.Client == ClientLean && cfg.Loop {
 		loop, err := siolite.NewLoop()
@@ -172,6 +174,27 @@ func (r *run) Load(ctx context.Context, f *scenario.Frame) bool {
 		_ = r.loop.Close()
 	}
 	return ctx.Err() == nil
+}
+
+// waitStart waits for -start-at and sets the run's start, from which
+// every step's end is counted: -start-at itself, even when this process
+// came later, so that its steps end with the other shards'.
+func (r *run) waitStart(ctx context.Context) bool {
+	r.start = time.Now()
+	at := r.cfg.StartAt
+	if at.IsZero() {
+		return true
+	}
+	if late := time.Since(at); late > 0 {
+		fmt.Fprintf(r.notes, "loadgen: started %s after -start-at: the first step is that much shorter\n", late.Round(time.Millisecond))
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Until(at)):
+	}
+	r.start = at
+	return true
 }
 
 // lateConnects gives the last step the outcomes of the connects still

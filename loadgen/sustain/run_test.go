@@ -149,6 +149,36 @@ func TestStillConnecting(t *testing.T) {
 	}
 }
 
+// TestStartAt: the first step starts at -start-at; a shard that comes
+// later keeps the schedule, its first step shorter, and says so.
+func TestStartAt(t *testing.T) {
+	t.Parallel()
+	p := harness.Start(t, "-variant", "empty")
+	cfg := config("http://"+p.Addr, p.AdminURL())
+	cfg.N, cfg.Steps, cfg.StepDuration = 4, 1, time.Second
+	cfg.StartAt = time.Now().Add(time.Second)
+	begin := time.Now()
+	if _, err := Run(context.Background(), cfg, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(begin); took < 2*time.Second {
+		t.Errorf("a 1 s step from 1 s ahead took %s; want at least 2 s", took)
+	}
+	cfg.StartAt, cfg.StepDuration = time.Now().Add(-2*time.Second), 3*time.Second
+	var notes strings.Builder
+	rep, err := Run(context.Background(), cfg, &notes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// About 1 s: the 3 s step began 2 s before the run did.
+	if w := rep.Steps[0].WindowS; w >= 2.5 {
+		t.Errorf("the first step of a run 2 s late: %.1f s; want it cut to about 1 s", w)
+	}
+	if !strings.Contains(notes.String(), "after -start-at: the first step is that much shorter") {
+		t.Errorf("notes %q; want the late start named", notes.String())
+	}
+}
+
 // TestSources: with -sources, client i dials from address i mod the
 // list's length: a relay in front of the target sees each address take
 // its share.
@@ -287,6 +317,8 @@ func TestFlags(t *testing.T) {
 		"-client socketio":                      "-client",
 		"-sources 127.0.0.2 -client zishang520": "-sources",
 		"-sources nowhere":                      "-sources",
+		"-start-at 15:04":                       "-start-at",
+		"-start-at " + time.Now().Add(2*time.Hour).UTC().Format(time.RFC3339): "-start-at",
 	} {
 		if _, err := ParseFlags(strings.Fields(args)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want an error naming %s", args, err, want)

@@ -71,12 +71,19 @@ func (g procRead) cpuSince(a procRead) float64 {
 // -stall-replica.
 func drive(ctx context.Context, o options, sz sizing, c *cluster, bins *benchrun.Binaries, stderr io.Writer) (*results, error) {
 	res := &results{}
-	res.samples = append(res.samples, c.read(nil))
-	res.start = time.Now()
-	shards, err := startShards(ctx, o, sz, c, bins)
+	// The shards start their first step together with the readings, at
+	// res.start: a shard's own start-up, seconds on a loaded machine,
+	// would otherwise shift its steps' ends past the readings.
+	res.start = time.Now().Add(shardStartup)
+	shards, err := startShards(ctx, o, sz, c, bins, res.start)
 	if err != nil {
 		return nil, err
 	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Until(res.start)):
+	}
+	res.samples = append(res.samples, c.read(nil))
 	fmt.Fprintf(stderr, "%d loadgen shards, %d connections in %d steps of %s (%d replicas, %d nginx workers, open-files limit %d)\n",
 		len(shards), o.conns, o.steps, o.stepDuration, len(c.replicas), sz.nginxWorkers, sz.limit)
 	var killWG sync.WaitGroup
@@ -127,6 +134,10 @@ func drive(ctx context.Context, o options, sz sizing, c *cluster, bins *benchrun
 // readAhead is how long before a step's end the processes are read.
 const readAhead = 250 * time.Millisecond
 
+// shardStartup is the time the shards are given to start before their
+// first step (loadgen sustain -start-at).
+const shardStartup = time.Second
+
 // shard is one loadgen process.
 type shard struct {
 	cmd  *exec.Cmd
@@ -138,7 +149,7 @@ type shard struct {
 // startShards starts one `loadgen sustain -shard I/N` per shard, each to
 // its own nginx port; an interrupt reaches them as SIGINT, so that each
 // writes its partial report.
-func startShards(ctx context.Context, o options, sz sizing, c *cluster, bins *benchrun.Binaries) ([]*shard, error) {
+func startShards(ctx context.Context, o options, sz sizing, c *cluster, bins *benchrun.Binaries, startAt time.Time) ([]*shard, error) {
 	var out []*shard
 	for i := range sz.shards {
 		s := &shard{json: filepath.Join(c.dir, fmt.Sprintf("shard%d.json", i+1)), log: filepath.Join(c.dir, fmt.Sprintf("shard%d.log", i+1)), done: make(chan error, 1)}
@@ -146,7 +157,7 @@ func startShards(ctx context.Context, o options, sz sizing, c *cluster, bins *be
 			"-n", strconv.Itoa(o.conns), "-shard", fmt.Sprintf("%d/%d", i+1, sz.shards), "-steps", strconv.Itoa(o.steps),
 			"-step-duration", o.stepDuration.String(), "-emit-interval", o.emitInterval, "-rooms", strconv.Itoa(o.rooms),
 			"-push-rate", strconv.FormatFloat(o.pushRate, 'f', -1, 64), "-churn", strconv.FormatFloat(o.churn, 'f', -1, 64),
-			"-client", o.client, "-loop=" + strconv.FormatBool(o.clientLoop), "-json", s.json}
+			"-client", o.client, "-loop=" + strconv.FormatBool(o.clientLoop), "-json", s.json, "-start-at", startAt.UTC().Format(time.RFC3339Nano)}
 		if src := sz.shardSources(i); src != "" {
 			args = append(args, "-sources", src)
 		}

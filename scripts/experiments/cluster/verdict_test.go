@@ -32,6 +32,8 @@ func TestReconcileKilled(t *testing.T) {
 	}{
 		{"read before its last connects", stats(63, 63), 229, 3},
 		{"read after them", stats(66, 66), 232, 0},
+		// 63 connections, 2 of them still in their handshake: 5 came after.
+		{"read inside two handshakes", stats(61, 63), 227, 5},
 	} {
 		cl := &cluster{replicas: []*replica{victim, other}, killed: victim, killedStats: c.killed}
 		row := reconcile(cl, res)[0]

@@ -63,18 +63,18 @@ func (c *client) dial(ctx context.Context) {
 	}
 	c.ever = true
 	r.counts.connected.Add(1)
-	if r.stopping.Load() {
-		// Connected after the last step: it counts, and goes.
-		c.mu.Unlock()
-		go conn.close()
-		return
-	}
 	c.conn, c.failures = conn, 0
 	dropped := c.dropped
 	c.mu.Unlock()
 	r.held.Add(1)
 	if dropped {
 		c.onDisconnect(gen)
+		return
+	}
+	if r.stopping.Load() {
+		// Connected after the last step: it counts, sends nothing, and
+		// is closed with the others, not at once, which a target could
+		// count as a client gone before its ack.
 		return
 	}
 	_ = conn.emit("join", c.room)

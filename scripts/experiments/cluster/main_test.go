@@ -153,8 +153,8 @@ func TestRun(t *testing.T) {
 		t.Errorf("largest held %d; no hop table or step-by-step thresholds:\n%s", rep.LargestHeld, text)
 	}
 	// What a connection cost the client, beside the replicas.
-	if c := last.cost(); c.held != 300 || c.clientCPU <= 0 || c.replicasKiB <= 0 || !strings.Contains(text, "The load client beside the replicas") ||
-		!strings.Contains(text, "load client at step 3 (300 held): ") {
+	if c := last.cost(); c.held != last.Held || c.clientCPU <= 0 || c.replicasKiB <= 0 || !strings.Contains(text, "The load client beside the replicas") ||
+		!strings.Contains(text, fmt.Sprintf("load client at step 3 (%d held): ", last.Held)) {
 		t.Errorf("cost %+v; no client-beside-replicas table or verdict:\n%s", c, text)
 	}
 }

@@ -232,7 +232,9 @@ func (c *cluster) read(clients []int) sample {
 			s.replicas[i] = pr
 		})
 	}
-	wg.Wait()
+	// The rest meanwhile: the shards end their step a moment after this
+	// reading starts, and a replica slow to answer must not delay their
+	// reading past it.
 	for _, p := range c.redis {
 		s.redis = append(s.redis, readProc(p.PID()))
 	}
@@ -240,6 +242,7 @@ func (c *cluster) read(clients []int) sample {
 	s.clients = readGroup(clients)
 	s.busy, s.all, _ = benchrun.MachineJiffies()
 	s.memUsed = memoryInUse()
+	wg.Wait()
 	return s
 }
 

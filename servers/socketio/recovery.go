@@ -1,6 +1,7 @@
 package socketio
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
@@ -90,7 +91,7 @@ func (a *restoringAdapter) AddAll(id socket.SocketId, rooms *types.Set[socket.Ro
 func (a *restoringAdapter) Del(id socket.SocketId, room socket.Room) {
 	a.mu.Lock()
 	if r := a.restoring[id]; r != nil {
-		r.rooms = removeRoom(r.rooms, room)
+		r.rooms = slices.DeleteFunc(r.rooms, func(in socket.Room) bool { return in == room })
 	}
 	a.mu.Unlock()
 	a.SessionAwareAdapter.Del(id, room)
@@ -109,14 +110,13 @@ func (a *restoringAdapter) DelAll(id socket.SocketId) {
 // which the library reads when it keeps a session that closes.
 func (a *restoringAdapter) SocketRooms(id socket.SocketId) *types.Set[socket.Room] {
 	a.mu.Lock()
-	r := a.restoring[id]
-	var rooms []socket.Room
-	if r != nil {
-		rooms = r.rooms
+	var rooms *types.Set[socket.Room]
+	if r := a.restoring[id]; r != nil {
+		rooms = types.NewSet(r.rooms...)
 	}
 	a.mu.Unlock()
-	if r != nil {
-		return types.NewSet(rooms...)
+	if rooms != nil {
+		return rooms
 	}
 	return a.SessionAwareAdapter.SocketRooms(id)
 }
@@ -135,14 +135,4 @@ func reaches(rooms []socket.Room, opts *socket.BroadcastOptions) bool {
 		in = in || opts.Rooms.Has(room)
 	}
 	return in
-}
-
-func removeRoom(rooms []socket.Room, room socket.Room) []socket.Room {
-	out := rooms[:0]
-	for _, r := range rooms {
-		if r != room {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -79,9 +79,12 @@ func drive(ctx context.Context, o options, sz sizing, c *cluster, bins *benchrun
 	if err != nil {
 		return nil, err
 	}
+	// The baseline a moment before the shards dial, as every reading
+	// comes before its step's end: read at res.start, a replica could
+	// already count a shard's first handshakes in it.
 	select {
 	case <-ctx.Done():
-	case <-time.After(time.Until(res.start)):
+	case <-time.After(time.Until(res.start.Add(-readAhead))):
 	}
 	res.samples = append(res.samples, c.read(nil))
 	fmt.Fprintf(stderr, "%d loadgen shards, %d connections in %d steps of %s (%d replicas, %d nginx workers, open-files limit %d)\n",

@@ -25,7 +25,7 @@ func holdLoop(delay time.Duration, m *metrics.Metrics, present bool) {
 }
 
 // settleHandshake counts a session's first CONNECT ack, once: ok, or
-// abandoned when its client had gone before the ack left.
+// abandoned when its client had gone before the ack was made.
 func settleHandshake(m *metrics.Metrics, settled *atomic.Bool, transport string, start time.Time, gone bool) {
 	if !settled.CompareAndSwap(false, true) {
 		return
@@ -81,6 +81,7 @@ func (t *connectTurns[E]) take(l *loop, slot *turnSlot, nsp string, next func(E)
 	t.mu.Unlock()
 	l.hold(slot, func() {
 		hold()
+		slot.handled()
 		var accept E
 		next(accept)
 		t.mu.Lock()

@@ -111,10 +111,13 @@ func (f *freezer) bind(sid string, r *http.Request) *turnSlot {
 }
 
 // settle calls done once an answer made now has left under the loop's
-// model, with whether the session's client has gone meanwhile: a
-// handshake is done when its CONNECT ack leaves, and one whose client
-// left first was abandoned, though the engine, frozen, had not yet read
-// that it left. Without a freezer, at once.
+// model, with whether the session's client had gone before its connect
+// handler ended: a handshake is done when its CONNECT ack leaves, and
+// one whose client left before the ack was made was abandoned, though
+// the engine, frozen, had not yet read that it left. A client that leaves
+// once its ack is made is not: it may have read the ack already, as the
+// ack leaves with the barrier it was written under, which can come
+// before this answer's. Without a freezer, at once.
 func (f *freezer) settle(slot *turnSlot, done func(gone bool)) {
 	if f == nil {
 		done(false)
@@ -123,11 +126,11 @@ func (f *freezer) settle(slot *turnSlot, done func(gone bool)) {
 	ready := f.l.writable()
 	select {
 	case <-ready:
-		done(slot.gone())
+		done(slot.goneBeforeAnswer())
 	default:
 		go func() {
 			<-ready
-			done(slot.gone())
+			done(slot.goneBeforeAnswer())
 		}()
 	}
 }

@@ -175,14 +175,53 @@ func (l *loop) stop() {
 // a connect handler that its packet starts runs in that turn, as the
 // real servers run the middleware in the same pass as the read. left is
 // set once the session's WebSocket has ended on the client's side, which
-// the engine, frozen, may not have read yet.
+// the engine, frozen, may not have read yet. answered keeps whether the
+// client was still there when the session's first connect handler ended.
 type turnSlot struct {
-	current atomic.Pointer[turn]
-	left    atomic.Bool
+	current  atomic.Pointer[turn]
+	left     atomic.Bool
+	answered atomic.Int32 // answerUnknown, answerPresent or answerGone
 }
+
+const (
+	answerUnknown int32 = iota
+	answerPresent
+	answerGone
+)
 
 // gone reports whether the slot's client has left (false for no slot).
 func (s *turnSlot) gone() bool { return s != nil && s.left.Load() }
+
+// handled records, for the session's first connect handler to end,
+// whether its client was still there: the ack is made from that moment
+// on, so a client that leaves later had its handshake completed, even if
+// it left before the settling saw the ack leave (a later barrier, when
+// other turns were asked for in between).
+func (s *turnSlot) handled() {
+	if s == nil {
+		return
+	}
+	answer := answerPresent
+	if s.left.Load() {
+		answer = answerGone
+	}
+	s.answered.CompareAndSwap(answerUnknown, answer)
+}
+
+// goneBeforeAnswer reports whether the client had left before its first
+// connect handler ended; before any ended, whether it has left.
+func (s *turnSlot) goneBeforeAnswer() bool {
+	if s == nil {
+		return false
+	}
+	switch s.answered.Load() {
+	case answerPresent:
+		return false
+	case answerGone:
+		return true
+	}
+	return s.left.Load()
+}
 
 // hold runs task (a connect handler: sleep, then answer) holding the
 // loop: in the turn of the session's read or request if it is still

@@ -91,3 +91,32 @@ func TestFrozenConnCloseFreesTheLoop(t *testing.T) {
 		})
 	}
 }
+
+// TestSettleAtTheAnswer: a handshake is abandoned when its client left
+// before its connect handler ended, and completed when the client leaves
+// once the handler has ended, even while the settling still waits for its
+// own barrier (a turn asked for after the ack was made): the ack, written
+// under an earlier barrier, may have reached the client already.
+func TestSettleAtTheAnswer(t *testing.T) {
+	for _, leftFirst := range []bool{false, true} {
+		l := newLoop(config.BlockingAsyncio)
+		f := newFreezer(l, 1<<20, nil)
+		slot := &turnSlot{}
+		if leftFirst {
+			slot.left.Store(true)
+		}
+		answered := make(chan struct{})
+		var turns connectTurns[error]
+		turns.take(l, slot, "/", func(error) { close(answered) }, func() {})
+		<-answered
+
+		later := l.acquire() // asked for between the ack and its settling
+		settled := make(chan bool, 1)
+		f.settle(slot, func(gone bool) { settled <- gone })
+		slot.left.Store(true) // the client read its ack (or never did) and left
+		later.done()
+		if gone := <-settled; gone != leftFirst {
+			t.Errorf("left before the handler ended %v: settled as gone %v", leftFirst, gone)
+		}
+	}
+}

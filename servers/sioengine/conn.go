@@ -75,6 +75,7 @@ type Conn struct {
 	sockets  map[string]*Socket // by namespace
 	pending  int                // CONNECTs in the middleware
 	joined   bool               // a namespace CONNECT was acked
+	ackedAt  time.Time          // when the first CONNECT ack was queued
 	partial  *partialPacket     // a binary packet waiting for attachments
 	closedCh chan struct{}
 }
@@ -99,6 +100,16 @@ func (c *Conn) ServerClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.byServer
+}
+
+// AckedAt is when the session's first CONNECT ack was queued, zero if
+// none was. On gnet the ack is written at once, under the session's lock,
+// so a client may read it and close before the Connected hook runs: a
+// Closed hook that sees AckedAt set knows the handshake was completed.
+func (c *Conn) AckedAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ackedAt
 }
 
 // start arms the heartbeat and the connect timeout. On gnet they are

@@ -294,3 +294,51 @@ func drainRuns(runs chan timerRun) {
 		}
 	}
 }
+
+// TestAckedBeforeTheConnectedHook: a middleware may end on a goroutine of
+// its own (the async model's timer), whose Connected hook then runs after
+// the ack was written: on gnet, at once, under the session's lock. A
+// client may read the ack and leave before the hook runs; the Closed hook
+// must still see that the ack was made, or the handshake is counted as
+// abandoned.
+func TestAckedBeforeTheConnectedHook(t *testing.T) {
+	for _, onLoops := range []bool{false, true} {
+		t.Run(map[bool]string{false: "net/http", true: "gnet"}[onLoops], func(t *testing.T) {
+			o := testOptions()
+			o.Hooks.Connecting = func(_ *Socket, next func(error)) { go next(nil) }
+			hookMay := make(chan struct{})
+			o.Hooks.Connected = func(*Socket) { <-hookMay }
+			acked := make(chan time.Time, 1)
+			o.Hooks.Closed = func(c *Conn, _ string) { acked <- c.AckedAt() }
+			var url string
+			if onLoops {
+				_, url = startOnLoops(t, o)
+			} else {
+				e := startEngine(t, o)
+				url = "ws" + strings.TrimPrefix(e.url, "http") + "&transport=websocket"
+			}
+			defer close(hookMay)
+			before := time.Now()
+			ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readRaw(t, ws) // the open packet
+			if err := ws.WriteMessage(websocket.TextMessage, []byte("40")); err != nil {
+				t.Fatal(err)
+			}
+			if ack := readRaw(t, ws); !strings.HasPrefix(ack, "40{") {
+				t.Fatalf("CONNECT ack %q", ack)
+			}
+			ws.Close() // while the Connected hook waits
+			select {
+			case at := <-acked:
+				if at.Before(before) || at.After(time.Now()) {
+					t.Errorf("the Closed hook saw AckedAt %v, want the ack's time (after %v)", at, before)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the session was not closed while its Connected hook waited")
+			}
+		})
+	}
+}

@@ -309,6 +309,9 @@ func (c *Conn) admitWith(s *Socket, err error, rooms []string, missed [][]*frame
 		c.sockets = map[string]*Socket{}
 	}
 	c.sockets[s.nsp.name] = s
+	if !c.joined {
+		c.ackedAt = time.Now()
+	}
 	c.joined = true
 	c.connectTmr.Stop()
 	for _, frames := range missed {

@@ -24,9 +24,9 @@ func holdLoop(delay time.Duration, m *metrics.Metrics, present bool) {
 	time.Sleep(delay)
 }
 
-// settleHandshake counts a session's first CONNECT ack, once: ok, or
-// abandoned when its client had gone before the ack was made.
-func settleHandshake(m *metrics.Metrics, settled *atomic.Bool, transport string, start time.Time, gone bool) {
+// settleHandshake counts a session's first CONNECT ack, once: ok, after
+// took, or abandoned when its client had gone before the ack was made.
+func settleHandshake(m *metrics.Metrics, settled *atomic.Bool, transport string, took time.Duration, gone bool) {
 	if !settled.CompareAndSwap(false, true) {
 		return
 	}
@@ -34,7 +34,7 @@ func settleHandshake(m *metrics.Metrics, settled *atomic.Bool, transport string,
 		m.Handshake(protocol.ResultAbandoned, transport, 0)
 		return
 	}
-	m.Handshake(protocol.ResultOK, transport, time.Since(start))
+	m.Handshake(protocol.ResultOK, transport, took)
 }
 
 // openLeft counts an open request whose client left before the frozen

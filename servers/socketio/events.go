@@ -18,7 +18,7 @@ func (s *Server) onConnect(sock *socket.Socket) {
 		sess := v.(*session)
 		sess.addSocket(sock)
 		sess.registeredOne()
-		s.freeze.settle(sess.slot, func(gone bool) { settleHandshake(s.m, &sess.settled, sess.transport, sess.start, gone) })
+		s.freeze.settle(sess.slot, func(gone bool) { settleHandshake(s.m, &sess.settled, sess.transport, time.Since(sess.start), gone) })
 	}
 	if s.admin != nil {
 		s.admin.socketConnected(sock)

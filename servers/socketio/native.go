@@ -173,7 +173,12 @@ func (n *native) closedSession(c *sioengine.Conn, reason string) {
 	sess := c.Data.(*nativeSession)
 	n.freeze.unbind(c.ID())
 	sess.release.Do(n.gate.Release)
-	if sess.settled.CompareAndSwap(false, true) {
+	if at := c.AckedAt(); !at.IsZero() {
+		// The ack was queued, and on gnet written, before the Connected
+		// hook that counts it ran: the client may have read it and left
+		// first. Its handshake completed all the same.
+		settleHandshake(n.m, &sess.settled, sess.transport, at.Sub(sess.start), sess.slot.goneBeforeAnswer())
+	} else if sess.settled.CompareAndSwap(false, true) {
 		result := unfinishedResult(reason)
 		if c.ServerClosed() {
 			result = protocol.ResultFailed
@@ -190,7 +195,7 @@ func (n *native) closedSession(c *sioengine.Conn, reason string) {
 // handshake.
 func (n *native) connected(s *sioengine.Socket) {
 	sess := s.Conn().Data.(*nativeSession)
-	n.freeze.settle(sess.slot, func(gone bool) { settleHandshake(n.m, &sess.settled, sess.transport, sess.start, gone) })
+	n.freeze.settle(sess.slot, func(gone bool) { settleHandshake(n.m, &sess.settled, sess.transport, time.Since(sess.start), gone) })
 	n.b.connected(s, s, func() nativeArgs { return nativeArgs{vals: []json.RawMessage{s.Auth()}} })
 }
 

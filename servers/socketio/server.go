@@ -112,6 +112,10 @@ type session struct {
 	claimed   atomic.Bool // an Engine.IO socket was made for this request
 	settled   atomic.Bool // the handshake's result has been counted
 	release   sync.Once   // gives the -max-conns place back
+	// ackedAfter is how long after start the first CONNECT ack was
+	// created (ns), 0 before: the close that follows at once may be
+	// handled before onConnect counts the handshake.
+	ackedAfter atomic.Int64
 	// registering counts CONNECT acks written whose namespace socket the
 	// library has not registered yet (see holdUntilRegistered).
 	registering atomic.Int32
@@ -410,6 +414,7 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		switch {
 		case len(data) == 0 || !text: // a binary attachment may start with any byte
 		case data[0] == socketIOConnect:
+			sess.ackedAfter.CompareAndSwap(0, int64(time.Since(sess.start)))
 			sess.registering.Add(1) // onConnect takes it back
 		case data[0] == socketIOConnectError:
 			sess.refused.Store(true)
@@ -424,7 +429,11 @@ func (s *Server) onEngineOpen(conn engine.Socket) {
 		if s.admin.closed(sess, reason) {
 			return // the Admin UI's session: counted in no figure but connections_total
 		}
-		if sess.settled.CompareAndSwap(false, true) {
+		if took := time.Duration(sess.ackedAfter.Load()); took != 0 {
+			// The ack was made: the handshake completed, even if the
+			// client read it and left before onConnect ran.
+			settleHandshake(s.m, &sess.settled, sess.transport, took, sess.slot.goneBeforeAnswer())
+		} else if sess.settled.CompareAndSwap(false, true) {
 			result := unfinishedResult(reason)
 			if sess.serverClosed.Load() {
 				result = protocol.ResultFailed

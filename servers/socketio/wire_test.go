@@ -311,6 +311,31 @@ func testHandshakeResults(t *testing.T, engine string) {
 	again.Close()
 }
 
+// TestLeaveRightAfterTheAck: a client that reads its CONNECT ack and
+// leaves at once completed its handshake, even when its close is handled
+// before the code that counts the ack runs (the async model's middleware
+// ends on a timer's goroutine; on gnet the ack is written before that
+// goroutine counts it).
+func TestLeaveRightAfterTheAck(t *testing.T) { forWebSocket(t, testLeaveRightAfterTheAck) }
+
+func testLeaveRightAfterTheAck(t *testing.T, engine string) {
+	tg := start(t, engine, socketio.Async, func(c *config.Config) { c.SocketIO.Delay = time.Millisecond })
+	const clients = 40
+	for range clients {
+		conn, _ := rawOpen(t, tg)
+		send(t, conn, "40")
+		if ack := readText(t, conn); !strings.HasPrefix(ack, "40{") {
+			t.Fatalf("CONNECT ack %q", ack)
+		}
+		conn.Close()
+	}
+	waitFor(t, "every session closed", func() bool { return tg.metrics.Snapshot().ConnectionsActive == 0 })
+	want := map[string]uint64{protocol.ResultOK: clients, protocol.ResultAbandoned: 0, protocol.ResultFailed: 0}
+	if got := tg.metrics.Snapshot().Handshakes; !equalCounts(got, want) {
+		t.Errorf("handshakes %v, want %v", got, want)
+	}
+}
+
 // TestConnectTimeoutCoversTheQueue shows a rule that Node's socket.io has
 // too: -connect-timeout runs until the namespace CONNECT completes, so on
 // the blocking variant a connect that waits in the loop longer than that is

@@ -135,6 +135,7 @@ type member struct {
 	dups     uint64
 	pushLast uint64 // last push seq received in the window
 	pushGot  uint64
+	pushPast bool // a push sent after the window came, so every one before it did
 }
 
 // Prepare connects every member and waits for them to join: the window,
@@ -403,7 +404,13 @@ func (r *run) pushed(m *member, seq uint64, sentAt, now int64) {
 // push records a timed push sent within the window.
 func (r *run) push(m *member, seq uint64, sentAt, now int64) {
 	start, end := r.windowStart.Load(), r.windowEnd.Load()
-	if start == 0 || sentAt < start || end != 0 && sentAt >= end {
+	if start == 0 || sentAt < start {
+		return
+	}
+	if end != 0 && sentAt >= end {
+		m.mu.Lock()
+		m.pushPast = true
+		m.mu.Unlock()
 		return
 	}
 	books := &r.pushBooks[m.shard]
@@ -455,14 +462,45 @@ func (r *run) awaitDeliveries(ctx context.Context) {
 	defer r.closeBooks(func() bool { return true })
 	deadline := time.Now().Add(r.cfg.Timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		complete := func() bool {
-			expected, received, _ := r.deliveries()
-			return received >= expected
-		}
-		if r.closeBooks(complete) {
+		if r.closeBooks(r.delivered) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// delivered reports whether every member has what the window sent it.
+// Broadcasts: as many as the senders sent. Pushes: the client learns of
+// them only as they come, and the window's last ones (all of them, on a
+// client that reads late) may still be on their way, so each member whose
+// connection is open must have had a push sent after the window: a
+// target pushes to a client in order.
+func (r *run) delivered() bool {
+	if !r.cfg.Push {
+		expected, received, _ := r.deliveries()
+		return received >= expected
+	}
+	for _, m := range r.members {
+		if m == nil {
+			continue
+		}
+		m.mu.Lock()
+		past := m.pushPast
+		m.mu.Unlock()
+		if !past && !m.ended() {
+			return false
+		}
+	}
+	return true
+}
+
+// ended reports whether m's connection has ended.
+func (m *member) ended() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -9,21 +9,27 @@ import (
 	"github.com/knowngood/knowngood/loadgen/internal/tally"
 )
 
+// pushWindow is a push-mode run of four members whose window starts now;
+// sentAt is the send time of push seq, seq milliseconds into the window.
+func pushWindow() (r *run, sentAt func(seq int) int64) {
+	r = &run{cfg: Config{Push: true, Timeout: time.Second}, errs: &tally.Errors{}, rtt: newShardedHist(nil)}
+	r.lat = newShardedHist(&r.timeline)
+	r.sentCount = make([]atomic.Uint64, 1)
+	for i := range 4 {
+		r.members = append(r.members, &member{shard: i, done: make(chan struct{})})
+	}
+	start := time.Now()
+	r.windowStart.Store(start.UnixNano())
+	return r, func(seq int) int64 { return start.Add(time.Duration(seq) * time.Millisecond).UnixNano() }
+}
+
 // TestLatePushAfterTheBooksClose: a push sent just before the window's end
 // and first seen after every expected delivery had come is left out, not
 // counted as expected of everyone and received by a few (which showed as
 // loss when the machine was busy: 31 of 2,500 in one run).
 func TestLatePushAfterTheBooksClose(t *testing.T) {
 	t.Parallel()
-	r := &run{cfg: Config{Push: true, Timeout: time.Second}, errs: &tally.Errors{}, rtt: newShardedHist(nil)}
-	r.lat = newShardedHist(&r.timeline)
-	r.sentCount = make([]atomic.Uint64, 1)
-	for i := range 4 {
-		r.members = append(r.members, &member{shard: i})
-	}
-	start := time.Now()
-	r.windowStart.Store(start.UnixNano())
-	sentAt := func(seq int) int64 { return start.Add(time.Duration(seq) * time.Millisecond).UnixNano() }
+	r, sentAt := pushWindow()
 	for seq := 1; seq <= 3; seq++ {
 		for _, m := range r.members {
 			r.push(m, uint64(seq), sentAt(seq), time.Now().UnixNano())
@@ -52,15 +58,7 @@ func TestLatePushAfterTheBooksClose(t *testing.T) {
 // them when nothing was expected yet reported a window of 0 pushes.
 func TestPushesStillOnTheirWay(t *testing.T) {
 	t.Parallel()
-	r := &run{cfg: Config{Push: true, Timeout: time.Second}, errs: &tally.Errors{}, rtt: newShardedHist(nil)}
-	r.lat = newShardedHist(&r.timeline)
-	r.sentCount = make([]atomic.Uint64, 1)
-	for i := range 4 {
-		r.members = append(r.members, &member{shard: i, done: make(chan struct{})})
-	}
-	start := time.Now()
-	r.windowStart.Store(start.UnixNano())
-	sentAt := func(seq int) int64 { return start.Add(time.Duration(seq) * time.Millisecond).UnixNano() }
+	r, sentAt := pushWindow()
 	r.windowEnd.Store(sentAt(10))
 	if r.delivered() {
 		t.Fatal("delivered before any push came")

@@ -74,8 +74,7 @@ type Conn struct {
 
 	sockets  map[string]*Socket // by namespace
 	pending  int                // CONNECTs in the middleware
-	joined   bool               // a namespace CONNECT was acked
-	ackedAt  time.Time          // when the first CONNECT ack was queued
+	ackedAt  time.Time          // when the first CONNECT ack was queued; zero before
 	partial  *partialPacket     // a binary packet waiting for attachments
 	closedCh chan struct{}
 }
@@ -131,7 +130,7 @@ func (c *Conn) start() {
 	}
 	c.connectTmr = c.timers.afterFunc(c.srv.opts.ConnectTimeout, func() {
 		c.mu.Lock()
-		joined := c.joined
+		joined := !c.ackedAt.IsZero()
 		c.mu.Unlock()
 		if !joined {
 			c.Close()
@@ -158,7 +157,7 @@ func (c *Conn) beat() {
 		c.mu.Unlock()
 		return
 	}
-	if c.state == stateOpen && !c.joined && !time.Now().Before(c.connectBy) {
+	if c.state == stateOpen && c.ackedAt.IsZero() && !time.Now().Before(c.connectBy) {
 		delivered := c.transport == WebSocket || c.poll != nil
 		c.beginCloseLocked("forced close", true)
 		if delivered {

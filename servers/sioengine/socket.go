@@ -297,7 +297,7 @@ func (c *Conn) admitWith(s *Socket, err error, rooms []string, missed [][]*frame
 		c.mu.Unlock()
 		return func() { c.refuseConnect(s.nsp.name, err.Error(), c.eio3) }
 	}
-	if !c.joined && !time.Now().Before(c.connectBy) {
+	if c.ackedAt.IsZero() && !time.Now().Before(c.connectBy) {
 		// The connect timeout was due before the middleware ended: its
 		// timer, late on a loaded process, would have closed the session
 		// first on Node, whose timers run on time. So it does here.
@@ -309,10 +309,9 @@ func (c *Conn) admitWith(s *Socket, err error, rooms []string, missed [][]*frame
 		c.sockets = map[string]*Socket{}
 	}
 	c.sockets[s.nsp.name] = s
-	if !c.joined {
+	if c.ackedAt.IsZero() {
 		c.ackedAt = time.Now()
 	}
-	c.joined = true
 	c.connectTmr.Stop()
 	for _, frames := range missed {
 		for _, f := range frames {

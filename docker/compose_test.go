@@ -133,8 +133,8 @@ func TestComposeHost(t *testing.T) {
 		// found its fixed port taken, after the check above found it
 		// free, is told apart by what listens there now (ss names the
 		// process).
-		logs, _ := run(time.Minute, files[0], append(files[1:], "logs", "--no-color", "--tail", "20")...)
 		listeners, _ := exec.Command("ss", "-Htlnp").Output()
+		logs, _ := run(time.Minute, files[0], append(files[1:], "logs", "--no-color", "--tail", "20")...)
 		t.Fatalf("%v\nthe containers' last lines:\n%s\nlistening now:\n%s", err, logs, listeners)
 	}
 

@@ -18,11 +18,15 @@ type reconcileRow struct {
 	Client   int64    `json:"client"`
 	Server   int64    `json:"server"`
 	Replicas []uint64 `json:"replicas"`
-	// Unread bounds what the servers' sum may miss: the connects a killed
-	// replica completed after its last reading. Each was either lost at
+	// Unread bounds what the servers' sum may miss: the connects made
+	// after the reading it comes from. For the connects, those a killed
+	// replica completed after its last reading: each was either lost at
 	// the kill, beyond the handshaken connections that reading held, or
-	// closed by its client on purpose (-churn) before. Server <= Client
-	// <= Server + Unread.
+	// closed by its client on purpose (-churn) before. For the connections
+	// held, read a moment before the clients, the handshakes the replicas
+	// completed after that reading (their final /stats): a busy replica
+	// may complete many in that moment. Server <= Client <= Server +
+	// Unread.
 	Unread int64 `json:"unread,omitempty"`
 	// Connecting: the clients' connects not done when they were read; the
 	// servers, read a moment before, may count some of them. Server <=
@@ -124,10 +128,14 @@ func reconcile(c *cluster, res *results) []reconcileRow {
 				held.Connecting += sh.Steps[n-2].Connecting
 			}
 		}
-		for _, r := range res.samples[n-1].replicas {
+		for i, r := range res.samples[n-1].replicas {
 			var a uint64
 			if r.stats != nil {
 				a = uint64(max(0, r.stats.ConnectionsActive))
+				if last[i] != nil {
+					ok := protocol.ResultOK
+					held.Unread += max(0, int64(last[i].Handshakes[ok])-int64(r.stats.Handshakes[ok]))
+				}
 			}
 			held.Replicas = append(held.Replicas, a)
 			held.Server += int64(a)
@@ -505,7 +513,7 @@ func killVerdict(c *cluster, rep *report, res *results) string {
 	held := rep.Reconcile[len(rep.Reconcile)-2]
 	twice := "nothing counted twice"
 	// The servers may count the clients' connects still under way.
-	if ever > int64(rep.Conns) || held.Client > held.Server || held.Client+held.Connecting < held.Server {
+	if ever > int64(rep.Conns) || held.Client > held.Server+held.Unread || held.Client+held.Connecting < held.Server {
 		twice = "the counts do not agree"
 	}
 	victim := "a replica"

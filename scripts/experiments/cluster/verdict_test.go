@@ -42,3 +42,34 @@ func TestReconcileKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileHeldAfterTheReading: the replicas are read a moment before
+// the clients count the connections they hold; a busy replica that
+// completed handshakes in that moment is short at the reading, and the
+// row bounds by how many from its final /stats.
+func TestReconcileHeldAfterTheReading(t *testing.T) {
+	t.Parallel()
+	stats := func(ok uint64, active int64) *protocol.Stats {
+		return &protocol.Stats{Handshakes: map[string]uint64{protocol.ResultOK: ok}, ConnectionsActive: active}
+	}
+	start := sample{replicas: []procRead{{stats: stats(0, 0)}, {stats: stats(0, 0)}}}
+	atReading := sample{replicas: []procRead{{stats: stats(111, 111)}, {stats: stats(150, 150)}}}
+	shards := []*sustain.Report{{Steps: []sustain.Step{{Connected: 300, Held: 300}}}}
+	cl := &cluster{replicas: []*replica{{name: "replica1"}, {name: "replica2"}}}
+	for _, c := range []struct {
+		name       string
+		finalOK    uint64 // replica1's handshakes once the clients left
+		wantUnread int64
+	}{
+		{"39 completed after the reading", 150, 39},
+		{"none after it: 39 connections the servers do not hold", 111, 0},
+	} {
+		res := &results{samples: []sample{start, atReading}, shards: shards,
+			final: sample{replicas: []procRead{{stats: stats(c.finalOK, 0)}, {stats: stats(150, 0)}}}}
+		rows := reconcile(cl, res)
+		held := rows[len(rows)-2]
+		if held.Client != 300 || held.Server != 261 || held.Unread != c.wantUnread {
+			t.Errorf("%s: held client %d, server %d, unread %d; want 300, 261, %d", c.name, held.Client, held.Server, held.Unread, c.wantUnread)
+		}
+	}
+}

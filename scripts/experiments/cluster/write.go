@@ -205,7 +205,7 @@ func (rep *report) reconcileTable() htmlreport.Section {
 			row[2] = i64(r.Server)
 		}
 		if r.Unread > 0 {
-			row[2] += fmt.Sprintf(" (+ up to %d after the killed replica's last reading)", r.Unread)
+			row[2] += fmt.Sprintf(" (+ up to %d completed after the reading)", r.Unread)
 		}
 		for i := range rep.Replicas {
 			if i < len(r.Replicas) {

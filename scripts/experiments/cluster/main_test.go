@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,22 +74,27 @@ func need(t *testing.T) *benchrun.Binaries {
 // replicas, emits every 300-600 ms) with the extra flags, and returns
 // its JSON report and what it printed. The thresholds are those a small
 // run on a loaded machine holds: what the tests check is the report.
-// The runs go side by side (t.Parallel): each has its own run directory,
-// Redis, replicas and nginx on free ports, and loadgen shards, and what a
-// test checks is its own report; the machine-wide CPU a report shows is
-// only read by the verdict, which the tests check for its wording.
+// Each run has its own run directory, Redis, replicas and nginx on free
+// ports, and loadgen shards, but the runs go one at a time (oneRun): side
+// by side on 2 cores beside a CPU hog, each nginx worker, one thread among
+// the replicas' and the clients' many, was runnable for seconds with next
+// to no CPU, and a whole step's connects and emits waited in its sockets.
 func small(t *testing.T, extra ...string) (*report, string) {
 	t.Helper()
 	bins := need(t)
 	out := filepath.Join(t.TempDir(), "report.json")
+	runDir := t.TempDir()
+	t.Cleanup(func() { logsOnFailure(t, runDir) })
 	args := append([]string{"-conns", "300", "-replicas", "2", "-steps", "3", "-step-duration", "4s",
 		"-emit-interval", "300ms-600ms", "-push-rate", "20", "-rooms", "10", "-threshold", "lost>=0",
-		"-json", out, "-html", filepath.Join(t.TempDir(), "report.html"), "-run-dir", t.TempDir()}, extra...)
+		"-json", out, "-html", filepath.Join(t.TempDir(), "report.html"), "-run-dir", runDir}, extra...)
 	o, err := parseFlags(args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
+	oneRun.Lock()
+	defer oneRun.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := run(ctx, o, bins, &stdout, &stderr); err != nil {
@@ -104,6 +110,30 @@ func small(t *testing.T, extra ...string) (*report, string) {
 	}
 	t.Logf("\n%s", stdout.String())
 	return &rep, stdout.String()
+}
+
+// oneRun keeps the tests' cluster runs one at a time (see small).
+var oneRun sync.Mutex
+
+// logsOnFailure prints the run's nginx error log and the loadgen shards'
+// output when the test failed: what a report's figures cannot say (a
+// shard or nginx that stopped answering) is there, and the run directory
+// is gone after the test.
+func logsOnFailure(t *testing.T, runDir string) {
+	if !t.Failed() {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(runDir, "*.log"))
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if len(b) > 8<<10 {
+			b = b[len(b)-8<<10:]
+		}
+		t.Logf("%s:\n%s", filepath.Base(path), b)
+	}
 }
 
 // reconciled checks that the clients' counts and the replicas' agree: the
@@ -275,6 +305,8 @@ func TestInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	oneRun.Lock()
+	defer oneRun.Unlock()
 	cmd := exec.Command(bin, "-conns", "200", "-replicas", "2", "-steps", "4", "-step-duration", "5s", "-run-dir", dir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -7,14 +7,16 @@ import (
 	"github.com/knowngood/knowngood/shared/protocol"
 )
 
+// stats is a replica's /stats with ok handshakes and active connections.
+func stats(ok uint64, active int64) *protocol.Stats {
+	return &protocol.Stats{Handshakes: map[string]uint64{protocol.ResultOK: ok}, ConnectionsActive: active}
+}
+
 // TestReconcileKilled: a replica killed while clients were connecting
 // completed connects after its last reading; the servers' sum misses them,
 // and the row bounds how many.
 func TestReconcileKilled(t *testing.T) {
 	t.Parallel()
-	stats := func(ok uint64, active int64) *protocol.Stats {
-		return &protocol.Stats{Handshakes: map[string]uint64{protocol.ResultOK: ok}, ConnectionsActive: active}
-	}
 	victim, other := &replica{name: "replica1"}, &replica{name: "replica2"}
 	start := sample{replicas: []procRead{{stats: stats(0, 0)}, {stats: stats(0, 0)}}}
 	res := &results{
@@ -49,9 +51,6 @@ func TestReconcileKilled(t *testing.T) {
 // row bounds by how many from its final /stats.
 func TestReconcileHeldAfterTheReading(t *testing.T) {
 	t.Parallel()
-	stats := func(ok uint64, active int64) *protocol.Stats {
-		return &protocol.Stats{Handshakes: map[string]uint64{protocol.ResultOK: ok}, ConnectionsActive: active}
-	}
 	start := sample{replicas: []procRead{{stats: stats(0, 0)}, {stats: stats(0, 0)}}}
 	atReading := sample{replicas: []procRead{{stats: stats(111, 111)}, {stats: stats(150, 150)}}}
 	shards := []*sustain.Report{{Steps: []sustain.Step{{Connected: 300, Held: 300}}}}
